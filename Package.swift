@@ -1,0 +1,43 @@
+// swift-tools-version:6.1
+// Ya OK core: a Swift library exported through a stable C ABI (include/yaok.h).
+import PackageDescription
+
+/// The ABI major version: it is the SONAME suffix and YAOK_ABI_VERSION in the header.
+let abiVersion = "1"
+
+let package = Package(
+    name: "YaOK",
+    products: [
+        // The C ABI library. SwiftPM names it libyaokffi.so (the CLI already holds the name
+        // "yaok"); scripts/build-lib installs it as build/lib/libyaok.so.1 for embedders.
+        .library(name: "yaokffi", type: .dynamic, targets: ["YaOKFFI"]),
+        // The Swift API, for Swift apps (they link the module, not a second Swift runtime).
+        .library(name: "YaOK", targets: ["YaOK"]),
+        .executable(name: "yaok", targets: ["yaok"]),
+        .executable(name: "yaok-bench", targets: ["yaok-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .target(
+            name: "YaOK",
+            dependencies: ["CSodium", "CSQLite"]
+        ),
+        .target(
+            name: "YaOKFFI",
+            dependencies: ["YaOK"],
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libyaok.so.\(abiVersion)"])]
+        ),
+        .executableTarget(
+            name: "yaok",
+            dependencies: ["YaOK", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(name: "yaok-bench", dependencies: ["YaOK", "CSodium"]),
+        .testTarget(name: "YaOKTests", dependencies: ["YaOK", "CSodium"]),
+    ]
+)

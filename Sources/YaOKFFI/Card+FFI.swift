@@ -1,0 +1,64 @@
+import YaOK
+
+/* ---- contact cards ---- */
+
+final class CardHandle: Handle {
+    let card: ContactCard
+    init(_ card: ContactCard) { self.card = card }
+}
+
+@_cdecl("yaok_card_decode")
+public func yaok_card_decode(_ text: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let out = try required(out, "out")
+        let text = try required(text, "text")
+        // Text that is not UTF-8 is still just "not a Ya OK QR code" to the user.
+        guard let s = String(validatingCString: text) else { throw YaOKError(.invalidCard) }
+        out.pointee = Handles.make(CardHandle(try ContactCard(text: s)))
+    }
+}
+
+@_cdecl("yaok_card_free")
+public func yaok_card_free(_ card: OpaquePointer?) { Handles.release(card) }
+
+@_cdecl("yaok_card_name")
+public func yaok_card_name(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        try give(try Handles.borrow(card, as: CardHandle.self, "card").card.name, to: try required(out, "out"))
+    }
+}
+
+@_cdecl("yaok_card_user_id")
+public func yaok_card_user_id(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        try give(try Handles.borrow(card, as: CardHandle.self, "card").card.userID, to: try required(out, "out"))
+    }
+}
+
+@_cdecl("yaok_card_fingerprint")
+public func yaok_card_fingerprint(_ card: OpaquePointer?, _ format: UInt32,
+                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let card = try Handles.borrow(card, as: CardHandle.self, "card").card
+        try give(try formatFingerprint(card.fingerprint, format), to: try required(out, "out"))
+    }
+}
+
+@_cdecl("yaok_card_text")
+public func yaok_card_text(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        try give(try Handles.borrow(card, as: CardHandle.self, "card").card.text, to: try required(out, "out"))
+    }
+}
+
+@_cdecl("yaok_card_public_keys")
+public func yaok_card_public_keys(_ card: OpaquePointer?, _ outEncryptionKey: UnsafeMutablePointer<UInt8>?,
+                                  _ outSigningKey: UnsafeMutablePointer<UInt8>?) -> Int32 {
+    boundary {
+        let keys = try Handles.borrow(card, as: CardHandle.self, "card").card.publicIdentity
+        let enc = try required(outEncryptionKey, "out_encryption_key")
+        let sign = try required(outSigningKey, "out_signing_key")
+        enc.update(from: keys.encryptionKey, count: 32)
+        sign.update(from: keys.signingKey, count: 32)
+    }
+}

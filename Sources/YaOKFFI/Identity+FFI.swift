@@ -1,0 +1,78 @@
+import YaOK
+
+/* ---- identity ---- */
+
+final class IdentityHandle: Handle {
+    let identity: Identity
+    init(_ identity: Identity) { self.identity = identity }
+}
+
+/// Fingerprint formats, as YAOK_FINGERPRINT_* in the header.
+func formatFingerprint(_ fingerprint: Fingerprint, _ format: UInt32) throws -> String {
+    switch format {
+    case 0: return fingerprint.hex
+    case 1: return fingerprint.grouped
+    case 2: return fingerprint.short
+    default: throw YaOKError(.invalidArgument, "Unknown fingerprint format \(format)")
+    }
+}
+
+@_cdecl("yaok_identity_new")
+public func yaok_identity_new(_ name: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let out = try required(out, "out")
+        out.pointee = Handles.make(IdentityHandle(try Identity(name: try string(name, "name"))))
+    }
+}
+
+@_cdecl("yaok_identity_restore")
+public func yaok_identity_restore(_ name: UnsafePointer<CChar>?, _ secrets: UnsafePointer<UInt8>?, _ secretsLength: Int,
+                                  _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let out = try required(out, "out")
+        let name = try string(name, "name")
+        guard secretsLength == Identity.secretsLength else {
+            throw YaOKError(.invalidArgument, "secrets must be \(Identity.secretsLength) bytes")
+        }
+        let secure = try SecureBytes(count: secretsLength)
+        let source = try required(secrets, "secrets")
+        secure.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: source, count: secretsLength)) }
+        out.pointee = Handles.make(IdentityHandle(try Identity(name: name, secrets: secure)))
+    }
+}
+
+@_cdecl("yaok_identity_free")
+public func yaok_identity_free(_ identity: OpaquePointer?) { Handles.release(identity) }
+
+@_cdecl("yaok_identity_name")
+public func yaok_identity_name(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
+        try give(id.name, to: try required(out, "out"))
+    }
+}
+
+@_cdecl("yaok_identity_user_id")
+public func yaok_identity_user_id(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
+        try give(id.publicIdentity.userID, to: try required(out, "out"))
+    }
+}
+
+@_cdecl("yaok_identity_fingerprint")
+public func yaok_identity_fingerprint(_ identity: OpaquePointer?, _ format: UInt32,
+                                      _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
+        try give(try formatFingerprint(id.publicIdentity.fingerprint, format), to: try required(out, "out"))
+    }
+}
+
+@_cdecl("yaok_identity_card")
+public func yaok_identity_card(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
+        try give(id.card.text, to: try required(out, "out"))
+    }
+}

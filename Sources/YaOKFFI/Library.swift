@@ -1,0 +1,44 @@
+import Glibc
+import YaOK
+
+/* ---- library: versions, status, memory ---- */
+
+@_cdecl("yaok_abi_version")
+public func yaok_abi_version() -> UInt32 { Version.abi }
+
+@_cdecl("yaok_version_string")
+public func yaok_version_string() -> UnsafePointer<CChar> { VersionString.pointer }
+
+@_cdecl("yaok_status_str")
+public func yaok_status_str(_ status: Int32) -> UnsafePointer<CChar> { StatusStrings.pointer(for: status) }
+
+@_cdecl("yaok_last_error_message")
+public func yaok_last_error_message() -> UnsafePointer<CChar>? { LastError.current }
+
+@_cdecl("yaok_string_free")
+public func yaok_string_free(_ s: UnsafeMutablePointer<CChar>?) { free(s) }
+
+@_cdecl("yaok_bytes_free")
+public func yaok_bytes_free(_ data: UnsafeMutablePointer<UInt8>?, _ length: Int) {
+    guard let data else { return }
+    // Returned bytes may be a decrypted message: wipe before freeing.
+    Secrets.wipe(data, length)
+    free(data)
+}
+
+/// Static C strings that live as long as the process. `nonisolated(unsafe)`: they are
+/// written once by the thread-safe lazy initialiser and only read after that.
+enum VersionString {
+    nonisolated(unsafe) static let pointer: UnsafePointer<CChar> = UnsafePointer(strdup(Version.string)!)
+}
+
+enum StatusStrings {
+    nonisolated(unsafe) private static let table: [Int32: UnsafePointer<CChar>] = {
+        var t: [Int32: UnsafePointer<CChar>] = [0: UnsafePointer(strdup("OK")!)]
+        for code in YaOKError.Code.allCases { t[code.rawValue] = UnsafePointer(strdup(code.defaultMessage)!) }
+        return t
+    }()
+    nonisolated(unsafe) private static let unknown: UnsafePointer<CChar> = UnsafePointer(strdup("Unknown status")!)
+
+    static func pointer(for status: Int32) -> UnsafePointer<CChar> { table[status] ?? unknown }
+}
