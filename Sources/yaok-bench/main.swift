@@ -1,1 +1,13 @@
-print("bench")
+// yaok-bench: speed and memory figures for Ya OK core. Run in release mode:
+//   swift run -c release yaok-bench [suite ...]      (no suite: all of them)
+// Each suite prints its figures and the target it is measured against.
+
+let suites: [(name: String, run: () throws -> Void)] = [
+    ("crypto", CryptoBench.run),
+]
+
+let wanted = Array(CommandLine.arguments.dropFirst())
+for suite in suites where wanted.isEmpty || wanted.contains(suite.name) {
+    print("== \(suite.name)")
+    try suite.run()
+}

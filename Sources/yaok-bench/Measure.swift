@@ -1,0 +1,44 @@
+import Glibc
+
+/// Monotonic time and a few reporting helpers shared by all suites.
+enum Measure {
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Runs `body` `iterations` times (after a short warm-up) and returns seconds per iteration.
+    @discardableResult
+    static func perIteration(_ iterations: Int, warmup: Int = 10, _ body: () throws -> Void) rethrows -> Double {
+        for _ in 0..<warmup { try body() }
+        let start = now()
+        for _ in 0..<iterations { try body() }
+        return (now() - start) / Double(iterations)
+    }
+
+    /// Peak resident set size of this process so far, in MiB (getrusage ru_maxrss).
+    static func peakRSSMiB() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF, &usage)
+        return Double(usage.ru_maxrss) / 1024
+    }
+
+    static func report(_ label: String, _ value: String, target: String? = nil) {
+        let padded = label.padding(to: 44)
+        print("  \(padded) \(value)" + (target.map { "   (target \($0))" } ?? ""))
+    }
+
+    static func format(_ value: Double, decimals: Int = 2) -> String {
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let rounded = (value * scale).rounded() / scale
+        return "\(rounded)"
+    }
+}
+
+extension String {
+    func padding(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}
