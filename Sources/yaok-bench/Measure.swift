@@ -20,7 +20,7 @@ enum Measure {
     /// Peak resident set size of this process so far, in MiB (getrusage ru_maxrss).
     static func peakRSSMiB() -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_SELF, &usage)
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         return Double(usage.ru_maxrss) / 1024
     }
 
