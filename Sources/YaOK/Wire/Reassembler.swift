@@ -1,7 +1,8 @@
 /// Reassembles fragments from one peer (docs/PROTOCOL.md §4.6). Keep one per peer (per
 /// link); it is the unit of the memory bound. Not thread-safe.
 ///
-/// Robust to any delivery order, to duplicates (ignored), and to loss (an incomplete group
+/// Robust to any delivery order, to duplicates (ignored, also after completion: the last
+/// 64 completed groups are remembered for `timeoutMs`), and to loss (an incomplete group
 /// is dropped `timeoutMs` after its last new fragment). Time is passed in, never read, so
 /// tests need no sleeping. Pure Swift (fuzz build).
 ///
@@ -29,6 +30,10 @@ public struct Reassembler {
         var lastProgressMs: UInt64
     }
     private var groups: [UInt16: Group] = [:]
+    /// Recently completed groups and when: a duplicate fragment that arrives after its
+    /// packet completed is ignored instead of starting a group that can never complete.
+    private var completed: [UInt16: UInt64] = [:]
+    static let maxCompletedRemembered = 64
 
     /// `budget` must hold at least one maximal packet in fragments of the minimum MTU.
     public static let defaultBudget = 256 * 1024
@@ -51,6 +56,7 @@ public struct Reassembler {
     /// already held), or when the group could never fit the budget; the group is dropped.
     public mutating func receive(_ fragment: Fragment, nowMs: UInt64) throws -> [UInt8]? {
         expire(nowMs: nowMs)
+        if completed[fragment.group] != nil { return nil }
         let isLast = fragment.index == fragment.count - 1
         let length = fragment.data.count
         var group = groups[fragment.group]
@@ -101,7 +107,10 @@ public struct Reassembler {
             groups[fragment.group] = group
             return nil
         }
-        drop(fragment.group)
+        // Complete: release it (the local copy holds this fragment's cost, the stored one not).
+        groups.removeValue(forKey: fragment.group)
+        memoryInUse -= group.cost
+        remember(fragment.group, nowMs: nowMs)
         var packet: [UInt8] = []
         packet.reserveCapacity((Int(group.count) - 1) * (group.chunkLength ?? 0) + (group.lastLength ?? 0))
         for i in 0..<group.count {
@@ -134,6 +143,18 @@ public struct Reassembler {
         for (id, group) in groups where nowMs >= group.lastProgressMs && nowMs - group.lastProgressMs >= timeoutMs {
             drop(id)
         }
+        for (id, at) in completed where nowMs >= at && nowMs - at >= timeoutMs {
+            completed.removeValue(forKey: id)
+        }
+    }
+
+    /// Bounded by count (oldest forgotten first) and by `timeoutMs` (in `expire`).
+    private mutating func remember(_ id: UInt16, nowMs: UInt64) {
+        if completed.count >= Self.maxCompletedRemembered,
+           let oldest = completed.min(by: { $0.value < $1.value }) {
+            completed.removeValue(forKey: oldest.key)
+        }
+        completed[id] = nowMs
     }
 
     private mutating func drop(_ id: UInt16) {
