@@ -4,6 +4,7 @@
 
 let suites: [(name: String, run: () throws -> Void)] = [
     ("crypto", CryptoBench.run),
+    ("wire", WireBench.run),
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())
