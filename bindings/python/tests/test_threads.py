@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-
-import pytest
 
 import yaok
 from yaok import envelope
@@ -104,23 +101,11 @@ def test_close_while_other_threads_use_the_object(alice, bob):
         assert outcomes[-1] == "closed" or card.closed
 
 
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores to show parallelism")
-def test_calls_release_the_gil(alice, bob_card):
-    """ctypes releases the GIL around foreign calls, so sealing on two threads overlaps:
-    a sanity check that the binding does not use PyDLL or hold a global lock."""
-    import time
-    body = bytes(10_000)
-
-    def burst() -> float:
-        start = time.perf_counter()
-        for i in range(150):
-            envelope.seal(alice, bob_card, body, bytes(16), i)
-        return time.perf_counter() - start
-
-    burst()  # warm up
-    serial = burst() + burst()
-    start = time.perf_counter()
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda _: burst(), range(2)))
-    parallel = time.perf_counter() - start
-    assert parallel < serial * 0.9, (serial, parallel)
+def test_calls_release_the_gil():
+    """ctypes releases the GIL around calls through CDLL functions, but not PyDLL ones
+    (FUNCFLAG_PYTHONAPI): check the mechanism rather than timings, which flake on a busy machine."""
+    import ctypes
+    from yaok import _lib
+    assert type(_lib.lib) is ctypes.CDLL
+    for name in ("yaok_envelope_seal", "yaok_envelope_open", "yaok_identity_new"):
+        assert not getattr(_lib.lib, name)._flags_ & ctypes._FUNCFLAG_PYTHONAPI, name
