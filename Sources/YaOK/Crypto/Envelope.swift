@@ -35,13 +35,20 @@ public enum Envelope {
     /// Seals `body` (1 to 10 KiB) from `sender` to the holder of `recipientKey` (X25519).
     public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
                             messageID: [UInt8], timestamp: UInt64) throws -> [UInt8] {
+        try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
+                 ephemeralSecret: Sodium.randomBytes(32))
+    }
+
+    /// Sealing with a given ephemeral secret: only for test vectors, which must be reproducible.
+    static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
+                     messageID: [UInt8], timestamp: UInt64, ephemeralSecret secret: [UInt8]) throws -> [UInt8] {
         guard !body.isEmpty else { throw YaOKError(.emptyMessage) }
         guard body.count <= maxBodyLength else { throw YaOKError(.messageTooLarge) }
         guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
         guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
         try Sodium.ensureInitialized()
 
-        var ephemeralSecret = Sodium.randomBytes(32)
+        var ephemeralSecret = secret
         defer { Sodium.wipe(&ephemeralSecret) }
         var ephemeral = [UInt8](repeating: 0, count: 32)
         guard crypto_scalarmult_base(&ephemeral, ephemeralSecret) == 0 else { throw YaOKError(.internal) }

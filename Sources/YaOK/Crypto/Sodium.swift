@@ -12,6 +12,8 @@ enum Sodium {
     }
 
     static func randomBytes(_ count: Int) -> [UInt8] {
+        _ = initResult  // randombytes needs an initialised library to be thread-safe
+        guard count > 0 else { return [] }
         var out = [UInt8](repeating: 0, count: count)
         out.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
         return out
