@@ -11,6 +11,10 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
 
     public var description: String { message }
 
+    /// Two errors are equal when their codes are: the message is detail for people
+    /// (it may carry a name or a count of seconds), the code is what programs act on.
+    public static func == (a: YaOKError, b: YaOKError) -> Bool { a.code == b.code }
+
     /// Grouped in ranges of 100 and never renumbered; a retired code stays as a comment.
     /// Keep in step with `yaok_status` in include/yaok.h (a test compares them).
     public enum Code: Int32, Sendable, CaseIterable {

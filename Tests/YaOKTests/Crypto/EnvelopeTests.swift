@@ -1,0 +1,136 @@
+import Testing
+@testable import YaOK
+
+@Suite struct EnvelopeTests {
+    let alice = try! Identity(name: "Alice")
+    let bob = try! Identity(name: "Bob")
+    let eve = try! Identity(name: "Eve")
+    let id: [UInt8] = Array(0..<16)
+    let ts: UInt64 = 1_700_000_000_000
+
+    func seal(_ text: String = "Hello, Bob!") throws -> [UInt8] {
+        try Envelope.seal(Array(text.utf8), from: alice, to: bob.publicIdentity.encryptionKey, messageID: id, timestamp: ts)
+    }
+
+    @Test func roundTrip() throws {
+        let opened = try Envelope.open(try seal(), by: bob, messageID: id, timestamp: ts)
+        #expect(opened.body == Array("Hello, Bob!".utf8))
+        #expect(opened.senderKey == alice.publicIdentity.encryptionKey)
+    }
+
+    @Test func freshEphemeralKeyEveryTime() throws {
+        let a = try seal(), b = try seal()
+        #expect(a.prefix(32) != b.prefix(32))
+        #expect(a != b)
+    }
+
+    @Test func senderKeyIsNotInClear() throws {
+        let sealed = try seal()
+        let key = alice.publicIdentity.encryptionKey
+        for start in 0...(sealed.count - key.count) {
+            #expect(Array(sealed[start..<start + key.count]) != key)
+        }
+    }
+
+    @Test func notForMe() throws {
+        #expect(throws: YaOKError(.notForMe)) { try Envelope.open(try seal(), by: eve, messageID: id, timestamp: ts) }
+    }
+
+    @Test func replayUnderAnotherIDOrTimeIsTampered() throws {
+        let sealed = try seal()
+        var otherID = id
+        otherID[0] ^= 1
+        #expect(throws: YaOKError(.tampered)) { try Envelope.open(sealed, by: bob, messageID: otherID, timestamp: ts) }
+        #expect(throws: YaOKError(.tampered)) { try Envelope.open(sealed, by: bob, messageID: id, timestamp: ts + 1) }
+    }
+
+    @Test func everyFlippedByteIsRejected() throws {
+        let sealed = try seal()
+        for i in sealed.indices {
+            var bad = sealed
+            bad[i] ^= 0x40
+            #expect(throws: YaOKError.self) { try Envelope.open(bad, by: bob, messageID: id, timestamp: ts) }
+        }
+        // Past the header, every change is an authentication failure.
+        var bad = sealed
+        bad[50] ^= 1
+        #expect(throws: YaOKError(.tampered)) { try Envelope.open(bad, by: bob, messageID: id, timestamp: ts) }
+    }
+
+    @Test func truncatedIsMalformed() throws {
+        let sealed = try seal()
+        for n in [0, 31, 40, 100, Envelope.overhead + 63] {
+            #expect(throws: YaOKError(.malformedEnvelope)) {
+                try Envelope.open(Array(sealed.prefix(n)), by: bob, messageID: id, timestamp: ts)
+            }
+        }
+        #expect(throws: YaOKError.self) { try Envelope.open(Array(sealed.dropLast()), by: bob, messageID: id, timestamp: ts) }
+    }
+
+    @Test func unknownSender() throws {
+        let known = [eve.publicIdentity.encryptionKey]
+        #expect(throws: YaOKError(.unknownSender)) {
+            try Envelope.open(try seal(), by: bob, messageID: id, timestamp: ts, isKnownSender: { known.contains($0) })
+        }
+    }
+
+    /// Mallory, who knows Alice's and Bob's public keys, claims to be Alice: the AEAD opens
+    /// (anyone can encrypt to Bob) but the static-static authenticator cannot be forged.
+    @Test func impersonationFailsSenderAuthentication() throws {
+        let mallory = try Identity(name: "Mallory")
+        let body = Array("I am Alice".utf8)
+        let recipient = bob.publicIdentity.encryptionKey
+        let eph = Sodium.randomBytes(32)
+        // Build the envelope by hand with Alice's key inside but Mallory's static secret.
+        let genuine = try Envelope.seal(body, from: mallory, to: recipient, messageID: id, timestamp: ts, ephemeralSecret: eph)
+        let e = Array(genuine.prefix(32))
+        let shared = try eph.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: recipient) }
+        let (key, nonce) = Envelope.messageKey(shared: shared, ephemeral: e, recipientKey: recipient)
+        let ad = Envelope.associatedData(recipientKey: recipient, messageID: id, timestamp: ts, ephemeral: e)
+        let auth = try mallory.encryptionSecret.withUnsafeBytes {
+            try Envelope.authenticator(staticSecret: $0, peerKey: recipient, senderKey: alice.publicIdentity.encryptionKey,
+                                       recipientKey: recipient, ad: ad, body: body[...])
+        }
+        let inner = alice.publicIdentity.encryptionKey + auth + (try Padding.pad(body))
+        let forged = Array(genuine.prefix(40)) + (try TestAEAD.encrypt(inner, ad: ad, nonce: nonce, key: key))
+        #expect(throws: YaOKError(.senderAuthFailed)) { try Envelope.open(forged, by: bob, messageID: id, timestamp: ts) }
+    }
+
+    @Test func sizeLimits() throws {
+        #expect(throws: YaOKError(.emptyMessage)) { try seal("") }
+        let max = [UInt8](repeating: 0x61, count: Envelope.maxBodyLength)
+        let sealed = try Envelope.seal(max, from: alice, to: bob.publicIdentity.encryptionKey, messageID: id, timestamp: ts)
+        #expect(try Envelope.open(sealed, by: bob, messageID: id, timestamp: ts).body == max)
+        #expect(throws: YaOKError(.messageTooLarge)) {
+            try Envelope.seal(max + [0], from: alice, to: bob.publicIdentity.encryptionKey, messageID: id, timestamp: ts)
+        }
+        #expect(YaOKError(.messageTooLarge).message == "Message too large (max 10KB)")
+    }
+
+    @Test func lengthsArePaddedToBuckets() throws {
+        var sizes = Set<Int>()
+        for n in 1...63 { sizes.insert(try seal(String(repeating: "x", count: n)).count) }
+        #expect(sizes == [Envelope.overhead + 64])
+        #expect(try seal(String(repeating: "x", count: 64)).count == Envelope.overhead + 128)
+        #expect(try seal(String(repeating: "x", count: 10240)).count == Envelope.overhead + 16384)
+    }
+
+    @Test func randomBodiesRoundTrip() throws {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            let n = Int.random(in: 1...Envelope.maxBodyLength, using: &rng)
+            let body = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let msgID = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let t = UInt64.random(in: 0...UInt64.max, using: &rng)
+            let sealed = try Envelope.seal(body, from: alice, to: bob.publicIdentity.encryptionKey, messageID: msgID, timestamp: t)
+            #expect(try Envelope.open(sealed, by: bob, messageID: msgID, timestamp: t).body == body)
+        }
+    }
+
+    @Test func lowOrderEphemeralKeyIsMalformed() throws {
+        var sealed = try seal()
+        sealed.replaceSubrange(0..<32, with: [UInt8](repeating: 0, count: 32))
+        // The hint no longer matches either; both outcomes are refusals, never a crash.
+        #expect(throws: YaOKError.self) { try Envelope.open(sealed, by: bob, messageID: id, timestamp: ts) }
+    }
+}

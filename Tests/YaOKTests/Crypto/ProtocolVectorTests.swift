@@ -1,0 +1,53 @@
+import Testing
+@testable import YaOK
+
+/// The crypto vectors in docs/PROTOCOL.md, checked against the code.
+@Suite struct ProtocolVectorTests {
+    func identity(_ name: String) throws -> (Identity, ProtocolVector) {
+        let v = try #require(try ProtocolVector.all().first { $0.name == name })
+        return (try Identity(name: try v.string("display_name"), secrets: try SecureBytes(copying: try v.hex("secrets"))), v)
+    }
+
+    @Test(arguments: ["identity-alice", "identity-bob"])
+    func identityVector(name: String) throws {
+        let (id, v) = try identity(name)
+        #expect(id.publicIdentity.encryptionKey == (try v.hex("x25519_public")))
+        #expect(id.publicIdentity.signingKey == (try v.hex("ed25519_public")))
+        #expect(id.publicIdentity.userID == (try v.string("user_id")))
+        #expect(id.publicIdentity.fingerprint.hex == (try v.string("fingerprint")))
+    }
+
+    @Test func documentHasVectors() throws {
+        let names = Set(try ProtocolVector.all().map(\.name))
+        for expected in ["identity-alice", "identity-bob", "card-alice", "card-bob", "envelope-alice-to-bob"] {
+            #expect(names.contains(expected))
+        }
+    }
+
+    @Test(arguments: ["card-alice", "card-bob"])
+    func cardVector(name: String) throws {
+        let v = try #require(try ProtocolVector.named(name).first)
+        let (id, _) = try identity(try v.string("identity"))
+        let text = try v.string("text")
+        // Ed25519 signatures are deterministic, so the card text is too.
+        #expect(id.card.text == text)
+        let decoded = try ContactCard(text: text)
+        #expect(decoded.name == id.name)
+        #expect(decoded.publicIdentity == id.publicIdentity)
+    }
+
+    @Test func envelopeVector() throws {
+        let v = try #require(try ProtocolVector.named("envelope-alice-to-bob").first)
+        let (alice, _) = try identity(try v.string("sender"))
+        let (bob, _) = try identity(try v.string("recipient"))
+        let body = Array(try v.string("body_utf8").utf8)
+        let id = try v.hex("message_id")
+        let ts = try v.uint64("timestamp_ms")
+        let sealed = try Envelope.seal(body, from: alice, to: bob.publicIdentity.encryptionKey, messageID: id,
+                                       timestamp: ts, ephemeralSecret: try v.hex("ephemeral_secret"))
+        #expect(sealed == (try v.hex("sealed")))
+        let opened = try Envelope.open(try v.hex("sealed"), by: bob, messageID: id, timestamp: ts)
+        #expect(opened.body == body)
+        #expect(opened.senderKey == alice.publicIdentity.encryptionKey)
+    }
+}
