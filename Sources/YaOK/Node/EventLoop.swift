@@ -1,4 +1,4 @@
-internal import Glibc
+import Glibc
 internal import CLinux
 import Synchronization
 

@@ -1,4 +1,3 @@
-internal import Glibc
 import Synchronization
 
 /// A Ya OK profile: one identity, its contacts, messages and security log, kept in one
@@ -69,11 +68,7 @@ public final class Node: Sendable {
         events.setHandler(handler)
     }
 
-    public static let systemClock: @Sendable () -> Int64 = {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
+    public static let systemClock: @Sendable () -> Int64 = { Clock.milliseconds() }
 
     // MARK: - Internal helpers shared by the Node+*.swift files
 

@@ -1,4 +1,4 @@
-internal import Glibc
+import Glibc
 
 /// One node's persistent state: the SQLite database `yaok.db` (WAL) in the node's data
 /// directory, migrated to the latest schema on open. Not thread-safe: the Node serialises

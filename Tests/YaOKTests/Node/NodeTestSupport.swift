@@ -75,3 +75,15 @@ func eventually(_ condition: () -> Bool) -> Bool {
     }
     return false
 }
+
+/// The message of the YaOKError `body` throws (errors compare by code only), or nil.
+func errorMessage(_ body: () throws -> Void) -> String? {
+    do {
+        try body()
+        return nil
+    } catch let error as YaOKError {
+        return error.message
+    } catch {
+        return "\(error)"
+    }
+}
