@@ -37,7 +37,7 @@ __all__ = [
     "MessageTooLarge", "EmptyMessage", "MalformedEnvelope",
     "StoreError", "Locked", "WrongPIN", "LockedOut", "PINTooShort", "PINMismatch",
     "StorageError", "DiskFull", "CorruptStore", "ConfirmationRequired", "NotInitialized",
-    "AlreadyInitialized",
+    "AlreadyInitialized", "NoPlatformKey", "WrongPlatformKey", "Closed",
     "ProtocolError", "MalformedPacket", "UnsupportedVersion", "UnknownPacketType",
     "FrameTooLarge", "FragmentInvalid", "Expired",
     "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
@@ -82,6 +82,9 @@ class Status(enum.IntEnum):
     CONFIRMATION_REQUIRED = 408
     NOT_INITIALIZED = 409
     ALREADY_INITIALIZED = 410
+    NO_PLATFORM_KEY = 411
+    WRONG_PLATFORM_KEY = 412
+    CLOSED = 413
 
     MALFORMED_PACKET = 500
     UNSUPPORTED_VERSION = 501
@@ -259,6 +262,22 @@ class NotInitialized(StoreError):
 
 class AlreadyInitialized(StoreError):
     code = Status.ALREADY_INITIALIZED
+
+
+class NoPlatformKey(StoreError):
+    """"No platform key is registered"."""
+    code = Status.NO_PLATFORM_KEY
+
+
+class WrongPlatformKey(StoreError):
+    """"Incorrect platform key"."""
+    code = Status.WRONG_PLATFORM_KEY
+
+
+class Closed(StoreError):
+    """The node was closed (YAOK_E_CLOSED). Not to be confused with :class:`HandleClosed`,
+    which the binding raises itself for a Python object used after ``close()``."""
+    code = Status.CLOSED
 
 
 # ---- 5xx: wire protocol
