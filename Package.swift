@@ -24,9 +24,11 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // epoll and eventfd for each node's event thread (Glibc's module lacks eventfd).
+        .systemLibrary(name: "CLinux"),
         .target(
             name: "YaOK",
-            dependencies: ["CSodium", "CSQLite"]
+            dependencies: ["CSodium", "CSQLite", "CLinux"]
         ),
         .target(
             name: "YaOKFFI",
@@ -38,6 +40,8 @@ let package = Package(
             dependencies: ["YaOK", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(name: "yaok-bench", dependencies: ["YaOK", "CSodium"]),
-        .testTarget(name: "YaOKTests", dependencies: ["YaOK", "CSodium"]),
+        // A child process the store tests kill with SIGKILL in the middle of writes.
+        .executableTarget(name: "yaok-store-writer", dependencies: ["YaOK"]),
+        .testTarget(name: "YaOKTests", dependencies: ["YaOK", "CSodium", "yaok-store-writer"]),
     ]
 )

@@ -93,6 +93,9 @@ enum {
     YAOK_E_CONFIRMATION_REQUIRED = 408,
     YAOK_E_NOT_INITIALIZED = 409,
     YAOK_E_ALREADY_INITIALIZED = 410,
+    YAOK_E_NO_PLATFORM_KEY = 411,       /* "No platform key is registered" */
+    YAOK_E_WRONG_PLATFORM_KEY = 412,    /* "Incorrect platform key" */
+    YAOK_E_CLOSED = 413,                /* the node was closed (internal use after free) */
 
     /* 5xx: wire protocol */
     YAOK_E_MALFORMED_PACKET = 500,

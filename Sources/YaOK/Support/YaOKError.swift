@@ -51,6 +51,9 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
         case confirmationRequired = 408
         case notInitialized = 409
         case alreadyInitialized = 410
+        case noPlatformKey = 411
+        case wrongPlatformKey = 412
+        case closed = 413
 
         // 5xx: wire protocol
         case malformedPacket = 500
@@ -95,6 +98,9 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
             case .confirmationRequired: return "This action needs explicit confirmation"
             case .notInitialized: return "No identity has been set up here"
             case .alreadyInitialized: return "An identity already exists here"
+            case .noPlatformKey: return "No platform key is registered"
+            case .wrongPlatformKey: return "Incorrect platform key"
+            case .closed: return "The node has been closed"
             case .malformedPacket: return "Malformed packet"
             case .unsupportedVersion: return "Unsupported protocol version"
             case .unknownPacketType: return "Unknown packet type"

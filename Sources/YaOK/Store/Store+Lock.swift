@@ -1,0 +1,46 @@
+/// The vault rows, the persisted PIN failures and lockout, and small settings.
+extension Store {
+    struct LockState: Equatable {
+        var failures: Int
+        /// Wall-clock milliseconds; 0 when not locked out.
+        var lockedUntil: Int64
+    }
+
+    func lockState() throws -> LockState {
+        var state = LockState(failures: 0, lockedUntil: 0)
+        try db.query("SELECT failures, locked_until_ms FROM lock_state WHERE id = 1") {
+            state = LockState(failures: $0.int(0), lockedUntil: $0.int64(1))
+        }
+        return state
+    }
+
+    func setLockState(_ state: LockState) throws {
+        try db.query("UPDATE lock_state SET failures = ?, locked_until_ms = ? WHERE id = 1",
+                     [.int(Int64(state.failures)), .int(state.lockedUntil)])
+    }
+
+    func vault(_ kind: SealedVault.Kind) throws -> SealedVault? {
+        try db.rows("SELECT salt, ops_limit, mem_limit, nonce, ciphertext FROM vault WHERE kind = ?", [.text(kind.rawValue)]) {
+            SealedVault(kind: kind, salt: $0.blob(0), opsLimit: UInt64($0.int64(1)), memLimit: $0.int(2),
+                        nonce: $0.blob(3), ciphertext: $0.blob(4))
+        }.first
+    }
+
+    func saveVault(_ v: SealedVault) throws {
+        try db.query("INSERT OR REPLACE INTO vault (kind, salt, ops_limit, mem_limit, nonce, ciphertext) VALUES (?, ?, ?, ?, ?, ?)",
+                     [.text(v.kind.rawValue), .blob(v.salt), .int(Int64(v.opsLimit)), .int(Int64(v.memLimit)),
+                      .blob(v.nonce), .blob(v.ciphertext)])
+    }
+
+    func deleteVault(_ kind: SealedVault.Kind) throws {
+        try db.query("DELETE FROM vault WHERE kind = ?", [.text(kind.rawValue)])
+    }
+
+    func setting(_ key: String) throws -> Int64? {
+        try db.rows("SELECT value FROM settings WHERE key = ?", [.text(key)]) { $0.int64(0) }.first
+    }
+
+    func setSetting(_ key: String, _ value: Int64) throws {
+        try db.query("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", [.text(key), .int(value)])
+    }
+}

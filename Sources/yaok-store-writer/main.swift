@@ -1,0 +1,34 @@
+// yaok-store-writer DIR PIN: a child process for the store's crash test. It unlocks the
+// node in DIR (set up by the test with the test-only fast PIN hashing), then stores
+// outgoing messages "message N" to contact 1 for ever, printing N on stdout after each
+// one is committed. The test kills it with SIGKILL mid-write and checks that every
+// printed N is in the database.
+import Glibc
+import YaOK
+
+/// Unbuffered write(2): each line reaches the test before the next write starts.
+func say(_ text: String, fd: Int32 = 1) {
+    var bytes = Array(text.utf8)
+    _ = write(fd, &bytes, bytes.count)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 3 else {
+    say("usage: yaok-store-writer DIR PIN\n", fd: 2)
+    exit(2)
+}
+var options = Node.Options()
+options.pinHashing = .insecureFastForTestsOnly
+do {
+    let node = try Node(dataDirectory: arguments[1], options: options)
+    try node.unlock(pin: arguments[2])
+    var n = 0
+    while true {
+        n += 1
+        _ = try node.storeOutgoing(to: 1, text: "message \(n)")
+        say("\(n)\n")
+    }
+} catch {
+    say("yaok-store-writer: \(error)\n", fd: 2)
+    exit(1)
+}

@@ -1,0 +1,159 @@
+import Foundation
+import Testing
+@testable import YaOK
+
+@Suite struct NodeLockTests {
+    @Test func setupValidatesNamePINAndConfirmation() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try Node(dataDirectory: dir.path, options: fastOptions())
+        #expect(try node.status().initialized == false)
+        #expect(throws: YaOKError(.pinTooShort)) { try node.setup(name: "Alice", pin: "12345", confirmation: "12345") }
+        #expect(throws: YaOKError(.pinTooShort)) { try node.setup(name: "Alice", pin: "12a456", confirmation: "12a456") }
+        #expect(throws: YaOKError(.pinMismatch)) { try node.setup(name: "Alice", pin: "123456", confirmation: "654321") }
+        #expect(throws: YaOKError(.invalidName)) { try node.setup(name: "A", pin: "123456", confirmation: "123456") }
+        let result = try node.setup(name: "Alice", pin: "000000", confirmation: "000000")
+        #expect(result.warnings == .allZeroPIN)
+        #expect(result.identity.name == "Alice")
+        #expect(try node.status() == NodeStatus(initialized: true, locked: false, lockoutSecondsRemaining: 0,
+                                                failedAttempts: 0, autoLock: .standard, platformKeyRegistered: false))
+        #expect(throws: YaOKError(.alreadyInitialized)) { try node.setup(name: "Bob", pin: "123456", confirmation: "123456") }
+    }
+
+    @Test func unlockWithPINAfterReopen() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let userID = try makeNode(dir).identity().publicIdentity.userID
+        let node = try Node(dataDirectory: dir.path, options: fastOptions())
+        #expect(try node.status().locked)
+        #expect(throws: YaOKError(.locked)) { try node.identity() }
+        #expect(throws: YaOKError(.locked)) { try node.contacts() }
+        #expect(throws: YaOKError(.wrongPIN)) { try node.unlock(pin: "111111") }
+        try node.unlock(pin: testPIN)
+        #expect(try node.identity().publicIdentity.userID == userID)
+        #expect(try node.status().failedAttempts == 0)
+    }
+
+    @Test func threeWrongPINsLockOutAndSurviveReopen() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let clock = TestClock()
+        _ = try makeNode(dir, clock: clock)
+        var node: Node? = try Node(dataDirectory: dir.path, options: fastOptions(clock: clock))
+        #expect(errorMessage { try node?.unlock(pin: "000000") } == "Incorrect PIN")
+        #expect(throws: YaOKError(.wrongPIN)) { try node?.unlock(pin: "000001") }
+        #expect(errorMessage { try node?.unlock(pin: "000002") } == "Too many attempts. Try again in 30 seconds.")
+        // Even the right PIN is refused during the lockout, and it is not checked.
+        #expect(errorMessage { try node?.unlock(pin: testPIN) } == "Too many attempts. Try again in 30 seconds.")
+        node?.close()
+        node = nil
+
+        clock.advance(seconds: 12)
+        let reopened = try Node(dataDirectory: dir.path, options: fastOptions(clock: clock))
+        #expect(try reopened.status().lockoutSecondsRemaining == 18)
+        #expect(errorMessage { try reopened.unlock(pin: testPIN) } == "Too many attempts. Try again in 18 seconds.")
+        clock.advance(seconds: 18)
+        try reopened.unlock(pin: testPIN)
+        let kinds = try reopened.securityEvents().map(\.kind)
+        #expect(kinds.filter { $0 == .wrongPIN }.count == 3)
+        #expect(kinds.contains(.lockout))
+        #expect(kinds.last == .unlocked)
+    }
+
+    @Test func failureIsCountedBeforeThePINIsChecked() throws {
+        // The counter is written before Argon2id runs: simulate a kill mid-check by leaving
+        // the incremented counter behind (what a SIGKILL at that point leaves).
+        let dir = TempDir()
+        defer { dir.remove() }
+        _ = try makeNode(dir)
+        let store = try Store(directory: dir.path)
+        try store.setLockState(.init(failures: 2, lockedUntil: 0))
+        store.close()
+        let node = try Node(dataDirectory: dir.path, options: fastOptions())
+        #expect(try node.status().failedAttempts == 2)
+        #expect(errorMessage { try node.unlock(pin: "999999") } == "Too many attempts. Try again in 30 seconds.")
+    }
+
+    @Test func clockSetBackwardsDoesNotStretchTheLockout() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let clock = TestClock()
+        let node = try makeNode(dir, clock: clock)
+        try node.lock()
+        for pin in ["1", "2", "3"] { _ = try? node.unlock(pin: pin) }
+        clock.advance(seconds: -3600)
+        #expect(try node.status().lockoutSecondsRemaining == 30)
+    }
+
+    @Test func lockWipesKeys() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        weak var keys: UnlockedKeys?
+        weak var databaseKey: SecureBytes?
+        node.state.withLock { s in
+            keys = s.keys
+            databaseKey = s.keys?.contents.databaseKey
+        }
+        #expect(keys != nil && databaseKey != nil)
+        try node.lock()
+        // Released means sodium_free ran, which zeroes the guarded pages before unmapping.
+        #expect(keys == nil)
+        #expect(databaseKey == nil)
+        #expect(try node.status().locked)
+        #expect(throws: YaOKError(.locked)) { try node.storeOutgoing(to: 1, text: "hi") }
+        #expect(throws: YaOKError(.locked)) { try node.securityEvents() }
+        #expect(throws: YaOKError(.locked)) { try node.setAutoLock(.never) }
+    }
+
+    @Test func platformKeyUnlocksAndPINKeepsWorking() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let key = [UInt8](repeating: 7, count: 32)
+        #expect(throws: YaOKError.self) { try node.registerPlatformKey([1, 2, 3]) }
+        try node.registerPlatformKey(key)
+        try node.lock()
+        #expect(throws: YaOKError(.wrongPlatformKey)) { try node.unlock(platformKey: [UInt8](repeating: 8, count: 32)) }
+        try node.unlock(platformKey: key)
+        #expect(try node.status().platformKeyRegistered)
+        try node.lock()
+        try node.unlock(pin: testPIN)
+        try node.removePlatformKey()
+        try node.lock()
+        #expect(throws: YaOKError(.noPlatformKey)) { try node.unlock(platformKey: key) }
+    }
+
+    @Test func autoLockFiresOnTheEventThread() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let recorder = EventRecorder()
+        recorder.attach(to: node)
+        #expect(try node.setAutoLock(.never) == .autoLockDisabled)
+        #expect(try node.setAutoLock(.after(seconds: 0.05)) == [])
+        let event = recorder.wait { $0 == .locked(reason: "auto_lock") }
+        #expect(event != nil)
+        #expect(try node.status().locked)
+        #expect(recorder.allOnEventThread)
+        try node.unlock(pin: testPIN)
+        #expect(try node.status().autoLock == .after(seconds: 0.05))
+        try node.setAutoLock(.never)
+        #expect(try node.status().locked == false)
+    }
+
+    @Test func resetNeedsConfirmationAndDestroysEverything() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let bob = try node.addContact(card: cardText("Bob"))
+        _ = try node.storeOutgoing(to: bob.id, text: "hello")
+        #expect(throws: YaOKError.self) { try node.reset(confirm: false) }
+        try node.reset(confirm: true)
+        let status = try node.status()
+        #expect(status.initialized == false && status.locked)
+        _ = try node.setup(name: "Alice", pin: testPIN, confirmation: testPIN)
+        #expect(try node.contacts().isEmpty)
+        #expect(try node.securityEvents().map(\.kind) == [.reset, .pinSetUp])
+    }
+}
