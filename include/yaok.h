@@ -104,8 +104,6 @@ enum {
     YAOK_E_FRAME_TOO_LARGE = 503,
     YAOK_E_FRAGMENT_INVALID = 504,
     YAOK_E_EXPIRED = 505,
-    YAOK_E_CLOCK_SKEW = 506,            /* packet created too far in the future */
-    YAOK_E_LINK_FAILED = 507,           /* a stream link's read or write failed */
 
     /* 9xx: the library itself */
     YAOK_E_INTERNAL = 900,

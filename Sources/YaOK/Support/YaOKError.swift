@@ -62,8 +62,6 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
         case frameTooLarge = 503
         case fragmentInvalid = 504
         case expired = 505
-        case clockSkew = 506
-        case linkFailed = 507
 
         // 9xx: the library itself
         case `internal` = 900
@@ -107,8 +105,6 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
             case .frameTooLarge: return "Frame too large"
             case .fragmentInvalid: return "Invalid fragment"
             case .expired: return "Packet has expired"
-            case .clockSkew: return "Packet creation time is too far in the future"
-            case .linkFailed: return "The link failed or was closed"
             case .internal: return "Internal error"
             case .outOfMemory: return "Out of memory"
             case .cryptoInit: return "The crypto library failed to initialise"

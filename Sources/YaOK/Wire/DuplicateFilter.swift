@@ -1,4 +1,4 @@
-/// Duplicate detection for routed packets (docs/PROTOCOL.md §4.7; US-021 AC-021-05).
+/// Duplicate detection for routed packets (docs/PROTOCOL.md §4.8; US-021 AC-021-05).
 ///
 /// The same message reaches a node over several paths and again whenever a sender retries,
 /// so each message ID is remembered until its packet expires: in SQLite (table

@@ -1,4 +1,4 @@
-/// One fragment of a packet on a small-MTU link (docs/PROTOCOL.md §4.6):
+/// One fragment of a packet on a small-MTU link (docs/PROTOCOL.md §4.7):
 ///
 ///     offset size field
 ///      0      1   version (1)

@@ -1,4 +1,4 @@
-/// Splits packets into link units for a small-MTU link (docs/PROTOCOL.md §4.6).
+/// Splits packets into link units for a small-MTU link (docs/PROTOCOL.md §4.7).
 /// One per link and direction: its group counter must not repeat while a receiver may
 /// still hold an incomplete group, and 65,536 packets inside one reassembly timeout
 /// cannot happen on a link this slow. Pure Swift (fuzz build).

@@ -1,4 +1,4 @@
-/// Stream framing for TCP and L2CAP connection-oriented channels (docs/PROTOCOL.md §4.5):
+/// Stream framing for TCP and L2CAP connection-oriented channels (docs/PROTOCOL.md §4.6):
 /// each frame is a u16 big-endian length then that many bytes (one packet). A zero length
 /// is a keepalive and carries nothing. Pure Swift (fuzz build).
 public enum Frame {

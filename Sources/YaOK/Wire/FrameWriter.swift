@@ -28,11 +28,22 @@ public struct FrameWriter {
         pending += Frame.keepalive
     }
 
+    /// What a flush achieved. A failed link is an expected outcome on a radio link, so it
+    /// is a result to act on (close the connection), not a thrown error.
+    public enum FlushResult: Equatable, Sendable {
+        /// Everything queued has been written.
+        case drained
+        /// The descriptor would block (EAGAIN/EWOULDBLOCK): wait until it is writable, then
+        /// call `flush` again; it resumes exactly where it stopped.
+        case wouldBlock
+        /// write(2) failed with this errno (EPIPE, ECONNRESET, EBADF…) or accepted nothing:
+        /// the link is unusable; close it. The queue is kept, for diagnostics only.
+        case failed(errno: Int32)
+    }
+
     /// Writes through `write`, which behaves like write(2): returns bytes written, or -1
-    /// with `errno` set. Returns true once everything queued is written, false when the
-    /// descriptor would block (EAGAIN/EWOULDBLOCK: wait for writability and call again).
-    /// EINTR is retried. Any other error throws `linkFailed`.
-    public mutating func flush(write: (UnsafeRawBufferPointer) -> Int) throws -> Bool {
+    /// with `errno` set. EINTR is retried.
+    public mutating func flush(write: (UnsafeRawBufferPointer) -> Int) -> FlushResult {
         while sent < pending.count {
             let n = pending.withUnsafeBytes { all in
                 write(UnsafeRawBufferPointer(rebasing: all[sent...]))
@@ -43,17 +54,17 @@ public struct FrameWriter {
             }
             let code = errno
             if n < 0 && code == EINTR { continue }
-            if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) { return false }
-            throw YaOKError(.linkFailed, n == 0 ? "The link accepted no bytes" : "Link write failed: errno \(code)")
+            if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) { return .wouldBlock }
+            return .failed(errno: n == 0 ? 0 : code)
         }
         pending = []
         sent = 0
-        return true
+        return .drained
     }
 
     /// `flush` on a file descriptor (write(2)).
-    public mutating func flush(fd: Int32) throws -> Bool {
-        try flush { buffer in
+    public mutating func flush(fd: Int32) -> FlushResult {
+        flush { buffer in
             guard let base = buffer.baseAddress else { return 0 }
             return Glibc.write(fd, base, buffer.count)
         }

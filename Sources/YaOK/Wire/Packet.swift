@@ -1,4 +1,4 @@
-/// A decoded packet of any type (docs/PROTOCOL.md §4.2). `decode` is strict: it accepts
+/// A decoded packet of any type (docs/PROTOCOL.md §4.1). `decode` is strict: it accepts
 /// exactly the bytes that `encode` produces, so decode ∘ encode is the identity and
 /// encode ∘ decode returns the input unchanged (the fuzzer checks both). Errors:
 /// `unsupportedVersion` for a version other than 1, `unknownPacketType` for a type byte

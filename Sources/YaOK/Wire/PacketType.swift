@@ -1,5 +1,5 @@
 /// The first two bytes of every packet: the protocol version, then the packet type.
-/// docs/PROTOCOL.md §4.2. Pure Swift (fuzz build).
+/// docs/PROTOCOL.md §4.1. Pure Swift (fuzz build).
 public enum Wire {
     /// The only version this implementation reads or writes. Any other → `unsupportedVersion`.
     public static let version: UInt8 = 1

@@ -1,5 +1,7 @@
-/// Reassembles fragments from one peer (docs/PROTOCOL.md §4.6). Keep one per peer (per
-/// link); it is the unit of the memory bound. Not thread-safe.
+/// Reassembles fragments from one peer (docs/PROTOCOL.md §4.7). Keep one per link and make
+/// a new one when the link reconnects (the peer's new Fragmenter starts at a random group
+/// number, which could meet a remembered completed group of the old link). It is the unit
+/// of the memory bound. Not thread-safe.
 ///
 /// Robust to any delivery order, to duplicates (ignored, also after completion: the last
 /// 64 completed groups are remembered for `timeoutMs`), and to loss (an incomplete group

@@ -121,15 +121,16 @@ public struct RoutedHeader: Equatable, Sendable {
         }
     }
 
-    /// Rejects a packet that has expired (`expired`) or claims a creation time more than
-    /// `maxSkewMs` ahead of `nowMs` (`clockSkew`). Dropping future packets matters for
+    /// Rejects a packet outside its validity window with `expired`: expired, or claiming a
+    /// creation time more than `maxSkewMs` ahead of `nowMs` (the message says which; both
+    /// mean "drop, no ack"). Dropping future packets matters for
     /// duplicate detection: an ID is remembered until its packet expires, so a far-future
     /// creation time would otherwise pin it in storage for years.
     public func checkTime(nowMs: UInt64, maxSkewMs: UInt64 = HopLimit.defaultMaxClockSkewMs) throws {
         guard nowMs < expiresAtMs else { throw YaOKError(.expired) }
         // Written as a difference so that no sum can overflow.
         guard createdMs <= nowMs || createdMs - nowMs <= maxSkewMs else {
-            throw YaOKError(.clockSkew, "Packet created \(createdMs - nowMs) ms in the future (allowed \(maxSkewMs))")
+            throw YaOKError(.expired, "Packet is not valid yet: created \(createdMs - nowMs) ms in the future (allowed \(maxSkewMs))")
         }
     }
 }

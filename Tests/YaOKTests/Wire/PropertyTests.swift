@@ -53,7 +53,10 @@ import Testing
         var rng = SeededRandom(seed: 0xf4a9)
         var reassembler = try Reassembler()
         for round in 0..<60 {
-            var fragmenter = try Fragmenter(mtu: Int.random(in: 20...300, using: &rng))
+            // One link whose MTU changes between rounds: the group counter carries on, as it does
+            // within one Fragmenter (a reconnect gets a new Reassembler as well).
+            var fragmenter = try Fragmenter(mtu: Int.random(in: 20...300, using: &rng),
+                                            firstGroup: UInt16(truncatingIfNeeded: round * 3))
             let packets = try (0..<3).map { _ in
                 try Packet.routed(try sampleHeader(), payload: rng.bytes(Int.random(in: 0...4000, using: &rng))).encode()
             }
