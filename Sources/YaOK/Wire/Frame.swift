@@ -28,7 +28,8 @@ public enum Frame {
 /// Incremental deframer: feed it whatever each read returned (any split, one byte at a
 /// time or many frames at once) and it returns the frames completed so far.
 ///
-/// Memory: it never holds more than one partial frame, and it checks a length prefix
+/// Memory: it never holds more than one partial frame, only the bytes received of it, and
+/// it checks a length prefix
 /// against `maxLength` as soon as the prefix's two bytes are in, before buffering any of
 /// the frame, so a peer announcing an oversized frame costs nothing. After any error the
 /// decoder stays failed (every later `feed` rethrows): the caller must drop the connection,
@@ -81,7 +82,8 @@ public struct FrameDecoder {
                     failure = error
                     throw error
                 }
-                partial.reserveCapacity(length)
+                // No reserveCapacity(length): memory follows the bytes that actually
+                // arrive, so a peer that announces a frame and stalls costs nothing.
                 expected = length
             }
         }

@@ -35,6 +35,9 @@ public struct Reassembler {
     /// Recently completed groups and when: a duplicate fragment that arrives after its
     /// packet completed is ignored instead of starting a group that can never complete.
     private var completed: [UInt16: UInt64] = [:]
+    /// No group or completed record can time out before this instant, so `expire` skips its
+    /// scan until then (a lower bound: progress only pushes deadlines later).
+    private var nextExpiryMs: UInt64 = .max
     static let maxCompletedRemembered = 64
 
     /// `budget` must hold at least one maximal packet in fragments of the minimum MTU.
@@ -104,6 +107,7 @@ public struct Reassembler {
         group.cost += cost
         group.lastProgressMs = nowMs
         memoryInUse += cost + (isNew ? Self.groupCost : 0)
+        noteDeadline(from: nowMs)
 
         guard group.pieces.count == Int(group.count) else {
             groups[fragment.group] = group
@@ -142,12 +146,21 @@ public struct Reassembler {
     /// Drops groups with no new fragment for `timeoutMs`. `receive` calls it; call it from
     /// a timer too, so that a silent peer's leftovers are released.
     public mutating func expire(nowMs: UInt64) {
+        guard nowMs >= nextExpiryMs else { return }
+        nextExpiryMs = .max
         for (id, group) in groups where nowMs >= group.lastProgressMs && nowMs - group.lastProgressMs >= timeoutMs {
             drop(id)
         }
         for (id, at) in completed where nowMs >= at && nowMs - at >= timeoutMs {
             completed.removeValue(forKey: id)
         }
+        for group in groups.values { noteDeadline(from: group.lastProgressMs) }
+        for at in completed.values { noteDeadline(from: at) }
+    }
+
+    private mutating func noteDeadline(from startMs: UInt64) {
+        let (deadline, overflow) = startMs.addingReportingOverflow(timeoutMs)
+        nextExpiryMs = min(nextExpiryMs, overflow ? .max : deadline)
     }
 
     /// Bounded by count (oldest forgotten first) and by `timeoutMs` (in `expire`).
@@ -157,6 +170,7 @@ public struct Reassembler {
             completed.removeValue(forKey: oldest.key)
         }
         completed[id] = nowMs
+        noteDeadline(from: nowMs)
     }
 
     private mutating func drop(_ id: UInt16) {

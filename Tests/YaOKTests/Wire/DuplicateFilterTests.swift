@@ -44,6 +44,16 @@ import Foundation
         #expect(UInt64(stored) == 1000 + DuplicateFilter.maxRetentionMs)
     }
 
+    @Test func expiredRowsArePurgedAutomatically() throws {
+        let filter = try DuplicateFilter(database: try Database(path: ":memory:"))
+        for i in 0..<10 { _ = try filter.check(MessageID.random(), expiresAtMs: 100 + UInt64(i), nowMs: 0) }
+        // Later arrivals, after those expired: the periodic purge removes them.
+        for _ in 0..<DuplicateFilter.purgeInterval {
+            _ = try filter.check(MessageID.random(), expiresAtMs: 100_000, nowMs: 1000)
+        }
+        #expect(try filter.storedCount() == DuplicateFilter.purgeInterval)
+    }
+
     @Test func frontIsBounded() throws {
         var front = try SeenIDFront(capacity: 100)
         let ids = (0..<1000).map { _ in MessageID.random() }

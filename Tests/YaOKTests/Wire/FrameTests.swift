@@ -31,6 +31,14 @@ import Glibc
         #expect(errorCode { try decoder.feed(try Frame.encode([1])) } == .frameTooLarge)
     }
 
+    @Test func announcedFrameCostsOnlyWhatArrives() throws {
+        var decoder = try FrameDecoder()
+        #expect(try decoder.feed([0x40, 0x00]).isEmpty)  // announces 16384 bytes
+        #expect(decoder.bufferedByteCount == 0)
+        #expect(try decoder.feed([1, 2, 3]).isEmpty)
+        #expect(decoder.bufferedByteCount == 3)
+    }
+
     @Test func frameAtTheLimitIsAccepted() throws {
         var decoder = try FrameDecoder(maxLength: 300)
         let packet = [UInt8](repeating: 7, count: 300)
