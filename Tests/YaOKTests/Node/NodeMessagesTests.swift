@@ -30,6 +30,21 @@ import Testing
         #expect(throws: YaOKError(.invalidArgument)) { try node.history(bob.id, limit: 0) }
     }
 
+    @Test func batchIsAllOrNothing() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let bob = try node.addContact(card: try cardText("Bob"))
+        let good = (0..<10).map { IncomingMessage(contactID: bob.id, text: "b\($0)", messageID: id($0), sentAt: Int64($0)) }
+        #expect(throws: YaOKError(.notFound)) {
+            try node.storeIncoming(good + [IncomingMessage(contactID: 999, text: "x", messageID: id(99), sentAt: 0)])
+        }
+        #expect(try node.history(bob.id).messages.isEmpty)
+        let results = try node.storeIncoming(good + [good[0]])
+        #expect(results.map(\.duplicate) == Array(repeating: false, count: 10) + [true])
+        #expect(try node.history(bob.id).messages.map(\.text) == (0..<10).map { "b\($0)" })
+    }
+
     @Test func equalTimestampsKeepInsertionOrder() throws {
         let dir = TempDir()
         defer { dir.remove() }
