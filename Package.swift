@@ -43,5 +43,7 @@ let package = Package(
         // A child process the store tests kill with SIGKILL in the middle of writes.
         .executableTarget(name: "yaok-store-writer", dependencies: ["YaOK"]),
         .testTarget(name: "YaOKTests", dependencies: ["YaOK", "CSodium", "yaok-store-writer"]),
+        // Runs the built `yaok` executable as a subprocess.
+        .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
     ]
 )

@@ -35,6 +35,8 @@ func string(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
 
 /// A borrowed (pointer, length) argument. NULL is allowed only for length 0.
 func bytes(_ pointer: UnsafePointer<UInt8>?, _ count: Int, _ name: String) throws -> [UInt8] {
+    // size_t arrives as Int: a length above Int.max shows up negative.
+    guard count >= 0 else { throw YaOKError(.invalidArgument, "\(name) length is too large") }
     guard count > 0 else { return [] }
     let p = try required(pointer, name)
     return Array(UnsafeBufferPointer(start: p, count: count))

@@ -13,7 +13,7 @@ public func yaok_envelope_seal(_ sender: OpaquePointer?, _ recipient: OpaquePoin
         let outLength = try required(outSealedLength, "out_sealed_len")
         let me = try Handles.borrow(sender, as: IdentityHandle.self, "sender").identity
         let them = try Handles.borrow(recipient, as: CardHandle.self, "recipient").card
-        guard bodyLength <= Envelope.maxBodyLength else { throw YaOKError(.messageTooLarge) }
+        guard bodyLength >= 0, bodyLength <= Envelope.maxBodyLength else { throw YaOKError(.messageTooLarge) }
         let sealed = try Envelope.seal(try bytes(body, bodyLength, "body"), from: me,
                                        to: them.publicIdentity.encryptionKey,
                                        messageID: try fixedBytes(messageID, Envelope.messageIDLength, "message_id"),

@@ -1,0 +1,29 @@
+"""Ya OK core for Python: a ctypes binding over the C ABI in include/yaok.h.
+
+>>> import yaok
+>>> with yaok.Identity.new("Alice") as alice, yaok.Identity.new("Bob") as bob, \\
+...         yaok.Card.decode(alice.card) as alice_card, yaok.Card.decode(bob.card) as bob_card:
+...     sealed = yaok.envelope.seal(alice, bob_card, b"Hi", bytes(16), 1700000000000)
+...     body, index = yaok.envelope.open(bob, [alice_card], sealed, bytes(16), 1700000000000)
+
+Importing the package loads libyaok (``$YAOK_LIBRARY``, the repository's
+``build/lib/libyaok.so.1``, or the system loader) and refuses a library whose ABI version
+differs from :data:`ABI_VERSION` (:class:`AbiVersionMismatch`). Failures raise subclasses of
+:class:`YaOKError` (see :mod:`yaok.errors`) carrying ``.status`` and the library's message.
+
+One module per header section: :mod:`yaok.identity`, :mod:`yaok.envelope`; each declares its
+own C signatures against the shared library object in :mod:`yaok._lib`.
+"""
+
+from . import envelope, errors
+from ._lib import ABI_VERSION, abi_version, library_path, status_str, version_string
+from .errors import *  # noqa: F401,F403  (the exception classes and Status)
+from .errors import __all__ as _errors_all
+from .identity import Card, Identity, PublicKeys
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ABI_VERSION", "abi_version", "version_string", "status_str", "library_path",
+    "Identity", "Card", "PublicKeys", "envelope", "errors",
+] + list(_errors_all)

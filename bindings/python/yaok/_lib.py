@@ -1,0 +1,255 @@
+"""Loading libyaok and the shared plumbing every domain module uses.
+
+Finding the library, in order:
+
+1. ``$YAOK_LIBRARY``: a path to the .so. If it is set and cannot be loaded, that is an
+   error (no silent fall-back to another copy).
+2. The repository's ``build/lib/libyaok.so.<ABI>`` (made by ``scripts/build-lib``) when the
+   binding is used from a checkout (e.g. ``pip install -e bindings/python``).
+3. The system loader: ``libyaok.so.<ABI>`` by its SONAME (``LD_LIBRARY_PATH``, ldconfig).
+
+Then ``yaok_abi_version()`` must equal :data:`ABI_VERSION`, the ABI this binding was written
+for; otherwise :class:`~yaok.errors.AbiVersionMismatch` is raised and nothing is used.
+
+Domain modules (``identity.py``, ``envelope.py``, later ``node.py`` …) declare the
+signatures of their own functions with :func:`declare` against the shared :data:`lib`, so
+adding a domain never means editing this file. Every declared function gets ``argtypes``
+and ``restype`` (ctypes would otherwise assume ``int`` and truncate pointers); a function
+declared with ``restype=STATUS`` raises the mapped exception by itself on failure.
+
+Threads: ctypes releases the GIL around each call, so calls run in parallel. The
+last-error message is per thread in the library, and it is read on the same thread right
+after the failing call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from .errors import AbiVersionMismatch, HandleClosed, LibraryNotFound, error_for_status
+
+__all__ = [
+    "ABI_VERSION", "STATUS", "lib", "library_path", "load", "declare", "check",
+    "take_string", "take_bytes", "OwnedHandle", "abi_version", "version_string",
+    "status_str", "last_error_message", "encode_text",
+]
+
+#: The C ABI version this binding was written for (``YAOK_ABI_VERSION`` in include/yaok.h).
+ABI_VERSION = 1
+
+#: ``typedef int32_t yaok_status``. Use it as ``restype`` to get automatic error checking.
+STATUS = ctypes.c_int32
+
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def _candidates() -> Sequence[str]:
+    return [
+        str(_REPO_ROOT / "build" / "lib" / f"libyaok.so.{ABI_VERSION}"),
+        f"libyaok.so.{ABI_VERSION}",
+    ]
+
+
+def load(path: Optional[str] = None, expected_abi: Optional[int] = None) -> ctypes.CDLL:
+    """Loads libyaok and checks its ABI version.
+
+    Args:
+        path: an explicit path; default: ``$YAOK_LIBRARY``, then the search described in
+            the module docs.
+        expected_abi: the ABI version to insist on; default :data:`ABI_VERSION`.
+
+    Raises:
+        LibraryNotFound: nothing loadable was found, or it is not a Ya OK library.
+        AbiVersionMismatch: the library's ``yaok_abi_version()`` differs.
+    """
+    expected = ABI_VERSION if expected_abi is None else expected_abi
+    explicit = path or os.environ.get("YAOK_LIBRARY")
+    if explicit:
+        tried = [explicit]
+    else:
+        tried = [c for c in _candidates() if "/" not in c or os.path.exists(c)]
+    errors = []
+    handle = None
+    for candidate in tried:
+        try:
+            handle = ctypes.CDLL(candidate)
+            break
+        except OSError as e:
+            errors.append(f"{candidate}: {e}")
+    if handle is None:
+        where = "$YAOK_LIBRARY" if explicit else "the repository build and the system loader"
+        raise LibraryNotFound(
+            f"libyaok.so.{expected} not found via {where} (run scripts/build-lib, or set "
+            f"YAOK_LIBRARY to the library's path): " + "; ".join(errors))
+    loaded_from = candidate
+    try:
+        abi = handle.yaok_abi_version
+    except AttributeError:
+        raise LibraryNotFound(f"{loaded_from} is not a Ya OK library (no yaok_abi_version)") from None
+    abi.argtypes = []
+    abi.restype = ctypes.c_uint32
+    found = int(abi())
+    if found != expected:
+        raise AbiVersionMismatch(expected, found, loaded_from)
+    handle._yaok_path = loaded_from  # type: ignore[attr-defined]
+    return handle
+
+
+#: The loaded library, shared by all domain modules.
+lib: ctypes.CDLL = load()
+
+#: Where :data:`lib` was loaded from.
+library_path: str = lib._yaok_path  # type: ignore[attr-defined]
+
+
+def declare(name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
+    """Declares ``name`` in :data:`lib` with its ``restype`` and ``argtypes`` and returns it.
+
+    With ``restype=STATUS`` the function checks its own result: a non-zero status raises the
+    mapped :class:`~yaok.errors.YaOKError` with the library's message, and success returns 0.
+    """
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+    if restype is STATUS:
+        fn.errcheck = _errcheck
+    return fn
+
+
+def _errcheck(result: int, func: Any, args: Any) -> int:
+    check(result)
+    return result
+
+
+# ---- versions, status, last error, memory (the header's "library" part)
+
+_abi_version = declare("yaok_abi_version", ctypes.c_uint32)
+_version_string = declare("yaok_version_string", ctypes.c_char_p)
+_status_str = declare("yaok_status_str", ctypes.c_char_p, STATUS)
+_last_error_message = declare("yaok_last_error_message", ctypes.c_char_p)
+_string_free = declare("yaok_string_free", None, ctypes.c_void_p)
+_bytes_free = declare("yaok_bytes_free", None, ctypes.c_void_p, ctypes.c_size_t)
+
+
+def abi_version() -> int:
+    """``yaok_abi_version()``: the loaded library's ABI version."""
+    return int(_abi_version())
+
+
+def version_string() -> str:
+    """``yaok_version_string()``: "MAJOR.MINOR.PATCH" of the loaded library."""
+    return _version_string().decode("utf-8")
+
+
+def status_str(status: int) -> str:
+    """``yaok_status_str()``: a short English description of a status code."""
+    return _status_str(status).decode("utf-8")
+
+
+def last_error_message() -> Optional[str]:
+    """``yaok_last_error_message()``: this thread's last failure message, or ``None``."""
+    raw = _last_error_message()
+    return None if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def check(status: int) -> None:
+    """Raises the exception mapped from ``status`` (with this thread's last-error message)
+    unless it is 0 (``YAOK_OK``). Call it on the thread that made the failing call."""
+    if status != 0:
+        message = last_error_message() or status_str(status)
+        raise error_for_status(int(status), message)
+
+
+def take_string(pointer: ctypes.c_void_p) -> str:
+    """Copies a library-owned UTF-8 string (from a ``char **out``) into a ``str`` and frees
+    it with ``yaok_string_free``."""
+    if not pointer.value:
+        raise error_for_status(900, "The library returned a NULL string")
+    try:
+        return ctypes.string_at(pointer.value).decode("utf-8")
+    finally:
+        _string_free(pointer)
+
+
+def take_bytes(pointer: ctypes.c_void_p, length: ctypes.c_size_t) -> bytes:
+    """Copies library-owned bytes (from ``uint8_t **out, size_t *out_len``) into ``bytes``
+    and wipes and frees them with ``yaok_bytes_free``."""
+    if not pointer.value:
+        raise error_for_status(900, "The library returned NULL bytes")
+    try:
+        return ctypes.string_at(pointer.value, length.value)
+    finally:
+        _bytes_free(pointer, length)
+
+
+def encode_text(value: str, what: str) -> bytes:
+    """UTF-8 bytes of ``value`` for a ``const char *`` argument.
+
+    Raises TypeError for a non-``str``; :class:`~yaok.errors.InvalidArgument` for an embedded
+    NUL (C would silently cut the text there). Lone surrogates are passed through
+    (``surrogatepass``) so that the library refuses them as invalid UTF-8 itself."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be str, not {type(value).__name__}")
+    if "\0" in value:
+        raise error_for_status(101, f"{what} must not contain NUL characters")
+    return value.encode("utf-8", errors="surrogatepass")
+
+
+class OwnedHandle:
+    """One library handle owned by a Python object, freed exactly once.
+
+    ``borrow()`` lends the pointer for the duration of one call; ``close()`` frees it, or,
+    if calls on other threads are still using it, marks it closed and frees it when the
+    last of them returns. So closing twice, or closing while another thread is using the
+    object, is safe; using it after close raises :class:`~yaok.errors.HandleClosed`.
+    """
+
+    __slots__ = ("_pointer", "_free", "_kind", "_lock", "_borrowers", "_closed")
+
+    def __init__(self, pointer: Any, free: Callable[[Any], None], kind: str) -> None:
+        if not pointer:
+            raise ValueError(f"NULL {kind} handle")
+        self._pointer = pointer
+        self._free = free
+        self._kind = kind
+        self._lock = threading.Lock()
+        self._borrowers = 0
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @contextmanager
+    def borrow(self) -> Iterator[Any]:
+        with self._lock:
+            if self._closed:
+                raise HandleClosed(f"{self._kind} is closed")
+            self._borrowers += 1
+            pointer = self._pointer
+        try:
+            yield pointer
+        finally:
+            with self._lock:
+                self._borrowers -= 1
+                release = self._closed and self._borrowers == 0 and self._pointer is not None
+                if release:
+                    pointer, self._pointer = self._pointer, None
+            if release:
+                self._free(pointer)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._borrowers:
+                return  # the last borrower frees it
+            pointer, self._pointer = self._pointer, None
+        if pointer is not None:
+            self._free(pointer)
