@@ -192,7 +192,6 @@ def test_set_auto_lock(node):
     assert node.status().auto_lock_ms is None and node.status().auto_lock_seconds is None
     assert node.set_auto_lock(60) == yaok.NodeWarning.NONE
     assert node.status().auto_lock_ms == 60_000
-    assert node.set_auto_lock(0.0001) == yaok.NodeWarning.NONE  # rounded up to 1 ms, never to 0
     node.set_auto_lock(600)
     for bad in (0, -1, -0.5, float("nan"), float("inf"), 31 * 24 * 3600):
         with pytest.raises(yaok.InvalidArgument):
@@ -202,6 +201,10 @@ def test_set_auto_lock(node):
     with pytest.raises(TypeError):
         node.set_auto_lock(True)
     assert node.status().auto_lock_ms == 600_000
+    # Rounded up to 1 ms, never down to 0 (last: the node may lock itself at once; status()
+    # works while locked).
+    assert node.set_auto_lock(0.0001) == yaok.NodeWarning.NONE
+    assert node.status().auto_lock_ms == 1
 
 
 def test_reset_needs_confirmation(node, bob):
