@@ -43,6 +43,8 @@ let package = Package(
         // A child process the store tests kill with SIGKILL in the middle of writes.
         .executableTarget(name: "yaok-store-writer", dependencies: ["YaOK"]),
         .testTarget(name: "YaOKTests", dependencies: ["YaOK", "CSodium", "yaok-store-writer"]),
+        // Runs the built `yaok` executable as a subprocess.
+        .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
         // A pure-Swift QR code encoder (no Foundation), for printing contact cards.
         .target(name: "QRCode"),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),

@@ -4,6 +4,8 @@
 
 let suites: [(name: String, run: () throws -> Void)] = [
     ("crypto", CryptoBench.run),
+    ("store", StoreBench.run),
+    ("wire", WireBench.run),
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())

@@ -7,6 +7,8 @@ struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create two identities, exchange cards, send one encrypted message.")
 
+    @OptionGroup var options: GlobalOptions  // accepted for uniformity; the demo keeps nothing on disk
+
     @Option(help: "The message Alice sends to Bob.")
     var message = "Hello, Bob! 🔒"
 

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+
+/// Runs the real `yaok` executable as a subprocess, the way a script would.
+struct CLI {
+    let home: String
+    var pin = "123456"
+
+    static let executable: URL = {
+        // The test bundle sits in the same build products directory as the executable.
+        let exe = URL(fileURLWithPath: try! FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        return exe.deletingLastPathComponent().appendingPathComponent("yaok")
+    }()
+
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        var json: Any? { try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) }
+    }
+
+    @discardableResult
+    func run(_ arguments: [String], pin: String? = nil, environment extra: [String: String] = [:]) throws -> Result {
+        let process = Process()
+        process.executableURL = CLI.executable
+        process.arguments = ["--home", home] + arguments
+        var env = ProcessInfo.processInfo.environment
+        env["YAOK_PIN"] = pin ?? self.pin
+        env.merge(extra) { $1 }
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                      stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    static func temporary(_ name: String) -> CLI {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("yaok-cli-\(name)-\(UUID().uuidString)")
+        return CLI(home: dir.path)
+    }
+}
+
+@Suite(.serialized) struct CLITests {
+    @Test func initCardAddListShowVerifyRenameDelete() throws {
+        let alice = CLI.temporary("alice"), bob = CLI.temporary("bob")
+        #expect(try alice.run(["init", "--name", "Alice"]).status == 0)
+        #expect(try bob.run(["init", "--name", "Bob"]).status == 0)
+
+        let card = try #require(try bob.run(["card", "--json"]).json as? [String: Any])["card"] as? String
+        let cardText = try #require(card)
+        #expect(cardText.hasPrefix("yaok:1:"))
+
+        let preview = try #require(try alice.run(["contacts", "add", cardText, "--preview", "--json"]).json as? [String: Any])
+        #expect(preview["name"] as? String == "Bob")
+        #expect((try alice.run(["contacts", "list", "--json"]).json as? [Any])?.isEmpty == true)
+
+        let added = try alice.run(["contacts", "add", cardText, "--json"])
+        #expect(added.status == 0)
+        let again = try alice.run(["contacts", "add", cardText])
+        #expect(again.status != 0)
+        #expect(again.stderr.contains("Bob is already in your contacts"))
+
+        let list = try #require(try alice.run(["contacts", "--json"]).json as? [[String: Any]])
+        #expect(list.count == 1)
+        let fingerprint = try #require(list.first?["fingerprint"] as? String)
+
+        let shown = try #require(try alice.run(["contacts", "show", String(fingerprint.prefix(8)), "--json"]).json as? [String: Any])
+        #expect(shown["name"] as? String == "Bob")
+        #expect(shown["verified"] as? Bool == false)
+        #expect(try alice.run(["contacts", "verify", "bob"]).status == 0)
+        #expect((try alice.run(["contacts", "show", "Bob", "--json"]).json as? [String: Any])?["verified"] as? Bool == true)
+
+        #expect(try alice.run(["contacts", "rename", "Bob", "Robert"]).status == 0)
+        #expect(try alice.run(["contacts", "show", "Robert"]).stdout.contains("Robert"))
+        #expect(try alice.run(["contacts", "rename", "Robert", "R"]).stderr.contains("Name must be 2-50 characters"))
+
+        #expect(try alice.run(["contacts", "delete", "Robert"]).status == 0)
+        #expect((try alice.run(["contacts", "list", "--json"]).json as? [Any])?.isEmpty == true)
+        let missing = try alice.run(["contacts", "show", "Robert"])
+        #expect(missing.status != 0)
+    }
+
+    @Test func invalidInputGivesTheLibraryMessage() throws {
+        let cli = CLI.temporary("invalid")
+        #expect(try cli.run(["init", "--name", "A"]).stderr.contains("Name must be 2-50 characters"))
+        #expect(try cli.run(["init", "--name", "Alice"], pin: "123").stderr.contains("PIN must be at least 6 digits"))
+        let mismatch = try cli.run(["init", "--name", "Alice"], environment: ["YAOK_PIN_CONFIRM": "654321"])
+        #expect(mismatch.stderr.contains("PINs do not match"))
+        #expect(try cli.run(["status", "--json"]).stdout.contains("\"initialized\":false"))
+        #expect(try cli.run(["init", "--name", "Alice"]).status == 0)
+        let bad = try cli.run(["contacts", "add", "https://example.com", "--json"])
+        #expect(bad.status != 0)
+        #expect((bad.json as? [String: Any])?["error"] as? String == "Invalid Ya OK QR code")
+    }
+
+    @Test func wrongPINsLockOutAcrossInvocations() throws {
+        let cli = CLI.temporary("lockout")
+        #expect(try cli.run(["init", "--name", "Alice"]).status == 0)
+        #expect(try cli.run(["contacts"], pin: "000001").stderr.contains("Incorrect PIN"))
+        #expect(try cli.run(["contacts"], pin: "000002").stderr.contains("Incorrect PIN"))
+        #expect(try cli.run(["contacts"], pin: "000003").stderr.contains("Too many attempts. Try again in 30 seconds."))
+        // Even the right PIN is refused during the lockout, in a new process.
+        let locked = try cli.run(["contacts"])
+        #expect(locked.status != 0)
+        #expect(locked.stderr.contains("Too many attempts. Try again in"))
+        let status = try #require(try cli.run(["status", "--json"]).json as? [String: Any])
+        #expect((status["lockout_seconds"] as? Int ?? 0) > 0)
+    }
+
+    @Test func eventsAndReset() throws {
+        let cli = CLI.temporary("reset")
+        #expect(try cli.run(["init", "--name", "Alice"]).status == 0)
+        _ = try cli.run(["contacts"], pin: "999999")
+        let events = try #require(try cli.run(["events", "--json"]).json as? [[String: Any]])
+        #expect(events.contains { $0["kind"] as? String == "wrong_pin" })
+        let refused = try cli.run(["reset"])
+        #expect(refused.status != 0)
+        #expect(try cli.run(["status", "--json"]).stdout.contains("\"initialized\":true"))
+        #expect(try cli.run(["reset", "--confirm"]).status == 0)
+        #expect(try cli.run(["status", "--json"]).stdout.contains("\"initialized\":false"))
+    }
+
+    @Test func demoRuns() throws {
+        let result = try CLI.temporary("demo").run(["demo"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Bob opens it"))
+    }
+}

@@ -1,0 +1,72 @@
+// libFuzzer entry over the wire decoders (scripts/fuzz builds it with
+// `swiftc -sanitize=fuzzer,address -parse-as-library` together with the pure Wire sources;
+// a SwiftPM executable target would clash with libFuzzer's own main).
+//
+// Every input goes through three paths, so one corpus serves all of them:
+//  1. Packet.decode and RoutedHeader.parse, with the invariant that anything accepted
+//     re-encodes to exactly the input (the decoder is strict and canonical).
+//  2. FrameDecoder fed the input in chunks whose sizes come from the input itself.
+//  3. The frames from (2), decoded as link units; fragments go to a Reassembler with a
+//     small budget whose bound is checked after every fragment.
+// A violated invariant calls fatalError, which libFuzzer reports as a crash.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    guard let data else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    checkPacketDecoding(bytes[...])
+    for frame in deframe(bytes) {
+        checkPacketDecoding(frame[...])
+    }
+    reassemble(deframe(bytes))
+    return 0
+}
+
+private func checkPacketDecoding(_ bytes: ArraySlice<UInt8>) {
+    let decoded = try? Packet.decode(bytes)
+    if let decoded {
+        guard let again = try? decoded.encode(), again[...] == bytes else {
+            fatalError("accepted packet does not re-encode to its input")
+        }
+    }
+    if let (header, range) = try? RoutedHeader.parse(bytes) {
+        guard case .routed(let h, let payload)? = decoded, h == header, Array(bytes[range]) == payload else {
+            fatalError("RoutedHeader.parse disagrees with Packet.decode")
+        }
+    }
+}
+
+/// Chunk sizes from the input's own bytes (1...64), so the fuzzer explores the splits.
+private func deframe(_ bytes: [UInt8]) -> [[UInt8]] {
+    guard var decoder = try? FrameDecoder(maxLength: 4096) else { fatalError("decoder init") }
+    var frames: [[UInt8]] = []
+    var i = 0
+    var k = 0
+    while i < bytes.count {
+        let n = bytes.isEmpty ? 1 : Int(bytes[k % bytes.count] & 63) + 1
+        k += 1
+        do {
+            frames += try decoder.feed(bytes[i..<min(i + n, bytes.count)])
+        } catch {
+            break  // a real link disconnects here
+        }
+        guard decoder.bufferedByteCount <= decoder.maxLength + 1 else { fatalError("deframer over-buffered") }
+        i += n
+    }
+    return frames
+}
+
+private func reassemble(_ units: [[UInt8]]) {
+    let budget = 8 * 1024
+    guard var reassembler = try? Reassembler(budget: budget, timeoutMs: 50) else { fatalError("reassembler init") }
+    for (t, unit) in units.enumerated() {
+        guard case .fragment(let fragment)? = try? Packet.decode(unit) else { continue }
+        if let packet = try? reassembler.receive(fragment, nowMs: UInt64(t * 7)) {
+            guard packet.count <= Wire.maxPacketLength else { fatalError("reassembled past the packet limit") }
+            checkPacketDecoding(packet[...])
+        }
+        guard reassembler.memoryInUse <= budget, reassembler.memoryInUse >= 0 else {
+            fatalError("reassembler exceeded its budget: \(reassembler.memoryInUse)")
+        }
+    }
+}

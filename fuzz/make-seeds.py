@@ -1,0 +1,32 @@
+# Regenerates the checked-in seed corpus (fuzz/corpus) from the format in docs/PROTOCOL.md §4,
+# written independently of the Swift code: run from the repository root with python3.
+import struct, os, random
+random.seed(4)
+out = "fuzz/corpus"  # relative to the repository root
+def routed(t, hop, payload):
+    return bytes([1, t, hop]) + bytes(range(16)) + (1_700_000_000_000).to_bytes(6, "big") + struct.pack(">H", 10080) + bytes(range(8, 16)) + struct.pack(">H", len(payload)) + payload
+def frame(p): return struct.pack(">H", len(p)) + p
+def frags(p, mtu, group):
+    chunk = mtu - 8
+    n = (len(p) + chunk - 1) // chunk
+    return [bytes([1, 4]) + struct.pack(">HHH", group, i, n) + p[i*chunk:(i+1)*chunk] for i in range(n)]
+seeds = {
+    "message": routed(1, 7, bytes(random.randrange(256) for _ in range(40))),
+    "ack": routed(2, 6, bytes(range(20))),
+    "handshake": bytes([1, 3, 0, 3, 9, 9, 9]),
+    "fragment": bytes([1, 4, 0, 5, 0, 1, 0, 3, 1, 2, 3]),
+    "bad-version": bytes([2, 1, 0]),
+    "bad-type": bytes([1, 9, 0]),
+    "frames-keepalive": frame(bytes([1, 3, 0, 0])) + b"\0\0" + frame(routed(1, 0, b"x")),
+    "frame-oversized": b"\xff\xff" + b"\0" * 16,
+}
+p = routed(1, 8, bytes(random.randrange(256) for _ in range(300)))
+fs = frags(p, 23, 77)
+seeds["framed-fragments-in-order"] = b"".join(frame(f) for f in fs)
+random.shuffle(fs)
+seeds["framed-fragments-shuffled"] = b"".join(frame(f) for f in fs + fs[:3])
+fs2 = frags(routed(2, 5, bytes(60)), 20, 65535)
+seeds["framed-fragments-two-groups"] = b"".join(frame(f) for f in fs2 + frags(p, 185, 1))
+for name, data in seeds.items():
+    open(os.path.join(out, name), "wb").write(data)
+print(len(seeds), "seeds")
