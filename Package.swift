@@ -37,7 +37,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "yaok",
-            dependencies: ["YaOK", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["YaOK", "QRCode", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(name: "yaok-bench", dependencies: ["YaOK", "CSodium"]),
         // A child process the store tests kill with SIGKILL in the middle of writes.
