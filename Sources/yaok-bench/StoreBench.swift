@@ -6,14 +6,14 @@ import YaOK
 /// production Argon2id costs and `synchronous=FULL` on the real disk (not tmpfs).
 enum StoreBench {
     static func run() throws {
-        Measure.report("peak RSS at start", "\(Measure.format(peakMiB(), decimals: 1)) MiB")
+        Measure.report("peak RSS at start", "\(Measure.format(Measure.peakRSSMiB(), decimals: 1)) MiB")
         let dir = "/tmp/yaok-bench-store-\(getpid())"
         defer { removeStore(dir) }
         let node = try Node(dataDirectory: dir)
         defer { node.close() }
         let pin = "482915"
 
-        let rssBefore = peakMiB()
+        let rssBefore = Measure.peakRSSMiB()
         var t = Measure.now()
         _ = try node.setup(name: "Bench", pin: pin, confirmation: pin)
         Measure.report("setup (Argon2id seal)", ms(Measure.now() - t))
@@ -28,7 +28,7 @@ enum StoreBench {
             unlocks.append(Measure.now() - t)
         }
         Measure.report("PIN verification (unlock), median of 5", ms(median(unlocks)), target: "< 100 ms")
-        Measure.report("peak RSS before setup / after unlocks", "\(Measure.format(rssBefore, decimals: 1)) / \(Measure.format(peakMiB(), decimals: 1)) MiB")
+        Measure.report("peak RSS before setup / after unlocks", "\(Measure.format(rssBefore, decimals: 1)) / \(Measure.format(Measure.peakRSSMiB(), decimals: 1)) MiB")
 
         // Adding a contact: one transaction (one fsync) each; cards made beforehand.
         let cards = try (0..<200).map { try Identity(name: "Contact \($0)").card.text }
@@ -66,7 +66,7 @@ enum StoreBench {
         t = Measure.now()
         try node.deleteContact(big2)
         Measure.report("delete a contact, keeping 50,000 messages", ms(Measure.now() - t))
-        Measure.report("peak RSS at the end", "\(Measure.format(peakMiB(), decimals: 1)) MiB")
+        Measure.report("peak RSS at the end", "\(Measure.format(Measure.peakRSSMiB(), decimals: 1)) MiB")
     }
 
     /// `count` messages of ~100 bytes, 5,000 per transaction, sender times one second apart.
@@ -82,22 +82,6 @@ enum StoreBench {
             try node.storeIncoming(batch)
             n += batch.count
         }
-    }
-
-    /// VmHWM from /proc/self/status: this process image's peak RSS. (getrusage's
-    /// ru_maxrss survives execve, so under `swift run` it reports the peak of swift-run.)
-    private static func peakMiB() -> Double {
-        guard let file = fopen("/proc/self/status", "r") else { return Measure.peakRSSMiB() }
-        defer { fclose(file) }
-        var line: UnsafeMutablePointer<CChar>? = nil
-        var capacity = 0
-        defer { free(line) }
-        while getline(&line, &capacity, file) > 0 {
-            guard let line, let text = String(validatingCString: line), text.hasPrefix("VmHWM:") else { continue }
-            let digits = text.filter(\.isNumber)
-            return (Double(digits) ?? 0) / 1024
-        }
-        return Measure.peakRSSMiB()
     }
 
     private static func ms(_ seconds: Double) -> String { Measure.format(seconds * 1000, decimals: 3) + " ms" }
