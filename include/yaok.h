@@ -273,7 +273,8 @@ typedef struct yaok_node yaok_node;
 #define YAOK_NODE_OPEN_TEST_FAST_KDF 1u
 
 /* Warning bits (uint32_t *out_warnings): conditions the app must show the user. */
-#define YAOK_WARNING_ALL_ZERO_PIN 1u        /* the PIN is all zeros: accepted, but weak */
+#define YAOK_WARNING_ALL_ZERO_PIN 1u        /* "A PIN of only zeros is easy to guess":
+                                               accepted, but weak */
 #define YAOK_WARNING_AUTO_LOCK_DISABLED 2u  /* "App will not auto-lock. Anyone with access
                                                to your phone can read your messages." */
 
