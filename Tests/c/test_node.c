@@ -3,7 +3,7 @@
  * to libyaok.so. Uses YAOK_NODE_OPEN_TEST_FAST_KDF so that PIN checks are quick.
  * Prints "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L
-#include "yaok.h"
+#include "check.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -12,19 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, \
-                    __LINE__, #cond,                                                 \
-                    yaok_last_error_message() ? yaok_last_error_message() : "none"); \
-        }                                                                            \
-    } while (0)
 
 static const char *PIN = "135790";
 
@@ -367,6 +354,5 @@ int main(void) {
     test_contacts_and_messages();
     test_event_callbacks();
     test_two_nodes();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return REPORT();
 }
