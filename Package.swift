@@ -37,7 +37,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "yaok",
-            dependencies: ["YaOK", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["YaOK", "QRCode", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(name: "yaok-bench", dependencies: ["YaOK", "CSodium"]),
         // A child process the store tests kill with SIGKILL in the middle of writes.
@@ -45,5 +45,8 @@ let package = Package(
         .testTarget(name: "YaOKTests", dependencies: ["YaOK", "CSodium", "yaok-store-writer"]),
         // Runs the built `yaok` executable as a subprocess.
         .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
+        // A pure-Swift QR code encoder (no Foundation), for printing contact cards.
+        .target(name: "QRCode"),
+        .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
     ]
 )

@@ -246,6 +246,223 @@ yaok_status yaok_envelope_open(const yaok_identity *recipient,
                                const uint8_t *message_id, uint64_t timestamp_ms,
                                uint8_t **out_body, size_t *out_body_len, size_t *out_sender_index);
 
+/* ---- node ----
+ * A node is one profile: one identity with its contacts, messages and security log, kept
+ * in one data directory (SQLite, WAL). Open it, then set it up (first time) or unlock it.
+ * Several nodes (on different directories) in one process are fully independent.
+ *
+ * Threads: a yaok_node may be used from several threads at once; calls are serialised
+ * inside. Each node owns one event thread: it runs auto-lock and calls the registered
+ * yaok_event_callback. The callback is never called while the node's internal lock is
+ * held, so it may call yaok_* functions on the same node (except yaok_node_free).
+ *
+ * Locking: after yaok_node_open the node is locked. yaok_node_setup or yaok_node_unlock*
+ * load the keys; yaok_node_lock, auto-lock and yaok_node_reset wipe them from memory.
+ * Every call that needs the keys returns YAOK_E_LOCKED while locked.
+ *
+ * On disk nothing secret is in clear: the identity's secret keys and a random database key
+ * are sealed (XChaCha20-Poly1305) under a key derived from the PIN with Argon2id (64 MiB,
+ * 2 passes); contact names, contact keys and message bodies are encrypted per row. */
+
+typedef struct yaok_node yaok_node;
+
+/* yaok_node_open flags. */
+#define YAOK_NODE_OPEN_DEFAULT 0u
+/* TEST ONLY: seal new PINs with libsodium's minimum Argon2id costs (8 KiB, 1 pass) so
+ * test suites stay fast. Offers no protection to the PIN; never use it for real data. */
+#define YAOK_NODE_OPEN_TEST_FAST_KDF 1u
+
+/* Warning bits (uint32_t *out_warnings): conditions the app must show the user. */
+#define YAOK_WARNING_ALL_ZERO_PIN 1u        /* "A PIN of only zeros is easy to guess":
+                                               accepted, but weak */
+#define YAOK_WARNING_AUTO_LOCK_DISABLED 2u  /* "App will not auto-lock. Anyone with access
+                                               to your phone can read your messages." */
+
+/* yaok_node_set_auto_lock: never lock automatically. */
+#define YAOK_AUTO_LOCK_NEVER (-1)
+
+/* yaok_node_reset: the confirmation value ("RSET"); any other value is refused. */
+#define YAOK_RESET_CONFIRM 0x52534554u
+
+/* Length of a platform key. */
+#define YAOK_PLATFORM_KEY_BYTES 32
+
+/* Opens (creating it and the directory, mode 0700, if needed) the node stored in
+ * `data_dir`, locked. An older store is migrated; one from a newer version or damaged:
+ * YAOK_E_CORRUPT_STORE. `flags`: YAOK_NODE_OPEN_* (unknown bits: YAOK_E_INVALID_ARGUMENT).
+ * On success *out owns a new handle: free it with yaok_node_free(). */
+yaok_status yaok_node_open(const char *data_dir, uint32_t flags, yaok_node **out);
+
+/* Locks the node, stops its event thread (waiting for a running callback to return) and
+ * closes the store; the callback's free_user_data runs during this call. Do not call it
+ * from the node's own event callback. NULL is a no-op. */
+void yaok_node_free(yaok_node *node);
+
+/* First-time setup (US-002): creates the identity `name`, seals it under `pin` and leaves
+ * the node unlocked. Errors, checked in this order: YAOK_E_INVALID_NAME,
+ * YAOK_E_PIN_TOO_SHORT ("PIN must be at least 6 digits": 6 to 64 ASCII digits),
+ * YAOK_E_PIN_MISMATCH ("PINs do not match"), YAOK_E_ALREADY_INITIALIZED.
+ * *out_warnings: YAOK_WARNING_* bits (YAOK_WARNING_ALL_ZERO_PIN for "000000"). */
+yaok_status yaok_node_setup(yaok_node *node, const char *name, const char *pin,
+                            const char *pin_confirmation, uint32_t *out_warnings);
+
+/* Unlocks with the PIN (US-030). Wrong PIN: YAOK_E_WRONG_PIN ("Incorrect PIN"). The third
+ * wrong PIN in a row starts a 30-second lockout; it and every attempt during the lockout
+ * return YAOK_E_LOCKED_OUT ("Too many attempts. Try again in N seconds.", N the seconds
+ * left) without checking the PIN. The count and the deadline are stored, and the count is
+ * written before the PIN is checked, so neither a restart nor a kill resets them.
+ * Not set up: YAOK_E_NOT_INITIALIZED. Takes about 0.1 s (Argon2id). */
+yaok_status yaok_node_unlock(yaok_node *node, const char *pin);
+
+/* Unlocks with the platform key registered earlier (`key`, YAOK_PLATFORM_KEY_BYTES bytes,
+ * borrowed; wipe your copy). Not subject to the PIN lockout: it has full entropy.
+ * YAOK_E_NO_PLATFORM_KEY if none is registered, YAOK_E_WRONG_PLATFORM_KEY if it differs. */
+yaok_status yaok_node_unlock_platform_key(yaok_node *node, const uint8_t *key, size_t key_len);
+
+/* Registers a platform key (32 bytes from the OS keystore, released e.g. by biometrics) as
+ * a second way to unlock; the PIN keeps working. Replaces an earlier one. Needs the node
+ * unlocked (YAOK_E_LOCKED). */
+yaok_status yaok_node_register_platform_key(yaok_node *node, const uint8_t *key, size_t key_len);
+
+/* Removes the platform key (a no-op if there is none). Needs the node unlocked. */
+yaok_status yaok_node_remove_platform_key(yaok_node *node);
+
+/* Locks now and wipes the keys from memory; emits YAOK_EVENT_LOCKED. A no-op if locked. */
+yaok_status yaok_node_lock(yaok_node *node);
+
+/* Sets the idle time after which the node locks itself (stored; default 5 minutes):
+ * `timeout_ms` > 0, at most 30 days, or YAOK_AUTO_LOCK_NEVER, which sets
+ * YAOK_WARNING_AUTO_LOCK_DISABLED in *out_warnings. Needs the node unlocked. Idle means no
+ * call that uses the keys. When it fires, YAOK_EVENT_LOCKED arrives with reason
+ * "auto_lock". */
+yaok_status yaok_node_set_auto_lock(yaok_node *node, int64_t timeout_ms, uint32_t *out_warnings);
+
+/* The lock state as a JSON object (docs/ABI.md, "status"); works while locked.
+ * *out_json: free with yaok_string_free(). */
+yaok_status yaok_node_status(yaok_node *node, char **out_json);
+
+/* A handle to the node's identity (for yaok_identity_* and yaok_envelope_*). Needs the
+ * node unlocked. The handle holds its own copy of the secret keys until freed, even after
+ * the node locks: free it promptly. *out: free with yaok_identity_free(). */
+yaok_status yaok_node_identity(yaok_node *node, yaok_identity **out);
+
+/* Forgotten PIN: destroys the identity, contacts, messages and settings, leaving an empty
+ * node that needs setup again (its security log keeps one "reset" event). Needs no PIN;
+ * `confirm` must be YAOK_RESET_CONFIRM, else YAOK_E_CONFIRMATION_REQUIRED. */
+yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
+
+/* Event kinds (yaok_event.kind). The JSON of each is in docs/ABI.md. */
+#define YAOK_EVENT_LOCKED 1u                 /* {"reason": "manual"|"auto_lock"|"reset"} */
+#define YAOK_EVENT_UNLOCKED 2u               /* {"method": "pin"|"platform_key"|"setup"} */
+#define YAOK_EVENT_SECURITY 3u               /* a security log entry */
+#define YAOK_EVENT_MESSAGE_STORED 4u         /* a message */
+#define YAOK_EVENT_MESSAGE_STATUS_CHANGED 5u /* a message */
+#define YAOK_EVENT_CONTACTS_CHANGED 6u       /* {"contact_id": n} */
+
+/* Registers `callback` for this node's events, replacing any earlier registration (whose
+ * free_user_data then runs on the event thread, after any call in progress). NULL
+ * `callback` removes the registration (`user_data` and `free_user_data` are then
+ * ignored). The callback runs on the node's event thread, one event at a time; `event` is
+ * borrowed for the call only. `free_user_data` (may be NULL) is called exactly once when
+ * the registration ends: replaced, removed, or at yaok_node_free. */
+yaok_status yaok_node_set_event_callback(yaok_node *node, yaok_event_callback callback,
+                                         void *user_data, yaok_free_callback free_user_data);
+
+/* ---- contacts ----
+ * Contacts are named by their id (int64, stable within a node; it is also the id of the
+ * conversation with that person). All need the node unlocked (YAOK_E_LOCKED). Records
+ * and lists cross as JSON (docs/ABI.md, "contact"); free *out_json with
+ * yaok_string_free(). */
+
+/* yaok_contact_delete flags. */
+#define YAOK_CONTACT_DELETE_KEEP_MESSAGES 0u
+#define YAOK_CONTACT_DELETE_MESSAGES 1u
+
+/* Decodes and checks card text without storing anything (US-010 preview): name,
+ * fingerprint, and "existing_contact_id" if this person is already a contact.
+ * Bad card: YAOK_E_INVALID_CARD ("Invalid Ya OK QR code"). */
+yaok_status yaok_contact_preview(yaok_node *node, const char *card_text, char **out_json);
+
+/* Adds the person on the card; *out_json is the new contact. Already a contact:
+ * YAOK_E_CONTACT_EXISTS ("<name> is already in your contacts") and nothing changes. One's
+ * own card: YAOK_E_INVALID_ARGUMENT. */
+yaok_status yaok_contact_add(yaok_node *node, const char *card_text, char **out_json);
+
+/* Every contact, sorted by name: a JSON array of contacts. */
+yaok_status yaok_contact_list(yaok_node *node, char **out_json);
+
+/* One contact (US-011). None with that id: YAOK_E_NOT_FOUND. */
+yaok_status yaok_contact_show(yaok_node *node, int64_t contact_id, char **out_json);
+
+/* The one contact that `query` names: its id, user ID, a fingerprint prefix of at least 4
+ * hex digits, or its name (case-insensitive). None: YAOK_E_NOT_FOUND; several:
+ * YAOK_E_INVALID_ARGUMENT. */
+yaok_status yaok_contact_find(yaok_node *node, const char *query, char **out_json);
+
+/* Marks a contact verified after an out-of-band fingerprint comparison (US-031). */
+yaok_status yaok_contact_verify(yaok_node *node, int64_t contact_id);
+
+/* Renames a contact (2 to 50 characters; else YAOK_E_INVALID_NAME). */
+yaok_status yaok_contact_rename(yaok_node *node, int64_t contact_id, const char *name);
+
+/* Deletes a contact and its public keys (US-012). With YAOK_CONTACT_DELETE_KEEP_MESSAGES
+ * the conversation stays readable under the same id and can no longer receive new
+ * outgoing messages; with YAOK_CONTACT_DELETE_MESSAGES its messages go too. */
+yaok_status yaok_contact_delete(yaok_node *node, int64_t contact_id, uint32_t flags);
+
+/* For transports: the contact is connected now over `transport` ("Bluetooth", "LAN",
+ * "Relay"), or, with NULL, no longer connected (the last-seen time is stored). */
+yaok_status yaok_contact_set_connection(yaok_node *node, int64_t contact_id, const char *transport);
+
+/* ---- messages ----
+ * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes (1 to
+ * YAOK_MAX_MESSAGE_BYTES; YAOK_E_EMPTY_MESSAGE, YAOK_E_MESSAGE_TOO_LARGE,
+ * YAOK_E_INVALID_UTF8). Message IDs are YAOK_MESSAGE_ID_BYTES bytes. All need the node
+ * unlocked. Free *out_json with yaok_string_free(). */
+
+/* Message status values (yaok_message_set_status). */
+#define YAOK_MESSAGE_PENDING 0u
+#define YAOK_MESSAGE_SENDING 1u
+#define YAOK_MESSAGE_SENT 2u
+#define YAOK_MESSAGE_DELIVERED 3u
+#define YAOK_MESSAGE_FAILED 4u
+
+/* Stores a message we send to `contact_id`, status pending; `message_id` is NULL for a
+ * fresh random ID. A deleted contact: YAOK_E_NOT_FOUND. *out_json: the message. */
+yaok_status yaok_message_store_outgoing(yaok_node *node, int64_t contact_id,
+                                        const uint8_t *text, size_t text_len,
+                                        const uint8_t *message_id, char **out_json);
+
+/* Stores a message received (already decrypted) from `contact_id`, unread, ordered by
+ * `sent_at_ms` (the sender's clock). If this conversation already has `message_id`
+ * nothing is stored, *out_duplicate is 1 and *out_json is the stored copy; else 0.
+ * Unknown contact: YAOK_E_NOT_FOUND. */
+yaok_status yaok_message_store_incoming(yaok_node *node, int64_t contact_id,
+                                        const uint8_t *text, size_t text_len,
+                                        const uint8_t *message_id, int64_t sent_at_ms,
+                                        uint32_t *out_duplicate, char **out_json);
+
+/* Moves an outgoing message to `status` (YAOK_MESSAGE_*); the first SENT records the
+ * sent time. Unknown message: YAOK_E_NOT_FOUND. */
+yaok_status yaok_message_set_status(yaok_node *node, const uint8_t *message_id, uint32_t status);
+
+/* A page of conversation `conversation_id`, oldest first by the sender's timestamp
+ * (docs/ABI.md, "history page"). `cursor`: NULL for the newest page, else the previous
+ * page's "older_cursor" (opaque text). `limit`: 1 to 1000. */
+yaok_status yaok_message_history(yaok_node *node, int64_t conversation_id, const char *cursor,
+                                 uint32_t limit, char **out_json);
+
+/* Marks every message of the conversation read; *out_count is how many were unread. */
+yaok_status yaok_message_mark_read(yaok_node *node, int64_t conversation_id, uint64_t *out_count);
+
+/* ---- security log ----
+ * Persisted security events: time, kind and detail, never message content or keys. */
+
+/* The newest `limit` (1 to 1000) events with an id below `before_id` (0: the newest),
+ * oldest first, as a JSON array (docs/ABI.md, "security event"). Needs the node unlocked.
+ * *out_json: free with yaok_string_free(). */
+yaok_status yaok_security_events(yaok_node *node, int64_t before_id, uint32_t limit, char **out_json);
+
 #ifdef __cplusplus
 }
 #endif

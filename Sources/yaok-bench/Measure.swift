@@ -17,11 +17,20 @@ enum Measure {
         return (now() - start) / Double(iterations)
     }
 
-    /// Peak resident set size of this process so far, in MiB (getrusage ru_maxrss).
+    /// Peak resident set size of this process image, in MiB: VmHWM from /proc/self/status.
+    /// (getrusage's ru_maxrss survives execve, so under `swift run` it would report the
+    /// peak of swift-run itself.)
     static func peakRSSMiB() -> Double {
-        var usage = rusage()
-        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
-        return Double(usage.ru_maxrss) / 1024
+        guard let file = fopen("/proc/self/status", "r") else { return 0 }
+        defer { fclose(file) }
+        var line: UnsafeMutablePointer<CChar>? = nil
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, file) > 0 {
+            guard let line, let text = String(validatingCString: line), text.hasPrefix("VmHWM:") else { continue }
+            return (Double(text.filter(\.isNumber)) ?? 0) / 1024
+        }
+        return 0
     }
 
     static func report(_ label: String, _ value: String, target: String? = nil) {

@@ -4,6 +4,7 @@
 
 let suites: [(name: String, run: () throws -> Void)] = [
     ("crypto", CryptoBench.run),
+    ("store", StoreBench.run),
     ("wire", WireBench.run),
 ]
 

@@ -55,6 +55,9 @@ struct CLI {
         let card = try #require(try bob.run(["card", "--json"]).json as? [String: Any])["card"] as? String
         let cardText = try #require(card)
         #expect(cardText.hasPrefix("yaok:1:"))
+        let human = try bob.run(["card"]).stdout
+        #expect(human.contains("█") && human.contains(cardText))
+        #expect(!(try bob.run(["card", "--no-qr"]).stdout.contains("█")))
 
         let preview = try #require(try alice.run(["contacts", "add", cardText, "--preview", "--json"]).json as? [String: Any])
         #expect(preview["name"] as? String == "Bob")

@@ -1,24 +1,11 @@
 /* Compiled with -std=c11 -Wall -Wextra -Werror -pedantic against include/yaok.h and linked
  * to libyaok.so: the C ABI as an embedder sees it. Prints "N passed, N failed". */
-#include "yaok.h"
+#include "check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (cond) {                                                                  \
-            passed++;                                                                \
-        } else {                                                                     \
-            failed++;                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, \
-                    __LINE__, #cond,                                                 \
-                    yaok_last_error_message() ? yaok_last_error_message() : "none"); \
-        }                                                                            \
-    } while (0)
 
 static void test_versions(void) {
     CHECK(yaok_abi_version() == YAOK_ABI_VERSION);
@@ -164,6 +151,5 @@ int main(void) {
     test_null_and_bad_arguments();
     test_identity_and_card();
     test_envelope();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return REPORT();
 }

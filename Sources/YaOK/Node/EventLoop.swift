@@ -1,6 +1,6 @@
 import Glibc
 internal import CLinux
-import Synchronization
+
 
 /// One thread, one `epoll` set: the place where a node's timers fire, its file descriptors
 /// (TCP, UDP, BLE L2CAP sockets, later) are serviced, and its event callbacks run.
@@ -49,7 +49,7 @@ public final class EventLoop: Sendable {
         var joined = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let epollFD: Int32
     private let wakeFD: Int32
 

@@ -50,6 +50,38 @@ extension Node {
         return (result.0, result.1)
     }
 
+    /// Stores many received messages in one transaction (one disk sync instead of one per
+    /// message), e.g. a relay's backlog after days offline. Same rules as `storeIncoming`;
+    /// if any message is invalid or from an unknown contact, nothing is stored.
+    @discardableResult
+    public func storeIncoming(_ batch: [IncomingMessage]) throws -> [(message: Message, duplicate: Bool)] {
+        for m in batch {
+            try Node.validate(m.text)
+            _ = try Node.validateMessageID(m.messageID)
+        }
+        let results = try withUnlocked { store, keys, _ -> [(Message, Bool)] in
+            try store.db.transaction {
+                var known: [Int64: Bool] = [:]
+                return try batch.map { m -> (Message, Bool) in
+                    if known[m.contactID] == nil { known[m.contactID] = try store.contactExists(m.contactID) }
+                    guard known[m.contactID] == true else { throw YaOKError(.notFound, "No such contact") }
+                    if let stored = try store.insertMessage(conversation: m.contactID, messageID: m.messageID,
+                                                            direction: .incoming, status: .delivered, text: m.text,
+                                                            senderTimestamp: m.sentAt, createdAt: now, receivedAt: now,
+                                                            unread: true, cipher: keys.cipher) {
+                        return (stored, false)
+                    }
+                    guard let stored = try store.message(conversation: m.contactID, messageID: m.messageID, cipher: keys.cipher) else {
+                        throw YaOKError(.internal, "A duplicate message vanished")
+                    }
+                    return (stored, true)
+                }
+            }
+        }
+        for (message, duplicate) in results where !duplicate { events.emit(.messageStored(message)) }
+        return results.map { (message: $0.0, duplicate: $0.1) }
+    }
+
     /// Moves an outgoing message to `status`; the first `sent` records the sent time.
     @discardableResult
     public func updateMessageStatus(_ messageID: [UInt8], to status: MessageStatus) throws -> Message {

@@ -1,4 +1,4 @@
-import Synchronization
+
 
 /// A Ya OK profile: one identity, its contacts, messages and security log, kept in one
 /// data directory. Several nodes (on different directories) are fully independent.
@@ -29,7 +29,7 @@ public final class Node: Sendable {
     public let dataDirectory: String
     let options: Options
     let loop: EventLoop
-    let state: Mutex<NodeState>
+    let state: Locked<NodeState>
     let events: EventSink
 
     /// Opens (creating if needed) the node stored in `dataDirectory`, locked.
@@ -41,7 +41,7 @@ public final class Node: Sendable {
         let store = try Store(directory: dataDirectory)
         let autoLock = try Node.loadAutoLock(store)
         loop = try EventLoop()
-        state = Mutex(NodeState(store: store, autoLock: autoLock))
+        state = Locked(NodeState(store: store, autoLock: autoLock))
         events = EventSink(loop: loop)
     }
 
@@ -154,7 +154,7 @@ struct NodeState {
 final class EventSink: Sendable {
     typealias Handler = @Sendable (NodeEvent) -> Void
     private let loop: EventLoop
-    private let handler = Mutex<Handler?>(nil)
+    private let handler = Locked<Handler?>(nil)
 
     init(loop: EventLoop) { self.loop = loop }
 

@@ -53,6 +53,7 @@ final class EventRecorder: Sendable {
     }
 
     var all: [NodeEvent] { events.withLock { $0 } }
+    func record(_ event: NodeEvent) { events.withLock { $0.append(event) } }
     /// Whether every event so far arrived on the node's event thread.
     var allOnEventThread: Bool { threads.withLock { $0.allSatisfy { $0 } } }
 

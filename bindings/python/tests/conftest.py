@@ -39,6 +39,13 @@ def header_defines() -> Dict[str, int]:
             for m in re.finditer(r"^#define\s+YAOK_(\w+)\s+(\d+)\b", header_text(), re.M)}
 
 
+def header_int_defines() -> Dict[str, int]:
+    """Every integer `#define YAOK_<NAME>`, also hex, `u`-suffixed and parenthesised
+    negative values (`0x52534554u`, `1u`, `(-1)`)."""
+    pattern = r"^#define\s+YAOK_(\w+)\s+\(?(-?(?:0x[0-9A-Fa-f]+|\d+))[uU]?\)?(?=\s|$)"
+    return {m.group(1): int(m.group(2), 0) for m in re.finditer(pattern, header_text(), re.M)}
+
+
 def header_functions() -> List[str]:
     """Names of the functions the header declares (prototypes, not typedefs)."""
     text = re.sub(r"/\*.*?\*/", "", header_text(), flags=re.S)
@@ -79,3 +86,22 @@ def bob_card(bob: yaok.Identity) -> Iterator[yaok.Card]:
 def eve_card(eve: yaok.Identity) -> Iterator[yaok.Card]:
     with yaok.Card.decode(eve.card) as card:
         yield card
+
+
+# ---- nodes (tests use YAOK_NODE_OPEN_TEST_FAST_KDF unless they test the real costs)
+
+PIN = "135790"
+
+
+@pytest.fixture
+def fresh_node(tmp_path) -> Iterator[yaok.Node]:
+    """A node that is not set up yet, in its own directory."""
+    with yaok.Node.open(tmp_path / "node", test_fast_kdf=True) as node:
+        yield node
+
+
+@pytest.fixture
+def node(fresh_node: yaok.Node) -> yaok.Node:
+    """Alice's node, set up with PIN and unlocked."""
+    fresh_node.setup("Alice", PIN, PIN)
+    return fresh_node

@@ -11,19 +11,34 @@ Importing the package loads libyaok (``$YAOK_LIBRARY``, the repository's
 differs from :data:`ABI_VERSION` (:class:`AbiVersionMismatch`). Failures raise subclasses of
 :class:`YaOKError` (see :mod:`yaok.errors`) carrying ``.status`` and the library's message.
 
-One module per header section: :mod:`yaok.identity`, :mod:`yaok.envelope`; each declares its
-own C signatures against the shared library object in :mod:`yaok._lib`.
+A :class:`Node` is one stored profile (identity, contacts, messages, security log) with an
+app lock; its events arrive through :meth:`Node.set_event_callback` on the node's own event
+thread (see :mod:`yaok.events`).
+
+One module per header section: :mod:`yaok.identity`, :mod:`yaok.envelope`, :mod:`yaok.node`,
+:mod:`yaok.contacts`, :mod:`yaok.messages`, :mod:`yaok.security`, :mod:`yaok.events`; each
+declares its own C signatures against the shared library object in :mod:`yaok._lib`.
 """
 
-from . import envelope, errors
+from . import contacts, envelope, errors, events, messages, node, security
 from ._lib import ABI_VERSION, abi_version, library_path, status_str, version_string
 from .errors import *  # noqa: F401,F403  (the exception classes and Status)
 from .errors import __all__ as _errors_all
+from .contacts import Connection, Contact, ContactPreview
+from .events import EventKind, Registration
 from .identity import Card, Identity, PublicKeys
+from .messages import HistoryPage, Message, MessageStatus, StoredIncoming
+from .node import Node, NodeStatus, NodeWarning, SetupResult
+from .security import SecurityEvent
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ABI_VERSION", "abi_version", "version_string", "status_str", "library_path",
     "Identity", "Card", "PublicKeys", "envelope", "errors",
+    "Node", "NodeStatus", "NodeWarning", "SetupResult",
+    "Contact", "ContactPreview", "Connection",
+    "Message", "MessageStatus", "HistoryPage", "StoredIncoming",
+    "SecurityEvent", "EventKind", "Registration",
+    "node", "contacts", "messages", "security", "events",
 ] + list(_errors_all)

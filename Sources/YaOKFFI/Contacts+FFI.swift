@@ -1,0 +1,91 @@
+import YaOK
+
+/* ---- contacts ---- */
+
+/// YAOK_CONTACT_DELETE_MESSAGES
+let contactDeleteMessages: UInt32 = 1
+
+/// Card text that is not UTF-8 is still just "not a Ya OK QR code" to the user.
+private func cardText(_ pointer: UnsafePointer<CChar>?) throws -> String {
+    guard let s = String(validatingCString: try required(pointer, "card_text")) else { throw YaOKError(.invalidCard) }
+    return s
+}
+
+@_cdecl("yaok_contact_preview")
+public func yaok_contact_preview(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
+                                 _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out_json")
+        try give(try n.previewContact(card: try cardText(card)).json.serialized, to: out)
+    }
+}
+
+@_cdecl("yaok_contact_add")
+public func yaok_contact_add(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
+                             _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out_json")
+        try give(try n.addContact(card: try cardText(card)).json.serialized, to: out)
+    }
+}
+
+@_cdecl("yaok_contact_list")
+public func yaok_contact_list(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out_json")
+        try give(JSON.array(try n.contacts().map(\.json)).serialized, to: out)
+    }
+}
+
+@_cdecl("yaok_contact_show")
+public func yaok_contact_show(_ node: OpaquePointer?, _ contactID: Int64,
+                              _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out_json")
+        try give(try n.contact(contactID).json.serialized, to: out)
+    }
+}
+
+@_cdecl("yaok_contact_find")
+public func yaok_contact_find(_ node: OpaquePointer?, _ query: UnsafePointer<CChar>?,
+                              _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out_json")
+        try give(try n.findContact(try string(query, "query")).json.serialized, to: out)
+    }
+}
+
+@_cdecl("yaok_contact_verify")
+public func yaok_contact_verify(_ node: OpaquePointer?, _ contactID: Int64) -> Int32 {
+    boundary { try YaOKFFI.node(node).verifyContact(contactID) }
+}
+
+@_cdecl("yaok_contact_rename")
+public func yaok_contact_rename(_ node: OpaquePointer?, _ contactID: Int64, _ name: UnsafePointer<CChar>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        try n.renameContact(contactID, to: try string(name, "name"))
+    }
+}
+
+@_cdecl("yaok_contact_delete")
+public func yaok_contact_delete(_ node: OpaquePointer?, _ contactID: Int64, _ flags: UInt32) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        guard flags & ~contactDeleteMessages == 0 else { throw YaOKError(.invalidArgument, "Unknown flags \(flags)") }
+        try n.deleteContact(contactID, deleteMessages: flags & contactDeleteMessages != 0)
+    }
+}
+
+@_cdecl("yaok_contact_set_connection")
+public func yaok_contact_set_connection(_ node: OpaquePointer?, _ contactID: Int64, _ transport: UnsafePointer<CChar>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        try n.setContactConnection(contactID, transport: try transport.map { try string($0, "transport") })
+    }
+}

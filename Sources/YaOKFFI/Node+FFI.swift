@@ -1,0 +1,131 @@
+import YaOK
+
+/* ---- node ---- */
+
+final class NodeHandle: Handle {
+    let node: Node
+    init(_ node: Node) { self.node = node }
+}
+
+/// YAOK_NODE_OPEN_* flags.
+let nodeOpenTestFastKDF: UInt32 = 1
+/// YAOK_RESET_CONFIRM: a value that uninitialised memory or a stray `true` will not match.
+let resetConfirm: UInt32 = 0x5253_4554
+/// YAOK_AUTO_LOCK_NEVER
+let autoLockNever: Int64 = -1
+
+func node(_ pointer: OpaquePointer?) throws -> Node {
+    try Handles.borrow(pointer, as: NodeHandle.self, "node").node
+}
+
+@_cdecl("yaok_node_open")
+public func yaok_node_open(_ dataDir: UnsafePointer<CChar>?, _ flags: UInt32,
+                           _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let out = try required(out, "out")
+        let dir = try string(dataDir, "data_dir")
+        guard flags & ~nodeOpenTestFastKDF == 0 else { throw YaOKError(.invalidArgument, "Unknown flags \(flags)") }
+        var options = Node.Options()
+        if flags & nodeOpenTestFastKDF != 0 { options.pinHashing = .insecureFastForTestsOnly }
+        out.pointee = Handles.make(NodeHandle(try Node(dataDirectory: dir, options: options)))
+    }
+}
+
+@_cdecl("yaok_node_free")
+public func yaok_node_free(_ node: OpaquePointer?) {
+    guard let handle = try? Handles.borrow(node, as: NodeHandle.self, "node") else { return }
+    handle.node.close()
+    Handles.release(node)
+}
+
+@_cdecl("yaok_node_setup")
+public func yaok_node_setup(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ pin: UnsafePointer<CChar>?,
+                            _ confirmation: UnsafePointer<CChar>?, _ outWarnings: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(outWarnings, "out_warnings")
+        let result = try n.setup(name: try string(name, "name"), pin: try string(pin, "pin"),
+                                 confirmation: try string(confirmation, "pin_confirmation"))
+        out.pointee = result.warnings.rawValue
+    }
+}
+
+@_cdecl("yaok_node_unlock")
+public func yaok_node_unlock(_ node: OpaquePointer?, _ pin: UnsafePointer<CChar>?) -> Int32 {
+    boundary { try YaOKFFI.node(node).unlock(pin: try string(pin, "pin")) }
+}
+
+@_cdecl("yaok_node_unlock_platform_key")
+public func yaok_node_unlock_platform_key(_ node: OpaquePointer?, _ key: UnsafePointer<UInt8>?, _ keyLength: Int) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        var bytes = try platformKeyBytes(key, keyLength)
+        defer { Secrets.wipe(&bytes, bytes.count) }
+        try n.unlock(platformKey: bytes)
+    }
+}
+
+@_cdecl("yaok_node_register_platform_key")
+public func yaok_node_register_platform_key(_ node: OpaquePointer?, _ key: UnsafePointer<UInt8>?, _ keyLength: Int) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        var bytes = try platformKeyBytes(key, keyLength)
+        defer { Secrets.wipe(&bytes, bytes.count) }
+        try n.registerPlatformKey(bytes)
+    }
+}
+
+private func platformKeyBytes(_ key: UnsafePointer<UInt8>?, _ length: Int) throws -> [UInt8] {
+    guard length == 32 else { throw YaOKError(.invalidArgument, "A platform key is 32 bytes") }
+    return try fixedBytes(key, 32, "key")
+}
+
+@_cdecl("yaok_node_remove_platform_key")
+public func yaok_node_remove_platform_key(_ node: OpaquePointer?) -> Int32 {
+    boundary { try YaOKFFI.node(node).removePlatformKey() }
+}
+
+@_cdecl("yaok_node_lock")
+public func yaok_node_lock(_ node: OpaquePointer?) -> Int32 {
+    boundary { try YaOKFFI.node(node).lock() }
+}
+
+@_cdecl("yaok_node_set_auto_lock")
+public func yaok_node_set_auto_lock(_ node: OpaquePointer?, _ timeoutMs: Int64,
+                                    _ outWarnings: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(outWarnings, "out_warnings")
+        let setting: AutoLock
+        if timeoutMs == autoLockNever {
+            setting = .never
+        } else {
+            guard timeoutMs > 0 else { throw YaOKError(.invalidArgument, "timeout_ms must be positive or YAOK_AUTO_LOCK_NEVER") }
+            setting = .after(seconds: Double(timeoutMs) / 1000)
+        }
+        out.pointee = try n.setAutoLock(setting).rawValue
+    }
+}
+
+@_cdecl("yaok_node_status")
+public func yaok_node_status(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out_json")
+        try give(try n.status().json.serialized, to: out)
+    }
+}
+
+@_cdecl("yaok_node_identity")
+public func yaok_node_identity(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out")
+        out.pointee = Handles.make(IdentityHandle(try n.identity()))
+    }
+}
+
+@_cdecl("yaok_node_reset")
+public func yaok_node_reset(_ node: OpaquePointer?, _ confirm: UInt32) -> Int32 {
+    boundary { try YaOKFFI.node(node).reset(confirm: confirm == resetConfirm) }
+}

@@ -1,0 +1,108 @@
+import Testing
+@testable import YaOK
+
+@Suite struct NodeContactsTests {
+    @Test func previewAddListShowVerifyRename() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let bobCard = try cardText("Bob")
+        let preview = try node.previewContact(card: bobCard)
+        #expect(preview.name == "Bob" && preview.existingContactID == nil)
+        #expect(try node.contacts().isEmpty)  // preview stores nothing
+
+        let bob = try node.addContact(card: bobCard)
+        #expect(bob.name == "Bob" && !bob.verified && bob.connection == .neverConnected)
+        #expect(bob.fingerprint == preview.fingerprint)
+        #expect(try node.previewContact(card: bobCard).existingContactID == bob.id)
+        #expect(errorMessage { _ = try node.addContact(card: bobCard) } == "Bob is already in your contacts")
+        #expect(try node.contacts().count == 1)
+        #expect(throws: YaOKError(.invalidCard)) { try node.addContact(card: "https://example.com") }
+        #expect(throws: YaOKError(.invalidArgument)) { try node.addContact(card: try node.identity().card.text) }
+
+        _ = try node.addContact(card: try cardText("alice b"))
+        #expect(try node.contacts().map(\.name) == ["alice b", "Bob"])
+
+        try node.verifyContact(bob.id)
+        #expect(try node.contact(bob.id).verified)
+        let renamed = try node.renameContact(bob.id, to: "Bobby")
+        #expect(renamed.name == "Bobby")
+        #expect(throws: YaOKError(.invalidName)) { try node.renameContact(bob.id, to: "B") }
+        #expect(try node.findContact("bobby").id == bob.id)
+        #expect(try node.findContact(String(bob.fingerprint.hex.prefix(8)).lowercased()).id == bob.id)
+        #expect(try node.findContact(bob.userID).id == bob.id)
+        #expect(try node.findContact("\(bob.id)").id == bob.id)
+        #expect(throws: YaOKError(.notFound)) { try node.findContact("Carol") }
+        #expect(throws: YaOKError(.notFound)) { try node.contact(999) }
+        #expect(try node.securityEvents().contains { $0.kind == .contactVerified })
+    }
+
+    @Test func connectionStatus() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let clock = TestClock()
+        let node = try makeNode(dir, clock: clock)
+        let bob = try node.addContact(card: try cardText("Bob"))
+        try node.setContactConnection(bob.id, transport: "Bluetooth")
+        #expect(try node.contact(bob.id).connection == .online(transport: "Bluetooth"))
+        clock.advance(seconds: 5)
+        try node.setContactConnection(bob.id, transport: nil)
+        #expect(try node.contact(bob.id).connection == .lastSeen(clock.now))
+    }
+
+    @Test func deleteKeepingMessagesLeavesNoOrphans() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let bobCard = try cardText("Bob")
+        let bob = try node.addContact(card: bobCard)
+        let carol = try node.addContact(card: try cardText("Carol"))
+        _ = try node.storeOutgoing(to: bob.id, text: "one")
+        _ = try node.storeIncoming(from: bob.id, text: "two", messageID: [UInt8](repeating: 1, count: 16), sentAt: 5)
+
+        try node.deleteContact(bob.id)
+        #expect(try node.contacts().map(\.id) == [carol.id])
+        #expect(try node.history(bob.id).messages.map(\.text) == ["two", "one"])
+        #expect(errorMessage { _ = try node.storeOutgoing(to: bob.id, text: "x") }
+                == "This contact was deleted and can no longer be messaged")
+        // Deleting a contact without messages removes its conversation too.
+        try node.deleteContact(carol.id)
+        #expect(throws: YaOKError(.notFound)) { try node.history(carol.id) }
+        try expectNoOrphans(node)
+
+        // Adding the same person again brings the kept conversation back.
+        let again = try node.addContact(card: bobCard)
+        #expect(again.id == bob.id)
+        #expect(try node.history(again.id).messages.count == 2)
+    }
+
+    @Test func deleteWithMessagesRemovesEverything() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let bob = try node.addContact(card: try cardText("Bob"))
+        for i in 0..<20 { _ = try node.storeOutgoing(to: bob.id, text: "m\(i)") }
+        try node.deleteContact(bob.id, deleteMessages: true)
+        #expect(throws: YaOKError(.notFound)) { try node.history(bob.id) }
+        try expectNoOrphans(node)
+        let counts = try node.withStore { store, _ in
+            try store.db.rows("SELECT (SELECT COUNT(*) FROM messages) + (SELECT COUNT(*) FROM conversations)") { $0.int(0) }
+        }
+        #expect(counts == [0])
+    }
+
+    private func expectNoOrphans(_ node: Node) throws {
+        try node.withStore { store, _ in
+            let orphans = try store.db.rows("""
+                SELECT (SELECT COUNT(*) FROM messages WHERE conversation_id NOT IN (SELECT id FROM conversations))
+                     + (SELECT COUNT(*) FROM contacts WHERE id NOT IN (SELECT id FROM conversations))
+                     + (SELECT COUNT(*) FROM conversations v WHERE NOT EXISTS (SELECT 1 FROM contacts c WHERE c.id = v.id)
+                                                            AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = v.id))
+                """) { $0.int(0) }
+            #expect(orphans == [0])
+            var fk: [String] = []
+            try store.db.query("PRAGMA foreign_key_check") { fk.append($0.text(0)) }
+            #expect(fk.isEmpty)
+        }
+    }
+}

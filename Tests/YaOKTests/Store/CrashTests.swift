@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+@testable import YaOK
+
+/// SIGKILL in the middle of writes: the store opens, passes integrity_check, and holds
+/// every message the writer reported as committed.
+@Suite struct CrashTests {
+    /// The helper executable, built next to the test bundle (a test-target dependency).
+    private var writerPath: String {
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var url = bin.appendingPathComponent("yaok-store-writer")
+        if !FileManager.default.fileExists(atPath: url.path) {
+            // The .xctest bundle may be a directory one level deeper.
+            url = bin.deletingLastPathComponent().appendingPathComponent("yaok-store-writer")
+        }
+        return url.path
+    }
+
+    @Test(arguments: [1, 2, 3])
+    func killDuringWrites(round: Int) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        do {
+            let node = try makeNode(dir)
+            #expect(try node.addContact(card: try cardText("Bob")).id == 1)
+            node.close()
+        }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: writerPath)
+        child.arguments = [dir.path, testPIN]
+        let out = Pipe()
+        child.standardOutput = out
+        try child.run()
+
+        // Let it commit a number of messages (more each round), then kill it mid-stream.
+        var committed = 0
+        var buffer = Data()
+        let handle = out.fileHandleForReading
+        while committed < 40 * round {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }  // the child died on its own: fail below
+            buffer.append(chunk)
+            let lines = String(decoding: buffer, as: UTF8.self).split(separator: "\n")
+            committed = lines.compactMap { Int($0) }.max() ?? 0
+        }
+        kill(child.processIdentifier, SIGKILL)
+        child.waitUntilExit()
+        #expect(child.terminationReason == .uncaughtSignal)
+        // Lines printed between our last read and the kill were committed too.
+        buffer.append(handle.readDataToEndOfFile())
+        committed = String(decoding: buffer, as: UTF8.self).split(separator: "\n").compactMap { Int($0) }.max() ?? 0
+        #expect(committed >= 40 * round)
+
+        let node = try Node(dataDirectory: dir.path, options: fastOptions())
+        try node.unlock(pin: testPIN)
+        let integrity = try node.withStore { store, _ in try store.db.rows("PRAGMA integrity_check") { $0.text(0) } }
+        #expect(integrity == ["ok"])
+        var texts = Set<String>()
+        var cursor: String? = nil
+        repeat {
+            let page = try node.history(1, before: cursor, limit: 1000)
+            texts.formUnion(page.messages.map(\.text))
+            cursor = page.olderCursor
+        } while cursor != nil
+        for n in 1...committed { #expect(texts.contains("message \(n)"), "message \(n) lost") }
+    }
+}

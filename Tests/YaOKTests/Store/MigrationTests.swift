@@ -1,0 +1,85 @@
+import Testing
+@testable import YaOK
+
+/// Every earlier schema version, with rows of that version, migrates to the latest one
+/// without losing them.
+@Suite struct MigrationTests {
+    /// Rows that a store at `version` could hold, written with that version's schema.
+    private func fill(_ db: Database, version: Int) throws {
+        if version >= 1 {
+            try db.execute("""
+                INSERT INTO security_events (time_ms, kind, detail) VALUES (1, 'wrong_pin', 'attempt 1 of 3');
+                INSERT INTO settings VALUES ('auto_lock_ms', 60000);
+                UPDATE lock_state SET failures = 2;
+                """)
+        }
+        if version >= 2 {
+            try db.execute("""
+                INSERT INTO conversations (id, peer_lookup, title) VALUES (7, x'01', x'02');
+                INSERT INTO contacts (id, name, keys, verified, added_ms) VALUES (7, x'03', x'04', 1, 99);
+                INSERT INTO messages (conversation_id, message_id, direction, status, sender_ts_ms, created_ms, unread, body)
+                VALUES (7, x'05', 1, 3, 10, 11, 1, x'06');
+                """)
+        }
+    }
+
+    private func check(_ db: Database, from version: Int) throws {
+        #expect(try db.userVersion == Schema.latestVersion)
+        var integrity: [String] = []
+        try db.query("PRAGMA integrity_check") { integrity.append($0.text(0)) }
+        #expect(integrity == ["ok"])
+        #expect(try db.rows("SELECT failures FROM lock_state") { $0.int(0) } == [version >= 1 ? 2 : 0])
+        if version >= 1 {
+            #expect(try db.rows("SELECT detail FROM security_events") { $0.text(0) } == ["attempt 1 of 3"])
+        }
+        if version >= 2 {
+            #expect(try db.rows("SELECT verified, last_seen_ms IS NULL FROM contacts WHERE id = 7") { [$0.int(0), $0.int(1)] } == [[1, 1]])
+            #expect(try db.rows("SELECT body FROM messages") { $0.blob(0) } == [[6]])
+        }
+        // The latest schema's columns are usable.
+        try db.execute("UPDATE contacts SET last_seen_ms = 5, last_transport = 'LAN'")
+    }
+
+    @Test(arguments: 0..<Schema.latestVersion)
+    func migratesFrom(version: Int) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let store = try Store(directory: dir.path)  // creates the directory, at the latest version
+        store.close()
+        try Store.deleteFiles(in: dir.path)
+
+        let old = try Database(path: dir.path + "/" + Store.fileName)
+        try Schema.migrate(old, to: version)
+        #expect(try old.userVersion == version)
+        try fill(old, version: version)
+        old.close()
+
+        let migrated = try Store(directory: dir.path)
+        defer { migrated.close() }
+        try check(migrated.db, from: version)
+    }
+
+    @Test func refusesANewerSchema() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let store = try Store(directory: dir.path)
+        try store.db.setUserVersion(Schema.latestVersion + 1)
+        store.close()
+        #expect(throws: YaOKError(.corruptStore)) { try Store(directory: dir.path) }
+    }
+
+    @Test func aNodeOpensAMigratedStore() throws {
+        // A v1 store (lock tables only, no identity) opens as an uninitialised node.
+        let dir = TempDir()
+        defer { dir.remove() }
+        try Store(directory: dir.path).close()
+        try Store.deleteFiles(in: dir.path)
+        let old = try Database(path: dir.path + "/" + Store.fileName)
+        try Schema.migrate(old, to: 1)
+        old.close()
+        let node = try Node(dataDirectory: dir.path, options: fastOptions())
+        #expect(try node.status().initialized == false)
+        _ = try node.setup(name: "Alice", pin: testPIN, confirmation: testPIN)
+        _ = try node.addContact(card: try cardText("Bob"))
+    }
+}

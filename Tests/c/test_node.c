@@ -1,0 +1,358 @@
+/* The node, contacts, messages and security log through the C ABI, as an embedder sees
+ * them: compiled with -std=c11 -Wall -Wextra -Werror -pedantic under ASan/UBSan and linked
+ * to libyaok.so. Uses YAOK_NODE_OPEN_TEST_FAST_KDF so that PIN checks are quick.
+ * Prints "N passed, N failed". */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+
+static const char *PIN = "135790";
+
+/* A fresh data directory under /tmp; removed (with its files) by remove_dir(). */
+static void make_dir(char *path, size_t size) {
+    snprintf(path, size, "/tmp/yaok-c-XXXXXX");
+    if (!mkdtemp(path)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
+static void remove_dir(const char *path) {
+    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
+    char file[512];
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        snprintf(file, sizeof file, "%s/yaok.db%s", path, suffixes[i]);
+        unlink(file);
+    }
+    rmdir(path);
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Extracts the integer after "key": in a flat JSON object (test helper, not a parser). */
+static long long json_int(const char *json, const char *key) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *p = strstr(json, pattern);
+    return p ? strtoll(p + strlen(pattern), NULL, 10) : -999;
+}
+
+static yaok_node *new_node(char *dir, size_t size) {
+    make_dir(dir, size);
+    yaok_node *node = NULL;
+    CHECK(yaok_node_open(dir, YAOK_NODE_OPEN_TEST_FAST_KDF, &node) == YAOK_OK && node != NULL);
+    return node;
+}
+
+static void test_arguments(void) {
+    yaok_node *node = NULL;
+    CHECK(yaok_node_open(NULL, 0, &node) == YAOK_E_NULL_ARGUMENT && node == NULL);
+    CHECK(yaok_node_open("/tmp", 0, NULL) == YAOK_E_NULL_ARGUMENT);
+    CHECK(yaok_node_open("/tmp/x", 99, &node) == YAOK_E_INVALID_ARGUMENT && node == NULL);
+    CHECK(yaok_node_unlock(NULL, PIN) == YAOK_E_NULL_ARGUMENT);
+    /* A handle of the wrong kind is refused, not misread. */
+    yaok_identity *id = NULL;
+    CHECK(yaok_identity_new("Alice", &id) == YAOK_OK);
+    CHECK(yaok_node_lock((yaok_node *)id) == YAOK_E_INVALID_ARGUMENT);
+    yaok_identity_free(id);
+    yaok_node_free(NULL);
+    CHECK(strcmp(yaok_status_str(YAOK_E_WRONG_PLATFORM_KEY), "Incorrect platform key") == 0);
+}
+
+static void test_setup_lock_unlock(void) {
+    char dir[64];
+    yaok_node *node = new_node(dir, sizeof dir);
+    uint32_t warnings = 99;
+    char *json = NULL;
+
+    CHECK(yaok_node_status(node, &json) == YAOK_OK);
+    CHECK(json && strstr(json, "\"initialized\":false") && strstr(json, "\"locked\":true"));
+    yaok_string_free(json);
+    CHECK(yaok_node_unlock(node, PIN) == YAOK_E_NOT_INITIALIZED);
+
+    CHECK(yaok_node_setup(node, "Alice", "12345", "12345", &warnings) == YAOK_E_PIN_TOO_SHORT);
+    CHECK(strcmp(yaok_last_error_message(), "PIN must be at least 6 digits") == 0);
+    CHECK(yaok_node_setup(node, "Alice", "123456", "654321", &warnings) == YAOK_E_PIN_MISMATCH);
+    CHECK(strcmp(yaok_last_error_message(), "PINs do not match") == 0);
+    CHECK(warnings == 99); /* outputs untouched on failure */
+    CHECK(yaok_node_setup(node, "Alice", PIN, PIN, &warnings) == YAOK_OK && warnings == 0);
+    CHECK(yaok_node_setup(node, "Alice", PIN, PIN, &warnings) == YAOK_E_ALREADY_INITIALIZED);
+
+    yaok_identity *me = NULL;
+    CHECK(yaok_node_identity(node, &me) == YAOK_OK && me != NULL);
+    char *name = NULL;
+    CHECK(yaok_identity_name(me, &name) == YAOK_OK && strcmp(name, "Alice") == 0);
+    yaok_string_free(name);
+    yaok_identity_free(me);
+
+    CHECK(yaok_node_lock(node) == YAOK_OK);
+    me = NULL;
+    CHECK(yaok_node_identity(node, &me) == YAOK_E_LOCKED && me == NULL);
+    CHECK(yaok_contact_list(node, &json) == YAOK_E_LOCKED);
+    CHECK(yaok_node_unlock(node, "000000") == YAOK_E_WRONG_PIN);
+    CHECK(strcmp(yaok_last_error_message(), "Incorrect PIN") == 0);
+    CHECK(yaok_node_unlock(node, PIN) == YAOK_OK);
+
+    /* Platform key. */
+    uint8_t key[YAOK_PLATFORM_KEY_BYTES];
+    memset(key, 0x42, sizeof key);
+    CHECK(yaok_node_register_platform_key(node, key, 5) == YAOK_E_INVALID_ARGUMENT);
+    CHECK(yaok_node_register_platform_key(node, key, sizeof key) == YAOK_OK);
+    CHECK(yaok_node_lock(node) == YAOK_OK);
+    key[0] ^= 1;
+    CHECK(yaok_node_unlock_platform_key(node, key, sizeof key) == YAOK_E_WRONG_PLATFORM_KEY);
+    key[0] ^= 1;
+    CHECK(yaok_node_unlock_platform_key(node, key, sizeof key) == YAOK_OK);
+
+    /* Lockout: the third wrong PIN locks out for 30 s, and the state survives reopening. */
+    CHECK(yaok_node_lock(node) == YAOK_OK);
+    CHECK(yaok_node_unlock(node, "111111") == YAOK_E_WRONG_PIN);
+    CHECK(yaok_node_unlock(node, "222222") == YAOK_E_WRONG_PIN);
+    CHECK(yaok_node_unlock(node, "333333") == YAOK_E_LOCKED_OUT);
+    CHECK(strcmp(yaok_last_error_message(), "Too many attempts. Try again in 30 seconds.") == 0);
+    yaok_node_free(node);
+    node = NULL;
+    CHECK(yaok_node_open(dir, YAOK_NODE_OPEN_TEST_FAST_KDF, &node) == YAOK_OK);
+    CHECK(yaok_node_unlock(node, PIN) == YAOK_E_LOCKED_OUT);
+    CHECK(yaok_node_status(node, &json) == YAOK_OK);
+    long long left = json_int(json, "lockout_seconds");
+    CHECK(left > 0 && left <= 30);
+    yaok_string_free(json);
+    /* The platform key still works during a PIN lockout. */
+    CHECK(yaok_node_unlock_platform_key(node, key, sizeof key) == YAOK_OK);
+
+    CHECK(yaok_security_events(node, 0, 100, &json) == YAOK_OK);
+    CHECK(json && json[0] == '[' && strstr(json, "\"kind\":\"lockout\"") && strstr(json, "\"kind\":\"wrong_pin\""));
+    yaok_string_free(json);
+
+    /* Reset needs the confirmation value. */
+    CHECK(yaok_node_reset(node, 1) == YAOK_E_CONFIRMATION_REQUIRED);
+    CHECK(yaok_node_reset(node, YAOK_RESET_CONFIRM) == YAOK_OK);
+    CHECK(yaok_node_status(node, &json) == YAOK_OK);
+    CHECK(strstr(json, "\"initialized\":false") != NULL);
+    yaok_string_free(json);
+    CHECK(yaok_node_setup(node, "Alice", "000000", "000000", &warnings) == YAOK_OK);
+    CHECK(warnings == YAOK_WARNING_ALL_ZERO_PIN);
+    yaok_node_free(node);
+    remove_dir(dir);
+}
+
+static void test_contacts_and_messages(void) {
+    char dir[64];
+    yaok_node *node = new_node(dir, sizeof dir);
+    uint32_t warnings = 0;
+    char *json = NULL;
+    CHECK(yaok_node_setup(node, "Alice", PIN, PIN, &warnings) == YAOK_OK);
+
+    yaok_identity *bob = NULL;
+    char *card = NULL;
+    CHECK(yaok_identity_new("Bob", &bob) == YAOK_OK);
+    CHECK(yaok_identity_card(bob, &card) == YAOK_OK);
+
+    CHECK(yaok_contact_preview(node, card, &json) == YAOK_OK);
+    CHECK(json && strstr(json, "\"name\":\"Bob\"") && strstr(json, "\"existing_contact_id\":null"));
+    yaok_string_free(json);
+    CHECK(yaok_contact_add(node, card, &json) == YAOK_OK);
+    long long bob_id = json_int(json, "id");
+    CHECK(bob_id > 0 && strstr(json, "\"verified\":false") && strstr(json, "\"never_connected\""));
+    yaok_string_free(json);
+    json = NULL;
+    CHECK(yaok_contact_add(node, card, &json) == YAOK_E_CONTACT_EXISTS && json == NULL);
+    CHECK(strcmp(yaok_last_error_message(), "Bob is already in your contacts") == 0);
+    CHECK(yaok_contact_add(node, "not a card", &json) == YAOK_E_INVALID_CARD);
+    CHECK(yaok_contact_add(node, "\xff\xfe", &json) == YAOK_E_INVALID_CARD);
+
+    CHECK(yaok_contact_verify(node, bob_id) == YAOK_OK);
+    CHECK(yaok_contact_rename(node, bob_id, "Bobby") == YAOK_OK);
+    CHECK(yaok_contact_rename(node, bob_id, "B") == YAOK_E_INVALID_NAME);
+    CHECK(yaok_contact_set_connection(node, bob_id, "Bluetooth") == YAOK_OK);
+    CHECK(yaok_contact_show(node, bob_id, &json) == YAOK_OK);
+    CHECK(strstr(json, "\"name\":\"Bobby\"") && strstr(json, "\"verified\":true") &&
+          strstr(json, "\"transport\":\"Bluetooth\""));
+    yaok_string_free(json);
+    CHECK(yaok_contact_find(node, "bobby", &json) == YAOK_OK && json_int(json, "id") == bob_id);
+    yaok_string_free(json);
+    CHECK(yaok_contact_show(node, 999, &json) == YAOK_E_NOT_FOUND);
+    CHECK(yaok_contact_list(node, &json) == YAOK_OK && json[0] == '[' && strstr(json, "Bobby"));
+    yaok_string_free(json);
+
+    /* Messages: outgoing, status, incoming out of order, duplicates, history pages. */
+    const char *hello = "hello \xc3\xa9";
+    CHECK(yaok_message_store_outgoing(node, bob_id, (const uint8_t *)hello, strlen(hello), NULL, &json) == YAOK_OK);
+    CHECK(strstr(json, "\"status\":\"pending\"") && strstr(json, "\"direction\":\"outgoing\""));
+    yaok_string_free(json);
+    CHECK(yaok_message_store_outgoing(node, bob_id, (const uint8_t *)"\xff", 1, NULL, &json) == YAOK_E_INVALID_UTF8);
+    CHECK(yaok_message_store_outgoing(node, bob_id, NULL, 0, NULL, &json) == YAOK_E_EMPTY_MESSAGE);
+
+    uint8_t out_id[YAOK_MESSAGE_ID_BYTES];
+    memset(out_id, 0xab, sizeof out_id);
+    CHECK(yaok_message_store_outgoing(node, bob_id, (const uint8_t *)"x", 1, out_id, &json) == YAOK_OK);
+    yaok_string_free(json);
+    CHECK(yaok_message_set_status(node, out_id, YAOK_MESSAGE_SENT) == YAOK_OK);
+    CHECK(yaok_message_set_status(node, out_id, 77) == YAOK_E_INVALID_ARGUMENT);
+
+    uint32_t duplicate = 9;
+    for (int i = 5; i >= 1; i--) {
+        uint8_t id[YAOK_MESSAGE_ID_BYTES] = {0};
+        id[15] = (uint8_t)i;
+        char text[16];
+        snprintf(text, sizeof text, "in%d", i);
+        CHECK(yaok_message_store_incoming(node, bob_id, (const uint8_t *)text, strlen(text), id, i, &duplicate,
+                                          &json) == YAOK_OK && duplicate == 0);
+        yaok_string_free(json);
+    }
+    uint8_t id1[YAOK_MESSAGE_ID_BYTES] = {0};
+    id1[15] = 1;
+    CHECK(yaok_message_store_incoming(node, bob_id, (const uint8_t *)"again", 5, id1, 1, &duplicate, &json) == YAOK_OK);
+    CHECK(duplicate == 1 && strstr(json, "\"text\":\"in1\""));
+    yaok_string_free(json);
+
+    CHECK(yaok_message_history(node, bob_id, NULL, 3, &json) == YAOK_OK);
+    CHECK(strstr(json, "\"older_cursor\":\"") != NULL);
+    /* Sender timestamps 1..5 are older than our two outgoing messages (sent "now"): the
+     * newest page of 3 is in5, then the two outgoing, oldest first. */
+    const char *in5 = strstr(json, "in5"), *hello_at = strstr(json, "hello");
+    CHECK(in5 && hello_at && in5 < hello_at && !strstr(json, "in4"));
+    char cursor[64] = {0};
+    const char *c = strstr(json, "\"older_cursor\":\"");
+    if (c) sscanf(c + strlen("\"older_cursor\":\""), "%63[^\"]", cursor);
+    yaok_string_free(json);
+    CHECK(yaok_message_history(node, bob_id, cursor, 100, &json) == YAOK_OK);
+    CHECK(strstr(json, "in1") && strstr(json, "in4") && !strstr(json, "in5") && strstr(json, "\"older_cursor\":null"));
+    const char *in1 = strstr(json, "in1"), *in4 = strstr(json, "in4");
+    CHECK(in1 && in4 && in1 < in4);
+    yaok_string_free(json);
+    CHECK(yaok_message_history(node, bob_id, "bogus", 10, &json) == YAOK_E_INVALID_ARGUMENT);
+    uint64_t count = 0;
+    CHECK(yaok_message_mark_read(node, bob_id, &count) == YAOK_OK && count == 5);
+
+    /* Delete keeping messages: history stays, sending is refused. */
+    CHECK(yaok_contact_delete(node, bob_id, YAOK_CONTACT_DELETE_KEEP_MESSAGES) == YAOK_OK);
+    CHECK(yaok_message_store_outgoing(node, bob_id, (const uint8_t *)"x", 1, NULL, &json) == YAOK_E_NOT_FOUND);
+    CHECK(yaok_message_history(node, bob_id, NULL, 100, &json) == YAOK_OK && strstr(json, "in1"));
+    yaok_string_free(json);
+    /* Re-add and delete with messages: nothing left. */
+    CHECK(yaok_contact_add(node, card, &json) == YAOK_OK && json_int(json, "id") == bob_id);
+    yaok_string_free(json);
+    CHECK(yaok_contact_delete(node, bob_id, YAOK_CONTACT_DELETE_MESSAGES) == YAOK_OK);
+    CHECK(yaok_message_history(node, bob_id, NULL, 100, &json) == YAOK_E_NOT_FOUND);
+
+    yaok_string_free(card);
+    yaok_identity_free(bob);
+    yaok_node_free(node);
+    remove_dir(dir);
+}
+
+/* ---- callbacks from the event thread ---- */
+
+struct recorder {
+    pthread_mutex_t mutex;
+    pthread_t main_thread;
+    int events;
+    int locked_auto;
+    int on_main_thread;
+    int status_ok_inside; /* a call back into the node from the callback succeeded */
+    int freed;
+    yaok_node *node;
+};
+
+static void on_event(void *user_data, const yaok_event *event) {
+    struct recorder *r = user_data;
+    int auto_lock = event->kind == YAOK_EVENT_LOCKED && strstr(event->json, "\"auto_lock\"") != NULL;
+    char *json = NULL;
+    int ok = auto_lock && yaok_node_status(r->node, &json) == YAOK_OK && strstr(json, "\"locked\":true");
+    yaok_string_free(json);
+    pthread_mutex_lock(&r->mutex);
+    r->events++;
+    if (pthread_equal(pthread_self(), r->main_thread)) r->on_main_thread++;
+    if (auto_lock) r->locked_auto++;
+    if (ok) r->status_ok_inside++;
+    pthread_mutex_unlock(&r->mutex);
+}
+
+static void on_free(void *user_data) {
+    struct recorder *r = user_data;
+    pthread_mutex_lock(&r->mutex);
+    r->freed++;
+    pthread_mutex_unlock(&r->mutex);
+}
+
+static int read_field(struct recorder *r, const int *field) {
+    pthread_mutex_lock(&r->mutex);
+    int v = *field;
+    pthread_mutex_unlock(&r->mutex);
+    return v;
+}
+
+static void test_event_callbacks(void) {
+    char dir[64];
+    yaok_node *node = new_node(dir, sizeof dir);
+    struct recorder r = {.main_thread = pthread_self(), .node = node};
+    pthread_mutex_init(&r.mutex, NULL);
+    struct recorder other = {.main_thread = pthread_self(), .node = node};
+    pthread_mutex_init(&other.mutex, NULL);
+
+    /* Replacing a registration frees the old user_data exactly once. */
+    CHECK(yaok_node_set_event_callback(node, on_event, &other, on_free) == YAOK_OK);
+    CHECK(yaok_node_set_event_callback(node, on_event, &r, on_free) == YAOK_OK);
+    for (int i = 0; i < 2000 && read_field(&other, &other.freed) == 0; i++) sleep_ms(5);
+    CHECK(read_field(&other, &other.freed) == 1);
+
+    uint32_t warnings = 0;
+    CHECK(yaok_node_setup(node, "Alice", PIN, PIN, &warnings) == YAOK_OK);
+    CHECK(yaok_node_set_auto_lock(node, YAOK_AUTO_LOCK_NEVER, &warnings) == YAOK_OK);
+    CHECK(warnings == YAOK_WARNING_AUTO_LOCK_DISABLED);
+    CHECK(yaok_node_set_auto_lock(node, 0, &warnings) == YAOK_E_INVALID_ARGUMENT);
+    CHECK(yaok_node_set_auto_lock(node, 50, &warnings) == YAOK_OK && warnings == 0);
+    /* Wait (no timing assertion, only a hang guard) for auto-lock's event. */
+    for (int i = 0; i < 2000 && read_field(&r, &r.locked_auto) == 0; i++) sleep_ms(5);
+    CHECK(read_field(&r, &r.locked_auto) == 1);
+    CHECK(read_field(&r, &r.status_ok_inside) == 1);
+    CHECK(read_field(&r, &r.events) >= 3); /* unlocked, security events, locked */
+    CHECK(read_field(&r, &r.on_main_thread) == 0);
+    CHECK(read_field(&r, &r.freed) == 0);
+
+    yaok_node_free(node);
+    CHECK(r.freed == 1); /* the registration ended with the node */
+    CHECK(other.freed == 1);
+    pthread_mutex_destroy(&r.mutex);
+    pthread_mutex_destroy(&other.mutex);
+    remove_dir(dir);
+}
+
+/* Two nodes in one process are independent. */
+static void test_two_nodes(void) {
+    char dir_a[64], dir_b[64];
+    yaok_node *a = new_node(dir_a, sizeof dir_a);
+    yaok_node *b = new_node(dir_b, sizeof dir_b);
+    uint32_t warnings = 0;
+    CHECK(yaok_node_setup(a, "Alice", PIN, PIN, &warnings) == YAOK_OK);
+    CHECK(yaok_node_setup(b, "Bob", "975310", "975310", &warnings) == YAOK_OK);
+    CHECK(yaok_node_lock(a) == YAOK_OK);
+    char *json = NULL;
+    CHECK(yaok_contact_list(b, &json) == YAOK_OK && strcmp(json, "[]") == 0);
+    yaok_string_free(json);
+    yaok_node_free(a);
+    yaok_node_free(b);
+    remove_dir(dir_a);
+    remove_dir(dir_b);
+}
+
+int main(void) {
+    test_arguments();
+    test_setup_lock_unlock();
+    test_contacts_and_messages();
+    test_event_callbacks();
+    test_two_nodes();
+    return REPORT();
+}

@@ -1,0 +1,173 @@
+"""Stored messages of a node (include/yaok.h, "messages"; JSON in docs/ABI.md, "message"
+and "history page").
+
+Text is ``str`` (or UTF-8 ``bytes``), 1 to 10240 bytes of UTF-8. Message IDs are 16 bytes;
+they may also be given as 32 hex characters. Every call needs the node unlocked.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+from dataclasses import dataclass
+from typing import Any, Dict, List, NamedTuple, Optional, Union
+
+from ._lib import STATUS, declare
+from ._node_base import CHAR_OUT, UINT32_MAX, NodeBase, NodePointer, check_int, text_bytes
+from .errors import InvalidArgument
+
+__all__ = ["Message", "MessageStatus", "HistoryPage", "StoredIncoming", "MESSAGE_ID_BYTES"]
+
+#: YAOK_MESSAGE_ID_BYTES
+MESSAGE_ID_BYTES = 16
+
+
+class MessageStatus(enum.IntEnum):
+    """``YAOK_MESSAGE_*``; ``Message.status`` holds the lower-case name."""
+
+    PENDING = 0
+    SENDING = 1
+    SENT = 2
+    DELIVERED = 3
+    FAILED = 4
+
+
+_store_outgoing = declare("yaok_message_store_outgoing", STATUS, NodePointer, ctypes.c_int64,
+                          ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, CHAR_OUT)
+_store_incoming = declare("yaok_message_store_incoming", STATUS, NodePointer, ctypes.c_int64,
+                          ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int64,
+                          ctypes.POINTER(ctypes.c_uint32), CHAR_OUT)
+_set_status = declare("yaok_message_set_status", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_uint32)
+_history = declare("yaok_message_history", STATUS, NodePointer, ctypes.c_int64, ctypes.c_char_p,
+                   ctypes.c_uint32, CHAR_OUT)
+_mark_read = declare("yaok_message_mark_read", STATUS, NodePointer, ctypes.c_int64,
+                     ctypes.POINTER(ctypes.c_uint64))
+
+MessageID = Union[bytes, bytearray, memoryview, str]
+
+
+def message_id_bytes(value: MessageID) -> bytes:
+    """16 bytes from bytes-like or 32 hex characters. The C functions read exactly 16 bytes
+    from the pointer, so the length is checked here."""
+    if isinstance(value, str):
+        try:
+            raw = bytes.fromhex(value)
+        except ValueError:
+            raise InvalidArgument("message_id must be 16 bytes or 32 hex characters") from None
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+    else:
+        raise TypeError(f"message_id must be bytes or hex str, not {type(value).__name__}")
+    if len(raw) != MESSAGE_ID_BYTES:
+        raise InvalidArgument(f"message_id must be {MESSAGE_ID_BYTES} bytes, not {len(raw)}")
+    return raw
+
+
+@dataclass(frozen=True)
+class Message:
+    """A stored message (docs/ABI.md, "message")."""
+
+    message_id: bytes
+    conversation_id: int
+    direction: str
+    """``"outgoing"`` or ``"incoming"``."""
+    status: str
+    """``"pending"``, ``"sending"``, ``"sent"``, ``"delivered"`` or ``"failed"``."""
+    text: str
+    sender_timestamp_ms: int
+    created_ms: int
+    sent_ms: Optional[int]
+    received_ms: Optional[int]
+    unread: bool
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Message":
+        return cls(message_id=bytes.fromhex(data["message_id"]),
+                   conversation_id=int(data["conversation_id"]), direction=data["direction"],
+                   status=data["status"], text=data["text"],
+                   sender_timestamp_ms=int(data["sender_timestamp_ms"]),
+                   created_ms=int(data["created_ms"]), sent_ms=data.get("sent_ms"),
+                   received_ms=data.get("received_ms"), unread=bool(data.get("unread", False)))
+
+    @property
+    def message_id_hex(self) -> str:
+        return self.message_id.hex()
+
+    @property
+    def outgoing(self) -> bool:
+        return self.direction == "outgoing"
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """A page of a conversation, oldest first (``yaok_message_history``)."""
+
+    messages: List[Message]
+    older_cursor: Optional[str]
+    """Pass as ``before=`` for the page before this one; ``None`` when this page reaches the
+    first message."""
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "HistoryPage":
+        return cls(messages=[Message.from_json(m) for m in data.get("messages", [])],
+                   older_cursor=data.get("older_cursor"))
+
+    @property
+    def has_older(self) -> bool:
+        return self.older_cursor is not None
+
+
+class StoredIncoming(NamedTuple):
+    """What :meth:`Node.store_incoming` returns; unpacks as ``message, duplicate``."""
+
+    message: Message
+    """The stored message (for a duplicate: the copy stored earlier)."""
+    duplicate: bool
+    """True if this conversation already had the message ID and nothing was stored."""
+
+
+class MessagesMixin(NodeBase):
+    def store_outgoing(self, contact_id: int, text: Union[str, bytes],
+                       message_id: Optional[MessageID] = None) -> Message:
+        """Stores a message we send to ``contact_id``, status pending; a fresh random
+        message ID unless one is given. A deleted contact: :class:`~yaok.NotFound`."""
+        body = text_bytes(text, "text")
+        mid = None if message_id is None else message_id_bytes(message_id)
+        return Message.from_json(self._call_json(_store_outgoing, check_int(contact_id, "contact_id"),
+                                                 body, len(body), mid))
+
+    def store_incoming(self, contact_id: int, text: Union[str, bytes], message_id: MessageID,
+                       sent_at_ms: int) -> StoredIncoming:
+        """Stores a message received (already decrypted) from ``contact_id``, unread, ordered
+        by ``sent_at_ms`` (the sender's clock). A message ID this conversation already has is
+        not stored again: ``duplicate`` is then True and ``message`` the stored copy."""
+        body = text_bytes(text, "text")
+        mid = message_id_bytes(message_id)
+        duplicate = ctypes.c_uint32(0)
+        data = self._call_json(_store_incoming, check_int(contact_id, "contact_id"), body, len(body), mid,
+                               check_int(sent_at_ms, "sent_at_ms"), ctypes.byref(duplicate))
+        return StoredIncoming(Message.from_json(data), bool(duplicate.value))
+
+    def set_message_status(self, message_id: MessageID, status: Union[MessageStatus, int, str]) -> None:
+        """Moves an outgoing message to ``status`` (a :class:`MessageStatus`, its value or
+        its lower-case name); the first ``SENT`` records the sent time."""
+        if isinstance(status, str):
+            try:
+                status = MessageStatus[status.upper()]
+            except KeyError:
+                raise InvalidArgument(f"Unknown message status {status!r}") from None
+        self._call(_set_status, message_id_bytes(message_id), check_int(int(status), "status", 0, UINT32_MAX))
+
+    def history(self, conversation_id: int, before: Optional[str] = None, limit: int = 100) -> HistoryPage:
+        """A page of up to ``limit`` (1 to 1000) messages of a conversation, oldest first.
+        ``before``: ``None`` for the newest page, else the previous page's
+        :attr:`HistoryPage.older_cursor`."""
+        cursor = None if before is None else self._text(before, "before")
+        return HistoryPage.from_json(self._call_json(_history, check_int(conversation_id, "conversation_id"),
+                                                     cursor, check_int(limit, "limit", 0, UINT32_MAX)))
+
+    def mark_read(self, conversation_id: int) -> int:
+        """Marks every message of the conversation read; returns how many were unread."""
+        count = ctypes.c_uint64(0)
+        self._call(_mark_read, check_int(conversation_id, "conversation_id"), ctypes.byref(count))
+        return int(count.value)

@@ -1,0 +1,278 @@
+"""A node: one profile (identity, contacts, messages, security log) in one data directory
+(include/yaok.h, "node").
+
+>>> with Node.open("/path/to/profile") as node:
+...     if not node.status().initialized:
+...         me = node.setup("Alice", "135790", "135790")
+...     else:
+...         node.unlock("135790")
+...     bob = node.add_contact(bob_card_text)
+...     node.store_outgoing(bob.id, "Hello, Bob!")
+...     page = node.history(bob.id)
+
+After :meth:`Node.open` the node is locked; :meth:`Node.setup` (first time) or
+:meth:`Node.unlock` loads the keys. Calls that need them raise :class:`~yaok.Locked` while
+locked. A node may be used from several threads at once (the library serialises calls).
+
+Events (auto-lock, messages stored, …) arrive through :meth:`Node.set_event_callback` **on
+the node's own event thread** (see :mod:`yaok.events`).
+
+Close the node with ``with`` or :meth:`Node.close` (idempotent; waits for calls in progress
+on other threads and for a running callback; ends the callback registration). ``__del__``
+and an ``atexit`` hook close forgotten nodes as a safety net.
+
+Contacts, messages and the security log are in :mod:`yaok.contacts`,
+:mod:`yaok.messages` and :mod:`yaok.security`; their methods are part of :class:`Node`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple, Union
+
+from ._lib import STATUS, declare, encode_text
+from ._node_base import CHAR_OUT, NodeHandle, NodePointer
+from .contacts import ContactsMixin
+from .errors import InvalidArgument
+from .events import EventsMixin
+from .identity import Identity, IdentityPointer
+from .messages import MessagesMixin
+from .security import SecurityMixin
+
+__all__ = [
+    "Node", "NodeStatus", "SetupResult", "NodeWarning",
+    "NODE_OPEN_DEFAULT", "NODE_OPEN_TEST_FAST_KDF", "AUTO_LOCK_NEVER", "RESET_CONFIRM",
+    "PLATFORM_KEY_BYTES",
+]
+
+#: YAOK_NODE_OPEN_DEFAULT
+NODE_OPEN_DEFAULT = 0
+#: YAOK_NODE_OPEN_TEST_FAST_KDF (tests only: minimal Argon2id costs)
+NODE_OPEN_TEST_FAST_KDF = 1
+#: YAOK_AUTO_LOCK_NEVER
+AUTO_LOCK_NEVER = -1
+#: YAOK_RESET_CONFIRM ("RSET")
+RESET_CONFIRM = 0x52534554
+#: YAOK_PLATFORM_KEY_BYTES
+PLATFORM_KEY_BYTES = 32
+
+
+class NodeWarning(enum.IntFlag):
+    """``YAOK_WARNING_*``: conditions the app must show the user. Falsy when empty."""
+
+    NONE = 0
+    ALL_ZERO_PIN = 1
+    """The PIN is all zeros: accepted, but weak."""
+    AUTO_LOCK_DISABLED = 2
+    """"App will not auto-lock. Anyone with access to your phone can read your messages.\""""
+
+
+
+_open = declare("yaok_node_open", STATUS, ctypes.c_char_p, ctypes.c_uint32, ctypes.POINTER(NodePointer))
+_free = declare("yaok_node_free", None, NodePointer)
+_setup = declare("yaok_node_setup", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                 ctypes.POINTER(ctypes.c_uint32))
+_unlock = declare("yaok_node_unlock", STATUS, NodePointer, ctypes.c_char_p)
+_unlock_platform_key = declare("yaok_node_unlock_platform_key", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_size_t)
+_register_platform_key = declare("yaok_node_register_platform_key", STATUS, NodePointer, ctypes.c_char_p,
+                                 ctypes.c_size_t)
+_remove_platform_key = declare("yaok_node_remove_platform_key", STATUS, NodePointer)
+_lock = declare("yaok_node_lock", STATUS, NodePointer)
+_set_auto_lock = declare("yaok_node_set_auto_lock", STATUS, NodePointer, ctypes.c_int64,
+                         ctypes.POINTER(ctypes.c_uint32))
+_status = declare("yaok_node_status", STATUS, NodePointer, CHAR_OUT)
+_identity = declare("yaok_node_identity", STATUS, NodePointer, ctypes.POINTER(IdentityPointer))
+_reset = declare("yaok_node_reset", STATUS, NodePointer, ctypes.c_uint32)
+
+_MAX_AUTO_LOCK_MS = 30 * 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """The lock state (``yaok_node_status``; docs/ABI.md, "status")."""
+
+    initialized: bool
+    locked: bool
+    lockout_seconds: int
+    failed_attempts: int
+    auto_lock_ms: Optional[int]
+    """Idle time before auto-lock; ``None`` means never."""
+    platform_key_registered: bool
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "NodeStatus":
+        return cls(initialized=bool(data["initialized"]), locked=bool(data["locked"]),
+                   lockout_seconds=int(data.get("lockout_seconds") or 0),
+                   failed_attempts=int(data.get("failed_attempts") or 0),
+                   auto_lock_ms=data.get("auto_lock_ms"),
+                   platform_key_registered=bool(data.get("platform_key_registered", False)))
+
+    @property
+    def auto_lock_seconds(self) -> Optional[float]:
+        return None if self.auto_lock_ms is None else self.auto_lock_ms / 1000
+
+
+@dataclass(frozen=True)
+class SetupResult:
+    """What :meth:`Node.setup` returns: the new identity's public facts and the warnings."""
+
+    name: str
+    user_id: str
+    fingerprint: str
+    fingerprint_short: str
+    card: str
+    """The signed contact card text (the QR code payload)."""
+    warnings: NodeWarning
+
+
+def _key_argument(key: Union[bytes, bytearray, memoryview]) -> Tuple[Any, int]:
+    """A platform key for a ``const uint8_t *key, size_t key_len`` pair. A ``bytearray`` is
+    lent without a copy, so the caller can wipe it afterwards; ``bytes`` is passed as it is.
+    The library checks the length (32)."""
+    if isinstance(key, bytearray):
+        return ((ctypes.c_char * len(key)).from_buffer(key) if key else b""), len(key)
+    if isinstance(key, memoryview):
+        key = key.tobytes()
+    if isinstance(key, bytes):
+        return key, len(key)
+    raise TypeError(f"key must be bytes-like, not {type(key).__name__}")
+
+
+class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin):
+    """One Ya OK profile over a ``yaok_node *``. Create it with :meth:`open`."""
+
+    def __init__(self, _pointer: Any = None, _data_dir: str = "") -> None:
+        if _pointer is None:
+            raise TypeError("use Node.open(data_dir)")
+        self._handle = NodeHandle(_pointer, _free)
+        self.data_dir = _data_dir
+
+    @classmethod
+    def open(cls, data_dir: Union[str, "os.PathLike[str]"], *, test_fast_kdf: bool = False) -> "Node":
+        """Opens (creating it, mode 0700, if needed) the node stored in ``data_dir``, locked
+        (``yaok_node_open``). A store from a newer version or damaged:
+        :class:`~yaok.CorruptStore`.
+
+        ``test_fast_kdf``: TEST ONLY (``YAOK_NODE_OPEN_TEST_FAST_KDF``): new PINs are sealed
+        with minimal Argon2id costs. It offers no protection to the PIN."""
+        path = os.fspath(data_dir)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        flags = NODE_OPEN_TEST_FAST_KDF if test_fast_kdf else NODE_OPEN_DEFAULT
+        out = NodePointer()
+        _open(encode_text(path, "data_dir"), flags, ctypes.byref(out))
+        return cls(out, path)
+
+    # ---- lifetime
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None or self._handle.closed
+
+    def close(self) -> None:
+        """Locks the node, stops its event thread and closes the store
+        (``yaok_node_free``); the callback registration ends (its ``freed`` is set). Safe to
+        call more than once and from any thread; from the node's own event callback the node
+        is closed at once and freed on a helper thread after the callback returns."""
+        handle = self._handle
+        if handle is not None:
+            handle.close()
+
+    def __enter__(self) -> "Node":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may already be gone
+            pass
+
+    def __repr__(self) -> str:
+        return f"<yaok.Node {self.data_dir!r}{' closed' if self.closed else ''}>"
+
+    # ---- setup and the lock
+
+    def setup(self, name: str, pin: str, confirmation: str) -> SetupResult:
+        """First-time setup: creates the identity ``name``, seals it under ``pin`` and leaves
+        the node unlocked. Errors, in this order: :class:`~yaok.InvalidName` ("Name must be
+        2-50 characters"), :class:`~yaok.PINTooShort` ("PIN must be at least 6 digits"),
+        :class:`~yaok.PINMismatch` ("PINs do not match"), :class:`~yaok.AlreadyInitialized`.
+        ``warnings`` has :attr:`NodeWarning.ALL_ZERO_PIN` for "000000"."""
+        warnings = ctypes.c_uint32(0)
+        self._call(_setup, self._text(name, "name"), self._text(pin, "pin"),
+                   self._text(confirmation, "pin_confirmation"), ctypes.byref(warnings))
+        with self.identity() as me:
+            return SetupResult(name=me.name, user_id=me.user_id, fingerprint=me.fingerprint,
+                               fingerprint_short=me.fingerprint_short, card=me.card,
+                               warnings=NodeWarning(warnings.value))
+
+    def unlock(self, pin: str) -> None:
+        """Unlocks with the PIN (about 0.1 s of Argon2id). Wrong: :class:`~yaok.WrongPIN`
+        ("Incorrect PIN"); the third wrong PIN in a row and every try during the 30-second
+        lockout: :class:`~yaok.LockedOut` ("Too many attempts. Try again in N seconds.").
+        Not set up: :class:`~yaok.NotInitialized`."""
+        self._call(_unlock, self._text(pin, "pin"))
+
+    def unlock_with_platform_key(self, key: Union[bytes, bytearray, memoryview]) -> None:
+        """Unlocks with the 32-byte platform key registered earlier (not subject to the PIN
+        lockout). :class:`~yaok.NoPlatformKey`, :class:`~yaok.WrongPlatformKey`. Pass a
+        ``bytearray`` to be able to wipe your copy afterwards."""
+        self._call(_unlock_platform_key, *_key_argument(key))
+
+    def register_platform_key(self, key: Union[bytes, bytearray, memoryview]) -> None:
+        """Registers a 32-byte platform key (from the OS keystore) as a second way to
+        unlock, replacing an earlier one; the PIN keeps working. Needs the node unlocked."""
+        self._call(_register_platform_key, *_key_argument(key))
+
+    def remove_platform_key(self) -> None:
+        """Removes the platform key (a no-op if there is none). Needs the node unlocked."""
+        self._call(_remove_platform_key)
+
+    def lock(self) -> None:
+        """Locks now and wipes the keys from memory (a no-op if locked)."""
+        self._call(_lock)
+
+    def set_auto_lock(self, seconds: Optional[float]) -> NodeWarning:
+        """Sets the idle time after which the node locks itself (stored; default 5 minutes):
+        ``seconds`` > 0 (at most 30 days; rounded up to whole milliseconds), or ``None`` for
+        never, which returns :attr:`NodeWarning.AUTO_LOCK_DISABLED`. Needs the node
+        unlocked. When it fires, :attr:`~yaok.EventKind.LOCKED` arrives with reason
+        ``"auto_lock"``."""
+        if seconds is None:
+            timeout_ms = AUTO_LOCK_NEVER
+        else:
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+                raise TypeError(f"seconds must be a number or None, not {type(seconds).__name__}")
+            if not (seconds > 0 and math.isfinite(seconds)):
+                raise InvalidArgument("The auto-lock time must be positive (None: never)")
+            timeout_ms = math.ceil(seconds * 1000)
+            if timeout_ms > _MAX_AUTO_LOCK_MS:
+                raise InvalidArgument("The auto-lock time must be at most 30 days")
+        warnings = ctypes.c_uint32(0)
+        self._call(_set_auto_lock, timeout_ms, ctypes.byref(warnings))
+        return NodeWarning(warnings.value)
+
+    def status(self) -> NodeStatus:
+        """The lock state; works while locked."""
+        return NodeStatus.from_json(self._call_json(_status))
+
+    def identity(self) -> Identity:
+        """The node's identity as an :class:`~yaok.Identity` (for :mod:`yaok.envelope`).
+        It holds its own copy of the secret keys until closed, even after the node locks:
+        use it with ``with`` and close it promptly. Needs the node unlocked."""
+        out = IdentityPointer()
+        self._call(_identity, ctypes.byref(out))
+        return Identity(out)
+
+    def reset(self, *, confirm: bool = False) -> None:
+        """Forgotten PIN: destroys the identity, contacts, messages and settings, leaving an
+        empty node that needs :meth:`setup` again. Needs no PIN, but ``confirm=True``; else
+        :class:`~yaok.ConfirmationRequired`."""
+        self._call(_reset, RESET_CONFIRM if confirm is True else 0)
