@@ -253,3 +253,34 @@ class OwnedHandle:
             pointer, self._pointer = self._pointer, None
         if pointer is not None:
             self._free(pointer)
+
+
+class HandleOwner:
+    """Lifetime of a Python object that owns one library handle (``self._handle``, an
+    :class:`OwnedHandle` or a subclass): ``close()``, the context manager and a ``__del__``
+    safety net."""
+
+    _handle: Optional[Any] = None
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` has been called."""
+        return self._handle is None or self._handle.closed
+
+    def close(self) -> None:
+        """Frees the library handle. Safe to call more than once."""
+        handle = self._handle
+        if handle is not None:
+            handle.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may already be gone
+            pass

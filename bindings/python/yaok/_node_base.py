@@ -18,7 +18,7 @@ import weakref
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional, Union
 
-from ._lib import encode_text, take_string
+from ._lib import HandleOwner, encode_text, take_string
 from .errors import HandleClosed, InvalidArgument
 
 __all__ = ["yaok_node", "NodePointer", "NodeHandle", "NodeBase", "CHAR_OUT"]
@@ -147,7 +147,7 @@ def text_bytes(value: Union[str, bytes, bytearray, memoryview], what: str) -> by
     raise TypeError(f"{what} must be str or bytes, not {type(value).__name__}")
 
 
-class NodeBase:
+class NodeBase(HandleOwner):
     """What every part of :class:`yaok.Node` uses: the handle and the JSON-returning call."""
 
     _handle: Optional[NodeHandle] = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any, NamedTuple, Optional, Union
 
-from ._lib import STATUS, OwnedHandle, declare, encode_text, take_string
+from ._lib import STATUS, HandleOwner, OwnedHandle, declare, encode_text, take_string
 from .errors import HandleClosed, InvalidCard
 
 __all__ = [
@@ -79,7 +79,7 @@ class PublicKeys(NamedTuple):
     """Ed25519: it verifies the owner's contact card."""
 
 
-class _Owner:
+class _Owner(HandleOwner):
     """Common handle ownership: close(), context manager, __del__ safety net."""
 
     _kind = "handle"
@@ -100,28 +100,9 @@ class _Owner:
             fn(pointer, *args, ctypes.byref(out))
         return take_string(out)
 
-    @property
-    def closed(self) -> bool:
-        """True once ``close()`` has been called."""
-        return self._handle is None or self._handle.closed
-
     def close(self) -> None:
         """Frees the library handle (wiping secret keys). Safe to call more than once."""
-        handle = self._handle
-        if handle is not None:
-            handle.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: the library may already be gone
-            pass
+        super().close()
 
 
 class Identity(_Owner):

@@ -169,30 +169,12 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin):
 
     # ---- lifetime
 
-    @property
-    def closed(self) -> bool:
-        return self._handle is None or self._handle.closed
-
     def close(self) -> None:
         """Locks the node, stops its event thread and closes the store
         (``yaok_node_free``); the callback registration ends (its ``freed`` is set). Safe to
         call more than once and from any thread; from the node's own event callback the node
         is closed at once and freed on a helper thread after the callback returns."""
-        handle = self._handle
-        if handle is not None:
-            handle.close()
-
-    def __enter__(self) -> "Node":
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # interpreter shutdown: the library may already be gone
-            pass
+        super().close()
 
     def __repr__(self) -> str:
         return f"<yaok.Node {self.data_dir!r}{' closed' if self.closed else ''}>"
