@@ -47,8 +47,10 @@ extension Node {
     /// `notFound`; several: `invalidArgument` asking for something more specific.
     public func findContact(_ query: String) throws -> Contact {
         let q = query.trimmingWhitespace()
-        if let id = Int64(q) { return try contact(id) }
         let all = try contacts()
+        // Digits name an ID first; a fingerprint prefix can be all digits too ("1234ABCD…"
+        // starts "1234"), so a number that is no ID falls through to the other matches.
+        if let id = Int64(q), let byID = all.first(where: { $0.id == id }) { return byID }
         let hex = q.replacingSpaces().uppercased()
         let isHex = hex.count >= 4 && hex.allSatisfy { $0.isHexDigit }
         let matches = all.filter {

@@ -37,6 +37,21 @@ import Testing
         #expect(try node.securityEvents().contains { $0.kind == .contactVerified })
     }
 
+    /// A fingerprint prefix made only of decimal digits is still a fingerprint prefix
+    /// (this once failed whenever Bob's fingerprint happened to start with 8 digits).
+    @Test func numericFingerprintPrefixFindsTheContact() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        var card = try cardText("Bob")
+        while !(try ContactCard(text: card).fingerprint.hex.prefix(6).allSatisfy(\.isNumber)) {
+            card = try cardText("Bob")
+        }
+        let bob = try node.addContact(card: card)
+        #expect(try node.findContact(String(bob.fingerprint.hex.prefix(6))).id == bob.id)
+        #expect(try node.findContact("\(bob.id)").id == bob.id)
+    }
+
     @Test func connectionStatus() throws {
         let dir = TempDir()
         defer { dir.remove() }
