@@ -33,15 +33,28 @@ public enum Envelope {
     }
 
     /// Seals `body` (1 to 10 KiB) from `sender` to the holder of `recipientKey` (X25519).
+    /// `associatedData` is bound in too: the packet header's authenticated bytes
+    /// (`RoutedHeader.authenticatedBytes`), or nothing for a bare envelope.
     public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
-                            messageID: [UInt8], timestamp: UInt64) throws -> [UInt8] {
+                            messageID: [UInt8], timestamp: UInt64, associatedData: [UInt8] = []) throws -> [UInt8] {
         try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
-                 ephemeralSecret: Sodium.randomBytes(32))
+                 associatedData: associatedData, ephemeralSecret: Sodium.randomBytes(32))
+    }
+
+    /// The length `seal` returns for a body of `bodyLength` bytes: known before sealing, so
+    /// the packet header that carries it can be authenticated by the envelope itself.
+    public static func sealedLength(bodyLength: Int) throws -> Int {
+        guard bodyLength >= 1 else { throw YaOKError(.emptyMessage) }
+        guard bodyLength <= maxBodyLength, let bucket = Padding.bucket(for: bodyLength) else {
+            throw YaOKError(.messageTooLarge)
+        }
+        return overhead + bucket
     }
 
     /// Sealing with a given ephemeral secret: only for test vectors, which must be reproducible.
     static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
-                     messageID: [UInt8], timestamp: UInt64, ephemeralSecret secret: [UInt8]) throws -> [UInt8] {
+                     messageID: [UInt8], timestamp: UInt64, associatedData extra: [UInt8] = [],
+                     ephemeralSecret secret: [UInt8]) throws -> [UInt8] {
         guard !body.isEmpty else { throw YaOKError(.emptyMessage) }
         guard body.count <= maxBodyLength else { throw YaOKError(.messageTooLarge) }
         guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
@@ -55,7 +68,8 @@ public enum Envelope {
 
         var shared = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: recipientKey) }
         defer { Sodium.wipe(&shared) }
-        let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp, ephemeral: ephemeral)
+        let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp,
+                                ephemeral: ephemeral) + extra
         let senderKey = sender.publicIdentity.encryptionKey
         let auth = try sender.encryptionSecret.withUnsafeBytes {
             try authenticator(staticSecret: $0, peerKey: recipientKey, senderKey: senderKey,
@@ -82,7 +96,9 @@ public enum Envelope {
     /// `notForMe` (the recipient hint does not match), `tampered` (bad AEAD tag),
     /// `senderAuthFailed` (the sender MAC does not verify), `unknownSender`
     /// (`isKnownSender` refused the authenticated sender key), `malformedEnvelope`.
+    /// `associatedData` must be what the sender bound in (else `tampered`).
     public static func open(_ sealed: [UInt8], by recipient: Identity, messageID: [UInt8], timestamp: UInt64,
+                            associatedData extra: [UInt8] = [],
                             isKnownSender: ([UInt8]) -> Bool = { _ in true }) throws -> Opened {
         guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
         let minInner = senderKeyLength + authLength + Padding.buckets[0]
@@ -99,7 +115,8 @@ public enum Envelope {
         var shared = try recipient.encryptionSecret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: ephemeral) }
         defer { Sodium.wipe(&shared) }
         let (key, nonce) = messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey)
-        let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp, ephemeral: ephemeral)
+        let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp,
+                                ephemeral: ephemeral) + extra
 
         let cipherStart = ephemeralLength + hintLength
         let cipherLength = sealed.count - cipherStart
@@ -127,7 +144,8 @@ public enum Envelope {
         return Opened(senderKey: senderKey, body: Array(body))
     }
 
-    /// version || recipient key || message ID || timestamp (u64 BE, ms) || ephemeral key
+    /// version || recipient key || message ID || timestamp (u64 BE, ms) || ephemeral key;
+    /// the caller's extra associated data follows it.
     static func associatedData(recipientKey: [UInt8], messageID: [UInt8], timestamp: UInt64, ephemeral: [UInt8]) -> [UInt8] {
         var ad: [UInt8] = [version]
         ad.reserveCapacity(1 + 32 + 16 + 8 + 32)

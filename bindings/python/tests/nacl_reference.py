@@ -107,9 +107,12 @@ def unpad(padded: bytes) -> Optional[bytes]:
     return stripped[:-1]
 
 
-def associated_data(recipient: bytes, message_id: bytes, timestamp_ms: int, ephemeral: bytes) -> bytes:
-    """version || recipient key || message ID || timestamp (u64 BE) || ephemeral key."""
-    return bytes([ENVELOPE_VERSION]) + recipient + message_id + timestamp_ms.to_bytes(8, "big") + ephemeral
+def associated_data(recipient: bytes, message_id: bytes, timestamp_ms: int, ephemeral: bytes,
+                    header_ad: bytes = b"") -> bytes:
+    """version || recipient key || message ID || timestamp (u64 BE) || ephemeral key ||
+    the packet header's authenticated bytes (empty for a bare envelope)."""
+    return (bytes([ENVELOPE_VERSION]) + recipient + message_id + timestamp_ms.to_bytes(8, "big") + ephemeral
+            + header_ad)
 
 
 def hint(ephemeral: bytes, recipient: bytes) -> bytes:
@@ -128,11 +131,11 @@ def authenticator(static_shared: bytes, sender: bytes, recipient: bytes, ad: byt
 
 def seal(sender: Keys, recipient_public: bytes, body: bytes, message_id: bytes, timestamp_ms: int,
          ephemeral_secret: bytes, auth_override: Optional[bytes] = None,
-         padded_override: Optional[bytes] = None) -> bytes:
+         padded_override: Optional[bytes] = None, header_ad: bytes = b"") -> bytes:
     """E || hint || XChaCha20-Poly1305(key, nonce, AD; S || auth || pad(body))."""
     ephemeral = nb.crypto_scalarmult_base(ephemeral_secret)
     shared = nb.crypto_scalarmult(ephemeral_secret, recipient_public)
-    ad = associated_data(recipient_public, message_id, timestamp_ms, ephemeral)
+    ad = associated_data(recipient_public, message_id, timestamp_ms, ephemeral, header_ad)
     auth = auth_override if auth_override is not None else authenticator(
         nb.crypto_scalarmult(sender.x25519_secret, recipient_public),
         sender.x25519_public, recipient_public, ad, body)
@@ -148,13 +151,14 @@ class OpenedByNaCl(NamedTuple):
     bucket: int
 
 
-def open_(recipient: Keys, sealed: bytes, message_id: bytes, timestamp_ms: int) -> OpenedByNaCl:
+def open_(recipient: Keys, sealed: bytes, message_id: bytes, timestamp_ms: int,
+          header_ad: bytes = b"") -> OpenedByNaCl:
     """Opens and fully verifies an envelope; raises AssertionError / nacl errors on failure."""
     ephemeral, hint_bytes, cipher = sealed[:32], sealed[32:40], sealed[40:]
     assert hint_bytes == hint(ephemeral, recipient.x25519_public), "hint does not match"
     shared = nb.crypto_scalarmult(recipient.x25519_secret, ephemeral)
     key, nonce = message_key(shared, ephemeral, recipient.x25519_public)
-    ad = associated_data(recipient.x25519_public, message_id, timestamp_ms, ephemeral)
+    ad = associated_data(recipient.x25519_public, message_id, timestamp_ms, ephemeral, header_ad)
     inner = nb.crypto_aead_xchacha20poly1305_ietf_decrypt(cipher, ad, nonce, key)
     sender_key, auth, padded = inner[:32], inner[32:48], inner[48:]
     body = unpad(padded)
