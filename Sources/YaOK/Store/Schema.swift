@@ -70,6 +70,9 @@ enum Schema {
         ALTER TABLE contacts ADD COLUMN last_transport TEXT;
         CREATE INDEX messages_unread ON messages (conversation_id) WHERE unread = 1;
         """,
+        // 4: message IDs seen on the wire, for duplicate detection across restarts
+        // (docs/PROTOCOL.md §4.8).
+        DuplicateFilter.tableSQL,
     ]
 
     static var latestVersion: Int { migrations.count }

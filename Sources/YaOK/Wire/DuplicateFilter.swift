@@ -30,19 +30,23 @@ public final class DuplicateFilter {
     private var front: SeenIDFront
     private var insertsSincePurge = 0
 
-    /// Creates the table if needed (the store's migrations may take it over later; this
-    /// statement is then a no-op). `frontCapacity` IDs stay in memory.
+    /// Creates the table if needed (a node's store already has it from its migrations; the
+    /// statement is then a no-op, and a standalone database, e.g. a relay's, gets it here). `frontCapacity` IDs stay in memory.
     public init(database: Database, frontCapacity: Int = 65_536) throws {
         db = database
         front = try SeenIDFront(capacity: frontCapacity)
-        try db.execute("""
-            CREATE TABLE IF NOT EXISTS wire_seen_ids (
-                id BLOB PRIMARY KEY NOT NULL CHECK (length(id) = 16),
-                expires_at INTEGER NOT NULL
-            ) WITHOUT ROWID;
-            CREATE INDEX IF NOT EXISTS wire_seen_ids_expires_at ON wire_seen_ids (expires_at);
-            """)
+        try db.execute(Self.tableSQL)
     }
+
+    /// The table, idempotently. It is also schema migration 4 of a node's store
+    /// (Store/Schema.swift), so this text is frozen: change the table with a new migration.
+    static let tableSQL = """
+        CREATE TABLE IF NOT EXISTS wire_seen_ids (
+            id BLOB PRIMARY KEY NOT NULL CHECK (length(id) = 16),
+            expires_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS wire_seen_ids_expires_at ON wire_seen_ids (expires_at);
+        """
 
     /// Records `id` and says whether it was new. Run it inside the caller's transaction
     /// together with storing the message, so that a crash cannot keep one without the other.

@@ -13,6 +13,9 @@ import Testing
                 UPDATE lock_state SET failures = 2;
                 """)
         }
+        if version >= 4 {
+            try db.execute("INSERT INTO wire_seen_ids VALUES (x'000102030405060708090a0b0c0d0e0f', 42)")
+        }
         if version >= 2 {
             try db.execute("""
                 INSERT INTO conversations (id, peer_lookup, title) VALUES (7, x'01', x'02');
@@ -36,7 +39,11 @@ import Testing
             #expect(try db.rows("SELECT verified, last_seen_ms IS NULL FROM contacts WHERE id = 7") { [$0.int(0), $0.int(1)] } == [[1, 1]])
             #expect(try db.rows("SELECT body FROM messages") { $0.blob(0) } == [[6]])
         }
-        // The latest schema's columns are usable.
+        if version >= 4 {
+            #expect(try db.rows("SELECT expires_at FROM wire_seen_ids") { $0.int(0) } == [42])
+        }
+        // The latest schema's columns and tables are usable.
+        try db.execute("INSERT INTO wire_seen_ids VALUES (x'ffffffffffffffffffffffffffffffff', 1)")
         try db.execute("UPDATE contacts SET last_seen_ms = 5, last_transport = 'LAN'")
     }
 
