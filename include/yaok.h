@@ -309,7 +309,8 @@ yaok_status yaok_node_setup(yaok_node *node, const char *name, const char *pin,
 /* Unlocks with the PIN (US-030). Wrong PIN: YAOK_E_WRONG_PIN ("Incorrect PIN"). The third
  * wrong PIN in a row starts a 30-second lockout; it and every attempt during the lockout
  * return YAOK_E_LOCKED_OUT ("Too many attempts. Try again in N seconds.", N the seconds
- * left) without checking the PIN. The count and the deadline are stored, and the count is
+ * left) without checking the PIN. Each further lockout before a successful unlock lasts
+ * twice as long as the one before, up to one hour (brute-force protection). The count and the deadline are stored, and the count is
  * written before the PIN is checked, so neither a restart nor a kill resets them.
  * Not set up: YAOK_E_NOT_INITIALIZED. Takes about 0.1 s (Argon2id). */
 yaok_status yaok_node_unlock(yaok_node *node, const char *pin);

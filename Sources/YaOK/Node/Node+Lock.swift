@@ -47,7 +47,8 @@ extension Node {
 
     /// Unlocks with the PIN. Wrong: `wrongPIN` ("Incorrect PIN"). The third wrong PIN in a
     /// row, and every try during the 30 s that follow, is `lockedOut` ("Too many attempts.
-    /// Try again in N seconds."). The failure is written before the PIN is checked, so
+    /// Try again in N seconds."); each further lockout before a successful unlock lasts twice
+    /// as long, up to an hour. The failure is written before the PIN is checked, so
     /// killing the process during the check still counts it. Not set up: `notInitialized`.
     public func unlock(pin: String) throws {
         let (vault, generation) = try withStore { store, s -> (SealedVault, Int) in
@@ -67,13 +68,15 @@ extension Node {
                     try logSecurityEvent(store, .wrongPIN, "attempt \(lock.failures) of \(Node.maxPINAttempts)")
                     throw YaOKError(.wrongPIN)
                 }
-                lock = .init(failures: 0, lockedUntil: now + Node.lockoutMilliseconds)
+                let lockouts = lock.lockouts + 1
+                let duration = Node.lockoutMilliseconds(lockout: lockouts)
+                lock = .init(failures: 0, lockedUntil: now + duration, lockouts: lockouts)
                 try store.db.transaction {
                     try store.setLockState(lock)
                     try logSecurityEvent(store, .wrongPIN, "attempt \(Node.maxPINAttempts) of \(Node.maxPINAttempts)")
-                    try logSecurityEvent(store, .lockout, "\(Node.lockoutMilliseconds / 1000) seconds")
+                    try logSecurityEvent(store, .lockout, "\(duration / 1000) seconds")
                 }
-                throw Node.lockedOutError(milliseconds: Node.lockoutMilliseconds)
+                throw Node.lockedOutError(milliseconds: duration)
             }
             let keys = try UnlockedKeys(contents)
             try store.db.transaction {
@@ -144,9 +147,9 @@ extension Node {
         let remaining = lock.lockedUntil - now
         guard lock.lockedUntil > 0, remaining > 0 else { return }
         // A clock set backwards must not stretch the lockout past its length.
-        let bounded = min(remaining, Node.lockoutMilliseconds)
+        let bounded = min(remaining, Node.lockoutMilliseconds(lockout: lock.lockouts))
         if bounded < remaining {
-            try store.setLockState(.init(failures: lock.failures, lockedUntil: now + bounded))
+            try store.setLockState(.init(failures: lock.failures, lockedUntil: now + bounded, lockouts: lock.lockouts))
         }
         throw Node.lockedOutError(milliseconds: bounded)
     }
@@ -241,7 +244,8 @@ extension Node {
     public func status() throws -> NodeStatus {
         try withStore { store, s in
             let lock = try store.lockState()
-            let remaining = lock.lockedUntil > 0 ? min(max(0, lock.lockedUntil - now), Node.lockoutMilliseconds) : 0
+            let remaining = lock.lockedUntil > 0
+                ? min(max(0, lock.lockedUntil - now), Node.lockoutMilliseconds(lockout: lock.lockouts)) : 0
             return NodeStatus(initialized: try store.vault(.pin) != nil, locked: s.keys == nil,
                               lockoutSecondsRemaining: Int((remaining + 999) / 1000),
                               failedAttempts: lock.failures, autoLock: s.autoLock,

@@ -25,6 +25,16 @@ public final class Node: Sendable {
     /// Three wrong PINs in a row lock the PIN out for thirty seconds (AC-030-03).
     public static let maxPINAttempts = 3
     public static let lockoutMilliseconds: Int64 = 30_000
+    /// The longest lockout: one hour.
+    public static let maxLockoutMilliseconds: Int64 = 3_600_000
+
+    /// How long the `n`th lockout since the last successful unlock lasts (n ≥ 1): 30 s, then
+    /// doubling up to an hour. A 6-digit PIN has only 10^6 values; at a constant 3 tries per
+    /// 30 s half of them fall in about two months, at 3 per hour it takes decades.
+    public static func lockoutMilliseconds(lockout n: Int) -> Int64 {
+        let doublings = min(max(n, 1) - 1, 7)
+        return min(lockoutMilliseconds << Int64(doublings), maxLockoutMilliseconds)
+    }
 
     public let dataDirectory: String
     let options: Options

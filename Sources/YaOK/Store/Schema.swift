@@ -73,6 +73,8 @@ enum Schema {
         // 4: message IDs seen on the wire, for duplicate detection across restarts
         // (docs/PROTOCOL.md §4.8).
         DuplicateFilter.tableSQL,
+        // 5: consecutive lockouts, so that each lockout after the first lasts longer.
+        "ALTER TABLE lock_state ADD COLUMN lockouts INTEGER NOT NULL DEFAULT 0;",
     ]
 
     static var latestVersion: Int { migrations.count }

@@ -4,19 +4,21 @@ extension Store {
         var failures: Int
         /// Wall-clock milliseconds; 0 when not locked out.
         var lockedUntil: Int64
+        /// Lockouts since the last successful unlock: each one lasts twice as long.
+        var lockouts: Int = 0
     }
 
     func lockState() throws -> LockState {
         var state = LockState(failures: 0, lockedUntil: 0)
-        try db.query("SELECT failures, locked_until_ms FROM lock_state WHERE id = 1") {
-            state = LockState(failures: $0.int(0), lockedUntil: $0.int64(1))
+        try db.query("SELECT failures, locked_until_ms, lockouts FROM lock_state WHERE id = 1") {
+            state = LockState(failures: $0.int(0), lockedUntil: $0.int64(1), lockouts: $0.int(2))
         }
         return state
     }
 
     func setLockState(_ state: LockState) throws {
-        try db.query("UPDATE lock_state SET failures = ?, locked_until_ms = ? WHERE id = 1",
-                     [.int(Int64(state.failures)), .int(state.lockedUntil)])
+        try db.query("UPDATE lock_state SET failures = ?, locked_until_ms = ?, lockouts = ? WHERE id = 1",
+                     [.int(Int64(state.failures)), .int(state.lockedUntil), .int(Int64(state.lockouts))])
     }
 
     func vault(_ kind: SealedVault.Kind) throws -> SealedVault? {

@@ -60,6 +60,38 @@ import Testing
         #expect(kinds.last == .unlocked)
     }
 
+    /// Brute force: every lockout after the first doubles, up to an hour; a successful
+    /// unlock starts again at 30 s.
+    @Test func repeatedLockoutsGrowUntilASuccessfulUnlock() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let clock = TestClock()
+        let node = try makeNode(dir, clock: clock)
+        try node.lock()
+        func threeWrong() -> String? {
+            _ = try? node.unlock(pin: "000001")
+            _ = try? node.unlock(pin: "000002")
+            return errorMessage { try node.unlock(pin: "000003") }
+        }
+        for expected in [30, 60, 120, 240, 480, 960, 1920, 3600, 3600] {
+            #expect(threeWrong() == "Too many attempts. Try again in \(expected) seconds.")
+            #expect(try node.status().lockoutSecondsRemaining == expected)
+            clock.advance(seconds: Int64(expected))
+        }
+        // Reopening keeps the count: the next lockout is still an hour.
+        node.close()
+        let reopened = try Node(dataDirectory: dir.path, options: fastOptions(clock: clock))
+        _ = try? reopened.unlock(pin: "000001")
+        _ = try? reopened.unlock(pin: "000002")
+        #expect(errorMessage { try reopened.unlock(pin: "000003") } == "Too many attempts. Try again in 3600 seconds.")
+        clock.advance(seconds: 3600)
+        try reopened.unlock(pin: testPIN)
+        try reopened.lock()
+        _ = try? reopened.unlock(pin: "000001")
+        _ = try? reopened.unlock(pin: "000002")
+        #expect(errorMessage { try reopened.unlock(pin: "000003") } == "Too many attempts. Try again in 30 seconds.")
+    }
+
     @Test func failureIsCountedBeforeThePINIsChecked() throws {
         // The counter is written before Argon2id runs: simulate a kill mid-check by leaving
         // the incremented counter behind (what a SIGKILL at that point leaves).
