@@ -347,6 +347,12 @@ yaok_status yaok_node_status(yaok_node *node, char **out_json);
  * the node locks: free it promptly. *out: free with yaok_identity_free(). */
 yaok_status yaok_node_identity(yaok_node *node, yaok_identity **out);
 
+/* The node's public profile as a JSON object (docs/ABI.md, "profile"): name, user ID,
+ * fingerprint and the contact card text to show as a QR code. Nothing secret: prefer it to
+ * yaok_node_identity for display. Needs the node unlocked.
+ * *out_json: free with yaok_string_free(). */
+yaok_status yaok_node_profile(yaok_node *node, char **out_json);
+
 /* Forgotten PIN: destroys the identity, contacts, messages and settings, leaving an empty
  * node that needs setup again (its security log keeps one "reset" event). Needs no PIN;
  * `confirm` must be YAOK_RESET_CONFIRM, else YAOK_E_CONFIRMATION_REQUIRED. */

@@ -125,6 +125,14 @@ public func yaok_node_identity(_ node: OpaquePointer?, _ out: UnsafeMutablePoint
     }
 }
 
+@_cdecl("yaok_node_profile")
+public func yaok_node_profile(_ node: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let out = try required(outJSON, "out_json")
+        try give(try YaOKFFI.node(node).profile().json.serialized, to: out)
+    }
+}
+
 @_cdecl("yaok_node_reset")
 public func yaok_node_reset(_ node: OpaquePointer?, _ confirm: UInt32) -> Int32 {
     boundary { try YaOKFFI.node(node).reset(confirm: confirm == resetConfirm) }

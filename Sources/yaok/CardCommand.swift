@@ -17,8 +17,7 @@ struct CardCommand: ParsableCommand {
 
     func run() throws {
         try Output.run(json: options.json) {
-            let identity = try options.unlockedNode().identity()
-            let card = identity.card
+            let card = try options.unlockedNode().profile()
             Output.emit(.object([
                 ("card", .string(card.text)),
                 ("name", .string(card.name)),

@@ -92,10 +92,20 @@ static void test_setup_lock_unlock(void) {
     CHECK(yaok_node_identity(node, &me) == YAOK_OK && me != NULL);
     char *name = NULL;
     CHECK(yaok_identity_name(me, &name) == YAOK_OK && strcmp(name, "Alice") == 0);
+    char *card = NULL;
+    CHECK(yaok_identity_card(me, &card) == YAOK_OK);
+    char *profile = NULL;
+    CHECK(yaok_node_profile(node, &profile) == YAOK_OK && profile != NULL);
+    CHECK(profile && strstr(profile, "\"name\":\"Alice\"") != NULL);
+    CHECK(profile && card && strstr(profile, card) != NULL);
+    yaok_string_free(profile);
+    yaok_string_free(card);
     yaok_string_free(name);
     yaok_identity_free(me);
 
     CHECK(yaok_node_lock(node) == YAOK_OK);
+    profile = NULL;
+    CHECK(yaok_node_profile(node, &profile) == YAOK_E_LOCKED && profile == NULL);
     me = NULL;
     CHECK(yaok_node_identity(node, &me) == YAOK_E_LOCKED && me == NULL);
     CHECK(yaok_contact_list(node, &json) == YAOK_E_LOCKED);

@@ -187,6 +187,13 @@ extension Node {
         try withUnlocked { _, keys, _ in keys.identity }
     }
 
+    /// The public side of the identity (name, user ID, fingerprint, contact card): what an
+    /// app shows on a profile screen, without handing out anything secret. Needs the node
+    /// unlocked (the name and keys are sealed in the vault while locked).
+    public func profile() throws -> ContactCard {
+        try identity().card
+    }
+
     // MARK: - Auto-lock
 
     /// Sets the idle time after which the node locks itself (persisted); needs the node

@@ -93,6 +93,19 @@ extension Contact {
     }
 }
 
+extension ContactCard {
+    /// A profile: the public identity behind a card, with the card text itself.
+    public var json: JSON {
+        .object([
+            ("name", .string(name)),
+            ("user_id", .string(userID)),
+            ("fingerprint", .string(fingerprint.hex)),
+            ("fingerprint_short", .string(fingerprint.short)),
+            ("card", .string(text)),
+        ])
+    }
+}
+
 extension ContactPreview {
     public var json: JSON {
         .object([

@@ -19,6 +19,7 @@ import Testing
         #expect(try node.contacts().count == 1)
         #expect(throws: YaOKError(.invalidCard)) { try node.addContact(card: "https://example.com") }
         #expect(throws: YaOKError(.invalidArgument)) { try node.addContact(card: try node.identity().card.text) }
+        #expect(try node.profile().text == node.identity().card.text)
 
         _ = try node.addContact(card: try cardText("alice b"))
         #expect(try node.contacts().map(\.name) == ["alice b", "Bob"])

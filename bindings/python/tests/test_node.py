@@ -80,6 +80,13 @@ def test_setup_returns_identity_and_warnings(fresh_node, tmp_path):
         assert card.name == "Alice" and card.fingerprint == result.fingerprint
     with fresh_node.identity() as me:
         assert me.user_id == result.user_id
+    profile = fresh_node.profile()
+    assert (profile.name, profile.user_id, profile.fingerprint, profile.card) == \
+        (result.name, result.user_id, result.fingerprint, result.card)
+    fresh_node.lock()
+    with pytest.raises(yaok.Locked):
+        fresh_node.profile()
+    fresh_node.unlock(PIN)
     status = fresh_node.status()
     assert status.initialized and not status.locked
     with pytest.raises(yaok.AlreadyInitialized):

@@ -28,7 +28,7 @@ from .contacts import Connection, Contact, ContactPreview
 from .events import EventKind, Registration
 from .identity import Card, Identity, PublicKeys
 from .messages import HistoryPage, Message, MessageStatus, StoredIncoming
-from .node import Node, NodeStatus, NodeWarning, SetupResult
+from .node import Node, NodeStatus, NodeWarning, Profile, SetupResult
 from .security import SecurityEvent
 
 __version__ = "0.1.0"
@@ -36,7 +36,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ABI_VERSION", "abi_version", "version_string", "status_str", "library_path",
     "Identity", "Card", "PublicKeys", "envelope", "errors",
-    "Node", "NodeStatus", "NodeWarning", "SetupResult",
+    "Node", "NodeStatus", "NodeWarning", "Profile", "SetupResult",
     "Contact", "ContactPreview", "Connection",
     "Message", "MessageStatus", "HistoryPage", "StoredIncoming",
     "SecurityEvent", "EventKind", "Registration",

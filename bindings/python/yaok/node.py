@@ -86,6 +86,7 @@ _set_auto_lock = declare("yaok_node_set_auto_lock", STATUS, NodePointer, ctypes.
                          ctypes.POINTER(ctypes.c_uint32))
 _status = declare("yaok_node_status", STATUS, NodePointer, CHAR_OUT)
 _identity = declare("yaok_node_identity", STATUS, NodePointer, ctypes.POINTER(IdentityPointer))
+_profile = declare("yaok_node_profile", STATUS, NodePointer, CHAR_OUT)
 _reset = declare("yaok_node_reset", STATUS, NodePointer, ctypes.c_uint32)
 
 _MAX_AUTO_LOCK_MS = 30 * 24 * 3600 * 1000
@@ -114,6 +115,23 @@ class NodeStatus:
     @property
     def auto_lock_seconds(self) -> Optional[float]:
         return None if self.auto_lock_ms is None else self.auto_lock_ms / 1000
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The node's own public identity (``yaok_node_profile``): nothing secret."""
+
+    name: str
+    user_id: str
+    fingerprint: str
+    fingerprint_short: str
+    card: str
+    """The signed contact card text (the QR code payload)."""
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Profile":
+        return cls(name=data["name"], user_id=data["user_id"], fingerprint=data["fingerprint"],
+                   fingerprint_short=data["fingerprint_short"], card=data["card"])
 
 
 @dataclass(frozen=True)
@@ -190,15 +208,16 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin):
         warnings = ctypes.c_uint32(0)
         self._call(_setup, self._text(name, "name"), self._text(pin, "pin"),
                    self._text(confirmation, "pin_confirmation"), ctypes.byref(warnings))
-        with self.identity() as me:
-            return SetupResult(name=me.name, user_id=me.user_id, fingerprint=me.fingerprint,
-                               fingerprint_short=me.fingerprint_short, card=me.card,
-                               warnings=NodeWarning(warnings.value))
+        me = self.profile()
+        return SetupResult(name=me.name, user_id=me.user_id, fingerprint=me.fingerprint,
+                           fingerprint_short=me.fingerprint_short, card=me.card,
+                           warnings=NodeWarning(warnings.value))
 
     def unlock(self, pin: str) -> None:
         """Unlocks with the PIN (about 0.1 s of Argon2id). Wrong: :class:`~yaok.WrongPIN`
         ("Incorrect PIN"); the third wrong PIN in a row and every try during the 30-second
         lockout: :class:`~yaok.LockedOut` ("Too many attempts. Try again in N seconds.").
+        Each further lockout before a successful unlock lasts twice as long, up to an hour.
         Not set up: :class:`~yaok.NotInitialized`."""
         self._call(_unlock, self._text(pin, "pin"))
 
@@ -244,6 +263,12 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin):
     def status(self) -> NodeStatus:
         """The lock state; works while locked."""
         return NodeStatus.from_json(self._call_json(_status))
+
+    def profile(self) -> Profile:
+        """The node's public profile (name, user ID, fingerprint, card text for the QR code);
+        nothing secret, so prefer it to :meth:`identity` for display. Needs the node
+        unlocked."""
+        return Profile.from_json(self._call_json(_profile))
 
     def identity(self) -> Identity:
         """The node's identity as an :class:`~yaok.Identity` (for :mod:`yaok.envelope`).
