@@ -3,10 +3,11 @@
 extension Node {
     /// Stores a message we are sending to contact `contactID`, status `pending`, with a
     /// fresh random message ID unless one is given (16 bytes). A deleted contact cannot be
-    /// messaged (`notFound`). Text: 1 byte to 10 KiB of UTF-8 (`emptyMessage`,
-    /// `messageTooLarge`).
+    /// messaged (`notFound`). Text: 1 byte to 10 KiB of UTF-8, not only white space
+    /// (`emptyMessage`, AC-020-05; `messageTooLarge`, AC-020-04).
     public func storeOutgoing(to contactID: Int64, text: String, messageID: [UInt8]? = nil) throws -> Message {
         try Node.validate(text)
+        guard !text.trimmingWhitespace().isEmpty else { throw YaOKError(.emptyMessage, "Message is empty") }
         let id = try messageID.map(Node.validateMessageID) ?? Sodium.randomBytes(Envelope.messageIDLength)
         let message = try withUnlocked { store, keys, _ -> Message in
             guard try store.contactExists(contactID) else {

@@ -69,6 +69,23 @@ final class FieldCipher: Sendable {
         return out
     }
 
+    /// Like `seal`, after padding to the envelope's size buckets (64, 128, … 16384 bytes), so
+    /// that the file does not tell a one-word message from a long one. For message bodies.
+    func sealPadded(_ plaintext: [UInt8], ad: [UInt8]) throws -> [UInt8] {
+        var padded = try Padding.pad(plaintext)
+        defer { Sodium.wipe(&padded) }
+        return seal(padded, ad: ad)
+    }
+
+    /// Opens a `sealPadded` value as UTF-8 text.
+    func openPaddedString(_ sealed: [UInt8], ad: [UInt8]) throws -> String {
+        var padded = try open(sealed, ad: ad)
+        defer { Sodium.wipe(&padded) }
+        guard let body = Padding.unpad(padded[...]),
+              let s = String(validating: body, as: UTF8.self) else { throw FieldCipher.failure }
+        return s
+    }
+
     func openString(_ sealed: [UInt8], ad: [UInt8]) throws -> String {
         var bytes = try open(sealed, ad: ad)
         defer { Sodium.wipe(&bytes) }

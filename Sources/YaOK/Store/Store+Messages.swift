@@ -10,7 +10,7 @@ extension Store {
     func insertMessage(conversation: Int64, messageID: [UInt8], direction: MessageDirection, status: MessageStatus,
                        text: String, senderTimestamp: Int64, createdAt: Int64, receivedAt: Int64?,
                        unread: Bool, cipher: FieldCipher) throws -> Message? {
-        let body = cipher.seal(Array(text.utf8), ad: RowAD.messageBody(conversation: conversation, messageID: messageID,
+        let body = try cipher.sealPadded(Array(text.utf8), ad: RowAD.messageBody(conversation: conversation, messageID: messageID,
                                                                        direction: direction.rawValue))
         try db.query("""
             INSERT OR IGNORE INTO messages
@@ -74,7 +74,7 @@ extension Store {
         let messageID = row.blob(1)
         guard let direction = MessageDirection(rawValue: row.int(2)),
               let status = MessageStatus(rawValue: row.int(3)) else { throw FieldCipher.failure }
-        let text = try cipher.openString(row.blob(9), ad: RowAD.messageBody(conversation: conversation, messageID: messageID,
+        let text = try cipher.openPaddedString(row.blob(9), ad: RowAD.messageBody(conversation: conversation, messageID: messageID,
                                                                              direction: direction.rawValue))
         return Message(messageID: messageID, conversationID: conversation, direction: direction, status: status,
                        text: text, senderTimestamp: row.int64(4), createdAt: row.int64(5),

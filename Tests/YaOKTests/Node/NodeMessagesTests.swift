@@ -81,6 +81,8 @@ import Testing
         #expect(try node.history(bob.id).messages.allSatisfy { !$0.unread })
 
         #expect(throws: YaOKError(.emptyMessage)) { try node.storeOutgoing(to: bob.id, text: "") }
+        #expect(throws: YaOKError(.emptyMessage)) { try node.storeOutgoing(to: bob.id, text: " \n\t ") }
+        #expect(try node.storeOutgoing(to: bob.id, text: String(repeating: "x", count: 10 * 1024)).text.utf8.count == 10 * 1024)
         #expect(throws: YaOKError(.messageTooLarge)) { try node.storeOutgoing(to: bob.id, text: String(repeating: "x", count: 10 * 1024 + 1)) }
         #expect(throws: YaOKError(.invalidArgument)) { try node.storeIncoming(from: bob.id, text: "x", messageID: [1], sentAt: 0) }
         #expect(throws: YaOKError(.notFound)) { try node.storeOutgoing(to: 999, text: "x") }
@@ -115,5 +117,23 @@ import Testing
         }
         try node.lock()
         #expect(recorder.wait { $0 == .unlocked(method: "seen-locked") } != nil)
+    }
+
+    /// Stored bodies are padded like envelopes: the file does not tell "ok" from a paragraph.
+    @Test func storedBodiesArePaddedToBuckets() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let bob = try node.addContact(card: try cardText("Bob"))
+        for text in ["ok", String(repeating: "y", count: 63), String(repeating: "z", count: 64)] {
+            _ = try node.storeOutgoing(to: bob.id, text: text)
+        }
+        #expect(try node.history(bob.id).messages.map { $0.text.count } == [2, 63, 64])
+        node.close()
+        let store = try Store(directory: dir.path)
+        defer { store.close() }
+        let lengths = try store.db.rows("SELECT length(body) FROM messages ORDER BY id") { $0.int(0) }
+        #expect(lengths[0] == lengths[1])
+        #expect(lengths[2] == lengths[1] + 64)
     }
 }
