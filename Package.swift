@@ -24,6 +24,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // include/yaok.h as a module: types for the FFI target, signatures for a test.
+        .systemLibrary(name: "CYaOK"),
         // epoll and eventfd for each node's event thread (Glibc's module lacks eventfd).
         .systemLibrary(name: "CLinux"),
         .target(
@@ -32,7 +34,7 @@ let package = Package(
         ),
         .target(
             name: "YaOKFFI",
-            dependencies: ["YaOK"],
+            dependencies: ["YaOK", "CYaOK"],
             linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libyaok.so.\(abiVersion)"])]
         ),
         .executableTarget(
@@ -45,6 +47,8 @@ let package = Package(
         .testTarget(name: "YaOKTests", dependencies: ["YaOK", "CSodium", "yaok-store-writer"]),
         // Runs the built `yaok` executable as a subprocess.
         .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
+        // Compiles each @_cdecl entry point against its declaration in include/yaok.h.
+        .testTarget(name: "YaOKFFITests", dependencies: ["YaOKFFI", "CYaOK"]),
         // A pure-Swift QR code encoder (no Foundation), for printing contact cards.
         .target(name: "QRCode"),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),

@@ -1,20 +1,22 @@
+import CYaOK
 import Glibc
 import YaOK
 
 /* ---- node events and the security log ---- */
 
-public typealias CEventCallback = @convention(c) (UnsafeMutableRawPointer?, UnsafeRawPointer?) -> Void
-public typealias CFreeCallback = @convention(c) (UnsafeMutableRawPointer?) -> Void
+// yaok_event, yaok_event_callback and yaok_free_callback come from include/yaok.h (the
+// CYaOK module), so their layout and calling convention are the header's own.
 
 /// One C callback registration. `@unchecked Sendable`: its fields never change, and the
 /// node only uses it on its event thread (calls, and the release that runs free_user_data);
 /// the application promised, by registering, that user_data may be used there.
 final class CallbackRegistration: @unchecked Sendable {
-    let callback: CEventCallback
+    let callback: yaok_event_callback
     let userData: UnsafeMutableRawPointer?
-    let freeUserData: CFreeCallback?
+    let freeUserData: yaok_free_callback?
 
-    init(_ callback: CEventCallback, _ userData: UnsafeMutableRawPointer?, _ freeUserData: CFreeCallback?) {
+    init(_ callback: @escaping yaok_event_callback, _ userData: UnsafeMutableRawPointer?,
+         _ freeUserData: yaok_free_callback?) {
         self.callback = callback
         self.userData = userData
         self.freeUserData = freeUserData
@@ -22,24 +24,18 @@ final class CallbackRegistration: @unchecked Sendable {
 
     deinit { freeUserData?(userData) }
 
-    /// Builds a `yaok_event` { uint32_t kind; const char *json; } with C layout, valid for
-    /// the call only.
+    /// Calls back with a `yaok_event` that is valid for the call only.
     func deliver(_ event: NodeEvent) {
-        let jsonOffset = max(MemoryLayout<UInt32>.size, MemoryLayout<UnsafeRawPointer>.alignment)
-        let size = jsonOffset + MemoryLayout<UnsafeRawPointer>.size
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: MemoryLayout<UnsafeRawPointer>.alignment)
-        defer { raw.deallocate() }
         event.json.serialized.withCString { json in
-            raw.storeBytes(of: event.kind, as: UInt32.self)
-            raw.storeBytes(of: UnsafeRawPointer(json), toByteOffset: jsonOffset, as: UnsafeRawPointer.self)
-            callback(userData, UnsafeRawPointer(raw))
+            var cEvent = yaok_event(kind: event.kind, json: json)
+            withUnsafePointer(to: &cEvent) { callback(userData, $0) }
         }
     }
 }
 
 @_cdecl("yaok_node_set_event_callback")
-public func yaok_node_set_event_callback(_ node: OpaquePointer?, _ callback: CEventCallback?,
-                                         _ userData: UnsafeMutableRawPointer?, _ freeUserData: CFreeCallback?) -> Int32 {
+public func yaok_node_set_event_callback(_ node: OpaquePointer?, _ callback: yaok_event_callback?,
+                                         _ userData: UnsafeMutableRawPointer?, _ freeUserData: yaok_free_callback?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
         guard let callback else {

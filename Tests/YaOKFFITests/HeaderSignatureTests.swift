@@ -1,0 +1,133 @@
+import CYaOK
+import Foundation
+import Testing
+import YaOKFFI
+
+/// Each @_cdecl entry point, compiled against its declaration in include/yaok.h: `f` takes
+/// the exact type Swift imports for the C declaration, and assigning the Swift entry point
+/// to it only type-checks when the two agree, so a parameter or return type that drifts
+/// from the header fails the build of this test target (a C caller would otherwise pass
+/// arguments the library misreads). (A generic `same<T>(_: T, _: T)` would not do: both
+/// sides convert to `Any`.)
+@Suite struct HeaderSignatureTests {
+    @Test func everyEntryPointHasTheHeadersType() {
+        do { var f = CYaOK.yaok_abi_version; f = YaOKFFI.yaok_abi_version; _ = f }
+        do { var f = CYaOK.yaok_bytes_free; f = YaOKFFI.yaok_bytes_free; _ = f }
+        do { var f = CYaOK.yaok_card_decode; f = YaOKFFI.yaok_card_decode; _ = f }
+        do { var f = CYaOK.yaok_card_fingerprint; f = YaOKFFI.yaok_card_fingerprint; _ = f }
+        do { var f = CYaOK.yaok_card_free; f = YaOKFFI.yaok_card_free; _ = f }
+        do { var f = CYaOK.yaok_card_name; f = YaOKFFI.yaok_card_name; _ = f }
+        do { var f = CYaOK.yaok_card_public_keys; f = YaOKFFI.yaok_card_public_keys; _ = f }
+        do { var f = CYaOK.yaok_card_text; f = YaOKFFI.yaok_card_text; _ = f }
+        do { var f = CYaOK.yaok_card_user_id; f = YaOKFFI.yaok_card_user_id; _ = f }
+        do { var f = CYaOK.yaok_contact_add; f = YaOKFFI.yaok_contact_add; _ = f }
+        do { var f = CYaOK.yaok_contact_delete; f = YaOKFFI.yaok_contact_delete; _ = f }
+        do { var f = CYaOK.yaok_contact_find; f = YaOKFFI.yaok_contact_find; _ = f }
+        do { var f = CYaOK.yaok_contact_list; f = YaOKFFI.yaok_contact_list; _ = f }
+        do { var f = CYaOK.yaok_contact_preview; f = YaOKFFI.yaok_contact_preview; _ = f }
+        do { var f = CYaOK.yaok_contact_rename; f = YaOKFFI.yaok_contact_rename; _ = f }
+        do { var f = CYaOK.yaok_contact_set_connection; f = YaOKFFI.yaok_contact_set_connection; _ = f }
+        do { var f = CYaOK.yaok_contact_show; f = YaOKFFI.yaok_contact_show; _ = f }
+        do { var f = CYaOK.yaok_contact_verify; f = YaOKFFI.yaok_contact_verify; _ = f }
+        do { var f = CYaOK.yaok_envelope_open; f = YaOKFFI.yaok_envelope_open; _ = f }
+        do { var f = CYaOK.yaok_envelope_seal; f = YaOKFFI.yaok_envelope_seal; _ = f }
+        do { var f = CYaOK.yaok_identity_card; f = YaOKFFI.yaok_identity_card; _ = f }
+        do { var f = CYaOK.yaok_identity_fingerprint; f = YaOKFFI.yaok_identity_fingerprint; _ = f }
+        do { var f = CYaOK.yaok_identity_free; f = YaOKFFI.yaok_identity_free; _ = f }
+        do { var f = CYaOK.yaok_identity_name; f = YaOKFFI.yaok_identity_name; _ = f }
+        do { var f = CYaOK.yaok_identity_new; f = YaOKFFI.yaok_identity_new; _ = f }
+        do { var f = CYaOK.yaok_identity_restore; f = YaOKFFI.yaok_identity_restore; _ = f }
+        do { var f = CYaOK.yaok_identity_user_id; f = YaOKFFI.yaok_identity_user_id; _ = f }
+        do { var f = CYaOK.yaok_last_error_message; f = YaOKFFI.yaok_last_error_message; _ = f }
+        do { var f = CYaOK.yaok_message_history; f = YaOKFFI.yaok_message_history; _ = f }
+        do { var f = CYaOK.yaok_message_mark_read; f = YaOKFFI.yaok_message_mark_read; _ = f }
+        do { var f = CYaOK.yaok_message_set_status; f = YaOKFFI.yaok_message_set_status; _ = f }
+        do { var f = CYaOK.yaok_message_store_incoming; f = YaOKFFI.yaok_message_store_incoming; _ = f }
+        do { var f = CYaOK.yaok_message_store_outgoing; f = YaOKFFI.yaok_message_store_outgoing; _ = f }
+        do { var f = CYaOK.yaok_node_free; f = YaOKFFI.yaok_node_free; _ = f }
+        do { var f = CYaOK.yaok_node_identity; f = YaOKFFI.yaok_node_identity; _ = f }
+        do { var f = CYaOK.yaok_node_lock; f = YaOKFFI.yaok_node_lock; _ = f }
+        do { var f = CYaOK.yaok_node_open; f = YaOKFFI.yaok_node_open; _ = f }
+        do { var f = CYaOK.yaok_node_profile; f = YaOKFFI.yaok_node_profile; _ = f }
+        do { var f = CYaOK.yaok_node_register_platform_key; f = YaOKFFI.yaok_node_register_platform_key; _ = f }
+        do { var f = CYaOK.yaok_node_remove_platform_key; f = YaOKFFI.yaok_node_remove_platform_key; _ = f }
+        do { var f = CYaOK.yaok_node_reset; f = YaOKFFI.yaok_node_reset; _ = f }
+        do { var f = CYaOK.yaok_node_set_auto_lock; f = YaOKFFI.yaok_node_set_auto_lock; _ = f }
+        do { var f = CYaOK.yaok_node_set_event_callback; f = YaOKFFI.yaok_node_set_event_callback; _ = f }
+        do { var f = CYaOK.yaok_node_setup; f = YaOKFFI.yaok_node_setup; _ = f }
+        do { var f = CYaOK.yaok_node_status; f = YaOKFFI.yaok_node_status; _ = f }
+        do { var f = CYaOK.yaok_node_unlock; f = YaOKFFI.yaok_node_unlock; _ = f }
+        do { var f = CYaOK.yaok_node_unlock_platform_key; f = YaOKFFI.yaok_node_unlock_platform_key; _ = f }
+        do { var f = CYaOK.yaok_security_events; f = YaOKFFI.yaok_security_events; _ = f }
+        do { var f = CYaOK.yaok_status_str; f = YaOKFFI.yaok_status_str; _ = f }
+        do { var f = CYaOK.yaok_string_free; f = YaOKFFI.yaok_string_free; _ = f }
+        do { var f = CYaOK.yaok_version_string; f = YaOKFFI.yaok_version_string; _ = f }
+    }
+
+    /// The list above covers every function the header declares.
+    @Test func theCheckCoversTheWholeHeader() throws {
+        var root = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { root.deleteLastPathComponent() }
+        let header = try String(contentsOf: root.appendingPathComponent("include/yaok.h"), encoding: .utf8)
+        let regex = try NSRegularExpression(pattern: #"^[a-z_0-9 \*]*\b(yaok_[a-z0-9_]+)\s*\("#, options: [.anchorsMatchLines])
+        let range = NSRange(header.startIndex..., in: header)
+        let declared = Set(regex.matches(in: header, range: range).compactMap {
+            Range($0.range(at: 1), in: header).map { String(header[$0]) }
+        })
+        #expect(declared == Set(Self.checked))
+    }
+
+    static let checked = [
+        "yaok_abi_version",
+        "yaok_bytes_free",
+        "yaok_card_decode",
+        "yaok_card_fingerprint",
+        "yaok_card_free",
+        "yaok_card_name",
+        "yaok_card_public_keys",
+        "yaok_card_text",
+        "yaok_card_user_id",
+        "yaok_contact_add",
+        "yaok_contact_delete",
+        "yaok_contact_find",
+        "yaok_contact_list",
+        "yaok_contact_preview",
+        "yaok_contact_rename",
+        "yaok_contact_set_connection",
+        "yaok_contact_show",
+        "yaok_contact_verify",
+        "yaok_envelope_open",
+        "yaok_envelope_seal",
+        "yaok_identity_card",
+        "yaok_identity_fingerprint",
+        "yaok_identity_free",
+        "yaok_identity_name",
+        "yaok_identity_new",
+        "yaok_identity_restore",
+        "yaok_identity_user_id",
+        "yaok_last_error_message",
+        "yaok_message_history",
+        "yaok_message_mark_read",
+        "yaok_message_set_status",
+        "yaok_message_store_incoming",
+        "yaok_message_store_outgoing",
+        "yaok_node_free",
+        "yaok_node_identity",
+        "yaok_node_lock",
+        "yaok_node_open",
+        "yaok_node_profile",
+        "yaok_node_register_platform_key",
+        "yaok_node_remove_platform_key",
+        "yaok_node_reset",
+        "yaok_node_set_auto_lock",
+        "yaok_node_set_event_callback",
+        "yaok_node_setup",
+        "yaok_node_status",
+        "yaok_node_unlock",
+        "yaok_node_unlock_platform_key",
+        "yaok_security_events",
+        "yaok_status_str",
+        "yaok_string_free",
+        "yaok_version_string",
+    ]
+}
