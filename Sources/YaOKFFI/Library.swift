@@ -29,16 +29,23 @@ public func yaok_bytes_free(_ data: UnsafeMutablePointer<UInt8>?, _ length: Int)
 /// Static C strings that live as long as the process. `nonisolated(unsafe)`: they are
 /// written once by the thread-safe lazy initialiser and only read after that.
 enum VersionString {
-    nonisolated(unsafe) static let pointer: UnsafePointer<CChar> = UnsafePointer(strdup(Version.string)!)
+    nonisolated(unsafe) static let pointer = immortal(Version.string)
 }
 
 enum StatusStrings {
     nonisolated(unsafe) private static let table: [Int32: UnsafePointer<CChar>] = {
-        var t: [Int32: UnsafePointer<CChar>] = [0: UnsafePointer(strdup("OK")!)]
-        for code in YaOKError.Code.allCases { t[code.rawValue] = UnsafePointer(strdup(code.defaultMessage)!) }
+        var t: [Int32: UnsafePointer<CChar>] = [0: immortal("OK")]
+        for code in YaOKError.Code.allCases { t[code.rawValue] = immortal(code.defaultMessage) }
         return t
     }()
-    nonisolated(unsafe) private static let unknown: UnsafePointer<CChar> = UnsafePointer(strdup("Unknown status")!)
+    nonisolated(unsafe) private static let unknown = immortal("Unknown status")
 
     static func pointer(for status: Int32) -> UnsafePointer<CChar> { table[status] ?? unknown }
+}
+
+/// A C copy of `text` that is never freed. Should even that allocation fail, the empty
+/// string literal (static storage) stands in: these functions must never return NULL.
+private func immortal(_ text: String) -> UnsafePointer<CChar> {
+    if let copy = strdup(text) { return UnsafePointer(copy) }
+    return UnsafeRawPointer(("" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
 }
