@@ -50,11 +50,17 @@ extension Node {
     /// Try again in N seconds."); each further lockout before a successful unlock lasts twice
     /// as long, up to an hour. The failure is written before the PIN is checked, so
     /// killing the process during the check still counts it. Not set up: `notInitialized`.
+    /// At most three PINs are checked per lockout window, even when calls overlap: a try
+    /// that finds three failures already counted (still being checked on other threads, or
+    /// cut short by a kill) starts the lockout instead of checking a fourth PIN.
     public func unlock(pin: String) throws {
         let (vault, generation) = try withStore { store, s -> (SealedVault, Int) in
             guard let vault = try store.vault(.pin) else { throw YaOKError(.notInitialized) }
             var lock = try store.lockState()
             try checkLockout(lock, store)
+            guard lock.failures < Node.maxPINAttempts else {
+                throw Node.lockedOutError(milliseconds: try store.db.transaction { try startLockout(lock, store) })
+            }
             lock.failures += 1  // assume failure until the PIN proves right
             try store.setLockState(lock)
             return (vault, s.generation)
@@ -62,19 +68,20 @@ extension Node {
         let contents = try vault.open(pin: pin)
         try withStore { store, s in
             guard s.generation == generation else { throw YaOKError(.notInitialized) }
-            var lock = try store.lockState()
+            let lock = try store.lockState()
             guard let contents else {
+                if lock.lockedUntil > now {
+                    // An overlapping try started the lockout while this PIN was checked.
+                    try logSecurityEvent(store, .wrongPIN, "attempt \(Node.maxPINAttempts) of \(Node.maxPINAttempts)")
+                    try checkLockout(lock, store)
+                }
                 guard lock.failures >= Node.maxPINAttempts else {
                     try logSecurityEvent(store, .wrongPIN, "attempt \(lock.failures) of \(Node.maxPINAttempts)")
                     throw YaOKError(.wrongPIN)
                 }
-                let lockouts = lock.lockouts + 1
-                let duration = Node.lockoutMilliseconds(lockout: lockouts)
-                lock = .init(failures: 0, lockedUntil: now + duration, lockouts: lockouts)
-                try store.db.transaction {
-                    try store.setLockState(lock)
+                let duration = try store.db.transaction {
                     try logSecurityEvent(store, .wrongPIN, "attempt \(Node.maxPINAttempts) of \(Node.maxPINAttempts)")
-                    try logSecurityEvent(store, .lockout, "\(duration / 1000) seconds")
+                    return try startLockout(lock, store)
                 }
                 throw Node.lockedOutError(milliseconds: duration)
             }
@@ -152,6 +159,16 @@ extension Node {
             try store.setLockState(.init(failures: lock.failures, lockedUntil: now + bounded, lockouts: lock.lockouts))
         }
         throw Node.lockedOutError(milliseconds: bounded)
+    }
+
+    /// Starts the next lockout (each one twice as long as the last) and logs it; returns
+    /// its length in milliseconds. Call inside a transaction.
+    private func startLockout(_ lock: Store.LockState, _ store: Store) throws -> Int64 {
+        let lockouts = lock.lockouts + 1
+        let duration = Node.lockoutMilliseconds(lockout: lockouts)
+        try store.setLockState(.init(failures: 0, lockedUntil: now + duration, lockouts: lockouts))
+        try logSecurityEvent(store, .lockout, "\(duration / 1000) seconds")
+        return duration
     }
 
     static func lockedOutError(milliseconds: Int64) -> YaOKError {

@@ -106,6 +106,46 @@ import Testing
         #expect(errorMessage { try node.unlock(pin: "999999") } == "Too many attempts. Try again in 30 seconds.")
     }
 
+    @Test func threeChecksCutShortLockOutEvenTheRightPIN() throws {
+        // Three tries killed during Argon2id leave three failures and no lockout. The next
+        // try would be a fourth guess in this window: it starts the lockout instead.
+        let dir = TempDir()
+        defer { dir.remove() }
+        _ = try makeNode(dir)
+        let store = try Store(directory: dir.path)
+        try store.setLockState(.init(failures: 3, lockedUntil: 0))
+        store.close()
+        let node = try Node(dataDirectory: dir.path, options: fastOptions())
+        #expect(errorMessage { try node.unlock(pin: testPIN) } == "Too many attempts. Try again in 30 seconds.")
+        #expect(try node.status().locked)
+        #expect(try node.status().lockoutSecondsRemaining == 30)
+    }
+
+    @Test func overlappingUnlocksCheckAtMostThreePINs() throws {
+        // Hashing slow enough that wrong PINs are still being checked when the right one
+        // comes in on another thread: it must not become a fourth (or seventh) guess.
+        let dir = TempDir()
+        defer { dir.remove() }
+        var options = fastOptions()
+        options.pinHashing = PINHashing(opsLimit: 3, memLimit: 32 << 20)
+        let node = try Node(dataDirectory: dir.path, options: options)
+        _ = try node.setup(name: "Alice", pin: testPIN, confirmation: testPIN)
+        try node.lock()
+        let threads = (0..<6).map { i in Thread { _ = try? node.unlock(pin: "99999\(i)") } }
+        threads.forEach { $0.start() }
+        #expect(eventually {
+            let s = try? node.status()
+            return (s?.failedAttempts ?? 0) >= 3 || (s?.lockoutSecondsRemaining ?? 0) > 0
+        })
+        #expect(throws: YaOKError(.lockedOut)) { try node.unlock(pin: testPIN) }
+        #expect(eventually { threads.allSatisfy(\.isFinished) })
+        #expect(try node.status().locked)
+        let checked = try node.withStore { store, _ in
+            try store.securityEvents(limit: 100, before: nil).filter { $0.kind == .wrongPIN }.count
+        }
+        #expect(checked <= Node.maxPINAttempts)
+    }
+
     @Test func clockSetBackwardsDoesNotStretchTheLockout() throws {
         let dir = TempDir()
         defer { dir.remove() }
