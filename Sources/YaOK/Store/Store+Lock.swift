@@ -21,9 +21,11 @@ extension Store {
                      [.int(Int64(state.failures)), .int(state.lockedUntil), .int(Int64(state.lockouts))])
     }
 
+    /// The sealed vault of `kind`. Costs are taken as stored (a negative one as 0); opening
+    /// checks them against PINHashing's bounds.
     func vault(_ kind: SealedVault.Kind) throws -> SealedVault? {
         try db.rows("SELECT salt, ops_limit, mem_limit, nonce, ciphertext FROM vault WHERE kind = ?", [.text(kind.rawValue)]) {
-            SealedVault(kind: kind, salt: $0.blob(0), opsLimit: UInt64($0.int64(1)), memLimit: $0.int(2),
+            SealedVault(kind: kind, salt: $0.blob(0), opsLimit: UInt64(clamping: $0.int64(1)), memLimit: $0.int(2),
                         nonce: $0.blob(3), ciphertext: $0.blob(4))
         }.first
     }

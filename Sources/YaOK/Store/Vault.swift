@@ -22,6 +22,18 @@ public struct PINHashing: Sendable, Equatable {
     public static let standard = PINHashing(opsLimit: UInt64(crypto_pwhash_OPSLIMIT_INTERACTIVE),
                                             memLimit: Int(crypto_pwhash_MEMLIMIT_INTERACTIVE))
 
+    /// The costs a PIN vault may carry: from libsodium's minimum up to 16 passes over
+    /// 256 MiB (8 and 4 times `.standard`). The costs are read back from the file, which
+    /// an attacker may have written: outside these bounds the vault is refused as corrupt
+    /// instead of letting the unlock allocate gigabytes or spin for hours.
+    public static let maxOpsLimit: UInt64 = 16
+    public static let maxMemLimit = 256 << 20
+
+    public var isWithinBounds: Bool {
+        (UInt64(crypto_pwhash_OPSLIMIT_MIN)...PINHashing.maxOpsLimit).contains(opsLimit)
+            && (Int(crypto_pwhash_MEMLIMIT_MIN)...PINHashing.maxMemLimit).contains(memLimit)
+    }
+
     /// TEST ONLY: libsodium's minimum costs (1 pass, 8 KiB), so test suites that set up
     /// many nodes stay fast. Offers no protection to a PIN; never use it for real data.
     public static let insecureFastForTestsOnly = PINHashing(opsLimit: UInt64(crypto_pwhash_OPSLIMIT_MIN),
@@ -91,6 +103,9 @@ struct SealedVault: Sendable {
 
     /// Seals under the PIN: Argon2id(PIN, fresh 16-byte salt) → XChaCha20-Poly1305 key.
     static func seal(_ contents: VaultContents, pin: String, hashing: PINHashing) throws -> SealedVault {
+        guard hashing.isWithinBounds else {
+            throw YaOKError(.invalidArgument, "PIN hashing costs must be 1 to \(PINHashing.maxOpsLimit) passes over 8 KiB to 256 MiB")
+        }
         let salt = Sodium.randomBytes(Int(crypto_pwhash_SALTBYTES))
         let key = try derivePINKey(pin, salt: salt, hashing: hashing)
         return try seal(contents, kind: .pin, key: key, salt: salt, hashing: hashing)
@@ -104,7 +119,9 @@ struct SealedVault: Sendable {
     }
 
     func open(pin: String) throws -> VaultContents? {
-        try open(key: try SealedVault.derivePINKey(pin, salt: salt, hashing: PINHashing(opsLimit: opsLimit, memLimit: memLimit)))
+        let hashing = PINHashing(opsLimit: opsLimit, memLimit: memLimit)
+        guard hashing.isWithinBounds else { throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault") }
+        return try open(key: try SealedVault.derivePINKey(pin, salt: salt, hashing: hashing))
     }
 
     func open(platformKey: SecureBytes) throws -> VaultContents? {
