@@ -64,15 +64,20 @@ public final class EventLoop: Sendable {
         }
         epollFD = ep
         wakeFD = wake
+        // From here on a throw runs deinit, which closes both descriptors.
         var event = epoll_event()
         event.events = EPOLLIN.rawValue
         event.data.fd = wake
-        guard epoll_ctl(ep, EPOLL_CTL_ADD, wake, &event) == 0 else {
-            close(ep)
-            close(wake)
-            throw EventLoop.systemError("epoll_ctl")
-        }
+        guard epoll_ctl(ep, EPOLL_CTL_ADD, wake, &event) == 0 else { throw EventLoop.systemError("epoll_ctl") }
         try startThread()
+    }
+
+    /// The descriptors stay open until the last reference goes (the thread holds one while
+    /// it runs), not just until the thread ends: `stop()` and `schedule` still write to
+    /// `wakeFD` after that, and a closed number may already belong to someone else's file.
+    deinit {
+        close(epollFD)
+        close(wakeFD)
     }
 
     private func startThread() throws {
@@ -86,8 +91,6 @@ public final class EventLoop: Sendable {
         }, context)
         guard rc == 0 else {
             Unmanaged<EventLoop>.fromOpaque(context).release()
-            close(epollFD)
-            close(wakeFD)
             throw YaOKError(.internal, "Cannot start the event thread (pthread_create: \(rc))")
         }
         state.withLock { $0.thread = thread }
@@ -211,8 +214,6 @@ public final class EventLoop: Sendable {
             runPosted()
             runDueTimers()
         }
-        close(epollFD)
-        close(wakeFD)
     }
 
     private func dispatch(_ event: epoll_event) {

@@ -77,4 +77,24 @@ import Testing
         #expect(throws: YaOKError.self) { try loop.register(fd: 0, for: .readable) { _ in } }
         #expect(log.all == ["stopped inside"])
     }
+
+    @Test func aStoppedLoopNeverWritesToADescriptorItNoLongerOwns() throws {
+        // After the thread ends, stop() (again: Node.close then Node.deinit) and schedule
+        // still wake the loop. If its eventfd had been closed, the number could belong to
+        // any file opened since, e.g. another node's database: 8 bytes written at offset 0.
+        let dir = TempDir()
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        defer { dir.remove() }
+        let loop = try EventLoop()
+        loop.stop()
+        let fds = (0..<8).map { open(dir.path + "/file\($0)", O_CREAT | O_RDWR, 0o600) }
+        defer { fds.forEach { _ = close($0) } }
+        #expect(fds.allSatisfy { $0 >= 0 })
+        loop.stop()
+        loop.schedule(after: 0) {}
+        for fd in fds {
+            var st = stat()
+            #expect(fstat(fd, &st) == 0 && st.st_size == 0)
+        }
+    }
 }
