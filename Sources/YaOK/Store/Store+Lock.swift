@@ -8,10 +8,15 @@ extension Store {
         var lockouts: Int = 0
     }
 
+    /// Clamped to sane ranges: the row is in an attacker-writable file, and extreme values
+    /// must neither overflow the lockout arithmetic (a crash on every unlock) nor grant
+    /// extra tries (a negative failure count).
     func lockState() throws -> LockState {
         var state = LockState(failures: 0, lockedUntil: 0)
         try db.query("SELECT failures, locked_until_ms, lockouts FROM lock_state WHERE id = 1") {
-            state = LockState(failures: $0.int(0), lockedUntil: $0.int64(1), lockouts: $0.int(2))
+            state = LockState(failures: min(max($0.int(0), 0), Node.maxPINAttempts),
+                              lockedUntil: max($0.int64(1), 0),
+                              lockouts: min(max($0.int(2), 0), 1_000_000))
         }
         return state
     }

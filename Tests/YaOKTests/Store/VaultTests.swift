@@ -29,3 +29,24 @@ import Testing
         #expect(PINHashing.standard.isWithinBounds && PINHashing.insecureFastForTestsOnly.isWithinBounds)
     }
 }
+
+/// The lock_state row is as attacker-writable as the vault.
+@Suite struct LockStateTests {
+    @Test(arguments: [(Int64.min, Int64.min, Int64.max), (Int64.max, Int64.max, Int64.max), (-1_000_000, 0, -5)])
+    func extremeValuesNeitherCrashNorGrantTries(failures: Int64, lockedUntil: Int64, lockouts: Int64) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        _ = try makeNode(dir).close()
+        let store = try Store(directory: dir.path)
+        try store.db.query("UPDATE lock_state SET failures = ?, locked_until_ms = ?, lockouts = ?",
+                           [.int(failures), .int(lockedUntil), .int(lockouts)])
+        store.close()
+        let node = try Node(dataDirectory: dir.path, options: fastOptions())
+        var wrong = 0
+        for pin in ["900001", "900002", "900003", "900004"] {
+            do { try node.unlock(pin: pin) } catch let e as YaOKError where e.code == .wrongPIN { wrong += 1 } catch {}
+        }
+        #expect(wrong < Node.maxPINAttempts)
+        _ = try node.status()
+    }
+}
