@@ -26,6 +26,9 @@ public final class Database {
         try execute("PRAGMA synchronous=FULL")
         try execute("PRAGMA foreign_keys=ON")
         try execute("PRAGMA secure_delete=ON")
+        // Sorts and temporary tables in RAM, not in unnamed files in /var/tmp that are
+        // outside the data directory (and so outside reset and its permissions).
+        try execute("PRAGMA temp_store=MEMORY")
     }
 
     deinit { close() }

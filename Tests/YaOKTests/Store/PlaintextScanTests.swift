@@ -36,6 +36,15 @@ import Testing
         try scan(dir.path, for: secrets)
     }
 
+    @Test func temporaryFilesStayInMemory() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let store = try Store(directory: dir.path)
+        defer { store.close() }
+        #expect(try store.db.rows("PRAGMA temp_store") { $0.int(0) } == [2])
+        #expect(try store.db.rows("PRAGMA secure_delete") { $0.int(0) } == [1])
+    }
+
     private func scan(_ path: String, for secrets: [[UInt8]]) throws {
         let files = try FileManager.default.subpathsOfDirectory(atPath: path)
         #expect(files.contains(Store.fileName))
