@@ -142,6 +142,7 @@ struct CLI {
     @Test func demoRuns() throws {
         let result = try CLI.temporary("demo").run(["demo"])
         #expect(result.status == 0)
-        #expect(result.stdout.contains("Bob opens it"))
+        #expect(result.stdout.contains("Bob's conversation with Alice: \"Hello, Bob! 🔒\" (authenticated"))
+        #expect(result.stdout.contains("Eve: Message is not addressed to this identity"))
     }
 }
