@@ -38,7 +38,8 @@ struct Demo: ParsableCommand {
             let outgoing = try alice.storeOutgoing(to: bobForAlice.id, text: message)
             let (header, packet) = try SealedMessage.seal(Array(message.utf8), from: a,
                                                           to: bobForAlice.publicIdentity.encryptionKey,
-                                                          createdMs: UInt64(outgoing.senderTimestamp))
+                                                          createdMs: UInt64(outgoing.senderTimestamp),
+                                                          messageID: try MessageID(bytes: outgoing.messageID))
             print("   \(message.utf8.count) bytes of text → a \(packet.count)-byte packet; a relay sees only a routing tag "
                   + String(format: "%016llx", header.routingTag.value) + " and the size bucket")
 
