@@ -19,8 +19,10 @@
  * Strings:   UTF-8, NUL-terminated. Invalid UTF-8 input is refused (YAOK_E_INVALID_UTF8),
  *            never silently repaired.
  * Safety:    NULL or invalid arguments return an error and never crash. A handle of the
- *            wrong type is refused with YAOK_E_INVALID_ARGUMENT. No Swift error crosses the
- *            boundary.
+ *            wrong type, a freed handle or any other pointer the library did not hand out is
+ *            refused with YAOK_E_INVALID_ARGUMENT (and ignored by the _free functions), unless
+ *            a new handle of the same type has since been given the same address. No Swift
+ *            error crosses the boundary.
  *
  * ---- Threads ----
  * Every function may be called from any thread. yaok_identity and yaok_card handles are

@@ -19,7 +19,7 @@ public func yaok_card_decode(_ text: UnsafePointer<CChar>?, _ out: UnsafeMutable
 }
 
 @_cdecl("yaok_card_free")
-public func yaok_card_free(_ card: OpaquePointer?) { Handles.release(card) }
+public func yaok_card_free(_ card: OpaquePointer?) { Handles.release(card, as: CardHandle.self) }
 
 @_cdecl("yaok_card_name")
 public func yaok_card_name(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {

@@ -42,7 +42,7 @@ public func yaok_identity_restore(_ name: UnsafePointer<CChar>?, _ secrets: Unsa
 }
 
 @_cdecl("yaok_identity_free")
-public func yaok_identity_free(_ identity: OpaquePointer?) { Handles.release(identity) }
+public func yaok_identity_free(_ identity: OpaquePointer?) { Handles.release(identity, as: IdentityHandle.self) }
 
 @_cdecl("yaok_identity_name")
 public func yaok_identity_name(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {

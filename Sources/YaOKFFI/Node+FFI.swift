@@ -33,9 +33,9 @@ public func yaok_node_open(_ dataDir: UnsafePointer<CChar>?, _ flags: UInt32,
 
 @_cdecl("yaok_node_free")
 public func yaok_node_free(_ node: OpaquePointer?) {
-    guard let handle = try? Handles.borrow(node, as: NodeHandle.self, "node") else { return }
+    // Unregistered first, so a second (or concurrent) free of the same handle is a no-op.
+    guard let handle = Handles.take(node, as: NodeHandle.self) else { return }
     handle.node.close()
-    Handles.release(node)
 }
 
 @_cdecl("yaok_node_setup")

@@ -9,17 +9,25 @@ enum Output {
         print(asJSON ? json.serialized : text())
     }
 
-    /// Runs a command body; a YaOKError is printed (as JSON with --json) and exits 1.
+    /// Runs a command body; a failure is printed to stderr (and as JSON on stdout with
+    /// --json: {"error": message, "status": yaok_status or null}) and exits 1.
     static func run(json: Bool, _ body: () throws -> Void) throws {
         do {
             try body()
         } catch let error as YaOKError {
-            if json {
-                print(JSON.object([("error", .string(error.message)), ("status", .int(Int64(error.code.rawValue)))]).serialized)
-            }
-            FileHandle.standardError.write(Data("yaok: \(error.message)\n".utf8))
-            throw ExitCode(1)
+            fail(error.message, status: Int64(error.code.rawValue), json: json)
+        } catch {
+            // Not the library's: e.g. the data directory cannot be created.
+            fail(error.localizedDescription, status: nil, json: json)
         }
+    }
+
+    private static func fail(_ message: String, status: Int64?, json: Bool) -> Never {
+        if json {
+            print(JSON.object([("error", .string(message)), ("status", status.map { .int($0) } ?? .null)]).serialized)
+        }
+        FileHandle.standardError.write(Data("yaok: \(message)\n".utf8))
+        exit(1)
     }
 
     static func time(_ ms: Int64) -> String {

@@ -102,6 +102,16 @@ struct CLI {
         #expect((bad.json as? [String: Any])?["error"] as? String == "Invalid Ya OK QR code")
     }
 
+    @Test func anUnusableHomeIsAClearError() throws {
+        let blocker = FileManager.default.temporaryDirectory.appendingPathComponent("yaok-cli-file-\(UUID().uuidString)")
+        try Data("not a directory".utf8).write(to: blocker)
+        defer { try? FileManager.default.removeItem(at: blocker) }
+        let result = try CLI(home: blocker.path + "/home").run(["status", "--json"])
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("yaok: "))
+        #expect((result.json as? [String: Any])?["error"] is String)
+    }
+
     @Test func wrongPINsLockOutAcrossInvocations() throws {
         let cli = CLI.temporary("lockout")
         #expect(try cli.run(["init", "--name", "Alice"]).status == 0)
@@ -132,6 +142,7 @@ struct CLI {
     @Test func demoRuns() throws {
         let result = try CLI.temporary("demo").run(["demo"])
         #expect(result.status == 0)
-        #expect(result.stdout.contains("Bob opens it"))
+        #expect(result.stdout.contains("Bob's conversation with Alice: \"Hello, Bob! 🔒\" (authenticated"))
+        #expect(result.stdout.contains("Eve: Message is not addressed to this identity"))
     }
 }

@@ -50,9 +50,17 @@ public final class DuplicateFilter {
 
     /// Records `id` and says whether it was new. Run it inside the caller's transaction
     /// together with storing the message, so that a crash cannot keep one without the other.
+    /// The in-memory front assumes that transaction commits: if the caller rolls it back, it
+    /// must call `dropFront()`, or a retry of the same packet would be taken for a duplicate
+    /// and acknowledged without being delivered.
     public func check(_ id: MessageID, expiresAtMs: UInt64, nowMs: UInt64) throws -> Verdict {
         guard nowMs < expiresAtMs else { return .expired }
         if front.contains(id) { return .duplicate }
+        if insertsSincePurge >= Self.purgeInterval {
+            // Housekeeping first, so that its failure cannot leave an ID in the front that
+            // storage never recorded; a failed purge is retried at the next new ID.
+            _ = try? purge(nowMs: nowMs)
+        }
         let keepUntil = min(expiresAtMs, nowMs &+ Self.maxRetentionMs)
         try db.query("INSERT OR IGNORE INTO wire_seen_ids (id, expires_at) VALUES (?, ?)",
                      [.blob(id.bytes), .int(Int64(clamping: keepUntil))])
@@ -60,7 +68,6 @@ public final class DuplicateFilter {
         front.insert(id)
         guard inserted else { return .duplicate }
         insertsSincePurge += 1
-        if insertsSincePurge >= Self.purgeInterval { try purge(nowMs: nowMs) }
         return .new
     }
 

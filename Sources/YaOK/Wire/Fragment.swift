@@ -13,10 +13,12 @@
 public struct Fragment: Equatable, Sendable {
     public static let headerLength = 8
 
-    public var group: UInt16
-    public var index: UInt16
-    public var count: UInt16
-    public var data: [UInt8]
+    // Read-only outside: the initialiser's checks (count ≥ 2, index < count, data not empty)
+    // are what Reassembler relies on; `count = 0` set afterwards would trap in `count - 1`.
+    public private(set) var group: UInt16
+    public private(set) var index: UInt16
+    public private(set) var count: UInt16
+    public private(set) var data: [UInt8]
 
     public init(group: UInt16, index: UInt16, count: UInt16, data: [UInt8]) throws {
         guard count >= 2 else { throw YaOKError(.invalidArgument, "A fragmented packet has at least 2 fragments") }

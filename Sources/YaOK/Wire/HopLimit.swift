@@ -31,10 +31,10 @@ public enum HopLimit {
 
     /// Rewrites the hop limit of an encoded routed packet in place (no re-encoding, the
     /// authenticated bytes are untouched). Returns false, changing nothing, if the packet
-    /// must not be forwarded or is not a routed packet.
+    /// must not be forwarded, is not a routed packet, or is malformed (the strict parse of
+    /// §4.1: a forwarder passes on only what a receiver would accept).
     public static func rewriteForForwarding<R: RandomNumberGenerator>(_ packet: inout [UInt8], using rng: inout R) -> Bool {
-        guard packet.count >= RoutedHeader.length, packet[0] == Wire.version,
-              let type = PacketType(rawValue: packet[1]), type.isRouted,
+        guard (try? RoutedHeader.parse(packet)) != nil,
               let next = forwarded(packet[RoutedHeader.hopLimitOffset], using: &rng) else { return false }
         packet[RoutedHeader.hopLimitOffset] = next
         return true

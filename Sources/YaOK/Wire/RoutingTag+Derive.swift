@@ -33,11 +33,12 @@ extension RoutingTag {
 }
 
 extension RoutedHeader {
-    /// A new routed header for `recipientKey`: random message ID, random first hop limit
-    /// (HopLimit.initialRange), and the routing tag for the creation day.
-    public static func new(type: PacketType, recipientKey: [UInt8], createdMs: UInt64,
+    /// A new routed header for `recipientKey`: the given message ID (a fresh random one by
+    /// default), a random first hop limit (HopLimit.initialRange), and the routing tag for
+    /// the creation day.
+    public static func new(type: PacketType, recipientKey: [UInt8], createdMs: UInt64, messageID: MessageID = .random(),
                            lifetimeMinutes: UInt16) throws -> RoutedHeader {
-        try RoutedHeader(type: type, hopLimit: HopLimit.initial(), messageID: .random(), createdMs: createdMs,
+        try RoutedHeader(type: type, hopLimit: HopLimit.initial(), messageID: messageID, createdMs: createdMs,
                          lifetimeMinutes: lifetimeMinutes,
                          routingTag: RoutingTag.derive(recipientKey: recipientKey, createdMs: createdMs))
     }

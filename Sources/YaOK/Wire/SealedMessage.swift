@@ -6,13 +6,14 @@ public enum SealedMessage {
     /// Seven days: how long relays and forwarding peers keep a message for an absent recipient.
     public static let defaultLifetimeMinutes: UInt16 = 7 * 24 * 60
 
-    /// Seals `body` from `sender` to the holder of `recipientKey`: a fresh random message
-    /// ID, a random first hop limit, the routing tag of the creation day. Returns the header
-    /// (for the outbox: ID, expiry) and the encoded packet.
+    /// Seals `body` from `sender` to the holder of `recipientKey`: the message's ID (the one
+    /// stored in the outbox; a fresh random one by default), a random first hop limit, the
+    /// routing tag of the creation day. Returns the header (ID, expiry) and the encoded packet.
     public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8], createdMs: UInt64,
+                            messageID: MessageID = .random(),
                             lifetimeMinutes: UInt16 = defaultLifetimeMinutes) throws -> (header: RoutedHeader, packet: [UInt8]) {
         let header = try RoutedHeader.new(type: .message, recipientKey: recipientKey, createdMs: createdMs,
-                                          lifetimeMinutes: lifetimeMinutes)
+                                          messageID: messageID, lifetimeMinutes: lifetimeMinutes)
         let payloadLength = try Envelope.sealedLength(bodyLength: body.count)
         let sealed = try Envelope.seal(body, from: sender, to: recipientKey, messageID: header.messageID.bytes,
                                        timestamp: createdMs,

@@ -36,4 +36,22 @@ import Testing
         var handshake = try Packet.handshake(payload: [UInt8](repeating: 0, count: 40)).encode()
         #expect(!HopLimit.rewriteForForwarding(&handshake, using: &rng))
     }
+
+    /// A malformed routed packet is not forwarded, and its bytes stay as they were: a
+    /// forwarder must not pass on what no receiver would accept (§4.1 strict decoding).
+    @Test func malformedRoutedPacketsAreNotRewritten() throws {
+        var rng = SeededRandom(seed: 4)
+        let good = try Packet.routed(try sampleHeader(hop: 5), payload: [1, 2, 3]).encode()
+        let trailing = good + [0xff]                         // a byte after the payload
+        let short = Array(good.dropLast())                   // payload cut short
+        var zeroLifetime = good
+        zeroLifetime[25] = 0; zeroLifetime[26] = 0           // lifetime 0 minutes
+        var oversized = good
+        oversized[35] = 0xff; oversized[36] = 0xff           // length over the packet limit
+        for var bad in [trailing, short, zeroLifetime, oversized] {
+            let before = bad
+            #expect(!HopLimit.rewriteForForwarding(&bad, using: &rng))
+            #expect(bad == before)
+        }
+    }
 }

@@ -46,6 +46,16 @@ import Testing
         #expect(throws: YaOKError(.invalidArgument)) { try SealedMessage.open(ackHeader, payload: payload, by: bob) }
     }
 
+    @Test func theOutboxIDTravelsInTheHeader() throws {
+        let id = MessageID.random()
+        let (header, packet) = try SealedMessage.seal(Array("hi".utf8), from: alice, to: bob.publicIdentity.encryptionKey,
+                                                      createdMs: now, messageID: id)
+        #expect(header.messageID == id)
+        guard case .routed(let decoded, _) = try Packet.decode(packet) else { Issue.record("not routed"); return }
+        #expect(decoded.messageID == id)
+        #expect(HopLimit.initialRange.contains(decoded.hopLimit))
+    }
+
     @Test func notForMeByRoutingTag() throws {
         let (_, packet) = try sealed()
         #expect(throws: YaOKError(.notForMe)) { try open(packet, by: try Identity(name: "Eve")) }
