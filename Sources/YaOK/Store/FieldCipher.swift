@@ -108,9 +108,18 @@ final class FieldCipher: Sendable {
 
 /// Associated data for each encrypted column: a label and the row's natural key.
 enum RowAD {
-    static func contactName(_ lookup: [UInt8]) -> [UInt8] { Array("YaOK-contact-name-v1".utf8) + lookup }
-    static func contactKeys(_ lookup: [UInt8]) -> [UInt8] { Array("YaOK-contact-keys-v1".utf8) + lookup }
-    static func conversationTitle(_ lookup: [UInt8]) -> [UInt8] { Array("YaOK-conversation-title-v1".utf8) + lookup }
+    // A contact's name and keys and its conversation's title bind both the person (lookup
+    // hash) and the row id that the conversation's messages bind, so that whole rows swapped
+    // between two people (Alice's history shown under Bob's name) fail to open.
+    static func contactName(_ lookup: [UInt8], id: Int64) -> [UInt8] {
+        Array("YaOK-contact-name-v2".utf8) + lookup + bigEndian(UInt64(bitPattern: id))
+    }
+    static func contactKeys(_ lookup: [UInt8], id: Int64) -> [UInt8] {
+        Array("YaOK-contact-keys-v2".utf8) + lookup + bigEndian(UInt64(bitPattern: id))
+    }
+    static func conversationTitle(_ lookup: [UInt8], id: Int64) -> [UInt8] {
+        Array("YaOK-conversation-title-v2".utf8) + lookup + bigEndian(UInt64(bitPattern: id))
+    }
     static func messageBody(conversation: Int64, messageID: [UInt8], direction: Int) -> [UInt8] {
         Array("YaOK-message-body-v1".utf8) + bigEndian(UInt64(bitPattern: conversation)) + messageID + [UInt8(direction & 0xff)]
     }

@@ -1,5 +1,6 @@
 /// Contacts and the conversations they belong to. Names and public keys are AEAD
-/// ciphertexts bound to the person's lookup hash; the lookup hash finds duplicates.
+/// ciphertexts bound to the person's lookup hash and the row id; the lookup hash finds
+/// duplicates.
 extension Store {
     struct ContactRecord {
         let id: Int64
@@ -18,20 +19,21 @@ extension Store {
     /// Adds a contact for `card`, reusing the conversation kept from an earlier deletion of
     /// the same person so that the old history reappears. Returns the contact id.
     func insertContact(_ card: ContactCard, lookup: [UInt8], cipher: FieldCipher, now: Int64) throws -> Int64 {
-        let name = cipher.seal(Array(card.name.utf8), ad: RowAD.contactName(lookup))
-        let title = cipher.seal(Array(card.name.utf8), ad: RowAD.conversationTitle(lookup))
-        let keys = cipher.seal(card.publicIdentity.keyBytes, ad: RowAD.contactKeys(lookup))
-        return try db.transaction {
+        try db.transaction {
             let id: Int64
             if let existing = try conversationID(lookup: lookup) {
                 id = existing
-                try db.query("UPDATE conversations SET title = ? WHERE id = ?", [.blob(title), .int(id)])
             } else {
-                try db.query("INSERT INTO conversations (peer_lookup, title) VALUES (?, ?)", [.blob(lookup), .blob(title)])
+                // The row id is part of the title's associated data: insert, then seal.
+                try db.query("INSERT INTO conversations (peer_lookup, title) VALUES (?, x'')", [.blob(lookup)])
                 id = db.lastInsertRowID
             }
+            let title = cipher.seal(Array(card.name.utf8), ad: RowAD.conversationTitle(lookup, id: id))
+            try db.query("UPDATE conversations SET title = ? WHERE id = ?", [.blob(title), .int(id)])
             try db.query("INSERT INTO contacts (id, name, keys, verified, added_ms) VALUES (?, ?, ?, 0, ?)",
-                         [.int(id), .blob(name), .blob(keys), .int(now)])
+                         [.int(id), .blob(cipher.seal(Array(card.name.utf8), ad: RowAD.contactName(lookup, id: id))),
+                          .blob(cipher.seal(card.publicIdentity.keyBytes, ad: RowAD.contactKeys(lookup, id: id))),
+                          .int(now)])
             return id
         }
     }
@@ -49,12 +51,13 @@ extension Store {
         }
         var records: [ContactRecord] = []
         try db.query(sql, args) { row in
+            let id = row.int64(0)
             let lookup = row.blob(1)
-            let keyBytes = try cipher.open(row.blob(3), ad: RowAD.contactKeys(lookup))
+            let keyBytes = try cipher.open(row.blob(3), ad: RowAD.contactKeys(lookup, id: id))
             guard keyBytes.count == 64 else { throw FieldCipher.failure }
             records.append(ContactRecord(
-                id: row.int64(0),
-                name: try cipher.openString(row.blob(2), ad: RowAD.contactName(lookup)),
+                id: id,
+                name: try cipher.openString(row.blob(2), ad: RowAD.contactName(lookup, id: id)),
                 publicIdentity: try PublicIdentity(encryptionKey: Array(keyBytes[0..<32]), signingKey: Array(keyBytes[32..<64])),
                 verified: row.int(4) != 0,
                 addedAt: row.int64(5),
@@ -74,9 +77,9 @@ extension Store {
         }
         try db.transaction {
             try db.query("UPDATE contacts SET name = ? WHERE id = ?",
-                         [.blob(cipher.seal(Array(name.utf8), ad: RowAD.contactName(lookup))), .int(id)])
+                         [.blob(cipher.seal(Array(name.utf8), ad: RowAD.contactName(lookup, id: id))), .int(id)])
             try db.query("UPDATE conversations SET title = ? WHERE id = ?",
-                         [.blob(cipher.seal(Array(name.utf8), ad: RowAD.conversationTitle(lookup))), .int(id)])
+                         [.blob(cipher.seal(Array(name.utf8), ad: RowAD.conversationTitle(lookup, id: id))), .int(id)])
         }
     }
 
