@@ -15,8 +15,16 @@ final class Store {
         self.directory = directory
         try Store.makeDirectory(directory)
         let path = directory + "/" + Store.fileName
-        db = try Database(path: path)
         // Only the owner may read the files, though nothing secret is in them in clear.
+        // Creating the database file 0600 before SQLite opens it leaves no moment in which
+        // it is readable by others, and SQLite gives its -wal and -shm files the same mode.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw YaOKError(errno == ENOSPC ? .diskFull : .storage,
+                            "Cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        Glibc.close(fd)
+        db = try Database(path: path)
         for suffix in Store.fileSuffixes { _ = chmod(path + suffix, 0o600) }
         try Schema.migrate(db)
     }
