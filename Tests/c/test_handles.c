@@ -5,29 +5,12 @@
  * Prints "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
+#include "tempdir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static void make_dir(char *path, size_t size) {
-    snprintf(path, size, "/tmp/yaok-c-XXXXXX");
-    if (!mkdtemp(path)) {
-        perror("mkdtemp");
-        exit(1);
-    }
-}
-
-static void remove_dir(const char *path) {
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    char file[512];
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-        snprintf(file, sizeof file, "%s/yaok.db%s", path, suffixes[i]);
-        unlink(file);
-    }
-    rmdir(path);
-}
 
 /* A freed handle is refused, and a second free is a no-op. */
 static void test_freed_handle(void) {

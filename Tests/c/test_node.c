@@ -4,6 +4,7 @@
  * Prints "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
+#include "tempdir.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -12,27 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-
 static const char *PIN = "135790";
-
-/* A fresh data directory under /tmp; removed (with its files) by remove_dir(). */
-static void make_dir(char *path, size_t size) {
-    snprintf(path, size, "/tmp/yaok-c-XXXXXX");
-    if (!mkdtemp(path)) {
-        perror("mkdtemp");
-        exit(1);
-    }
-}
-
-static void remove_dir(const char *path) {
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    char file[512];
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-        snprintf(file, sizeof file, "%s/yaok.db%s", path, suffixes[i]);
-        unlink(file);
-    }
-    rmdir(path);
-}
 
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -78,14 +78,17 @@ extension ConnectionStatus {
     }
 }
 
+extension PublicIdentity {
+    /// The fields every JSON form of a person starts with (contact, preview, profile).
+    func jsonFields(name: String) -> [(String, JSON)] {
+        [("name", .string(name)), ("user_id", .string(userID)),
+         ("fingerprint", .string(fingerprint.hex)), ("fingerprint_short", .string(fingerprint.short))]
+    }
+}
+
 extension Contact {
     public var json: JSON {
-        .object([
-            ("id", .int(id)),
-            ("name", .string(name)),
-            ("user_id", .string(userID)),
-            ("fingerprint", .string(fingerprint.hex)),
-            ("fingerprint_short", .string(fingerprint.short)),
+        .object([("id", .int(id))] + publicIdentity.jsonFields(name: name) + [
             ("verified", .bool(verified)),
             ("added_ms", .int(addedAt)),
             ("connection", connection.json),
@@ -96,25 +99,14 @@ extension Contact {
 extension ContactCard {
     /// A profile: the public identity behind a card, with the card text itself.
     public var json: JSON {
-        .object([
-            ("name", .string(name)),
-            ("user_id", .string(userID)),
-            ("fingerprint", .string(fingerprint.hex)),
-            ("fingerprint_short", .string(fingerprint.short)),
-            ("card", .string(text)),
-        ])
+        .object(publicIdentity.jsonFields(name: name) + [("card", .string(text))])
     }
 }
 
 extension ContactPreview {
     public var json: JSON {
-        .object([
-            ("name", .string(name)),
-            ("user_id", .string(userID)),
-            ("fingerprint", .string(fingerprint.hex)),
-            ("fingerprint_short", .string(fingerprint.short)),
-            ("existing_contact_id", existingContactID.map { .int($0) } ?? .null),
-        ])
+        .object(publicIdentity.jsonFields(name: name)
+                + [("existing_contact_id", existingContactID.map { .int($0) } ?? .null)])
     }
 }
 
