@@ -437,7 +437,8 @@ yaok_status yaok_contact_set_connection(yaok_node *node, int64_t contact_id, con
 #define YAOK_MESSAGE_FAILED 4u
 
 /* Stores a message we send to `contact_id`, status pending; `message_id` is NULL for a
- * fresh random ID. A deleted contact: YAOK_E_NOT_FOUND. *out_json: the message. */
+ * fresh random ID. Text of only white space: YAOK_E_EMPTY_MESSAGE (AC-020-05). A deleted
+ * contact: YAOK_E_NOT_FOUND. *out_json: the message. */
 yaok_status yaok_message_store_outgoing(yaok_node *node, int64_t contact_id,
                                         const uint8_t *text, size_t text_len,
                                         const uint8_t *message_id, char **out_json);
