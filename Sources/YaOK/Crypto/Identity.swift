@@ -57,11 +57,6 @@ public final class Identity: Sendable {
         return out
     }
 
-    /// The same keys under another display name.
-    public func renamed(_ newName: String) throws -> Identity {
-        try Identity(name: newName, secrets: exportSecrets())
-    }
-
     /// Ed25519 signature over `message`.
     public func sign(_ message: [UInt8]) -> [UInt8] {
         Sodium.sign(message, secretKey: signingSecret)

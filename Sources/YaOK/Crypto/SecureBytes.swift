@@ -39,13 +39,8 @@ public final class SecureBytes: @unchecked Sendable {
         try body(UnsafeMutableRawBufferPointer(start: pointer, count: count))
     }
 
-    /// A copy in ordinary memory, for sealing into storage. Callers wipe it after use.
-    public func copyBytes() -> [UInt8] {
+    /// A copy in ordinary memory (tests that search files for secrets). Callers wipe it.
+    func copyBytes() -> [UInt8] {
         withUnsafeBytes { Array($0) }
-    }
-
-    /// Constant-time comparison (sodium_memcmp).
-    public func isEqual(to other: SecureBytes) -> Bool {
-        count == other.count && sodium_memcmp(pointer, other.pointer, count) == 0
     }
 }

@@ -25,7 +25,6 @@ import Testing
         let a = try Identity(name: "Alice")
         let b = try Identity(name: "Alice", secrets: try a.exportSecrets())
         #expect(a.publicIdentity == b.publicIdentity)
-        #expect(try a.renamed("Alicia").publicIdentity == a.publicIdentity)
     }
 
     @Test(arguments: [
