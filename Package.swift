@@ -28,10 +28,17 @@ let package = Package(
         .systemLibrary(name: "CYaOK"),
         // epoll and eventfd for each node's event thread (Glibc's module lacks eventfd).
         .systemLibrary(name: "CLinux"),
-        .target(
-            name: "YaOK",
-            dependencies: ["CSodium", "CSQLite", "CLinux"]
-        ),
+        // The core, in layers whose order the compiler enforces (each imports only those
+        // below it): support (errors, JSON, the event loop) → wire (pure: packets, frames,
+        // fragments; the fuzzer builds it alone) → crypto (libsodium) → store (SQLite) →
+        // node (lock, contacts, delivery). `YaOK` re-exports them all for Swift apps.
+        .target(name: "YaOKSupport"),
+        .target(name: "YaOKLoop", dependencies: ["YaOKSupport", "CLinux"]),
+        .target(name: "YaOKWire", dependencies: ["YaOKSupport"]),
+        .target(name: "YaOKCrypto", dependencies: ["YaOKSupport", "YaOKWire", "CSodium"]),
+        .target(name: "YaOKStore", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "CSQLite"]),
+        .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
+        .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode"]),
         .target(
             name: "YaOKFFI",
             dependencies: ["YaOK", "CYaOK"],
@@ -44,7 +51,7 @@ let package = Package(
         .executableTarget(name: "yaok-bench", dependencies: ["YaOK", "CSodium"]),
         // A child process the store tests kill with SIGKILL in the middle of writes.
         .executableTarget(name: "yaok-store-writer", dependencies: ["YaOK"]),
-        .testTarget(name: "YaOKTests", dependencies: ["YaOK", "CSodium", "yaok-store-writer"]),
+        .testTarget(name: "YaOKTests", dependencies: ["YaOK", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "CSodium", "yaok-store-writer"]),
         // Runs the built `yaok` executable as a subprocess.
         .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
         // Compiles each @_cdecl entry point against its declaration in include/yaok.h.

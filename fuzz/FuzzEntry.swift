@@ -1,5 +1,8 @@
+import YaOKSupport
+import YaOKWire
+
 // libFuzzer entry over the wire decoders (scripts/fuzz builds it with
-// `swiftc -sanitize=fuzzer,address -parse-as-library` together with the pure Wire sources;
+// `swiftc -sanitize=fuzzer,address -parse-as-library` against the YaOKSupport and YaOKWire modules;
 // a SwiftPM executable target would clash with libFuzzer's own main).
 //
 // Every input goes through three paths, so one corpus serves all of them:

@@ -111,7 +111,7 @@ struct BenchError: Error, CustomStringConvertible {
 
 /// The libsodium calls Envelope.seal/open make, in the same order, on preallocated buffers
 /// and with nothing else: the floor the envelope is compared with. Same construction as
-/// Sources/YaOK/Crypto/Envelope.swift (checked against it before timing):
+/// Sources/YaOKCrypto/Envelope.swift (checked against it before timing):
 ///   seal: e = random; E = X25519(e, base); shared = X25519(e, R);
 ///         AD = 1 || R || id || ts || E; ss = X25519(s, R);
 ///         authKey = BLAKE2b-256[YaOK-auth-v1](ss || S || R); auth = BLAKE2b-128[authKey](AD || body);

@@ -1,5 +1,10 @@
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// The crypto vectors in docs/PROTOCOL.md, checked against the code.
 @Suite struct ProtocolVectorTests {

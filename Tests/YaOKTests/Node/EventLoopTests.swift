@@ -1,7 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 @Suite struct EventLoopTests {
     final class Log: Sendable {

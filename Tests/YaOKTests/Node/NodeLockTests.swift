@@ -1,6 +1,11 @@
 import Foundation
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 @Suite struct NodeLockTests {
     @Test func setupValidatesNamePINAndConfirmation() throws {

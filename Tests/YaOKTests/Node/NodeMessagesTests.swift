@@ -1,5 +1,10 @@
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 @Suite struct NodeMessagesTests {
     private func id(_ n: Int) -> [UInt8] { [UInt8](repeating: 0, count: 12) + [0, 0, UInt8(n >> 8), UInt8(n & 0xff)] }

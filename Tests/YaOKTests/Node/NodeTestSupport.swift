@@ -1,6 +1,11 @@
 import Foundation
 import Synchronization
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// A fresh directory under the system temp dir, removed by `remove()`.
 struct TempDir {

@@ -1,6 +1,11 @@
 import Foundation
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// SIGKILL in the middle of writes: the store opens, passes integrity_check, and holds
 /// every message the writer reported as committed.

@@ -1,6 +1,11 @@
 import Glibc
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// The data directory and every database file are the owner's alone, whatever the umask.
 @Suite struct FileModeTests {

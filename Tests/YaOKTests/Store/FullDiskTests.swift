@@ -1,5 +1,10 @@
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// A full disk is a clear error that loses nothing: SQLite's max_page_count makes the
 /// database "full" exactly as ENOSPC would (SQLITE_FULL), without filling a real disk.

@@ -1,5 +1,10 @@
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// Every earlier schema version, with rows of that version, migrates to the latest one
 /// without losing them.

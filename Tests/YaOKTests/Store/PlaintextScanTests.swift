@@ -1,6 +1,11 @@
 import Foundation
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// Nothing secret in clear on disk: after writing marker names and bodies, no file in the
 /// data directory (database, -wal, -shm, anything else) contains a marker, a public or

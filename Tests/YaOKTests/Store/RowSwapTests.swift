@@ -1,5 +1,10 @@
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// Someone who can write the database file but has no keys swaps two people's rows, so
 /// that Alice's conversation would show under Bob's name: every swapped value fails to open.

@@ -1,6 +1,11 @@
 import Testing
 import Glibc
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 @Suite struct FrameTests {
     @Test func framesSurviveAnySplit() throws {

@@ -1,5 +1,10 @@
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// Random packets round-trip exactly through encode/decode and through fragmentation in a
 /// random order; seeds are fixed so that a failure reproduces.

@@ -1,4 +1,9 @@
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// SplitMix64: a seeded generator so that every "random" property test is reproducible
 /// (the seed is in the test), while still covering many shapes.

@@ -1,5 +1,10 @@
 import Testing
-@testable import YaOK
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
 
 /// The wire vectors of docs/PROTOCOL.md §4, checked against the code both ways.
 @Suite struct WireVectorTests {

@@ -1,0 +1,183 @@
+internal import CSodium
+import YaOKSupport
+import YaOKWire
+
+/// The end-to-end message envelope (docs/PROTOCOL.md, "Message envelope").
+///
+/// Only the recipient can read it (XChaCha20-Poly1305 under a key from a fresh ephemeral
+/// X25519 key and the recipient's key); the recipient knows who sent it (a MAC under the
+/// static-static X25519 secret, which — unlike a signature — the recipient could also have
+/// made, so it convinces the recipient and no third party); the sender's key travels only
+/// inside the ciphertext; and the associated data binds recipient, message ID and time.
+public enum Envelope {
+    static let version: UInt8 = 1
+    public static let messageIDLength = 16
+    /// US-020 AC-020-04: "Message too large (max 10KB)".
+    public static let maxBodyLength = 10 * 1024
+
+    static let ephemeralLength = 32
+    static let hintLength = 8
+    static let senderKeyLength = 32
+    static let authLength = 16
+    static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    /// Bytes added to the padded body: E || hint || sender key || auth || AEAD tag.
+    public static let overhead = ephemeralLength + hintLength + senderKeyLength + authLength + tagLength
+
+    static let hintKey = Array("YaOK-hint-v1".utf8)
+    static let keyKey = Array("YaOK-envelope-v1".utf8)
+    static let authKeyKey = Array("YaOK-auth-v1".utf8)
+
+    /// What a successful open yields.
+    public struct Opened: Sendable, Equatable {
+        /// The sender's X25519 key, authenticated by the static-static MAC.
+        public let senderKey: [UInt8]
+        public let body: [UInt8]
+    }
+
+    /// Seals `body` (1 to 10 KiB) from `sender` to the holder of `recipientKey` (X25519).
+    /// `associatedData` is bound in too: the packet header's authenticated bytes
+    /// (`RoutedHeader.authenticatedBytes`), or nothing for a bare envelope.
+    public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
+                            messageID: [UInt8], timestamp: UInt64, associatedData: [UInt8] = []) throws -> [UInt8] {
+        try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
+                 associatedData: associatedData, ephemeralSecret: Sodium.randomBytes(32))
+    }
+
+    /// The length `seal` returns for a body of `bodyLength` bytes: known before sealing, so
+    /// the packet header that carries it can be authenticated by the envelope itself.
+    public static func sealedLength(bodyLength: Int) throws -> Int {
+        guard bodyLength >= 1 else { throw YaOKError(.emptyMessage) }
+        guard bodyLength <= maxBodyLength, let bucket = Padding.bucket(for: bodyLength) else {
+            throw YaOKError(.messageTooLarge)
+        }
+        return overhead + bucket
+    }
+
+    /// Sealing with a given ephemeral secret: only for test vectors, which must be reproducible.
+    static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
+                     messageID: [UInt8], timestamp: UInt64, associatedData extra: [UInt8] = [],
+                     ephemeralSecret secret: [UInt8]) throws -> [UInt8] {
+        guard !body.isEmpty else { throw YaOKError(.emptyMessage) }
+        guard body.count <= maxBodyLength else { throw YaOKError(.messageTooLarge) }
+        guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
+        guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
+        try Sodium.ensureInitialized()
+
+        var ephemeralSecret = secret
+        defer { Sodium.wipe(&ephemeralSecret) }
+        var ephemeral = [UInt8](repeating: 0, count: 32)
+        guard crypto_scalarmult_base(&ephemeral, ephemeralSecret) == 0 else { throw YaOKError(.internal) }
+
+        var shared = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: recipientKey) }
+        defer { Sodium.wipe(&shared) }
+        let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp,
+                                ephemeral: ephemeral) + extra
+        let senderKey = sender.publicIdentity.encryptionKey
+        let auth = try sender.encryptionSecret.withUnsafeBytes {
+            try authenticator(staticSecret: $0, peerKey: recipientKey, senderKey: senderKey,
+                              recipientKey: recipientKey, ad: ad, body: body[...])
+        }
+        var inner = senderKey + auth + (try Padding.pad(body))
+        defer { Sodium.wipe(&inner) }
+
+        let (key, nonce) = messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey)
+        var out = ephemeral + hint(ephemeral: ephemeral, recipientKey: recipientKey)
+        let headerLength = out.count
+        out += [UInt8](repeating: 0, count: inner.count + tagLength)
+        var written: UInt64 = 0
+        let rc = out.withUnsafeMutableBufferPointer { o in
+            crypto_aead_xchacha20poly1305_ietf_encrypt(o.baseAddress! + headerLength, &written,
+                                                       inner, UInt64(inner.count), ad, UInt64(ad.count),
+                                                       nil, nonce, key)
+        }
+        guard rc == 0 else { throw YaOKError(.internal, "Encryption failed") }
+        return out
+    }
+
+    /// Opens a sealed envelope with `recipient`'s keys. Each failure has its own code:
+    /// `notForMe` (the recipient hint does not match), `tampered` (bad AEAD tag),
+    /// `senderAuthFailed` (the sender MAC does not verify), `unknownSender`
+    /// (`isKnownSender` refused the authenticated sender key), `malformedEnvelope`.
+    /// `associatedData` must be what the sender bound in (else `tampered`).
+    public static func open(_ sealed: [UInt8], by recipient: Identity, messageID: [UInt8], timestamp: UInt64,
+                            associatedData extra: [UInt8] = [],
+                            isKnownSender: ([UInt8]) -> Bool = { _ in true }) throws -> Opened {
+        guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
+        let minInner = senderKeyLength + authLength + Padding.buckets[0]
+        guard sealed.count >= ephemeralLength + hintLength + minInner + tagLength else {
+            throw YaOKError(.malformedEnvelope, "Envelope too short")
+        }
+        try Sodium.ensureInitialized()
+        let recipientKey = recipient.publicIdentity.encryptionKey
+        let ephemeral = Array(sealed[0..<ephemeralLength])
+        let hintBytes = Array(sealed[ephemeralLength..<ephemeralLength + hintLength])
+        guard Sodium.constantTimeEqual(hintBytes, hint(ephemeral: ephemeral, recipientKey: recipientKey)) else {
+            throw YaOKError(.notForMe)
+        }
+        var shared = try recipient.encryptionSecret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: ephemeral) }
+        defer { Sodium.wipe(&shared) }
+        let (key, nonce) = messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey)
+        let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp,
+                                ephemeral: ephemeral) + extra
+
+        let cipherStart = ephemeralLength + hintLength
+        let cipherLength = sealed.count - cipherStart
+        var inner = [UInt8](repeating: 0, count: cipherLength - tagLength)
+        defer { Sodium.wipe(&inner) }
+        var innerLength: UInt64 = 0
+        let rc = sealed.withUnsafeBufferPointer { s in
+            crypto_aead_xchacha20poly1305_ietf_decrypt(&inner, &innerLength, nil,
+                                                       s.baseAddress! + cipherStart, UInt64(cipherLength),
+                                                       ad, UInt64(ad.count), nonce, key)
+        }
+        guard rc == 0 else { throw YaOKError(.tampered) }
+
+        let senderKey = Array(inner[0..<senderKeyLength])
+        let auth = Array(inner[senderKeyLength..<senderKeyLength + authLength])
+        guard let body = Padding.unpad(inner[(senderKeyLength + authLength)...]), !body.isEmpty else {
+            throw YaOKError(.malformedEnvelope, "Bad padding")
+        }
+        let expected = try? recipient.encryptionSecret.withUnsafeBytes {
+            try authenticator(staticSecret: $0, peerKey: senderKey, senderKey: senderKey,
+                              recipientKey: recipientKey, ad: ad, body: body)
+        }
+        guard let expected, Sodium.constantTimeEqual(auth, expected) else { throw YaOKError(.senderAuthFailed) }
+        guard isKnownSender(senderKey) else { throw YaOKError(.unknownSender) }
+        return Opened(senderKey: senderKey, body: Array(body))
+    }
+
+    /// version || recipient key || message ID || timestamp (u64 BE, ms) || ephemeral key;
+    /// the caller's extra associated data follows it.
+    static func associatedData(recipientKey: [UInt8], messageID: [UInt8], timestamp: UInt64, ephemeral: [UInt8]) -> [UInt8] {
+        var ad: [UInt8] = [version]
+        ad.reserveCapacity(1 + 32 + 16 + 8 + 32)
+        ad += recipientKey
+        ad += messageID
+        ad += withUnsafeBytes(of: timestamp.bigEndian, Array.init)
+        ad += ephemeral
+        return ad
+    }
+
+    /// BLAKE2b-64 keyed "YaOK-hint-v1" over E || recipient key: unlinkable across messages
+    /// (E is fresh), checkable only by whoever knows the recipient's public key.
+    static func hint(ephemeral: [UInt8], recipientKey: [UInt8]) -> [UInt8] {
+        Sodium.blake2b(ephemeral + recipientKey, key: hintKey, outputLength: hintLength)
+    }
+
+    /// BLAKE2b-512 keyed "YaOK-envelope-v1" over DH(e, R) || E || R: key (32) || nonce (24).
+    static func messageKey(shared: [UInt8], ephemeral: [UInt8], recipientKey: [UInt8]) -> (key: [UInt8], nonce: [UInt8]) {
+        var okm = Sodium.blake2b(shared + ephemeral + recipientKey, key: keyKey, outputLength: 64)
+        defer { Sodium.wipe(&okm) }
+        return (Array(okm[0..<32]), Array(okm[32..<56]))
+    }
+
+    /// BLAKE2b-128 keyed with BLAKE2b-256("YaOK-auth-v1"; DH(s, R) || S || R) over AD || body.
+    static func authenticator(staticSecret: UnsafeRawBufferPointer, peerKey: [UInt8], senderKey: [UInt8],
+                              recipientKey: [UInt8], ad: [UInt8], body: ArraySlice<UInt8>) throws -> [UInt8] {
+        var ss = try Sodium.x25519(secret: staticSecret, publicKey: peerKey)
+        defer { Sodium.wipe(&ss) }
+        var authKey = Sodium.blake2b(ss + senderKey + recipientKey, key: authKeyKey, outputLength: 32)
+        defer { Sodium.wipe(&authKey) }
+        return Sodium.blake2b(ad + body, key: authKey, outputLength: authLength)
+    }
+}

@@ -1,0 +1,158 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// Contacts (US-010, US-011, US-012, US-031). All need the node unlocked.
+extension Node {
+    /// Decodes and checks a card without storing anything: what "add" would add, and
+    /// whether this person is already a contact. Bad card: `invalidCard`.
+    public func previewContact(card text: String) throws -> ContactPreview {
+        let card = try ContactCard(text: text)
+        return try withUnlocked { store, keys, _ in
+            let existing = try existingContact(card, store, keys)
+            return ContactPreview(name: card.name, publicIdentity: card.publicIdentity, existingContactID: existing?.id)
+        }
+    }
+
+    /// Adds the person on `card`. Already a contact: `contactExists`, "<name> is already in
+    /// your contacts", and nothing changes. One's own card is refused.
+    public func addContact(card text: String) throws -> Contact {
+        let card = try ContactCard(text: text)
+        let contact = try withUnlocked { store, keys, s -> Contact in
+            guard card.publicIdentity != keys.identity.publicIdentity else {
+                throw YaOKError(.invalidArgument, "This is your own contact card")
+            }
+            if let existing = try existingContact(card, store, keys) {
+                throw YaOKError(.contactExists, "\(existing.name) is already in your contacts")
+            }
+            let id = try store.insertContact(card, lookup: Node.lookup(card.publicIdentity, keys), cipher: keys.cipher, now: now)
+            return try loadContact(id, store, keys, s)
+        }
+        events.emit(.contactsChanged(contactID: contact.id))
+        return contact
+    }
+
+    /// Every contact, by name (case-insensitive), then id.
+    public func contacts() throws -> [Contact] {
+        try withUnlocked { store, keys, s in
+            try store.contactRecords(cipher: keys.cipher)
+                .map { Node.contact($0, s) }
+                .sorted { ($0.name.lowercased(), $0.id) < ($1.name.lowercased(), $1.id) }
+        }
+    }
+
+    /// One contact; `notFound` if there is none with `id`.
+    public func contact(_ id: Int64) throws -> Contact {
+        try withUnlocked { store, keys, s in try loadContact(id, store, keys, s) }
+    }
+
+    /// The one contact that `query` names: its id (digits), user ID, a fingerprint prefix of
+    /// at least 4 hex digits (spaces ignored), or its name (case-insensitive). None:
+    /// `notFound`; several: `invalidArgument` asking for something more specific.
+    public func findContact(_ query: String) throws -> Contact {
+        let q = query.trimmingWhitespace()
+        let all = try contacts()
+        // Digits name an ID first; a fingerprint prefix can be all digits too ("1234ABCD…"
+        // starts "1234"), so a number that is no ID falls through to the other matches.
+        if let id = Int64(q), let byID = all.first(where: { $0.id == id }) { return byID }
+        let hex = q.replacingSpaces().uppercased()
+        let isHex = hex.count >= 4 && hex.allSatisfy { $0.isHexDigit }
+        let matches = all.filter {
+            $0.userID == q.lowercased() || (isHex && $0.fingerprint.hex.hasPrefix(hex)) || $0.name.lowercased() == q.lowercased()
+        }
+        guard let first = matches.first else { throw YaOKError(.notFound, "No contact matches \"\(q)\"") }
+        guard matches.count == 1 else {
+            throw YaOKError(.invalidArgument, "\"\(q)\" matches \(matches.count) contacts; use the ID or more of the fingerprint")
+        }
+        return first
+    }
+
+    /// Marks a contact verified after comparing fingerprints out of band (US-031).
+    public func verifyContact(_ id: Int64) throws {
+        try withUnlocked { store, _, _ in
+            guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
+            try store.db.transaction {
+                try store.setContactVerified(id)
+                try logSecurityEvent(store, .contactVerified, "contact \(id)")
+            }
+        }
+        events.emit(.contactsChanged(contactID: id))
+    }
+
+    /// Renames a contact (2-50 characters, `invalidName` otherwise).
+    @discardableResult
+    public func renameContact(_ id: Int64, to name: String) throws -> Contact {
+        let name = try DisplayName.validate(name)
+        let contact = try withUnlocked { store, keys, s -> Contact in
+            guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
+            try store.renameContact(id, to: name, cipher: keys.cipher)
+            return try loadContact(id, store, keys, s)
+        }
+        events.emit(.contactsChanged(contactID: id))
+        return contact
+    }
+
+    /// Deletes a contact and its public keys (US-012). By default the messages stay,
+    /// readable under the conversation id (= the contact id), and the person can no longer
+    /// be messaged; `deleteMessages: true` deletes them too. Either way no row is orphaned.
+    public func deleteContact(_ id: Int64, deleteMessages: Bool = false) throws {
+        try withUnlocked { store, _, s in
+            guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
+            try store.deleteContact(id, withMessages: deleteMessages)
+            s.online[id] = nil
+        }
+        events.emit(.contactsChanged(contactID: id))
+    }
+
+    /// For transports: the contact is connected now over `transport` ("Bluetooth", "LAN",
+    /// "Relay"), or no longer connected when nil. Updates the stored last-seen time.
+    public func setContactConnection(_ id: Int64, transport: String?) throws {
+        try withUnlocked { store, _, s in
+            guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
+            if let transport {
+                s.online[id] = transport
+                try store.setLastSeen(id, time: now, transport: transport)
+            } else if let previous = s.online.removeValue(forKey: id) {
+                try store.setLastSeen(id, time: now, transport: previous)
+            }
+        }
+        events.emit(.contactsChanged(contactID: id))
+    }
+
+    // MARK: -
+
+    static func lookup(_ keys: PublicIdentity, _ unlocked: UnlockedKeys) -> [UInt8] {
+        unlocked.cipher.lookup(Array("YaOK-peer-v1".utf8) + keys.keyBytes)
+    }
+
+    private func existingContact(_ card: ContactCard, _ store: Store, _ keys: UnlockedKeys) throws -> Store.ContactRecord? {
+        guard let id = try store.conversationID(lookup: Node.lookup(card.publicIdentity, keys)) else { return nil }
+        return try store.contactRecords(cipher: keys.cipher, id: id).first
+    }
+
+    private func loadContact(_ id: Int64, _ store: Store, _ keys: UnlockedKeys, _ s: NodeState) throws -> Contact {
+        guard let record = try store.contactRecords(cipher: keys.cipher, id: id).first else {
+            throw YaOKError(.notFound, "No such contact")
+        }
+        return Node.contact(record, s)
+    }
+
+    private static func contact(_ r: Store.ContactRecord, _ s: NodeState) -> Contact {
+        let connection: ConnectionStatus
+        if let transport = s.online[r.id] {
+            connection = .online(transport: transport)
+        } else if let seen = r.lastSeen {
+            connection = .lastSeen(seen)
+        } else {
+            connection = .neverConnected
+        }
+        return Contact(id: r.id, name: r.name, publicIdentity: r.publicIdentity, verified: r.verified,
+                       addedAt: r.addedAt, connection: connection)
+    }
+}
+
+extension String {
+    func replacingSpaces() -> String { String(unicodeScalars.filter { !$0.properties.isWhitespace }) }
+}

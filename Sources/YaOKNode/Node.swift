@@ -1,0 +1,193 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// A Ya OK profile: one identity, its contacts, messages and security log, kept in one
+/// data directory. Several nodes (on different directories) are fully independent.
+///
+/// Threads: every method may be called from any thread; calls are serialised by the
+/// node's lock. Each node owns an event thread (`EventLoop`) where auto-lock fires and the
+/// event handler runs — never while the node's lock is held, so a handler may call back in.
+///
+/// Locking: after `open` a node is locked. `setup` (first time) or `unlock` loads the keys;
+/// `lock`, auto-lock and `reset` drop them (their guarded memory is wiped on release).
+/// Every method that needs keys throws `YaOKError(.locked)` while locked.
+public final class Node: Sendable {
+    public struct Options: Sendable {
+        /// Argon2id costs for a new PIN. Keep `.standard`; tests may use
+        /// `.insecureFastForTestsOnly`. An existing vault keeps the costs it was sealed with.
+        public var pinHashing: PINHashing = .standard
+        /// Wall clock in milliseconds since 1970, for stored times and the lockout deadline.
+        /// Injectable so that tests can move time; the default is CLOCK_REALTIME.
+        public var clock: @Sendable () -> Int64 = Node.systemClock
+
+        public init() {}
+    }
+
+    /// Three wrong PINs in a row lock the PIN out for thirty seconds (AC-030-03).
+    public static let maxPINAttempts = Store.LockState.maxFailures
+    public static let lockoutMilliseconds: Int64 = 30_000
+    /// The longest lockout: one hour.
+    public static let maxLockoutMilliseconds: Int64 = 3_600_000
+
+    /// How long the `n`th lockout since the last successful unlock lasts (n ≥ 1): 30 s, then
+    /// doubling up to an hour. A 6-digit PIN has only 10^6 values; at a constant 3 tries per
+    /// 30 s half of them fall in about two months, at 3 per hour it takes decades.
+    public static func lockoutMilliseconds(lockout n: Int) -> Int64 {
+        let doublings = min(max(n, 1) - 1, 7)
+        return min(lockoutMilliseconds << Int64(doublings), maxLockoutMilliseconds)
+    }
+
+    public let dataDirectory: String
+    let options: Options
+    let loop: EventLoop
+    let state: Locked<NodeState>
+    let events: EventSink
+
+    /// Opens (creating if needed) the node stored in `dataDirectory`, locked.
+    /// Migrates an older store; a newer or damaged one is `corruptStore`.
+    public init(dataDirectory: String, options: Options = Options()) throws {
+        try Sodium.ensureInitialized()
+        self.dataDirectory = dataDirectory
+        self.options = options
+        let store = try Store(directory: dataDirectory)
+        let autoLock = try Node.loadAutoLock(store)
+        loop = try EventLoop()
+        state = Locked(NodeState(store: store, autoLock: autoLock))
+        events = EventSink(loop: loop)
+    }
+
+    deinit { close() }
+
+    /// Locks, stops the event thread (waiting for a running handler to return, unless
+    /// called from the handler itself) and closes the database. Later calls throw `closed`.
+    /// Idempotent.
+    public func close() {
+        loop.stop()
+        state.withLock { s in
+            s.dropKeys(loop: loop)
+            s.store?.close()
+            s.store = nil
+        }
+        events.setHandler(nil)
+    }
+
+    /// Sets the function that receives this node's events, replacing (and releasing) the
+    /// previous one; nil removes it. The handler runs on the node's event thread, one event
+    /// at a time. A previous handler is released on the event thread after any event it is
+    /// handling, so it is never released while running.
+    public func setEventHandler(_ handler: (@Sendable (NodeEvent) -> Void)?) {
+        events.setHandler(handler)
+    }
+
+    public static let systemClock: @Sendable () -> Int64 = { Clock.milliseconds() }
+
+    // MARK: - Internal helpers shared by the Node+*.swift files
+
+    var now: Int64 { options.clock() }
+
+    /// Runs `body` under the node's lock with the open store.
+    func withStore<R: Sendable>(_ body: (Store, inout NodeState) throws -> R) throws -> R {
+        try state.withLock { s in
+            guard let store = s.store else { throw YaOKError(.closed) }
+            return try body(store, &s)
+        }
+    }
+
+    /// Runs `body` under the node's lock with the store and the keys; `locked` if there are
+    /// no keys. Counts as activity for auto-lock.
+    func withUnlocked<R: Sendable>(_ body: (Store, UnlockedKeys, inout NodeState) throws -> R) throws -> R {
+        try withStore { store, s in
+            guard let keys = s.keys else { throw YaOKError(.locked) }
+            s.lastActivity = EventLoop.monotonicNanoseconds()
+            return try body(store, keys, &s)
+        }
+    }
+
+    /// Writes a security event and announces it. Call under the node's lock.
+    @discardableResult
+    func logSecurityEvent(_ store: Store, _ kind: SecurityEventKind, _ detail: String = "") throws -> SecurityEvent {
+        let event = try store.appendSecurityEvent(kind, detail, time: now)
+        events.emit(.security(event))
+        return event
+    }
+
+    static func loadAutoLock(_ store: Store) throws -> AutoLock {
+        guard let ms = try store.setting(Node.autoLockSetting) else { return .standard }
+        return ms < 0 ? .never : .after(seconds: Double(ms) / 1000)
+    }
+
+    static let autoLockSetting = "auto_lock_ms"
+}
+
+/// The keys an unlocked node holds, all in guarded memory. Dropping the last reference
+/// wipes them (SecureBytes deinit → sodium_free).
+final class UnlockedKeys: Sendable {
+    let contents: VaultContents
+    let identity: Identity
+    let cipher: FieldCipher
+
+    init(_ contents: VaultContents) throws {
+        self.contents = contents
+        identity = try Identity(name: contents.name, secrets: contents.identitySecrets)
+        cipher = try FieldCipher(databaseKey: contents.databaseKey)
+    }
+}
+
+/// Everything the node's lock protects.
+struct NodeState {
+    var store: Store?
+    var keys: UnlockedKeys?
+    var autoLock: AutoLock
+    /// CLOCK_MONOTONIC nanoseconds of the last call that used the keys.
+    var lastActivity: UInt64 = 0
+    var autoLockTimer: EventLoop.TimerID?
+    /// Bumped by reset, so an unlock that started before a reset cannot finish after it.
+    var generation = 0
+    /// Contacts connected right now, with the transport's name (in memory only).
+    var online: [Int64: String] = [:]
+
+    init(store: Store, autoLock: AutoLock) {
+        self.store = store
+        self.autoLock = autoLock
+    }
+
+    /// Forgets the keys and the auto-lock timer. Returns whether the node was unlocked.
+    @discardableResult
+    mutating func dropKeys(loop: EventLoop) -> Bool {
+        if let timer = autoLockTimer { loop.cancel(timer) }
+        autoLockTimer = nil
+        defer { keys = nil }
+        return keys != nil
+    }
+}
+
+/// Delivers events to the app's handler on the event thread.
+final class EventSink: Sendable {
+    typealias Handler = @Sendable (NodeEvent) -> Void
+    private let loop: EventLoop
+    private let handler = Locked<Handler?>(nil)
+
+    init(loop: EventLoop) { self.loop = loop }
+
+    func emit(_ event: NodeEvent) {
+        loop.post { [self] in
+            // Read at delivery time, outside any node lock; the call happens unlocked too.
+            guard let current = self.handler.withLock({ $0 }) else { return }
+            current(event)
+        }
+    }
+
+    func setHandler(_ new: Handler?) {
+        let old = handler.withLock { h -> Handler? in
+            defer { h = new }
+            return h
+        }
+        // Release the old handler on the event thread, after any event it is handling
+        // (a C registration's free_user_data runs then). If the loop has stopped, the
+        // closure is dropped here, which releases it on this thread.
+        if let old { loop.post { _ = old } }
+    }
+}

@@ -1,0 +1,135 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// What a node tells the app, on the node's event thread (see `Node.setEventHandler`).
+/// The C ABI passes `kind` and `json` (schemas in docs/ABI.md).
+public enum NodeEvent: Sendable, Equatable {
+    /// The node locked: `reason` is "manual", "auto_lock" or "reset".
+    case locked(reason: String)
+    /// The node unlocked: `method` is "pin", "platform_key" or "setup".
+    case unlocked(method: String)
+    /// A security event was written to the log.
+    case security(SecurityEvent)
+    /// A message was stored (sent by us or received).
+    case messageStored(Message)
+    /// An outgoing message changed status.
+    case messageStatusChanged(Message)
+    /// A contact was added, renamed, verified, deleted or changed connection status.
+    case contactsChanged(contactID: Int64)
+
+    /// YAOK_EVENT_* in include/yaok.h. Never renumbered.
+    public var kind: UInt32 {
+        switch self {
+        case .locked: return 1
+        case .unlocked: return 2
+        case .security: return 3
+        case .messageStored: return 4
+        case .messageStatusChanged: return 5
+        case .contactsChanged: return 6
+        }
+    }
+
+    public var json: JSON {
+        switch self {
+        case .locked(let reason): return .object([("reason", .string(reason))])
+        case .unlocked(let method): return .object([("method", .string(method))])
+        case .security(let event): return event.json
+        case .messageStored(let message), .messageStatusChanged(let message): return message.json
+        case .contactsChanged(let id): return .object([("contact_id", .int(id))])
+        }
+    }
+}
+
+// JSON forms shared by events and the C ABI's structured results (docs/ABI.md).
+
+extension SecurityEvent {
+    public var json: JSON {
+        .object([("id", .int(id)), ("time_ms", .int(time)), ("kind", .string(kind.rawValue)), ("detail", .string(detail))])
+    }
+}
+
+extension Message {
+    public var json: JSON {
+        .object([
+            ("message_id", .string(messageIDHex)),
+            ("conversation_id", .int(conversationID)),
+            ("direction", .string(direction.name)),
+            ("status", .string(status.name)),
+            ("text", .string(text)),
+            ("sender_timestamp_ms", .int(senderTimestamp)),
+            ("created_ms", .int(createdAt)),
+            ("sent_ms", sentAt.map { .int($0) } ?? .null),
+            ("received_ms", receivedAt.map { .int($0) } ?? .null),
+            ("unread", .bool(unread)),
+        ])
+    }
+}
+
+extension HistoryPage {
+    public var json: JSON {
+        .object([("messages", .array(messages.map(\.json))), ("older_cursor", olderCursor.map { .string($0) } ?? .null)])
+    }
+}
+
+extension ConnectionStatus {
+    public var json: JSON {
+        switch self {
+        case .online(let transport): return .object([("state", .string("online")), ("transport", .string(transport))])
+        case .lastSeen(let t): return .object([("state", .string("last_seen")), ("last_seen_ms", .int(t))])
+        case .neverConnected: return .object([("state", .string("never_connected"))])
+        }
+    }
+}
+
+extension PublicIdentity {
+    /// The fields every JSON form of a person starts with (contact, preview, profile).
+    func jsonFields(name: String) -> [(String, JSON)] {
+        [("name", .string(name)), ("user_id", .string(userID)),
+         ("fingerprint", .string(fingerprint.hex)), ("fingerprint_short", .string(fingerprint.short))]
+    }
+}
+
+extension Contact {
+    public var json: JSON {
+        .object([("id", .int(id))] + publicIdentity.jsonFields(name: name) + [
+            ("verified", .bool(verified)),
+            ("added_ms", .int(addedAt)),
+            ("connection", connection.json),
+        ])
+    }
+}
+
+extension ContactCard {
+    /// A profile: the public identity behind a card, with the card text itself.
+    public var json: JSON {
+        .object(publicIdentity.jsonFields(name: name) + [("card", .string(text))])
+    }
+}
+
+extension ContactPreview {
+    public var json: JSON {
+        .object(publicIdentity.jsonFields(name: name)
+                + [("existing_contact_id", existingContactID.map { .int($0) } ?? .null)])
+    }
+}
+
+extension NodeStatus {
+    public var json: JSON {
+        let autoLockSeconds: JSON
+        switch autoLock {
+        case .after(let s): autoLockSeconds = .int(Int64((s * 1000).rounded()))
+        case .never: autoLockSeconds = .null
+        }
+        return .object([
+            ("initialized", .bool(initialized)),
+            ("locked", .bool(locked)),
+            ("lockout_seconds", .int(Int64(lockoutSecondsRemaining))),
+            ("failed_attempts", .int(Int64(failedAttempts))),
+            ("auto_lock_ms", autoLockSeconds),
+            ("platform_key_registered", .bool(platformKeyRegistered)),
+        ])
+    }
+}

@@ -1,0 +1,171 @@
+internal import CSQLite
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+
+/// A thin, synchronous wrapper over one sqlite3 connection (system libsqlite3).
+/// Not thread-safe by itself: its owner serialises access (one connection per owner).
+/// Every sqlite3 failure becomes a YaOKError: `diskFull` for SQLITE_FULL, `corruptStore`
+/// for SQLITE_CORRUPT/SQLITE_NOTADB, `storage` otherwise, with sqlite's message.
+public final class Database {
+    private var handle: OpaquePointer?
+    public let path: String
+
+    /// Opens (creating if needed) the database at `path` in WAL mode with foreign keys on.
+    /// `synchronous=FULL` so a committed transaction survives power loss, not just a crash.
+    public init(path: String) throws {
+        self.path = path
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close(db)
+            throw Database.error(rc, "Cannot open database: \(message)")
+        }
+        handle = db
+        sqlite3_busy_timeout(db, 5000)
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=FULL")
+        try execute("PRAGMA foreign_keys=ON")
+        try execute("PRAGMA secure_delete=ON")
+        // Sorts and temporary tables in RAM, not in unnamed files in /var/tmp that are
+        // outside the data directory (and so outside reset and its permissions).
+        try execute("PRAGMA temp_store=MEMORY")
+    }
+
+    deinit { close() }
+
+    public func close() {
+        if let handle { sqlite3_close_v2(handle) }
+        handle = nil
+    }
+
+    private var db: OpaquePointer {
+        get throws {
+            guard let handle else { throw YaOKError(.storage, "Database is closed") }
+            return handle
+        }
+    }
+
+    /// Runs one or more statements that take no parameters and return no rows we need.
+    public func execute(_ sql: String) throws {
+        let rc = sqlite3_exec(try db, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw try lastError(rc) }
+    }
+
+    /// Runs `sql` with `arguments`, calling `row` for each result row.
+    public func query(_ sql: String, _ arguments: [SQLValue] = [], row: (Row) throws -> Void = { _ in }) throws {
+        let statement = try prepare(sql)
+        defer { sqlite3_finalize(statement) }
+        try bind(arguments, to: statement)
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw try lastError(rc) }
+            try row(Row(statement: statement))
+        }
+    }
+
+    /// Runs a statement and returns the rows it produced, each mapped by `map`.
+    public func rows<T>(_ sql: String, _ arguments: [SQLValue] = [], map: (Row) throws -> T) throws -> [T] {
+        var out: [T] = []
+        try query(sql, arguments) { out.append(try map($0)) }
+        return out
+    }
+
+    /// Runs `body` in an IMMEDIATE transaction: committed if it returns, rolled back if it throws.
+    public func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    public var changes: Int { (try? Int(sqlite3_changes(db))) ?? 0 }
+
+    public var lastInsertRowID: Int64 { (try? sqlite3_last_insert_rowid(db)) ?? 0 }
+
+    /// PRAGMA user_version: the schema version that migrations advance.
+    public var userVersion: Int {
+        get throws {
+            var version = 0
+            try query("PRAGMA user_version") { version = $0.int(0) }
+            return version
+        }
+    }
+
+    public func setUserVersion(_ version: Int) throws {
+        try execute("PRAGMA user_version = \(version)")
+    }
+
+    private func prepare(_ sql: String) throws -> OpaquePointer {
+        var statement: OpaquePointer?
+        let rc = sqlite3_prepare_v2(try db, sql, -1, &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw try lastError(rc) }
+        return statement
+    }
+
+    private func bind(_ arguments: [SQLValue], to statement: OpaquePointer) throws {
+        for (i, value) in arguments.enumerated() {
+            let index = Int32(i + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(statement, index)
+            case .int(let v): rc = sqlite3_bind_int64(statement, index, v)
+            case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, yaok_sqlite_transient())
+            case .blob(let v):
+                rc = v.withUnsafeBytes {
+                    // A zero-length blob must still bind as a blob, not NULL.
+                    sqlite3_bind_blob(statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                                      Int32($0.count), yaok_sqlite_transient())
+                }
+            }
+            guard rc == SQLITE_OK else { throw try lastError(rc) }
+        }
+    }
+
+    private func lastError(_ rc: Int32) throws -> YaOKError {
+        Database.error(rc, String(cString: sqlite3_errmsg(try db)))
+    }
+
+    static func error(_ rc: Int32, _ message: String) -> YaOKError {
+        switch rc & 0xff {
+        case SQLITE_FULL: return YaOKError(.diskFull, "Not enough storage space: \(message)")
+        case SQLITE_CORRUPT, SQLITE_NOTADB: return YaOKError(.corruptStore, "The data store is corrupt: \(message)")
+        default: return YaOKError(.storage, "Storage error: \(message)")
+        }
+    }
+}
+
+/// A value bound to or read from SQL.
+public enum SQLValue: Equatable, Sendable {
+    case null
+    case int(Int64)
+    case text(String)
+    case blob([UInt8])
+}
+
+/// One result row, valid only inside the `row` callback.
+public struct Row {
+    fileprivate let statement: OpaquePointer
+
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+    public func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(statement, column)) }
+    public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+    public func text(_ column: Int32) -> String {
+        guard let p = sqlite3_column_text(statement, column) else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(statement, column))), as: UTF8.self)
+    }
+    public func blob(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let p = sqlite3_column_blob(statement, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: count))
+    }
+}

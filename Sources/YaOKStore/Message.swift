@@ -1,0 +1,75 @@
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+
+/// A stored message (US-020, US-023).
+public struct Message: Sendable, Equatable {
+    /// The 16-byte message ID that also travels in the packet header.
+    public let messageID: [UInt8]
+    /// The conversation: the contact's id (it stays valid if the contact is deleted and
+    /// the messages are kept).
+    public let conversationID: Int64
+    public let direction: MessageDirection
+    public let status: MessageStatus
+    public let text: String
+    /// The sender's clock, milliseconds since 1970: history is ordered by it.
+    public let senderTimestamp: Int64
+    /// When this node stored the message.
+    public let createdAt: Int64
+    /// Outgoing: when the first transport accepted it.
+    public let sentAt: Int64?
+    /// Incoming: when it arrived here.
+    public let receivedAt: Int64?
+    public let unread: Bool
+
+    public var messageIDHex: String { Hex.encode(messageID) }
+}
+
+public enum MessageDirection: Int, Sendable, Equatable {
+    case outgoing = 0
+    case incoming = 1
+
+    public var name: String { self == .outgoing ? "outgoing" : "incoming" }
+}
+
+/// Delivery status (AC-023-03). Incoming messages are stored as `delivered`.
+public enum MessageStatus: Int, Sendable, Equatable, CaseIterable {
+    case pending = 0
+    case sending = 1
+    case sent = 2
+    case delivered = 3
+    case failed = 4
+
+    public var name: String {
+        switch self {
+        case .pending: return "pending"
+        case .sending: return "sending"
+        case .sent: return "sent"
+        case .delivered: return "delivered"
+        case .failed: return "failed"
+        }
+    }
+}
+
+/// One page of a conversation, oldest first. `olderCursor` fetches the page before it;
+/// nil when this page reaches the first message.
+public struct HistoryPage: Sendable, Equatable {
+    public let messages: [Message]
+    public let olderCursor: String?
+}
+
+/// A received, decrypted message for `Node.storeIncoming(_:)`.
+public struct IncomingMessage: Sendable {
+    public let contactID: Int64
+    public let text: String
+    public let messageID: [UInt8]
+    /// The sender's timestamp, milliseconds since 1970.
+    public let sentAt: Int64
+
+    public init(contactID: Int64, text: String, messageID: [UInt8], sentAt: Int64) {
+        self.contactID = contactID
+        self.text = text
+        self.messageID = messageID
+        self.sentAt = sentAt
+    }
+}

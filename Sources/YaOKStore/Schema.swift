@@ -1,0 +1,101 @@
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+
+/// The database schema as a list of migrations. Migration N (1-based) takes a database at
+/// `PRAGMA user_version` N-1 to N; they run in order, each in its own transaction, every
+/// time a store opens. Never edit a released migration: append a new one.
+enum Schema {
+    static let migrations: [String] = [
+        // 1: the lock. The vault holds the sealed keys; lock_state the persisted PIN
+        // failures and lockout deadline; settings small integers (auto-lock); the security
+        // log has no message content and no keys.
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+        CREATE TABLE vault (
+            kind TEXT PRIMARY KEY,
+            salt BLOB NOT NULL,
+            ops_limit INTEGER NOT NULL,
+            mem_limit INTEGER NOT NULL,
+            nonce BLOB NOT NULL,
+            ciphertext BLOB NOT NULL
+        );
+        CREATE TABLE lock_state (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            failures INTEGER NOT NULL,
+            locked_until_ms INTEGER NOT NULL
+        );
+        INSERT INTO lock_state VALUES (1, 0, 0);
+        CREATE TABLE settings (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        CREATE TABLE security_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            time_ms INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            detail TEXT NOT NULL
+        );
+        """,
+        // 2: contacts and messages. A conversation outlives its contact when the contact is
+        // deleted but the messages are kept (US-012); a contact shares its conversation's id.
+        // peer_lookup is a keyed hash of the peer's public keys; names, keys, titles and
+        // bodies are AEAD ciphertexts (FieldCipher).
+        """
+        CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY,
+            peer_lookup BLOB NOT NULL UNIQUE,
+            title BLOB NOT NULL
+        );
+        CREATE TABLE contacts (
+            id INTEGER PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+            name BLOB NOT NULL,
+            keys BLOB NOT NULL,
+            verified INTEGER NOT NULL DEFAULT 0,
+            added_ms INTEGER NOT NULL
+        );
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            message_id BLOB NOT NULL,
+            direction INTEGER NOT NULL,
+            status INTEGER NOT NULL,
+            sender_ts_ms INTEGER NOT NULL,
+            created_ms INTEGER NOT NULL,
+            sent_ms INTEGER,
+            received_ms INTEGER,
+            unread INTEGER NOT NULL,
+            body BLOB NOT NULL,
+            UNIQUE (conversation_id, message_id)
+        );
+        CREATE INDEX messages_history ON messages (conversation_id, sender_ts_ms, id);
+        CREATE INDEX messages_by_id ON messages (message_id);
+        """,
+        // 3: connection status (US-011) and a small index for unread counts.
+        """
+        ALTER TABLE contacts ADD COLUMN last_seen_ms INTEGER;
+        ALTER TABLE contacts ADD COLUMN last_transport TEXT;
+        CREATE INDEX messages_unread ON messages (conversation_id) WHERE unread = 1;
+        """,
+        // 4: message IDs seen on the wire, for duplicate detection across restarts
+        // (docs/PROTOCOL.md §4.8).
+        DuplicateFilter.tableSQL,
+        // 5: consecutive lockouts, so that each lockout after the first lasts longer.
+        "ALTER TABLE lock_state ADD COLUMN lockouts INTEGER NOT NULL DEFAULT 0;",
+    ]
+
+    static var latestVersion: Int { migrations.count }
+
+    /// Brings `db` up to `target` (default: the latest). A database newer than this code is
+    /// refused rather than misread.
+    static func migrate(_ db: Database, to target: Int = latestVersion) throws {
+        let current = try db.userVersion
+        guard current <= latestVersion else {
+            throw YaOKError(.corruptStore, "The data store was written by a newer version of Ya OK (schema \(current))")
+        }
+        guard current < target else { return }
+        for version in (current + 1)...target {
+            try db.transaction {
+                try db.execute(migrations[version - 1])
+                try db.setUserVersion(version)
+            }
+        }
+    }
+}

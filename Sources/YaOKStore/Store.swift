@@ -1,0 +1,58 @@
+import Glibc
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+
+/// One node's persistent state: the SQLite database `yaok.db` (WAL) in the node's data
+/// directory, migrated to the latest schema on open. Not thread-safe: the Node serialises
+/// every call. Methods that touch encrypted columns take the unlocked `FieldCipher`.
+package final class Store {
+    static let fileName = "yaok.db"
+    /// Every file SQLite may create next to the database: reset deletes them all.
+    static let fileSuffixes = ["", "-wal", "-shm", "-journal"]
+
+    package let db: Database
+    let directory: String
+
+    package init(directory: String) throws {
+        self.directory = directory
+        try Store.makeDirectory(directory)
+        let path = directory + "/" + Store.fileName
+        // Only the owner may read the files, though nothing secret is in them in clear.
+        // Creating the database file 0600 before SQLite opens it leaves no moment in which
+        // it is readable by others, and SQLite gives its -wal and -shm files the same mode.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw YaOKError(errno == ENOSPC ? .diskFull : .storage,
+                            "Cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        Glibc.close(fd)
+        db = try Database(path: path)
+        for suffix in Store.fileSuffixes { _ = chmod(path + suffix, 0o600) }
+        try Schema.migrate(db)
+    }
+
+    package func close() { db.close() }
+
+    /// Removes the database files. Only call after `close()`.
+    package static func deleteFiles(in directory: String) throws {
+        for suffix in fileSuffixes {
+            let path = directory + "/" + fileName + suffix
+            if unlink(path) != 0 && errno != ENOENT {
+                throw YaOKError(.storage, "Cannot delete \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    /// mkdir -p with mode 0700 for the directories it creates.
+    private static func makeDirectory(_ path: String) throws {
+        guard !path.isEmpty else { throw YaOKError(.invalidArgument, "The data directory must not be empty") }
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += part + "/"
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw YaOKError(.storage, "Cannot create \(prefix): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import YaOKSupport
+
+/// A decoded packet of any type (docs/PROTOCOL.md §4.1). `decode` is strict: it accepts
+/// exactly the bytes that `encode` produces, so decode ∘ encode is the identity and
+/// encode ∘ decode returns the input unchanged (the fuzzer checks both). Errors:
+/// `unsupportedVersion` for a version other than 1, `unknownPacketType` for a type byte
+/// not in PacketType, `malformedPacket` for everything else, each with a readable message.
+/// Pure Swift (fuzz build).
+public enum Packet: Equatable, Sendable {
+    /// A message or ack: routed header plus opaque payload (for messages, `Envelope.seal` output).
+    case routed(RoutedHeader, payload: [UInt8])
+    /// Link-local handshake: version, type, payload length (u16), payload. Not forwarded.
+    case handshake(payload: [UInt8])
+    case fragment(Fragment)
+
+    public static let handshakeHeaderLength = 4
+
+    public var type: PacketType {
+        switch self {
+        case .routed(let header, _): return header.type
+        case .handshake: return .handshake
+        case .fragment: return .fragment
+        }
+    }
+
+    /// Throws `malformedPacket` if the packet would exceed `Wire.maxPacketLength`.
+    public func encode() throws -> [UInt8] {
+        var out: [UInt8] = []
+        switch self {
+        case .routed(let header, let payload):
+            try Self.checkEncodable(payload.count, headerLength: RoutedHeader.length)
+            out.reserveCapacity(RoutedHeader.length + payload.count)
+            header.write(payloadLength: payload.count, to: &out)
+            out += payload
+        case .handshake(let payload):
+            try Self.checkEncodable(payload.count, headerLength: Self.handshakeHeaderLength)
+            out.reserveCapacity(Self.handshakeHeaderLength + payload.count)
+            out.append(Wire.version)
+            out.append(PacketType.handshake.rawValue)
+            out.appendBigEndian(UInt64(payload.count), count: 2)
+            out += payload
+        case .fragment(let fragment):
+            try Self.checkEncodable(fragment.data.count, headerLength: Fragment.headerLength)
+            fragment.write(to: &out)
+        }
+        return out
+    }
+
+    private static func checkEncodable(_ payloadLength: Int, headerLength: Int) throws {
+        guard payloadLength <= Wire.maxPacketLength - headerLength else {
+            throw YaOKError(.malformedPacket, "Payload of \(payloadLength) bytes exceeds the packet limit")
+        }
+    }
+
+    public static func decode(_ bytes: ArraySlice<UInt8>) throws -> Packet {
+        guard bytes.count <= Wire.maxPacketLength else {
+            throw YaOKError(.malformedPacket,
+                            "Malformed packet: \(bytes.count) bytes exceeds the maximum \(Wire.maxPacketLength)")
+        }
+        var r = ByteReader(bytes)
+        let type = try readPrefix(&r)
+        switch type {
+        case .message, .ack:
+            let header = try RoutedHeader.parseBody(type: type, &r)
+            let length = Int(try r.u16("payload length"))
+            try RoutedHeader.checkPayloadLength(length, remaining: r.remaining, headerLength: RoutedHeader.length)
+            return .routed(header, payload: Array(r.rest()))
+        case .handshake:
+            let length = Int(try r.u16("payload length"))
+            try RoutedHeader.checkPayloadLength(length, remaining: r.remaining, headerLength: handshakeHeaderLength)
+            return .handshake(payload: Array(r.rest()))
+        case .fragment:
+            return .fragment(try Fragment.parseBody(&r))
+        }
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws -> Packet { try decode(bytes[...]) }
+
+    /// Version then type: the version is checked first so that a future version's packet is
+    /// reported as such, whatever its second byte means there.
+    static func readPrefix(_ r: inout ByteReader) throws -> PacketType {
+        let version = try r.u8("version")
+        guard version == Wire.version else {
+            throw YaOKError(.unsupportedVersion, "Unsupported protocol version \(version) (this build speaks \(Wire.version))")
+        }
+        let raw = try r.u8("packet type")
+        guard let type = PacketType(rawValue: raw) else {
+            throw YaOKError(.unknownPacketType, "Unknown packet type 0x\(Hex.encode([raw]))")
+        }
+        return type
+    }
+}
