@@ -1,0 +1,42 @@
+import YaOKSupport
+import YaOKLoop
+
+/// A way to reach neighbours: the LAN, a relay, Bluetooth LE, or a radio an app drives
+/// itself. A transport turns each connection it makes or accepts into a `Link`
+/// (`Node.openLink`) and closes the link when the connection ends; the node does the
+/// handshake, encryption, fragmentation, delivery and acknowledgements over it.
+///
+/// Threads: `start` and `stop` may be called from any thread (the node calls them from the
+/// caller of `setTransport(_:enabled:)`). Sockets are registered on the node's event loop
+/// (`Node.eventLoop`) and serviced there; a transport never blocks that thread.
+public protocol Transport: AnyObject, Sendable {
+    /// Short, stable, lower case: "lan", "relay", "ble". Used in the API and the CLI.
+    var name: String { get }
+    /// What a person reads in "Online (WiFi)": "WiFi", "Relay", "Bluetooth".
+    var displayName: String { get }
+    /// Opens its sockets and starts finding peers. Throws a clear error when it cannot
+    /// (the port is in use, no Bluetooth adapter); the node then reports the transport as
+    /// failed with that message and keeps running its other transports.
+    func start(on node: Node) throws
+    /// Closes every socket and link. Idempotent; also called when the node closes.
+    func stop()
+    /// Its own diagnostics as a JSON object: listening address, peers discovered and when,
+    /// connections (docs/ABI.md, "diagnostics").
+    func diagnostics() -> JSON
+}
+
+/// A transport as the node manages it.
+public struct TransportState: Sendable, Equatable {
+    public enum Phase: String, Sendable, Equatable {
+        case disabled, running, failed
+    }
+    public let name: String
+    public let displayName: String
+    public let phase: Phase
+    /// Why it failed (`phase == .failed`).
+    public let error: String?
+    /// Links open over it right now.
+    public let links: Int
+    /// Wall-clock ms of the last packet exchanged over it, if any.
+    public let lastActivity: Int64?
+}
