@@ -98,6 +98,8 @@ enum {
     YAOK_E_NO_PLATFORM_KEY = 411,       /* "No platform key is registered" */
     YAOK_E_WRONG_PLATFORM_KEY = 412,    /* "Incorrect platform key" */
     YAOK_E_CLOSED = 413,                /* the node was closed (internal use after free) */
+    YAOK_E_BUSY = 414,                  /* the data directory is open in another node (this or
+                                           another process): one node per directory */
 
     /* 5xx: wire protocol */
     YAOK_E_MALFORMED_PACKET = 500,
@@ -106,6 +108,8 @@ enum {
     YAOK_E_FRAME_TOO_LARGE = 503,
     YAOK_E_FRAGMENT_INVALID = 504,
     YAOK_E_EXPIRED = 505,
+    YAOK_E_LINK_FAILED = 506,           /* handshake or link protocol failure: the link closes */
+    YAOK_E_NO_ROUTE = 507,              /* "No transports enabled" */
 
     /* 9xx: the library itself */
     YAOK_E_INTERNAL = 900,

@@ -28,6 +28,8 @@ extension Node {
                 throw YaOKError(.contactExists, "\(existing.name) is already in your contacts")
             }
             let id = try store.insertContact(card, lookup: Node.lookup(card.publicIdentity, keys), cipher: keys.cipher, now: now)
+            // A link from this person may already be open: it now counts as theirs.
+            contactsChangedForDelivery(store, &s)
             return try loadContact(id, store, keys, s)
         }
         events.emit(.contactsChanged(contactID: contact.id))
@@ -102,13 +104,14 @@ extension Node {
             guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
             try store.deleteContact(id, withMessages: deleteMessages)
             s.online[id] = nil
+            contactsChangedForDelivery(store, &s)
         }
         events.emit(.contactsChanged(contactID: id))
     }
 
     /// For transports: the contact is connected now over `transport` ("Bluetooth", "LAN",
     /// "Relay"), or no longer connected when nil. Updates the stored last-seen time.
-    public func setContactConnection(_ id: Int64, transport: String?) throws {
+    package func setContactConnection(_ id: Int64, transport: String?) throws {
         try withUnlocked { store, _, s in
             guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
             if let transport {

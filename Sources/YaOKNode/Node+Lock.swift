@@ -34,7 +34,7 @@ extension Node {
                 try store.setLockState(.init(failures: 0, lockedUntil: 0))
                 try logSecurityEvent(store, .pinSetUp)
             }
-            install(keys, in: &s)
+            try install(keys, store, in: &s)
         }
         events.emit(.unlocked(method: "setup"))
         return SetupResult(identity: keys.identity, warnings: Node.isAllZero(pin) ? .allZeroPIN : [])
@@ -96,7 +96,7 @@ extension Node {
                 try store.setLockState(.init(failures: 0, lockedUntil: 0))
                 try logSecurityEvent(store, .unlocked)
             }
-            install(keys, in: &s)
+            try install(keys, store, in: &s)
         }
         events.emit(.unlocked(method: "pin"))
     }
@@ -120,7 +120,7 @@ extension Node {
             }
             let keys = try UnlockedKeys(contents)
             try logSecurityEvent(store, .unlockedWithPlatformKey)
-            install(keys, in: &s)
+            try install(keys, store, in: &s)
         }
         events.emit(.unlocked(method: "platform_key"))
     }
@@ -182,10 +182,37 @@ extension Node {
         return YaOKError(.lockedOut, "Too many attempts. Try again in \(seconds) \(seconds == 1 ? "second" : "seconds").")
     }
 
-    private func install(_ keys: UnlockedKeys, in s: inout NodeState) {
+    private func install(_ keys: UnlockedKeys, _ store: Store, in s: inout NodeState) throws {
+        try loadLinkKey(keys, store, &s)
         s.keys = keys
         s.lastActivity = EventLoop.monotonicNanoseconds()
         scheduleAutoLock(&s)
+        // What arrived while locked is opened now; the outbox resumes.
+        loop.post { [weak self] in self?.processHeld() }
+    }
+
+    /// The link key, sealed under the database key: made and certified at the first unlock,
+    /// then kept in memory until the node closes (docs/ARCHITECTURE.md, "Locked nodes").
+    private func loadLinkKey(_ keys: UnlockedKeys, _ store: Store, _ s: inout NodeState) throws {
+        guard s.delivery.linkKey == nil else { return }
+        if let (secret, certificate) = try store.linkKey(cipher: keys.cipher) {
+            var bytes = secret
+            defer { Sodium.wipe(&bytes) }
+            let key = try LinkKey(secret: SecureBytes(copying: bytes))
+            let cert = try LinkCertificate(decoding: certificate)
+            if cert.identity == keys.identity.publicIdentity, cert.certifies(linkPublicKey: key.publicKey) {
+                s.delivery.linkKey = key
+                s.delivery.linkCertificate = cert
+                return
+            }
+        }
+        let key = try LinkKey()
+        let cert = try key.certificate(signedBy: keys.identity)
+        var secret = key.secretBytes
+        defer { Sodium.wipe(&secret) }
+        try store.saveLinkKey(secret: secret, certificate: cert.bytes, cipher: keys.cipher)
+        s.delivery.linkKey = key
+        s.delivery.linkCertificate = cert
     }
 
     // MARK: - Lock

@@ -11,7 +11,7 @@ extension Node {
     /// fresh random message ID unless one is given (16 bytes). A deleted contact cannot be
     /// messaged (`notFound`). Text: 1 byte to 10 KiB of UTF-8, not only white space
     /// (`emptyMessage`, AC-020-05; `messageTooLarge`, AC-020-04).
-    public func storeOutgoing(to contactID: Int64, text: String, messageID: [UInt8]? = nil) throws -> Message {
+    package func storeOutgoing(to contactID: Int64, text: String, messageID: [UInt8]? = nil) throws -> Message {
         try Node.validate(text)
         guard !text.trimmingWhitespace().isEmpty else { throw YaOKError(.emptyMessage, "Message is empty") }
         let id = try messageID.map(Node.validateMessageID) ?? Sodium.randomBytes(Envelope.messageIDLength)
@@ -37,7 +37,7 @@ extension Node {
     /// the same conversation) stores nothing and returns the stored copy with
     /// `duplicate: true`.
     @discardableResult
-    public func storeIncoming(from contactID: Int64, text: String, messageID: [UInt8],
+    package func storeIncoming(from contactID: Int64, text: String, messageID: [UInt8],
                               sentAt: Int64) throws -> (message: Message, duplicate: Bool) {
         try Node.validate(text)
         let id = try Node.validateMessageID(messageID)
@@ -61,7 +61,7 @@ extension Node {
     /// message), e.g. a relay's backlog after days offline. Same rules as `storeIncoming`;
     /// if any message is invalid or from an unknown contact, nothing is stored.
     @discardableResult
-    public func storeIncoming(_ batch: [IncomingMessage]) throws -> [(message: Message, duplicate: Bool)] {
+    package func storeIncoming(_ batch: [IncomingMessage]) throws -> [(message: Message, duplicate: Bool)] {
         for m in batch {
             try Node.validate(m.text)
             _ = try Node.validateMessageID(m.messageID)
@@ -91,7 +91,7 @@ extension Node {
 
     /// Moves an outgoing message to `status`; the first `sent` records the sent time.
     @discardableResult
-    public func updateMessageStatus(_ messageID: [UInt8], to status: MessageStatus) throws -> Message {
+    package func updateMessageStatus(_ messageID: [UInt8], to status: MessageStatus) throws -> Message {
         let id = try Node.validateMessageID(messageID)
         let message = try withUnlocked { store, keys, _ -> Message in
             guard try store.outgoingMessage(messageID: id, cipher: keys.cipher) != nil else {
@@ -128,7 +128,7 @@ extension Node {
 
     static func validate(_ text: String) throws {
         guard !text.isEmpty else { throw YaOKError(.emptyMessage) }
-        guard text.utf8.count <= Envelope.maxBodyLength else { throw YaOKError(.messageTooLarge) }
+        guard text.utf8.count <= MessageText.maxBytes else { throw YaOKError(.messageTooLarge) }
     }
 
     static func validateMessageID(_ id: [UInt8]) throws -> [UInt8] {

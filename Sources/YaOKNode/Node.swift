@@ -45,6 +45,8 @@ public final class Node: Sendable {
     let loop: EventLoop
     let state: Locked<NodeState>
     let events: EventSink
+    /// Held while the node is open: one node per data directory.
+    let directoryLock: DirectoryLock
 
     /// Opens (creating if needed) the node stored in `dataDirectory`, locked.
     /// Migrates an older store; a newer or damaged one is `corruptStore`.
@@ -52,6 +54,7 @@ public final class Node: Sendable {
         try Sodium.ensureInitialized()
         self.dataDirectory = dataDirectory
         self.options = options
+        directoryLock = try DirectoryLock(directory: dataDirectory)
         let store = try Store(directory: dataDirectory)
         let autoLock = try Node.loadAutoLock(store)
         loop = try EventLoop()
@@ -65,12 +68,15 @@ public final class Node: Sendable {
     /// called from the handler itself) and closes the database. Later calls throw `closed`.
     /// Idempotent.
     public func close() {
+        stopDelivery()
         loop.stop()
         state.withLock { s in
             s.dropKeys(loop: loop)
             s.store?.close()
             s.store = nil
+            s.delivery.linkKey = nil
         }
+        directoryLock.release()
         events.setHandler(nil)
     }
 
@@ -148,6 +154,8 @@ struct NodeState {
     var generation = 0
     /// Contacts connected right now, with the transport's name (in memory only).
     var online: [Int64: String] = [:]
+    /// Outbox, links, acks, retries and transports (Delivery/).
+    var delivery = DeliveryState()
 
     init(store: Store, autoLock: AutoLock) {
         self.store = store
@@ -159,6 +167,8 @@ struct NodeState {
     mutating func dropKeys(loop: EventLoop) -> Bool {
         if let timer = autoLockTimer { loop.cancel(timer) }
         autoLockTimer = nil
+        // The ack keys go with the identity; the link key stays, so links go on while locked.
+        delivery.peers = nil
         defer { keys = nil }
         return keys != nil
     }

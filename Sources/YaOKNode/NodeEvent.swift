@@ -19,6 +19,11 @@ public enum NodeEvent: Sendable, Equatable {
     case messageStatusChanged(Message)
     /// A contact was added, renamed, verified, deleted or changed connection status.
     case contactsChanged(contactID: Int64)
+    /// A new message arrived: who from and its ID, never its content, so that a
+    /// notification can say "Bob: New message" without holding the text.
+    case messageReceived(contactID: Int64, messageID: MessageID)
+    /// A transport started, stopped or failed.
+    case transportChanged(TransportState)
 
     /// YAOK_EVENT_* in include/yaok.h. Never renumbered.
     public var kind: UInt32 {
@@ -29,6 +34,8 @@ public enum NodeEvent: Sendable, Equatable {
         case .messageStored: return 4
         case .messageStatusChanged: return 5
         case .contactsChanged: return 6
+        case .messageReceived: return 7
+        case .transportChanged: return 8
         }
     }
 
@@ -39,6 +46,11 @@ public enum NodeEvent: Sendable, Equatable {
         case .security(let event): return event.json
         case .messageStored(let message), .messageStatusChanged(let message): return message.json
         case .contactsChanged(let id): return .object([("contact_id", .int(id))])
+        case .messageReceived(let contact, let id):
+            return .object([("contact_id", .int(contact)), ("message_id", .string(id.description))])
+        case .transportChanged(let t):
+            return .object([("name", .string(t.name)), ("display_name", .string(t.displayName)),
+                            ("state", .string(t.phase.rawValue)), ("error", t.error.map { .string($0) } ?? .null)])
         }
     }
 }

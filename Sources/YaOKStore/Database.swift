@@ -75,7 +75,21 @@ public final class Database {
     }
 
     /// Runs `body` in an IMMEDIATE transaction: committed if it returns, rolled back if it throws.
+    /// Inside another transaction it is a savepoint, so that the delivery engine can batch
+    /// many operations (each its own all-or-nothing unit) into one commit and one disk sync.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
+        if sqlite3_get_autocommit(try db) == 0 {
+            try execute("SAVEPOINT nested")
+            do {
+                let result = try body()
+                try execute("RELEASE nested")
+                return result
+            } catch {
+                try? execute("ROLLBACK TO nested")
+                try? execute("RELEASE nested")
+                throw error
+            }
+        }
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()

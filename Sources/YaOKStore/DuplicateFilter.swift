@@ -26,9 +26,14 @@ public final class DuplicateFilter {
     public static let table = "wire_seen_ids"
     /// The longest an ID is kept: the longest lifetime plus the allowed clock skew. Caps
     /// what a packet with a far-future expiry can cost in storage.
-    public static let maxRetentionMs = UInt64(UInt16.max) * 60_000 + HopLimit.defaultMaxClockSkewMs
+    /// Fourteen days (the longest lifetime a node accepts from a peer) plus the skew.
+    public static let maxRetentionMs = UInt64(14 * 24 * 60) * 60_000 + HopLimit.defaultMaxClockSkewMs
     /// Expired rows are deleted after this many new IDs (and by `purge`).
     public static let purgeInterval = 1024
+    /// The most rows kept: past it the soonest-expiring go first. At ~63 bytes a row this
+    /// bounds the table near 13 MB whatever peers send.
+    public static let defaultMaxEntries = 200_000
+    public let maxEntries: Int
 
     private let db: Database
     private var front: SeenIDFront
@@ -36,8 +41,9 @@ public final class DuplicateFilter {
 
     /// Creates the table if needed (a node's store already has it from its migrations; the
     /// statement is then a no-op, and a standalone database, e.g. a relay's, gets it here). `frontCapacity` IDs stay in memory.
-    public init(database: Database, frontCapacity: Int = 65_536) throws {
+    public init(database: Database, frontCapacity: Int = 65_536, maxEntries: Int = defaultMaxEntries) throws {
         db = database
+        self.maxEntries = maxEntries
         front = try SeenIDFront(capacity: frontCapacity)
         try db.execute(Self.tableSQL)
     }
@@ -87,12 +93,29 @@ public final class DuplicateFilter {
         return found
     }
 
-    /// Deletes IDs whose packets have expired; returns how many.
+    /// Deletes IDs whose packets have expired, then, above `maxEntries`, the ones that
+    /// expire soonest (they are the least useful to keep); returns how many went.
     @discardableResult
     public func purge(nowMs: UInt64) throws -> Int {
         insertsSincePurge = 0
         try db.query("DELETE FROM wire_seen_ids WHERE expires_at <= ?", [.int(Int64(clamping: nowMs))])
-        return db.changes
+        var removed = db.changes
+        let excess = try storedCount() - maxEntries
+        if excess > 0 {
+            try db.query("""
+                DELETE FROM wire_seen_ids WHERE id IN
+                (SELECT id FROM wire_seen_ids ORDER BY expires_at LIMIT ?)
+                """, [.int(Int64(excess))])
+            removed += db.changes
+            front.removeAll()  // evicted IDs may still be in the front; storage is the truth
+        }
+        return removed
+    }
+
+    /// Records `key` (a packet digest) after the packet was opened and stored, in the same
+    /// transaction. Retention is capped at `maxRetentionMs`.
+    public func record(_ key: MessageID, expiresAtMs: UInt64, nowMs: UInt64) throws {
+        _ = try check(key, expiresAtMs: expiresAtMs, nowMs: nowMs)
     }
 
     /// Forgets the in-memory front (as after a restart); storage is untouched.

@@ -5,7 +5,7 @@ import YaOKCrypto
 /// A stored message (US-020, US-023).
 public struct Message: Sendable, Equatable {
     /// The 16-byte message ID that also travels in the packet header.
-    public let messageID: [UInt8]
+    public let messageID: MessageID
     /// The conversation: the contact's id (it stays valid if the contact is deleted and
     /// the messages are kept).
     public let conversationID: Int64
@@ -22,7 +22,7 @@ public struct Message: Sendable, Equatable {
     public let receivedAt: Int64?
     public let unread: Bool
 
-    public var messageIDHex: String { Hex.encode(messageID) }
+    public var messageIDHex: String { messageID.description }
 }
 
 public enum MessageDirection: Int, Sendable, Equatable {

@@ -79,6 +79,36 @@ enum Schema {
         DuplicateFilter.tableSQL,
         // 5: consecutive lockouts, so that each lockout after the first lasts longer.
         "ALTER TABLE lock_state ADD COLUMN lockouts INTEGER NOT NULL DEFAULT 0;",
+        // 6: the delivery engine. The outbox holds sealed packets (messages and the acks we
+        // owe) until they are confirmed: end-to-end ciphertext, so nothing here is readable
+        // without the recipient's key. held_packets keeps what arrives while the node is
+        // locked, to open on unlock. link_key is the node's link static key, sealed under the
+        // database key, with its certificate (docs/PROTOCOL.md §5).
+        """
+        CREATE TABLE outbox (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            packet_id BLOB NOT NULL UNIQUE CHECK (length(packet_id) = 16),
+            kind INTEGER NOT NULL,
+            contact_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            packet BLOB NOT NULL,
+            state INTEGER NOT NULL,
+            attempts INTEGER NOT NULL,
+            next_attempt_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL
+        );
+        CREATE INDEX outbox_by_contact ON outbox (contact_id, seq);
+        CREATE TABLE held_packets (
+            id INTEGER PRIMARY KEY,
+            digest BLOB NOT NULL UNIQUE,
+            packet BLOB NOT NULL,
+            received_ms INTEGER NOT NULL
+        );
+        CREATE TABLE link_key (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            sealed_secret BLOB NOT NULL,
+            certificate BLOB NOT NULL
+        );
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

@@ -96,6 +96,8 @@ extension Store {
                 try db.query("DELETE FROM conversations WHERE id = ?", [.int(id)])
             } else {
                 try db.query("DELETE FROM contacts WHERE id = ?", [.int(id)])
+                // What was still waiting to go to this person will never go: no keys left.
+                try db.query("DELETE FROM outbox WHERE contact_id = ?", [.int(id)])
                 try db.query("DELETE FROM conversations WHERE id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE conversation_id = ?)",
                              [.int(id), .int(id)])
             }

@@ -24,7 +24,7 @@ extension Store {
                   .int(senderTimestamp), .int(createdAt), receivedAt.map { .int($0) } ?? .null,
                   .int(unread ? 1 : 0), .blob(body)])
         guard db.changes > 0 else { return nil }
-        return Message(messageID: messageID, conversationID: conversation, direction: direction, status: status,
+        return Message(messageID: try MessageID(bytes: messageID), conversationID: conversation, direction: direction, status: status,
                        text: text, senderTimestamp: senderTimestamp, createdAt: createdAt, sentAt: nil,
                        receivedAt: receivedAt, unread: unread)
     }
@@ -80,7 +80,7 @@ extension Store {
               let status = MessageStatus(rawValue: row.int(3)) else { throw FieldCipher.failure }
         let text = try cipher.openPaddedString(row.blob(9), ad: RowAD.messageBody(conversation: conversation, messageID: messageID,
                                                                              direction: direction.rawValue))
-        return Message(messageID: messageID, conversationID: conversation, direction: direction, status: status,
+        return Message(messageID: try MessageID(bytes: messageID), conversationID: conversation, direction: direction, status: status,
                        text: text, senderTimestamp: row.int64(4), createdAt: row.int64(5),
                        sentAt: row.isNull(6) ? nil : row.int64(6), receivedAt: row.isNull(7) ? nil : row.int64(7),
                        unread: row.int(8) != 0)

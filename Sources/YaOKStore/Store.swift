@@ -13,6 +13,8 @@ package final class Store {
 
     package let db: Database
     let directory: String
+    /// Digests of packets opened and stored (docs/PROTOCOL.md §4.8).
+    package let seen: DuplicateFilter
 
     package init(directory: String) throws {
         self.directory = directory
@@ -30,6 +32,7 @@ package final class Store {
         db = try Database(path: path)
         for suffix in Store.fileSuffixes { _ = chmod(path + suffix, 0o600) }
         try Schema.migrate(db)
+        seen = try DuplicateFilter(database: db)
     }
 
     package func close() { db.close() }
@@ -45,7 +48,7 @@ package final class Store {
     }
 
     /// mkdir -p with mode 0700 for the directories it creates.
-    private static func makeDirectory(_ path: String) throws {
+    package static func makeDirectory(_ path: String) throws {
         guard !path.isEmpty else { throw YaOKError(.invalidArgument, "The data directory must not be empty") }
         var prefix = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/") {

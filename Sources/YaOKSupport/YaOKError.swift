@@ -54,6 +54,7 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
         case noPlatformKey = 411
         case wrongPlatformKey = 412
         case closed = 413
+        case busy = 414
 
         // 5xx: wire protocol
         case malformedPacket = 500
@@ -62,6 +63,8 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
         case frameTooLarge = 503
         case fragmentInvalid = 504
         case expired = 505
+        case linkFailed = 506
+        case noRoute = 507
 
         // 9xx: the library itself
         case `internal` = 900
@@ -99,12 +102,15 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
             case .noPlatformKey: return "No platform key is registered"
             case .wrongPlatformKey: return "Incorrect platform key"
             case .closed: return "The node has been closed"
+            case .busy: return "This data directory is already open in another Ya OK node"
             case .malformedPacket: return "Malformed packet"
             case .unsupportedVersion: return "Unsupported protocol version"
             case .unknownPacketType: return "Unknown packet type"
             case .frameTooLarge: return "Frame too large"
             case .fragmentInvalid: return "Invalid fragment"
             case .expired: return "Packet has expired"
+            case .linkFailed: return "The link failed"
+            case .noRoute: return "No transports enabled"
             case .internal: return "Internal error"
             case .outOfMemory: return "Out of memory"
             case .cryptoInit: return "The crypto library failed to initialise"

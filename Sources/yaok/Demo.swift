@@ -34,26 +34,28 @@ struct Demo: ParsableCommand {
             let bobForAlice = try alice.addContact(card: b.card.text)
             _ = try bob.addContact(card: a.card.text)
 
-            print("\n3. Alice writes; the message is stored encrypted and sealed into a packet")
-            let outgoing = try alice.storeOutgoing(to: bobForAlice.id, text: message)
-            let (header, packet) = try SealedMessage.seal(Array(message.utf8), from: a,
-                                                          to: bobForAlice.publicIdentity.encryptionKey,
-                                                          createdMs: UInt64(outgoing.senderTimestamp),
-                                                          messageID: try MessageID(bytes: outgoing.messageID))
-            print("   \(message.utf8.count) bytes of text → a \(packet.count)-byte packet; a relay sees only a routing tag "
-                  + String(format: "%016llx", header.routingTag.value) + " and the size bucket")
+            print("\n3. Alice sends: the message is encrypted, stored and queued in one step")
+            let outgoing = try alice.send(to: bobForAlice.id, text: message)
+            print("   status: \(outgoing.status.name) (no link to Bob yet: it waits)")
 
-            print("\n4. The packet reaches Bob over any transport; only he can open it")
-            guard case .routed(let received, let payload) = try Packet.decode(packet) else { return }
-            let contacts = try bob.contacts()
-            let opened = try SealedMessage.open(received, payload: payload, by: try bob.identity(),
-                                                isKnownSender: { key in contacts.contains { $0.publicIdentity.encryptionKey == key } })
-            guard let sender = contacts.first(where: { $0.publicIdentity.encryptionKey == opened.senderKey }) else { return }
-            try bob.storeIncoming(from: sender.id, text: String(decoding: opened.body, as: UTF8.self),
-                                  messageID: received.messageID.bytes, sentAt: Int64(received.createdMs))
-            for m in try bob.history(sender.id).messages {
-                print("   Bob's conversation with \(sender.name): \"\(m.text)\" (authenticated, unread: \(m.unread))")
+            print("\n4. A link joins them (here a memory pipe through the link API an app's radio uses):")
+            print("   a Noise XX handshake, then the packet, Bob's receipt, and his acknowledgement")
+            let pipe = DemoPipe()
+            try pipe.join(alice, bob)
+            defer { pipe.close() }
+            var status = outgoing.status
+            for _ in 0..<500 where status != .delivered {
+                usleep(10_000)
+                status = try alice.outgoingMessage(outgoing.messageID).status
             }
+            print("   Alice's message is now: \(status.name)")
+            let aliceForBob = try bob.contacts()[0]
+            for m in try bob.history(aliceForBob.id).messages {
+                print("   Bob's conversation with \(aliceForBob.name): \"\(m.text)\" (authenticated, unread: \(m.unread))")
+            }
+            let (_, packet) = try SealedMessage.seal(Array(message.utf8), from: a, to: bobForAlice.publicIdentity.encryptionKey,
+                                                     createdMs: UInt64(outgoing.senderTimestamp))
+            guard case .routed(let received, let payload) = try Packet.decode(packet) else { return }
 
             print("\n5. Anyone else gets a clear refusal, never the text")
             do {
@@ -69,5 +71,23 @@ struct Demo: ParsableCommand {
                 }
             }
         }
+    }
+}
+
+/// Two nodes joined in memory through `Node.openLink`: each side's units go to the other.
+final class DemoPipe: Sendable {
+    private let links = Locked<[Link]>([])
+
+    func join(_ a: Node, _ b: Node) throws {
+        let toB = Locked<Link?>(nil), toA = Locked<Link?>(nil)
+        let la = try a.openLink(transport: "memory", role: .initiator, mtu: 65_535, send: { toB.withLock { $0 }?.receive($0) })
+        let lb = try b.openLink(transport: "memory", role: .responder, mtu: 65_535, send: { toA.withLock { $0 }?.receive($0) })
+        toB.withLock { $0 = lb }
+        toA.withLock { $0 = la }
+        links.withLock { $0 = [la, lb] }
+    }
+
+    func close() {
+        for link in links.withLock({ $0 }) { link.close() }
     }
 }

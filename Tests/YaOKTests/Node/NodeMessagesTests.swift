@@ -71,10 +71,10 @@ import Testing
         #expect(out.status == .pending && out.direction == .outgoing && !out.unread && out.sentAt == nil)
         #expect(out.createdAt == clock.now && out.senderTimestamp == clock.now)
         clock.advance(seconds: 2)
-        let sent = try node.updateMessageStatus(out.messageID, to: .sent)
+        let sent = try node.updateMessageStatus(out.messageID.bytes, to: .sent)
         #expect(sent.status == .sent && sent.sentAt == clock.now)
         clock.advance(seconds: 2)
-        let delivered = try node.updateMessageStatus(out.messageID, to: .delivered)
+        let delivered = try node.updateMessageStatus(out.messageID.bytes, to: .delivered)
         #expect(delivered.status == .delivered && delivered.sentAt == sent.sentAt)
         #expect(throws: YaOKError(.notFound)) { try node.updateMessageStatus(id(77), to: .failed) }
 

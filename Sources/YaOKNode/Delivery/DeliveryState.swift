@@ -1,0 +1,67 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// The delivery engine's state, protected by the node's lock with everything else.
+struct DeliveryState {
+    var links: [UInt64: LinkState] = [:]
+    var nextLinkID: UInt64 = 1
+    /// Packets handed to a link and not yet confirmed by a receipt: packet ID → link and
+    /// the wall-clock deadline after which the attempt counts as failed.
+    var inflight: [MessageID: (link: UInt64, deadline: Int64)] = [:]
+    /// The node's link key and certificate: loaded at the first unlock and kept while locked
+    /// (not wiped by `lock`), so links go on in a locked phone (docs/ARCHITECTURE.md).
+    var linkKey: LinkKey?
+    var linkCertificate: LinkCertificate?
+    /// Contacts by X25519 key with their ack keys: built when unlocked, dropped on lock
+    /// and whenever contacts change.
+    var peers: PeerDirectory?
+    var timer: EventLoop.TimerID?
+    var timerDue: Int64?
+    var transports: [String: TransportEntry] = [:]
+    /// Units received and not processed yet: drained in one transaction per loop turn, so
+    /// a burst costs one disk sync, not one per packet.
+    var inbound: [(link: UInt64, unit: [UInt8])] = []
+    var drainPosted = false
+}
+
+/// One link's protocol state.
+struct LinkState {
+    let link: Link
+    var channel: LinkChannel
+    var fragmenter: Fragmenter?
+    var reassembler: Reassembler
+    /// The peer's identity once the handshake completed, and its contact id if it is one.
+    var peer: PublicIdentity?
+    var contactID: Int64?
+    let openedAt: Int64
+    var lastReceived: Int64
+    var handshakeTimer: EventLoop.TimerID?
+    /// Seen-packet records this link caused in the current minute (a per-link cap).
+    var recordsThisMinute = 0
+    var minuteStart: Int64
+
+    var isOpen: Bool { peer != nil }
+}
+
+struct TransportEntry {
+    let transport: Transport
+    var phase: TransportState.Phase = .disabled
+    var error: String?
+    var lastActivity: Int64?
+}
+
+/// Contacts as the delivery engine needs them: by X25519 key, with ack keys both ways.
+struct PeerDirectory {
+    struct Peer {
+        let contactID: Int64
+        let identity: PublicIdentity
+        /// Acks we send to them / they send to us.
+        let outgoingAckKey: SecureBytes
+        let incomingAckKey: SecureBytes
+    }
+    var byKey: [[UInt8]: Peer] = [:]
+    var byContact: [Int64: Peer] = [:]
+}

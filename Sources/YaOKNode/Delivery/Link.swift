@@ -1,0 +1,50 @@
+import YaOKSupport
+import YaOKLoop
+
+/// One encrypted, mutually authenticated session with a neighbour over some transport
+/// (docs/PROTOCOL.md §5). A transport opens it for each connection with `Node.openLink`,
+/// feeds it what arrives (`receive`) and closes it when the connection ends; the node runs
+/// the handshake, encryption, fragmentation to the MTU, delivery and receipts over it.
+///
+/// Threads: `receive` and `close` may be called from any thread; the work runs on the
+/// node's event thread, in the order the calls were made. The `send` callback given to
+/// `openLink` is called on the event thread, never while the node's lock is held.
+public final class Link: Sendable {
+    /// The side that speaks first: the TCP connector, the BLE central, or whichever side
+    /// an app's own radio protocol says.
+    public enum Role: Sendable, Equatable { case initiator, responder }
+
+    public let id: UInt64
+    /// The transport's name: "lan", "ble", "relay", or what an app calls its own.
+    public let transport: String
+    public let role: Role
+    /// The largest unit the transport carries; larger packets are fragmented (§4.7).
+    public let mtu: Int
+
+    let sendUnit: @Sendable ([UInt8]) -> Void
+    let closedByNode: @Sendable (String) -> Void
+    private weak let node: Node?
+
+    init(id: UInt64, transport: String, role: Role, mtu: Int, node: Node,
+         send: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (String) -> Void) {
+        self.id = id
+        self.transport = transport
+        self.role = role
+        self.mtu = mtu
+        self.node = node
+        sendUnit = send
+        closedByNode = closed
+    }
+
+    /// One unit as the transport received it (a frame's payload on a stream, a write or
+    /// notification on BLE). Returns at once; the node processes it on its event thread.
+    public func receive(_ unit: [UInt8]) {
+        node?.linkReceived(self, unit)
+    }
+
+    /// The transport lost the connection (or the app is done with it). Messages in flight
+    /// over it count as failed attempts and are retried. Idempotent.
+    public func close(reason: String = "closed by transport") {
+        node?.closeLink(self, reason: reason, notifyTransport: false)
+    }
+}

@@ -1,0 +1,258 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// Links: opening, the handshake, receiving units, closing (docs/PROTOCOL.md §5).
+extension Node {
+    /// A handshake that has not finished after this long closes the link.
+    public static let handshakeTimeoutMs: Int64 = 10_000
+    /// The longest lifetime accepted from a peer: anything longer is clamped in duplicate
+    /// records and refused outright above this (a junk packet cannot pin storage for weeks).
+    public static let maxAcceptedLifetimeMinutes: UInt16 = 14 * 24 * 60
+
+    /// The node's event loop, where transports register their sockets.
+    public var eventLoop: EventLoop { loop }
+
+    /// Opens a link over a connection a transport made or accepted. `send` transmits one
+    /// unit (≤ `mtu` bytes); it is called on the event thread and must not block (queue the
+    /// bytes). `closed` is called on the event thread when the node ends the link (handshake
+    /// timeout, protocol violation, node closing), so the transport can drop the connection.
+    /// Needs the link key, which the first unlock after opening the node loads: before that,
+    /// `locked`.
+    public func openLink(transport: String, role: Link.Role, mtu: Int,
+                         send: @escaping @Sendable ([UInt8]) -> Void,
+                         closed: @escaping @Sendable (String) -> Void = { _ in }) throws -> Link {
+        guard mtu >= Fragmenter.minimumMTU, mtu <= 1 << 20 else {
+            throw YaOKError(.invalidArgument, "MTU must be \(Fragmenter.minimumMTU) to \(1 << 20) bytes")
+        }
+        guard !transport.isEmpty, transport.utf8.count <= 32 else {
+            throw YaOKError(.invalidArgument, "A transport name is 1 to 32 bytes")
+        }
+        let (link, first) = try withStore { _, s -> (Link, [UInt8]?) in
+            guard let key = s.delivery.linkKey, let certificate = s.delivery.linkCertificate else {
+                throw YaOKError(.locked, "Links need the node to have been unlocked once since it was opened")
+            }
+            let id = s.delivery.nextLinkID
+            s.delivery.nextLinkID += 1
+            let link = Link(id: id, transport: transport, role: role, mtu: mtu, node: self, send: send, closed: closed)
+            let channel = try LinkChannel(role: role, key: key, certificate: certificate)
+            let first = try channel.start()
+            // A stream transport's MTU holds any link packet whole; only small-MTU links fragment.
+            let fragmenter = mtu >= Wire.maxPacketLength ? nil : try Fragmenter(mtu: mtu)
+            let t = now
+            var state = LinkState(link: link, channel: channel, fragmenter: fragmenter, reassembler: try Reassembler(),
+                                  openedAt: t, lastReceived: t, minuteStart: t)
+            state.handshakeTimer = loop.schedule(after: Double(Node.handshakeTimeoutMs) / 1000) { [weak self, weak link] in
+                guard let self, let link else { return }
+                let pending = self.state.withLock { $0.delivery.links[link.id].map { !$0.isOpen } ?? false }
+                if pending { self.closeLink(link, reason: "Handshake timed out", notifyTransport: true) }
+            }
+            s.delivery.links[id] = state
+            return (link, first)
+        }
+        if let first {
+            let units = try withStore { _, s in try s.delivery.links[link.id]?.units(for: first) ?? [] }
+            loop.post { for u in units { link.sendUnit(u) } }
+        }
+        return link
+    }
+
+    /// Closes a link: from the transport (`Link.close`) or from the node (then the
+    /// transport's `closed` callback runs). In-flight packets count as failed attempts.
+    func closeLink(_ link: Link, reason: String, notifyTransport: Bool) {
+        var effects = Effects()
+        let removed = (try? withStore { store, s -> Bool in
+            guard let state = s.delivery.links.removeValue(forKey: link.id) else { return false }
+            state.channel.close()
+            if let timer = state.handshakeTimer { loop.cancel(timer) }
+            for (id, flight) in s.delivery.inflight where flight.link == link.id {
+                s.delivery.inflight[id] = nil
+                if s.keys != nil { try? failAttempt(id, store, &s, &effects) }
+            }
+            if let contact = state.contactID { updatePresence(contact, store, &s, &effects) }
+            return true
+        }) ?? false
+        guard removed else { return }
+        if notifyTransport { effects.closes.append((link, reason)) }
+        perform(effects)
+    }
+
+    /// Queues a received unit and makes sure a drain runs on the event thread.
+    func linkReceived(_ link: Link, _ unit: [UInt8]) {
+        let post = state.withLock { s -> Bool in
+            guard s.store != nil, s.delivery.links[link.id] != nil else { return false }
+            // A peer cannot queue without bound: past this the link is misbehaving.
+            guard s.delivery.inbound.count < 4096 else { return false }
+            s.delivery.inbound.append((link.id, unit))
+            defer { s.delivery.drainPosted = true }
+            return !s.delivery.drainPosted
+        }
+        if post { loop.post { [weak self] in self?.drainInbound() } }
+    }
+
+    /// Processes every queued unit in one transaction.
+    func drainInbound() {
+        var effects = Effects()
+        do {
+            try withStore { store, s in
+                let batch = s.delivery.inbound
+                s.delivery.inbound = []
+                s.delivery.drainPosted = false
+                try store.db.transaction {
+                    for (linkID, unit) in batch {
+                        do {
+                            try receiveUnit(unit, on: linkID, store, &s, &effects)
+                        } catch let error as YaOKError where error.code == .diskFull || error.code == .storage {
+                            throw error  // nothing was taken: no receipt, the sender retries
+                        } catch {
+                            if let link = s.delivery.links[linkID]?.link {
+                                effects.closes.append((link, "\(error)"))
+                            }
+                        }
+                    }
+                }
+                try pump(store, &s, &effects)
+            }
+        } catch {
+            effects.units.removeAll()  // receipts for a batch that was rolled back must not go out
+        }
+        for (link, reason) in effects.closes { closeLink(link, reason: reason, notifyTransport: true) }
+        effects.closes = []
+        perform(effects)
+    }
+
+    /// One unit: a fragment, a handshake packet or a link packet.
+    private func receiveUnit(_ unit: [UInt8], on linkID: UInt64, _ store: Store, _ s: inout NodeState,
+                             _ effects: inout Effects) throws {
+        guard var link = s.delivery.links[linkID] else { return }
+        link.lastReceived = now
+        s.delivery.links[linkID] = link
+        noteActivity(link.link.transport, &s)
+        let packet: [UInt8]
+        switch try Packet.decode(unit) {
+        case .fragment(let fragment):
+            guard let whole = try s.delivery.links[linkID]?.reassembler.receive(fragment, nowMs: UInt64(clamping: now)) else { return }
+            packet = whole
+        default:
+            packet = unit
+        }
+        switch try Packet.decode(packet) {
+        case .handshake(let payload):
+            try receiveHandshake(payload, on: linkID, store, &s, &effects)
+        case .link:
+            guard let payload = try s.delivery.links[linkID]?.channel.open(packet) else { return }
+            try receiveLinkPayload(payload, on: linkID, store, &s, &effects)
+        case .routed, .fragment:
+            throw YaOKError(.linkFailed, "Only handshake and link packets travel on a link")
+        }
+    }
+
+    private func receiveHandshake(_ payload: [UInt8], on linkID: UInt64, _ store: Store, _ s: inout NodeState,
+                                  _ effects: inout Effects) throws {
+        guard var link = s.delivery.links[linkID] else { return }
+        let (reply, peer) = try link.channel.receiveHandshake(payload)
+        if let reply { effects.units += try link.units(for: reply).map { (link.link, $0) } }
+        if let peer {
+            link.peer = peer
+            if let timer = link.handshakeTimer { loop.cancel(timer) }
+            link.handshakeTimer = nil
+            link.contactID = try peers(store, &s)?.byKey[peer.encryptionKey]?.contactID
+            s.delivery.links[linkID] = link
+            if let contact = link.contactID {
+                try store.makeOutboxDue(contactID: contact, now: now)
+                updatePresence(contact, store, &s, &effects)
+            }
+        } else {
+            s.delivery.links[linkID] = link
+        }
+    }
+
+    private func receiveLinkPayload(_ payload: LinkPayload, on linkID: UInt64, _ store: Store,
+                                    _ s: inout NodeState, _ effects: inout Effects) throws {
+        switch payload {
+        case .packet(let bytes):
+            try receiveRouted(bytes, on: linkID, store, &s, &effects)
+        case .receipt(let ids):
+            for id in ids { try confirmReceipt(id, store, &s, &effects) }
+        case .keepalive:
+            break
+        }
+    }
+
+    /// Sends `units` of a link payload on `linkID` (sealed, fragmented).
+    func sendOnLink(_ payload: LinkPayload, on linkID: UInt64, _ s: inout NodeState,
+                    _ effects: inout Effects) throws {
+        guard var link = s.delivery.links[linkID], link.isOpen else { return }
+        let packet = try link.channel.seal(payload)
+        effects.units += try link.units(for: packet).map { (link.link, $0) }
+        s.delivery.links[linkID] = link
+    }
+
+    /// Marks the contact online over the best open link, or offline with its last-seen time.
+    func updatePresence(_ contactID: Int64, _ store: Store, _ s: inout NodeState, _ effects: inout Effects) {
+        let transport = s.delivery.links.values.first { $0.contactID == contactID && $0.isOpen }?.link.transport
+        let display = transport.map { name in s.delivery.transports[name]?.transport.displayName ?? name }
+        let previous = s.online[contactID]
+        guard previous != display else { return }
+        s.online[contactID] = display
+        try? store.setLastSeen(contactID, time: now, transport: display ?? previous ?? "")
+        effects.events.append(.contactsChanged(contactID: contactID))
+    }
+
+    func noteActivity(_ transport: String, _ s: inout NodeState) {
+        s.delivery.transports[transport]?.lastActivity = now
+    }
+
+    /// The contact directory (nil while locked), built on first use after an unlock.
+    func peers(_ store: Store, _ s: inout NodeState) throws -> PeerDirectory? {
+        if let peers = s.delivery.peers { return peers }
+        guard let keys = s.keys else { return nil }
+        var directory = PeerDirectory()
+        for record in try store.contactRecords(cipher: keys.cipher) {
+            let key = record.publicIdentity.encryptionKey
+            guard let outgoing = try? DeliveryAck.key(own: keys.identity, peerKey: key, ownIsAcker: true),
+                  let incoming = try? DeliveryAck.key(own: keys.identity, peerKey: key, ownIsAcker: false) else { continue }
+            let peer = PeerDirectory.Peer(contactID: record.id, identity: record.publicIdentity,
+                                          outgoingAckKey: outgoing, incomingAckKey: incoming)
+            directory.byKey[key] = peer
+            directory.byContact[record.id] = peer
+        }
+        s.delivery.peers = directory
+        return directory
+    }
+
+    /// Contacts changed: rebuild the directory and re-check which open links are contacts.
+    func contactsChangedForDelivery(_ store: Store, _ s: inout NodeState) {
+        s.delivery.peers = nil
+        guard let directory = try? peers(store, &s) else { return }
+        for (id, link) in s.delivery.links where link.isOpen {
+            s.delivery.links[id]?.contactID = link.peer.flatMap { directory.byKey[$0.encryptionKey]?.contactID }
+        }
+    }
+
+    /// Runs what a locked section decided, outside the lock: units to transports, events
+    /// to the app, closes to transports.
+    func perform(_ effects: Effects) {
+        for (link, unit) in effects.units { link.sendUnit(unit) }
+        for event in effects.events { events.emit(event) }
+        for (link, reason) in effects.closes { link.closedByNode(reason) }
+    }
+}
+
+/// What a locked section hands to `perform`.
+struct Effects {
+    var units: [(Link, [UInt8])] = []
+    var events: [NodeEvent] = []
+    var closes: [(Link, String)] = []
+}
+
+extension LinkState {
+    /// A packet as the link's units: itself, or its fragments on a small-MTU link.
+    mutating func units(for packet: [UInt8]) throws -> [[UInt8]] {
+        guard var f = fragmenter else { return [packet] }
+        defer { fragmenter = f }
+        return try f.split(packet)
+    }
+}

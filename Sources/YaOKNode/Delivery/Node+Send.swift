@@ -1,0 +1,216 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// Sending (US-020, US-022): the outbox, receipts, acknowledgements and retries.
+extension Node {
+    /// How many packets one link takes per pump before the next turn of the loop.
+    static let pumpBatch = 256
+
+    /// Sends `text` to contact `contactID`: encrypts it, stores it and queues it in one
+    /// transaction, and returns the message at once, `pending`. It goes out over the first
+    /// link to the contact, in the order sent; it is `sent` when a link confirms receipt,
+    /// `delivered` when the recipient's acknowledgement returns, and `failed` (retried after
+    /// 1, 5, 15 minutes, then hourly until it expires) when an attempt fails.
+    /// Errors: `emptyMessage`, `messageTooLarge` ("Message too large (max 10KB)"), `notFound`.
+    @discardableResult
+    public func send(to contactID: Int64, text: String) throws -> Message {
+        try MessageText.validate(text)
+        var effects = Effects()
+        let message = try withUnlocked { store, keys, s -> Message in
+            guard let peer = try peers(store, &s)?.byContact[contactID] else {
+                throw YaOKError(.notFound, try store.conversationExists(contactID)
+                                ? "This contact was deleted and can no longer be messaged" : "No such contact")
+            }
+            let t = now
+            let (header, packet) = try SealedMessage.seal(Array(text.utf8), from: keys.identity, to: peer.identity.encryptionKey,
+                                                          createdMs: UInt64(clamping: t))
+            let message = try store.db.transaction { () -> Message in
+                guard let m = try store.insertMessage(conversation: contactID, messageID: header.messageID.bytes,
+                                                      direction: .outgoing, status: .pending, text: text,
+                                                      senderTimestamp: t, createdAt: t, receivedAt: nil,
+                                                      unread: false, cipher: keys.cipher) else {
+                    throw YaOKError(.internal, "A fresh message ID collided")
+                }
+                try store.enqueue(.message, packetID: header.messageID, contactID: contactID, packet: packet,
+                                  now: t, expiresAt: Int64(clamping: header.expiresAtMs))
+                return m
+            }
+            effects.events.append(.messageStored(message))
+            try pump(store, &s, &effects)
+            return message
+        }
+        perform(effects)
+        return message
+    }
+
+    /// Tries a pending or failed message again now. One whose packet expired is sealed
+    /// afresh (same message ID, new time). `notFound` for no such outgoing message;
+    /// `invalidArgument` if it was already sent or delivered.
+    @discardableResult
+    public func retry(_ messageID: MessageID) throws -> Message {
+        var effects = Effects()
+        let message = try withUnlocked { store, keys, s -> Message in
+            guard let message = try store.outgoingMessage(messageID: messageID.bytes, cipher: keys.cipher) else {
+                throw YaOKError(.notFound, "No such outgoing message")
+            }
+            guard message.status == .pending || message.status == .failed else {
+                throw YaOKError(.invalidArgument, "This message was already \(message.status.name)")
+            }
+            let t = now
+            if let row = try store.outboxRow(messageID) {
+                try store.setOutbox(messageID, state: .queued, attempts: row.attempts, nextAttemptAt: t)
+            } else {
+                guard let peer = try peers(store, &s)?.byContact[message.conversationID] else {
+                    throw YaOKError(.notFound, "This contact was deleted and can no longer be messaged")
+                }
+                let (header, packet) = try SealedMessage.seal(Array(message.text.utf8), from: keys.identity,
+                                                              to: peer.identity.encryptionKey,
+                                                              createdMs: UInt64(clamping: t), messageID: messageID)
+                try store.enqueue(.message, packetID: messageID, contactID: message.conversationID, packet: packet,
+                                  now: t, expiresAt: Int64(clamping: header.expiresAtMs))
+            }
+            let updated = try setStatus(messageID, .pending, store, keys, &effects) ?? message
+            try pump(store, &s, &effects)
+            return updated
+        }
+        perform(effects)
+        return message
+    }
+
+    /// Messages still on their way (pending or failed), in sending order.
+    public func outbox() throws -> [OutboxEntry] {
+        try withUnlocked { store, keys, s in
+            let linked = Set(s.delivery.links.values.filter(\.isOpen).compactMap(\.contactID))
+            return try store.outboxRows(kind: .message).compactMap { row -> OutboxEntry? in
+                guard row.state == .queued,
+                      let m = try store.outgoingMessage(messageID: row.packetID.bytes, cipher: keys.cipher) else { return nil }
+                return OutboxEntry(messageID: row.packetID, contactID: row.contactID, status: m.status,
+                                   attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, expiresAt: row.expiresAt,
+                                   waitingForTransport: !linked.contains(row.contactID))
+            }
+        }
+    }
+
+    // MARK: - The engine (under the node's lock)
+
+    /// Hands every due packet to an open link to its recipient, fails attempts whose
+    /// receipt is overdue, expires what is too old, and sets the timer for the next due time.
+    func pump(_ store: Store, _ s: inout NodeState, _ effects: inout Effects) throws {
+        let t = now
+        if s.keys != nil {
+            for (id, flight) in s.delivery.inflight where flight.deadline <= t {
+                s.delivery.inflight[id] = nil
+                try failAttempt(id, store, &s, &effects)
+            }
+            for row in try store.expiredOutbox(now: t) {
+                try store.removeOutbox(row.packetID)
+                s.delivery.inflight[row.packetID] = nil
+                if row.kind == .message, let keys = s.keys {
+                    _ = try setStatus(row.packetID, .failed, store, keys, &effects)
+                }
+            }
+        }
+        var served = Set<Int64>()
+        for (linkID, link) in s.delivery.links.sorted(by: { $0.key < $1.key }) where link.isOpen {
+            guard let contact = link.contactID, served.insert(contact).inserted else { continue }
+            for row in try store.dueOutbox(contactID: contact, now: t, limit: Node.pumpBatch)
+            where s.delivery.inflight[row.packetID] == nil {
+                try sendOnLink(.packet(row.packet), on: linkID, &s, &effects)
+                s.delivery.inflight[row.packetID] = (linkID, t + RetrySchedule.attemptTimeoutMs)
+                noteActivity(link.link.transport, &s)
+            }
+        }
+        scheduleDeliveryTimer(store, &s)
+    }
+
+    /// A link confirmed it took packet `id`.
+    func confirmReceipt(_ id: MessageID, _ store: Store, _ s: inout NodeState, _ effects: inout Effects) throws {
+        s.delivery.inflight[id] = nil
+        guard let row = try store.outboxRow(id) else { return }
+        switch row.kind {
+        case .ack:
+            try store.removeOutbox(id)
+        case .message:
+            guard row.state == .queued else { return }
+            try store.setOutbox(id, state: .sent, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt)
+            if let keys = s.keys { _ = try setStatus(id, .sent, store, keys, &effects) }
+        }
+    }
+
+    /// The recipient acknowledged message `id`: delivered, and off the outbox.
+    func markDelivered(_ id: MessageID, contactID: Int64, _ store: Store, _ s: inout NodeState,
+                       _ effects: inout Effects) throws {
+        guard let keys = s.keys,
+              let message = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
+              message.conversationID == contactID else { return }  // an ack only counts from the recipient
+        try store.removeOutbox(id)
+        s.delivery.inflight[id] = nil
+        if message.status != .delivered { _ = try setStatus(id, .delivered, store, keys, &effects) }
+    }
+
+    /// An attempt failed (no receipt in time, or the link closed first): retry later.
+    func failAttempt(_ id: MessageID, _ store: Store, _ s: inout NodeState, _ effects: inout Effects) throws {
+        guard let row = try store.outboxRow(id), row.state == .queued else { return }
+        let attempts = row.attempts + 1
+        try store.setOutbox(id, state: .queued, attempts: attempts, nextAttemptAt: now + RetrySchedule.delay(afterAttempts: attempts))
+        if row.kind == .message, let keys = s.keys { _ = try setStatus(id, .failed, store, keys, &effects) }
+    }
+
+    @discardableResult
+    func setStatus(_ id: MessageID, _ status: MessageStatus, _ store: Store, _ keys: UnlockedKeys,
+                   _ effects: inout Effects) throws -> Message? {
+        try store.setStatus(messageID: id.bytes, status, now: now)
+        guard let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher) else { return nil }
+        effects.events.append(.messageStatusChanged(m))
+        return m
+    }
+
+    /// One timer per node, at the earliest of: the next retry, the next receipt deadline.
+    /// The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
+    /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
+    private func scheduleDeliveryTimer(_ store: Store, _ s: inout NodeState) {
+        let deadlines = [try? store.nextOutboxAttempt(), s.delivery.inflight.values.map(\.deadline).min()].compactMap { $0 }
+        guard let due = deadlines.min() else { return }
+        if let current = s.delivery.timerDue, current <= due, s.delivery.timer != nil { return }
+        if let timer = s.delivery.timer { loop.cancel(timer) }
+        s.delivery.timerDue = due
+        let seconds = Double(max(due - now, 0)) / 1000 + 0.001
+        s.delivery.timer = loop.schedule(after: min(seconds, 3600)) { [weak self] in self?.runDeliveryTimers() }
+    }
+
+    /// What the timer runs: retries and deadlines due now by the node's clock.
+    package func runDeliveryTimers() {
+        var effects = Effects()
+        try? withStore { store, s in
+            s.delivery.timer = nil
+            s.delivery.timerDue = nil
+            try pump(store, &s, &effects)
+        }
+        perform(effects)
+    }
+}
+
+/// The one place the 10 KB limit and the empty-text rule are checked (AC-020-04, -05).
+public enum MessageText {
+    public static let maxBytes = Envelope.maxBodyLength
+
+    public static func validate(_ text: String) throws {
+        guard !text.isEmpty, !text.trimmingWhitespace().isEmpty else { throw YaOKError(.emptyMessage, "Message is empty") }
+        guard text.utf8.count <= maxBytes else { throw YaOKError(.messageTooLarge) }
+    }
+}
+
+extension Node {
+    /// One message we sent, with its current status. `notFound` if there is none.
+    public func outgoingMessage(_ id: MessageID) throws -> Message {
+        try withUnlocked { store, keys, _ in
+            guard let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher) else {
+                throw YaOKError(.notFound, "No such outgoing message")
+            }
+            return m
+        }
+    }
+}

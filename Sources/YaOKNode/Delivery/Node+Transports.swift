@@ -1,0 +1,102 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKStore
+
+/// The transport manager and diagnostics (US-050, US-060).
+extension Node {
+    /// Registers a transport, disabled. A second one with the same name: `invalidArgument`.
+    public func addTransport(_ transport: Transport) throws {
+        try withStore { _, s in
+            guard s.delivery.transports[transport.name] == nil else {
+                throw YaOKError(.invalidArgument, "A transport named \(transport.name) is already registered")
+            }
+            s.delivery.transports[transport.name] = TransportEntry(transport: transport)
+        }
+    }
+
+    /// Starts or stops a registered transport. A start that fails leaves it `failed` with
+    /// the reason (also in diagnostics and the event) and throws that error.
+    public func setTransport(_ name: String, enabled: Bool) throws {
+        let transport = try withStore { _, s -> Transport in
+            guard let entry = s.delivery.transports[name] else { throw YaOKError(.notFound, "No transport named \(name)") }
+            return entry.transport
+        }
+        var failure: Error?
+        if enabled {
+            do { try transport.start(on: self) } catch { failure = error }
+        } else {
+            transport.stop()
+        }
+        let state = try withStore { _, s -> TransportState? in
+            guard var entry = s.delivery.transports[name] else { return nil }
+            entry.phase = failure != nil ? .failed : (enabled ? .running : .disabled)
+            entry.error = failure.map { "\($0)" }
+            s.delivery.transports[name] = entry
+            return transportState(name, s)
+        }
+        if let state { events.emit(.transportChanged(state)) }
+        if let failure { throw failure }
+    }
+
+    /// Every registered transport with its state.
+    public func transports() -> [TransportState] {
+        (try? withStore { _, s in s.delivery.transports.keys.sorted().compactMap { transportState($0, s) } }) ?? []
+    }
+
+    private func transportState(_ name: String, _ s: NodeState) -> TransportState? {
+        guard let entry = s.delivery.transports[name] else { return nil }
+        return TransportState(name: name, displayName: entry.transport.displayName, phase: entry.phase, error: entry.error,
+                              links: s.delivery.links.values.filter { $0.link.transport == name }.count,
+                              lastActivity: entry.lastActivity)
+    }
+
+    /// Diagnostics as JSON (docs/ABI.md, "diagnostics"): transports, links, contacts'
+    /// online status (when unlocked), the outbox (when unlocked), packets held while locked.
+    public func diagnostics() throws -> JSON {
+        let base = try withStore { store, s -> (JSON, [(String, Transport)], Int) in
+            let links = s.delivery.links.values.sorted { $0.link.id < $1.link.id }.map { l -> JSON in
+                .object([("id", .int(Int64(l.link.id))), ("transport", .string(l.link.transport)),
+                         ("state", .string(l.isOpen ? "open" : "handshake")),
+                         ("contact_id", l.contactID.map { .int($0) } ?? .null),
+                         ("opened_ms", .int(l.openedAt)), ("last_received_ms", .int(l.lastReceived))])
+            }
+            return (.array(links), s.delivery.transports.map { ($0.key, $0.value.transport) }, try store.heldCount())
+        }
+        var transports: [JSON] = []
+        for state in self.transports() {
+            let details = base.1.first { $0.0 == state.name }?.1.diagnostics() ?? .null
+            transports.append(.object([
+                ("name", .string(state.name)), ("display_name", .string(state.displayName)),
+                ("state", .string(state.phase.rawValue)), ("error", state.error.map { .string($0) } ?? .null),
+                ("links", .int(Int64(state.links))), ("last_activity_ms", state.lastActivity.map { .int($0) } ?? .null),
+                ("details", details),
+            ]))
+        }
+        let running = self.transports().contains { $0.phase == .running }
+        var fields: [(String, JSON)] = [
+            ("transports", .array(transports)),
+            ("warnings", .array(running ? [] : [.string(YaOKError(.noRoute).message)])),
+            ("links", base.0),
+            ("held_packets", .int(Int64(base.2))),
+        ]
+        if let contacts = try? self.contacts(), let outbox = try? self.outbox() {
+            fields.append(("contacts", .array(contacts.map { c in
+                .object([("id", .int(c.id)), ("name", .string(c.name)), ("connection", c.connection.json)])
+            })))
+            fields.append(("outbox", .array(outbox.map(\.json))))
+        }
+        return .object(fields)
+    }
+
+    /// Stops every transport and closes every link (the node is closing).
+    func stopDelivery() {
+        let (transports, links) = state.withLock { s -> ([Transport], [Link]) in
+            let t = s.delivery.transports.values.filter { $0.phase == .running }.map(\.transport)
+            let l = s.delivery.links.values.map(\.link)
+            return (t, l)
+        }
+        for t in transports { t.stop() }
+        for l in links { closeLink(l, reason: "The node is closing", notifyTransport: true) }
+    }
+}

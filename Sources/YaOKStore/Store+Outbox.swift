@@ -1,0 +1,124 @@
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+
+/// A sealed packet waiting to be carried: a message we sent, or an acknowledgement we owe.
+package struct OutboxRow: Sendable, Equatable {
+    package enum Kind: Int, Sendable { case message = 1, ack = 2 }
+    /// `queued`: not yet taken by any link (or the last attempt failed); `sent`: a link
+    /// confirmed receipt (a message then waits for its end-to-end acknowledgement).
+    package enum State: Int, Sendable { case queued = 0, sent = 1 }
+
+    package let seq: Int64
+    package let packetID: MessageID
+    package let kind: Kind
+    package let contactID: Int64
+    package let packet: [UInt8]
+    package let state: State
+    package let attempts: Int
+    package let nextAttemptAt: Int64
+    package let expiresAt: Int64
+}
+
+/// The outbox: one row per packet, ordered by `seq` (the order the user sent them).
+extension Store {
+    private static let outboxColumns = "seq, packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms"
+
+    package func enqueue(_ kind: OutboxRow.Kind, packetID: MessageID, contactID: Int64, packet: [UInt8],
+                         now: Int64, expiresAt: Int64) throws {
+        try db.query("""
+            INSERT OR IGNORE INTO outbox (packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms)
+            VALUES (?, ?, ?, ?, 0, 0, ?, ?)
+            """, [.blob(packetID.bytes), .int(Int64(kind.rawValue)), .int(contactID), .blob(packet), .int(now), .int(expiresAt)])
+    }
+
+    /// Queued rows for `contactID` that are due at `now`, in sending order.
+    package func dueOutbox(contactID: Int64, now: Int64, limit: Int) throws -> [OutboxRow] {
+        try db.rows("""
+            SELECT \(Store.outboxColumns) FROM outbox
+            WHERE contact_id = ? AND state = 0 AND next_attempt_ms <= ? ORDER BY seq LIMIT ?
+            """, [.int(contactID), .int(now), .int(Int64(limit))], map: Store.outboxRow)
+    }
+
+    package func outboxRow(_ packetID: MessageID) throws -> OutboxRow? {
+        try db.rows("SELECT \(Store.outboxColumns) FROM outbox WHERE packet_id = ?", [.blob(packetID.bytes)],
+                    map: Store.outboxRow).first
+    }
+
+    /// Every row, in sending order (diagnostics, the outbox listing).
+    package func outboxRows(kind: OutboxRow.Kind? = nil) throws -> [OutboxRow] {
+        let filter = kind.map { " WHERE kind = \($0.rawValue)" } ?? ""
+        return try db.rows("SELECT \(Store.outboxColumns) FROM outbox\(filter) ORDER BY seq", map: Store.outboxRow)
+    }
+
+    /// The earliest `next_attempt_ms` of a queued row, for the retry timer.
+    package func nextOutboxAttempt() throws -> Int64? {
+        try db.rows("SELECT min(next_attempt_ms) FROM outbox WHERE state = 0") { $0.isNull(0) ? nil : $0.int64(0) }.first ?? nil
+    }
+
+    package func setOutbox(_ packetID: MessageID, state: OutboxRow.State, attempts: Int, nextAttemptAt: Int64) throws {
+        try db.query("UPDATE outbox SET state = ?, attempts = ?, next_attempt_ms = ? WHERE packet_id = ?",
+                     [.int(Int64(state.rawValue)), .int(Int64(attempts)), .int(nextAttemptAt), .blob(packetID.bytes)])
+    }
+
+    /// Makes every queued row of `contactID` due now (a link to the contact came up).
+    package func makeOutboxDue(contactID: Int64, now: Int64) throws {
+        try db.query("UPDATE outbox SET next_attempt_ms = ? WHERE contact_id = ? AND state = 0 AND next_attempt_ms > ?",
+                     [.int(now), .int(contactID), .int(now)])
+    }
+
+    package func removeOutbox(_ packetID: MessageID) throws {
+        try db.query("DELETE FROM outbox WHERE packet_id = ?", [.blob(packetID.bytes)])
+    }
+
+    /// Rows whose packets expired before `now`.
+    package func expiredOutbox(now: Int64) throws -> [OutboxRow] {
+        try db.rows("SELECT \(Store.outboxColumns) FROM outbox WHERE expires_ms <= ? ORDER BY seq", [.int(now)],
+                    map: Store.outboxRow)
+    }
+
+    private static func outboxRow(_ row: Row) throws -> OutboxRow {
+        guard let kind = OutboxRow.Kind(rawValue: row.int(2)), let state = OutboxRow.State(rawValue: row.int(5)) else {
+            throw YaOKError(.corruptStore, "The data store is corrupt: an outbox row has an unknown kind or state")
+        }
+        return OutboxRow(seq: row.int64(0), packetID: try MessageID(bytes: row.blob(1)), kind: kind, contactID: row.int64(3),
+                         packet: row.blob(4), state: state, attempts: row.int(6), nextAttemptAt: row.int64(7),
+                         expiresAt: row.int64(8))
+    }
+}
+
+/// Packets that arrived while the node was locked, in arrival order.
+extension Store {
+    /// Holds a packet; false if the same packet (by digest) is already held.
+    package func hold(_ packet: [UInt8], digest: [UInt8], now: Int64) throws -> Bool {
+        try db.query("INSERT OR IGNORE INTO held_packets (digest, packet, received_ms) VALUES (?, ?, ?)",
+                     [.blob(digest), .blob(packet), .int(now)])
+        return db.changes > 0
+    }
+
+    package func heldPackets(limit: Int) throws -> [(id: Int64, packet: [UInt8])] {
+        try db.rows("SELECT id, packet FROM held_packets ORDER BY id LIMIT ?", [.int(Int64(limit))]) { ($0.int64(0), $0.blob(1)) }
+    }
+
+    package func heldCount() throws -> Int {
+        try db.rows("SELECT count(*) FROM held_packets") { $0.int(0) }.first ?? 0
+    }
+
+    package func removeHeld(_ id: Int64) throws {
+        try db.query("DELETE FROM held_packets WHERE id = ?", [.int(id)])
+    }
+}
+
+/// The link static key, sealed under the database key, and its certificate.
+extension Store {
+    package func linkKey(cipher: FieldCipher) throws -> (secret: [UInt8], certificate: [UInt8])? {
+        try db.rows("SELECT sealed_secret, certificate FROM link_key WHERE id = 1") {
+            (try cipher.open($0.blob(0), ad: RowAD.linkKey), $0.blob(1))
+        }.first
+    }
+
+    package func saveLinkKey(secret: [UInt8], certificate: [UInt8], cipher: FieldCipher) throws {
+        try db.query("INSERT OR REPLACE INTO link_key (id, sealed_secret, certificate) VALUES (1, ?, ?)",
+                     [.blob(cipher.seal(secret, ad: RowAD.linkKey)), .blob(certificate)])
+    }
+}
