@@ -7,7 +7,8 @@ import YaOKWire
 //
 // Every input goes through three paths, so one corpus serves all of them:
 //  1. Packet.decode and RoutedHeader.parse, with the invariant that anything accepted
-//     re-encodes to exactly the input (the decoder is strict and canonical).
+//     re-encodes to exactly the input (the decoder is strict and canonical), and that a link
+//     packet's associated data (Packet.linkHeader) is exactly its first 12 bytes.
 //  2. FrameDecoder fed the input in chunks whose sizes come from the input itself.
 //  3. The frames from (2), decoded as link units; fragments go to a Reassembler with a
 //     small budget whose bound is checked after every fragment.
@@ -30,6 +31,14 @@ private func checkPacketDecoding(_ bytes: ArraySlice<UInt8>) {
     if let decoded {
         guard let again = try? decoded.encode(), again[...] == bytes else {
             fatalError("accepted packet does not re-encode to its input")
+        }
+    }
+    if case .link(let counter, let ciphertext)? = decoded {
+        // The link cipher rebuilds the header it authenticates from the decoded fields; if
+        // that differed from the bytes received, a peer could change them unnoticed.
+        guard let header = try? Packet.linkHeader(counter: counter, ciphertextLength: ciphertext.count),
+              header == Array(bytes.prefix(Packet.linkHeaderLength)) else {
+            fatalError("link header rebuilt for the AEAD differs from the bytes received")
         }
     }
     if let (header, range) = try? RoutedHeader.parse(bytes) {

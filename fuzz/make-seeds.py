@@ -19,6 +19,11 @@ seeds = {
     "bad-type": bytes([1, 9, 0]),
     "frames-keepalive": frame(bytes([1, 3, 0, 0])) + b"\0\0" + frame(routed(1, 0, b"x")),
     "frame-oversized": b"\xff\xff" + b"\0" * 16,
+    # Link packets (§5.3): the link-packet-carried vector, and the shortest one a link sends.
+    "link": bytes.fromhex("0105004200000000000000000e2e3531429fc15f3b381968dc21b93e681e5a91"
+                          "82d316188c70e1857be06991718db802a07e4842c33f778f89e0db4de03176c8"
+                          "73f56cd5385b"),
+    "link-keepalive": bytes([1, 5, 0, 25]) + (7).to_bytes(8, "big") + bytes(range(17)),
 }
 p = routed(1, 8, bytes(random.randrange(256) for _ in range(300)))
 fs = frags(p, 23, 77)
@@ -27,6 +32,7 @@ random.shuffle(fs)
 seeds["framed-fragments-shuffled"] = b"".join(frame(f) for f in fs + fs[:3])
 fs2 = frags(routed(2, 5, bytes(60)), 20, 65535)
 seeds["framed-fragments-two-groups"] = b"".join(frame(f) for f in fs2 + frags(p, 185, 1))
+seeds["framed-link-and-handshake"] = frame(bytes([1, 3, 0, 33, 1]) + bytes(32)) + frame(seeds["link-keepalive"])
 for name, data in seeds.items():
     open(os.path.join(out, name), "wb").write(data)
 print(len(seeds), "seeds")

@@ -47,6 +47,113 @@ package enum Sodium {
         return out
     }
 
+    /// crypto_generichash_init/update/final: unkeyed BLAKE2b-512 over the concatenation of
+    /// `parts`, without first copying them into one buffer (some of them are secrets).
+    static func blake2b512(_ parts: [UnsafeRawBufferPointer]) -> [UInt8] {
+        // The state type is over-aligned in C (CRYPTO_ALIGN(64)), so Swift sees it as opaque:
+        // allocate its bytes by hand, aligned as the header asks.
+        let stateSize = crypto_generichash_statebytes()
+        let state = UnsafeMutableRawPointer.allocate(byteCount: stateSize, alignment: 64)
+        defer {
+            sodium_memzero(state, stateSize)  // it held the hashed secrets' internal state
+            state.deallocate()
+        }
+        var out = [UInt8](repeating: 0, count: 64)
+        _ = crypto_generichash_init(OpaquePointer(state), nil, 0, 64)
+        for part in parts where part.count > 0 {
+            _ = crypto_generichash_update(OpaquePointer(state), part.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                          UInt64(part.count))
+        }
+        _ = crypto_generichash_final(OpaquePointer(state), &out, 64)
+        return out
+    }
+
+    /// HMAC (RFC 2104) over BLAKE2b-512 with its 128-byte block, the HMAC-HASH of the Noise
+    /// spec. libsodium has none: its keyed BLAKE2b is a different function, so this is
+    /// built by hand. The result is secret key material; the caller wipes it.
+    static func hmacBLAKE2b512(key: UnsafeRawBufferPointer, _ data: [UnsafeRawBufferPointer]) -> [UInt8] {
+        let blockLength = 128
+        var innerPad = [UInt8](repeating: 0x36, count: blockLength)
+        var outerPad = [UInt8](repeating: 0x5c, count: blockLength)
+        var longKeyHash = key.count > blockLength ? blake2b512([key]) : []  // RFC 2104: a long key is hashed first
+        var inner: [UInt8] = []
+        defer {
+            wipe(&innerPad)
+            wipe(&outerPad)
+            wipe(&longKeyHash)
+            wipe(&inner)
+        }
+        func xorIntoPads(_ k: UnsafeRawBufferPointer) {
+            for (i, byte) in k.enumerated() {
+                innerPad[i] ^= byte
+                outerPad[i] ^= byte
+            }
+        }
+        if longKeyHash.isEmpty { xorIntoPads(key) } else { longKeyHash.withUnsafeBytes(xorIntoPads) }
+        inner = innerPad.withUnsafeBytes { blake2b512([$0] + data) }
+        return outerPad.withUnsafeBytes { o in inner.withUnsafeBytes { blake2b512([o, $0]) } }
+    }
+
+    /// crypto_scalarmult_base: the X25519 public key of a 32-byte secret.
+    static func x25519PublicKey(secret: UnsafeRawBufferPointer) throws -> [UInt8] {
+        guard secret.count == 32, let s = secret.baseAddress else {
+            throw YaOKError(.invalidArgument, "X25519 secret keys are 32 bytes")
+        }
+        var out = [UInt8](repeating: 0, count: 32)
+        guard crypto_scalarmult_base(&out, s.assumingMemoryBound(to: UInt8.self)) == 0 else {
+            throw YaOKError(.internal, "X25519 public key derivation failed")
+        }
+        return out
+    }
+
+    /// A fresh X25519 key pair: the secret from randombytes_buf straight into guarded
+    /// memory, the public key crypto_scalarmult_base of it.
+    static func x25519KeyPair() throws -> (secret: SecureBytes, publicKey: [UInt8]) {
+        let secret = try SecureBytes.random(count: 32)
+        return (secret, try secret.withUnsafeBytes { try x25519PublicKey(secret: $0) })
+    }
+
+    static let chacha20Poly1305TagLength = Int(crypto_aead_chacha20poly1305_ietf_ABYTES)
+    static let chacha20Poly1305NonceLength = Int(crypto_aead_chacha20poly1305_ietf_NPUBBYTES)
+
+    /// crypto_aead_chacha20poly1305_ietf_encrypt (RFC 8439): ciphertext followed by the tag.
+    static func chacha20Poly1305Encrypt(key: UnsafeRawBufferPointer, nonce: [UInt8], ad: [UInt8],
+                                        plaintext: [UInt8]) throws -> [UInt8] {
+        guard key.count == Int(crypto_aead_chacha20poly1305_ietf_KEYBYTES), let k = key.baseAddress,
+              nonce.count == chacha20Poly1305NonceLength else {
+            throw YaOKError(.invalidArgument, "ChaCha20-Poly1305 takes a 32-byte key and a 12-byte nonce")
+        }
+        var out = [UInt8](repeating: 0, count: plaintext.count + chacha20Poly1305TagLength)
+        var written: UInt64 = 0
+        let rc = crypto_aead_chacha20poly1305_ietf_encrypt(
+            &out, &written, plaintext, UInt64(plaintext.count), ad, UInt64(ad.count), nil, nonce,
+            k.assumingMemoryBound(to: UInt8.self))
+        guard rc == 0, written == UInt64(out.count) else { throw YaOKError(.internal, "Encryption failed") }
+        return out
+    }
+
+    /// crypto_aead_chacha20poly1305_ietf_decrypt. A tag that does not verify → `tampered`.
+    static func chacha20Poly1305Decrypt(key: UnsafeRawBufferPointer, nonce: [UInt8], ad: [UInt8],
+                                        ciphertext: [UInt8]) throws -> [UInt8] {
+        guard key.count == Int(crypto_aead_chacha20poly1305_ietf_KEYBYTES), let k = key.baseAddress,
+              nonce.count == chacha20Poly1305NonceLength else {
+            throw YaOKError(.invalidArgument, "ChaCha20-Poly1305 takes a 32-byte key and a 12-byte nonce")
+        }
+        guard ciphertext.count >= chacha20Poly1305TagLength else {
+            throw YaOKError(.malformedPacket, "Ciphertext shorter than its tag")
+        }
+        var out = [UInt8](repeating: 0, count: ciphertext.count - chacha20Poly1305TagLength)
+        var written: UInt64 = 0
+        let rc = crypto_aead_chacha20poly1305_ietf_decrypt(
+            &out, &written, nil, ciphertext, UInt64(ciphertext.count), ad, UInt64(ad.count), nonce,
+            k.assumingMemoryBound(to: UInt8.self))
+        guard rc == 0, written == UInt64(out.count) else {
+            wipe(&out)
+            throw YaOKError(.tampered, "Authentication tag does not verify (tampered or corrupted)")
+        }
+        return out
+    }
+
     /// crypto_sign_detached (Ed25519)
     static func sign(_ message: [UInt8], secretKey: SecureBytes) -> [UInt8] {
         var sig = [UInt8](repeating: 0, count: Int(crypto_sign_BYTES))

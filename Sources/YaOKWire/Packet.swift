@@ -12,15 +12,39 @@ public enum Packet: Equatable, Sendable {
     /// Link-local handshake: version, type, payload length (u16), payload. Not forwarded.
     case handshake(payload: [UInt8])
     case fragment(Fragment)
+    /// Link-local encrypted packet: version, type, length (u16), counter (u64), ciphertext
+    /// with its tag. The counter is the AEAD nonce, so it travels in clear (and is
+    /// authenticated: the 12 header bytes are the AEAD's associated data).
+    case link(counter: UInt64, ciphertext: [UInt8])
 
     public static let handshakeHeaderLength = 4
+    /// version, type, length, counter: the link cipher's associated data.
+    public static let linkHeaderLength = 12
+    /// The shortest ciphertext a link packet can hold: the payload kind byte and the tag.
+    public static let minLinkCiphertextLength = 1 + 16
 
     public var type: PacketType {
         switch self {
         case .routed(let header, _): return header.type
         case .handshake: return .handshake
         case .fragment: return .fragment
+        case .link: return .link
         }
+    }
+
+    /// The 12 header bytes of a link packet with this counter and ciphertext length: they
+    /// are both the packet's prefix and its associated data, so the cipher builds them here,
+    /// from the one definition of the layout.
+    public static func linkHeader(counter: UInt64, ciphertextLength: Int) throws -> [UInt8] {
+        try checkEncodable(ciphertextLength, headerLength: linkHeaderLength)
+        guard ciphertextLength >= minLinkCiphertextLength else {
+            throw YaOKError(.malformedPacket, "Link ciphertext of \(ciphertextLength) bytes is shorter than its tag and kind")
+        }
+        var out: [UInt8] = [Wire.version, PacketType.link.rawValue]
+        out.reserveCapacity(linkHeaderLength)
+        out.appendBigEndian(UInt64(8 + ciphertextLength), count: 2)
+        out.appendBigEndian(counter, count: 8)
+        return out
     }
 
     /// Throws `malformedPacket` if the packet would exceed `Wire.maxPacketLength`.
@@ -42,6 +66,9 @@ public enum Packet: Equatable, Sendable {
         case .fragment(let fragment):
             try Self.checkEncodable(fragment.data.count, headerLength: Fragment.headerLength)
             fragment.write(to: &out)
+        case .link(let counter, let ciphertext):
+            out = try Self.linkHeader(counter: counter, ciphertextLength: ciphertext.count)
+            out += ciphertext
         }
         return out
     }
@@ -71,6 +98,15 @@ public enum Packet: Equatable, Sendable {
             return .handshake(payload: Array(r.rest()))
         case .fragment:
             return .fragment(try Fragment.parseBody(&r))
+        case .link:
+            let length = Int(try r.u16("link length"))
+            // Like a handshake's, the length counts everything after the first 4 bytes.
+            try RoutedHeader.checkPayloadLength(length, remaining: r.remaining, headerLength: handshakeHeaderLength)
+            guard length >= 8 + minLinkCiphertextLength else {
+                throw YaOKError(.malformedPacket, "Malformed packet: link length \(length) is under \(8 + minLinkCiphertextLength)")
+            }
+            let counter = try r.uint(8, "link counter")
+            return .link(counter: counter, ciphertext: Array(r.rest()))
         }
     }
 

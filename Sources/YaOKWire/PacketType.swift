@@ -21,6 +21,9 @@ public enum PacketType: UInt8, Sendable, CaseIterable {
     case handshake = 0x03
     /// A piece of a larger packet on a small-MTU link; never forwarded as such.
     case fragment = 0x04
+    /// One encrypted packet of a link between two neighbours (docs/PROTOCOL.md §5.3): the
+    /// routed packets, receipts and keepalives they exchange. Link-local: never forwarded.
+    case link = 0x05
 
     /// Message and ack packets carry the routed header (ID, times, hop limit, routing tag).
     public var isRouted: Bool { self == .message || self == .ack }

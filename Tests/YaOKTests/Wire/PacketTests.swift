@@ -39,7 +39,7 @@ import Testing
             #expect(errorCode { try Packet.decode(bytes) } == .unsupportedVersion)
         }
         bytes[0] = 1
-        for type: UInt8 in [0, 5, 0x81, 0xff] {
+        for type: UInt8 in [0, 6, 0x81, 0xff] {
             bytes[1] = type
             #expect(errorCode { try Packet.decode(bytes) } == .unknownPacketType)
         }
@@ -54,6 +54,7 @@ import Testing
             .routed(try sampleHeader(type: .ack), payload: []),
             .handshake(payload: [4, 5]),
             .fragment(try Fragment(group: 3, index: 1, count: 2, data: [6, 7])),
+            .link(counter: 0x0102_0304_0506_0708, ciphertext: [UInt8](repeating: 9, count: Packet.minLinkCiphertextLength)),
         ]
         for packet in packets {
             let bytes = try packet.encode()
@@ -95,6 +96,26 @@ import Testing
         #expect(errorCode { try Packet.decode([1, 4, 0, 1, 0, 0, 0, 1, 9]) } == .malformedPacket)  // count 1
         #expect(errorCode { try Packet.decode([1, 4, 0, 1, 0, 2, 0, 2, 9]) } == .malformedPacket)  // index = count
         #expect(errorCode { try Packet.decode([1, 4, 0, 1, 0, 0, 0, 2]) } == .malformedPacket)  // no data
+    }
+
+    @Test func linkPacketLayoutAndLimits() throws {
+        let ciphertext = [UInt8](repeating: 0xab, count: 20)
+        let bytes = try Packet.link(counter: 0x0102_0304_0506_0708, ciphertext: ciphertext).encode()
+        #expect(bytes == [1, 5, 0, 28, 1, 2, 3, 4, 5, 6, 7, 8] + ciphertext)
+        #expect(try Packet.linkHeader(counter: 0x0102_0304_0506_0708, ciphertextLength: 20) == Array(bytes[0..<12]))
+        #expect(Packet.link(counter: 0, ciphertext: []).type == .link)
+        #expect(!PacketType.link.isRouted)
+        // Shorter than a kind byte and a tag: nothing a link could have sent.
+        let short = try Packet.link(counter: 1, ciphertext: [UInt8](repeating: 0, count: Packet.minLinkCiphertextLength)).encode()
+        var lying = short
+        lying.removeLast()
+        lying[3] -= 1
+        #expect(errorCode { try Packet.decode(lying) } == .malformedPacket)
+        #expect(errorCode { try Packet.link(counter: 1, ciphertext: [0]).encode() } == .malformedPacket)
+        #expect(errorCode { try Packet.decode(short + [0]) } == .malformedPacket)  // trailing byte
+        let max = [UInt8](repeating: 0, count: Wire.maxPacketLength - Packet.linkHeaderLength)
+        #expect(try Packet.link(counter: .max, ciphertext: max).encode().count == Wire.maxPacketLength)
+        #expect(errorCode { try Packet.link(counter: 0, ciphertext: max + [0]).encode() } == .malformedPacket)
     }
 
     @Test func payloadsOverTheLimitCannotBeEncoded() throws {

@@ -10,7 +10,7 @@ import Testing
 /// random order; seeds are fixed so that a failure reproduces.
 @Suite struct PropertyTests {
     static func randomPacket(_ rng: inout SeededRandom) throws -> Packet {
-        switch Int.random(in: 0..<4, using: &rng) {
+        switch Int.random(in: 0..<5, using: &rng) {
         case 0, 1:
             let header = try RoutedHeader(
                 type: Bool.random(using: &rng) ? .message : .ack, hopLimit: UInt8.random(in: 0...255, using: &rng),
@@ -21,6 +21,9 @@ import Testing
             return .routed(header, payload: rng.bytes(length))
         case 2:
             return .handshake(payload: rng.bytes(Int.random(in: 0...500, using: &rng)))
+        case 3:
+            return .link(counter: rng.next(),
+                         ciphertext: rng.bytes(Int.random(in: Packet.minLinkCiphertextLength...600, using: &rng)))
         default:
             let count = UInt16.random(in: 2...UInt16.max, using: &rng)
             return .fragment(try Fragment(group: UInt16.random(in: 0...UInt16.max, using: &rng),
