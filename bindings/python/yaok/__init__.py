@@ -22,8 +22,7 @@ declares its own C signatures against the shared library object in :mod:`yaok._l
 
 from . import contacts, envelope, errors, events, messages, node, security
 from ._lib import ABI_VERSION, abi_version, library_path, status_str, version_string
-from .errors import *  # noqa: F401,F403  (the exception classes and Status)
-from .errors import __all__ as _errors_all
+from .errors import *  # noqa: F401,F403  (the exception classes and Status; listed below)
 from .contacts import Connection, Contact, ContactPreview
 from .events import EventKind, Registration
 from .identity import Card, Identity, PublicKeys
@@ -41,4 +40,16 @@ __all__ = [
     "Message", "MessageStatus", "HistoryPage", "StoredIncoming",
     "SecurityEvent", "EventKind", "Registration",
     "node", "contacts", "messages", "security", "events",
-] + list(_errors_all)
+    # yaok.errors.__all__, written out: mypy reads only a literal __all__, and names it
+    # cannot see there are not exported to an application's type checker.
+    "Status", "YaOKError", "UsageError", "NullArgument", "InvalidArgument", "InvalidUTF8",
+    "BufferTooSmall", "IdentityError", "InvalidName", "InvalidCard", "ContactExists",
+    "NotFound", "MessageError", "NotForMe", "Tampered", "UnknownSender", "SenderAuthFailed",
+    "MessageTooLarge", "EmptyMessage", "MalformedEnvelope", "StoreError", "Locked",
+    "WrongPIN", "LockedOut", "PINTooShort", "PINMismatch", "StorageError", "DiskFull",
+    "CorruptStore", "ConfirmationRequired", "NotInitialized", "AlreadyInitialized",
+    "NoPlatformKey", "WrongPlatformKey", "Closed", "ProtocolError", "MalformedPacket",
+    "UnsupportedVersion", "UnknownPacketType", "FrameTooLarge", "FragmentInvalid",
+    "Expired", "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
+    "HandleClosed", "LibraryNotFound", "AbiVersionMismatch", "error_for_status",
+]

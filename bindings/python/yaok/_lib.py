@@ -29,7 +29,7 @@ import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 from .errors import AbiVersionMismatch, HandleClosed, LibraryNotFound, error_for_status
 
@@ -104,7 +104,7 @@ def load(path: Optional[str] = None, expected_abi: Optional[int] = None) -> ctyp
 lib: ctypes.CDLL = load()
 
 #: Where :data:`lib` was loaded from.
-library_path: str = lib._yaok_path  # type: ignore[attr-defined]
+library_path: str = str(getattr(lib, "_yaok_path"))
 
 
 def declare(name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
@@ -118,7 +118,8 @@ def declare(name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
     fn.argtypes = list(argtypes)
     if restype is STATUS:
         fn.errcheck = _errcheck
-    return fn
+    declared: Callable[..., Any] = fn
+    return declared
 
 
 def _errcheck(result: int, func: Any, args: Any) -> int:
@@ -143,12 +144,14 @@ def abi_version() -> int:
 
 def version_string() -> str:
     """``yaok_version_string()``: "MAJOR.MINOR.PATCH" of the loaded library."""
-    return _version_string().decode("utf-8")
+    raw: bytes = _version_string()
+    return raw.decode("utf-8")
 
 
 def status_str(status: int) -> str:
     """``yaok_status_str()``: a short English description of a status code."""
-    return _status_str(status).decode("utf-8")
+    raw: bytes = _status_str(status)
+    return raw.decode("utf-8")
 
 
 def last_error_message() -> Optional[str]:
@@ -255,6 +258,9 @@ class OwnedHandle:
             self._free(pointer)
 
 
+_Owner = TypeVar("_Owner", bound="HandleOwner")
+
+
 class HandleOwner:
     """Lifetime of a Python object that owns one library handle (``self._handle``, an
     :class:`OwnedHandle` or a subclass): ``close()``, the context manager and a ``__del__``
@@ -273,7 +279,7 @@ class HandleOwner:
         if handle is not None:
             handle.close()
 
-    def __enter__(self):
+    def __enter__(self: _Owner) -> _Owner:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

@@ -16,7 +16,7 @@ import json
 import threading
 import weakref
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, ContextManager, Iterator, Optional, Union
 
 from ._lib import HandleOwner, encode_text, take_string
 from .errors import HandleClosed, InvalidArgument
@@ -152,7 +152,7 @@ class NodeBase(HandleOwner):
 
     _handle: Optional[NodeHandle] = None
 
-    def _borrow(self):
+    def _borrow(self) -> ContextManager[Any]:
         handle = self._handle
         if handle is None:
             raise HandleClosed("Node is closed")

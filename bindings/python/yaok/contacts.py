@@ -134,7 +134,9 @@ class ContactsMixin(NodeBase):
         """The one contact that ``query`` names: its id, user ID, a fingerprint prefix of at
         least 4 hex digits, or its name (case-insensitive). None: :class:`~yaok.NotFound`;
         several: :class:`~yaok.InvalidArgument`."""
-        if isinstance(query, int) and not isinstance(query, bool):
+        if isinstance(query, bool):
+            raise TypeError("query must be str or int, not bool")
+        if isinstance(query, int):
             query = str(query)
         return Contact.from_json(self._call_json(_find, self._text(query, "query")))
 

@@ -26,7 +26,7 @@ on its own.
 from __future__ import annotations
 
 import enum
-from typing import Dict, Optional, Type
+from typing import Dict, Iterator, Optional, Type
 
 __all__ = [
     "Status",
@@ -354,7 +354,7 @@ _RANGES: Dict[int, Type[YaOKError]] = {
 }
 
 
-def _leaf_classes(cls: Type[YaOKError]):
+def _leaf_classes(cls: Type[YaOKError]) -> Iterator[Type[YaOKError]]:
     for sub in cls.__subclasses__():
         yield sub
         yield from _leaf_classes(sub)
