@@ -1,5 +1,11 @@
 """Loading libyaok and the shared plumbing every domain module uses.
 
+The library is loaded lazily, on the first call that needs it (or by :func:`load_library`),
+not at ``import yaok``: so the package, its documentation (``help(yaok)``) and its
+exceptions are usable without it, and a missing library is one clear
+:class:`~yaok.errors.LibraryNotFound` at first use. A failed load is not remembered: the
+next call tries again.
+
 Finding the library, in order:
 
 1. ``$YAOK_LIBRARY``: a path to the .so. If it is set and cannot be loaded, that is an
@@ -11,15 +17,17 @@ Finding the library, in order:
 Then ``yaok_abi_version()`` must equal :data:`ABI_VERSION`, the ABI this binding was written
 for; otherwise :class:`~yaok.errors.AbiVersionMismatch` is raised and nothing is used.
 
-Domain modules (``identity.py``, ``envelope.py``, later ``node.py`` …) declare the
-signatures of their own functions with :func:`declare` against the shared :data:`lib`, so
-adding a domain never means editing this file. Every declared function gets ``argtypes``
-and ``restype`` (ctypes would otherwise assume ``int`` and truncate pointers); a function
-declared with ``restype=STATUS`` raises the mapped exception by itself on failure.
+Domain modules (``identity.py``, ``envelope.py``, ``node.py`` …) declare the signatures of
+their own functions with :func:`declare`, at import, without touching the library; so adding
+a domain never means editing this file. Every declared function gets ``argtypes`` and
+``restype`` when the library is loaded (ctypes would otherwise assume ``int`` and truncate
+pointers); a function declared with ``restype=STATUS`` raises the mapped exception by
+itself on failure.
 
 Threads: ctypes releases the GIL around each call, so calls run in parallel. The
 last-error message is per thread in the library, and it is read on the same thread right
-after the failing call.
+after the failing call. The first use may come from several threads at once: the library
+is loaded once.
 """
 
 from __future__ import annotations
@@ -29,14 +37,15 @@ import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from .errors import AbiVersionMismatch, HandleClosed, LibraryNotFound, error_for_status
 
 __all__ = [
-    "ABI_VERSION", "STATUS", "lib", "library_path", "load", "declare", "check",
-    "take_string", "take_bytes", "OwnedHandle", "abi_version", "version_string",
-    "status_str", "last_error_message", "encode_text",
+    "ABI_VERSION", "STATUS", "lib", "library_path", "library", "load", "load_library",
+    "declare", "declarations", "CFunction", "check", "take_string", "take_bytes",
+    "OwnedHandle", "abi_version", "version_string", "status_str", "last_error_message",
+    "encode_text",
 ]
 
 #: The C ABI version this binding was written for (``YAOK_ABI_VERSION`` in include/yaok.h).
@@ -48,15 +57,32 @@ STATUS = ctypes.c_int32
 _REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
-def _candidates() -> Sequence[str]:
+def _candidates(abi: int) -> Sequence[str]:
     return [
-        str(_REPO_ROOT / "build" / "lib" / f"libyaok.so.{ABI_VERSION}"),
-        f"libyaok.so.{ABI_VERSION}",
+        str(_REPO_ROOT / "build" / "lib" / f"libyaok.so.{abi}"),
+        f"libyaok.so.{abi}",
     ]
 
 
+def _try_load(candidate: str) -> Tuple[Optional[ctypes.CDLL], str]:
+    """(the library, "") or (None, why not), the reason without the file name that dlerror
+    puts in front of it (the caller names the file once)."""
+    if "/" in candidate and not os.path.exists(candidate):
+        return None, "no such file"
+    try:
+        return ctypes.CDLL(candidate), ""
+    except OSError as e:
+        reason = str(e)
+        if reason.startswith(candidate + ": "):
+            reason = reason[len(candidate) + 2:]
+        if "/" not in candidate and "cannot open shared object file" in reason:
+            reason = "not found"
+        return None, reason
+
+
 def load(path: Optional[str] = None, expected_abi: Optional[int] = None) -> ctypes.CDLL:
-    """Loads libyaok and checks its ABI version.
+    """Loads libyaok and checks its ABI version. Returns a new, raw ``CDLL`` (no function
+    declared on it); the binding itself uses the shared one of :func:`library`.
 
     Args:
         path: an explicit path; default: ``$YAOK_LIBRARY``, then the search described in
@@ -68,25 +94,30 @@ def load(path: Optional[str] = None, expected_abi: Optional[int] = None) -> ctyp
         AbiVersionMismatch: the library's ``yaok_abi_version()`` differs.
     """
     expected = ABI_VERSION if expected_abi is None else expected_abi
+    name = f"libyaok.so.{expected}"
+    hint = (f"Build it with scripts/build-lib in the Ya OK core repository (it makes "
+            f"build/lib/{name}), or set YAOK_LIBRARY to its path.")
+    from_env = path is None and bool(os.environ.get("YAOK_LIBRARY"))
     explicit = path or os.environ.get("YAOK_LIBRARY")
+    handle: Optional[ctypes.CDLL] = None
     if explicit:
-        tried = [explicit]
+        handle, reason = _try_load(explicit)
+        if handle is None:
+            where = f"YAOK_LIBRARY={explicit}" if from_env else explicit
+            raise LibraryNotFound(f"Cannot load the Ya OK library from {where}: {reason}. {hint}")
+        loaded_from = explicit
     else:
-        tried = [c for c in _candidates() if "/" not in c or os.path.exists(c)]
-    errors = []
-    handle = None
-    for candidate in tried:
-        try:
-            handle = ctypes.CDLL(candidate)
-            break
-        except OSError as e:
-            errors.append(f"{candidate}: {e}")
-    if handle is None:
-        where = "$YAOK_LIBRARY" if explicit else "the repository build and the system loader"
-        raise LibraryNotFound(
-            f"libyaok.so.{expected} not found via {where} (run scripts/build-lib, or set "
-            f"YAOK_LIBRARY to the library's path): " + "; ".join(errors))
-    loaded_from = candidate
+        tried: List[str] = []
+        for candidate in _candidates(expected):
+            handle, reason = _try_load(candidate)
+            if handle is not None:
+                loaded_from = candidate
+                break
+            place = candidate if "/" in candidate else f"{candidate} through the system loader"
+            tried.append(f"{place} ({reason})")
+        if handle is None:
+            raise LibraryNotFound("Cannot find the Ya OK library. Looked for " + " and ".join(tried)
+                                  + ". " + hint)
     try:
         abi = handle.yaok_abi_version
     except AttributeError:
@@ -96,30 +127,120 @@ def load(path: Optional[str] = None, expected_abi: Optional[int] = None) -> ctyp
     found = int(abi())
     if found != expected:
         raise AbiVersionMismatch(expected, found, loaded_from)
-    handle._yaok_path = loaded_from  # type: ignore[attr-defined]
+    setattr(handle, "_yaok_path", loaded_from)
     return handle
 
 
-#: The loaded library, shared by all domain modules.
-lib: ctypes.CDLL = load()
+class CFunction:
+    """One C function of libyaok as the binding declared it (:func:`declare`): its name,
+    ``restype`` and ``argtypes``. Calling it calls the C function, loading the library
+    first if this is the first use."""
 
-#: Where :data:`lib` was loaded from.
-library_path: str = str(getattr(lib, "_yaok_path"))
+    __slots__ = ("name", "restype", "argtypes", "_fn")
+
+    def __init__(self, name: str, restype: Any, argtypes: Sequence[Any]) -> None:
+        self.name = name
+        self.restype = restype
+        self.argtypes: Tuple[Any, ...] = tuple(argtypes)
+        self._fn: Any = None
+
+    def _bind(self, handle: ctypes.CDLL) -> Any:
+        try:
+            fn = getattr(handle, self.name)
+        except AttributeError:
+            raise LibraryNotFound(
+                f"{getattr(handle, '_yaok_path', 'libyaok')} has no function {self.name}, which this "
+                "binding declares: the library and the binding come from different versions") from None
+        fn.restype = self.restype
+        fn.argtypes = list(self.argtypes)
+        if self.restype is STATUS:
+            fn.errcheck = _errcheck
+        self._fn = fn
+        return fn
+
+    def __call__(self, *args: Any) -> Any:
+        fn = self._fn
+        if fn is None:
+            handle = library()
+            # Still None only if the library lacks the function: _bind says so.
+            fn = self._fn if self._fn is not None else self._bind(handle)
+        return fn(*args)
+
+    def __repr__(self) -> str:
+        return f"<yaok C function {self.name}>"
 
 
-def declare(name: str, restype: Any, *argtypes: Any) -> Callable[..., Any]:
-    """Declares ``name`` in :data:`lib` with its ``restype`` and ``argtypes`` and returns it.
+_declarations: Dict[str, CFunction] = {}
+_load_lock = threading.Lock()
+_library: Optional[ctypes.CDLL] = None
+
+
+def declare(name: str, restype: Any, *argtypes: Any) -> CFunction:
+    """Declares the C function ``name`` with its ``restype`` and ``argtypes`` and returns a
+    callable for it. Nothing is loaded here: the types are set on the library's function
+    when the library is loaded (at once if it already is).
 
     With ``restype=STATUS`` the function checks its own result: a non-zero status raises the
     mapped :class:`~yaok.errors.YaOKError` with the library's message, and success returns 0.
+    Each name is declared once.
     """
-    fn = getattr(lib, name)
-    fn.restype = restype
-    fn.argtypes = list(argtypes)
-    if restype is STATUS:
-        fn.errcheck = _errcheck
-    declared: Callable[..., Any] = fn
-    return declared
+    with _load_lock:
+        if name in _declarations:
+            raise ValueError(f"{name} is declared twice")
+        fn = CFunction(name, restype, argtypes)
+        _declarations[name] = fn
+        if _library is not None:
+            fn._bind(_library)
+    return fn
+
+
+def declarations() -> Dict[str, CFunction]:
+    """Every C function the binding has declared, by name (a copy)."""
+    with _load_lock:
+        return dict(_declarations)
+
+
+def library() -> ctypes.CDLL:
+    """The shared library every declared function calls, loaded on first use (see the
+    module docs) with every declared function's types set. Raises
+    :class:`~yaok.errors.LibraryNotFound` or :class:`~yaok.errors.AbiVersionMismatch`."""
+    global _library
+    loaded = _library
+    if loaded is not None:
+        return loaded
+    with _load_lock:
+        if _library is None:
+            handle = load()
+            for fn in _declarations.values():
+                try:
+                    fn._bind(handle)
+                except LibraryNotFound:
+                    pass  # the rest stays usable; calling this one raises the error
+            _library = handle
+        return _library
+
+
+def load_library() -> str:
+    """Loads libyaok now, if it is not loaded yet, and returns the path it was loaded from.
+    Call it at start-up to fail early: otherwise the first call that needs the library
+    loads it. Raises :class:`~yaok.errors.LibraryNotFound` (the message says where it was
+    looked for and how to build it) or :class:`~yaok.errors.AbiVersionMismatch`."""
+    return str(getattr(library(), "_yaok_path"))
+
+
+if TYPE_CHECKING:
+    #: The loaded library (loaded when first read).
+    lib: ctypes.CDLL
+    #: Where :data:`lib` was loaded from (loads the library when first read).
+    library_path: str
+else:
+    def __getattr__(name: str) -> Any:
+        # lib and library_path load the library when read, not at import.
+        if name == "lib":
+            return library()
+        if name == "library_path":
+            return load_library()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _errcheck(result: int, func: Any, args: Any) -> int:

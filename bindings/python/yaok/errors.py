@@ -17,7 +17,8 @@ with one class per code below them. A code this module does not know yet (a newe
 within the same ABI) maps to its range's class, or to :class:`YaOKError` itself.
 
 Loading problems are not statuses: :class:`LibraryNotFound` and :class:`AbiVersionMismatch`
-are :class:`ImportError` subclasses, raised when ``import yaok`` cannot use the library.
+are :class:`ImportError` subclasses, raised by the first call that needs the library (or by
+:func:`yaok.load_library`) when it cannot be used; ``import yaok`` itself never loads it.
 
 This module does not touch the library, so it can be imported (and its mapping tested)
 on its own.
