@@ -25,7 +25,9 @@ def test_node_constants_match_header():
     assert contacts.CONTACT_DELETE_MESSAGES == d["CONTACT_DELETE_MESSAGES"]
     assert messages.MESSAGE_ID_BYTES == d["MESSAGE_ID_BYTES"]
     for status in yaok.MessageStatus:
-        assert status == d[f"MESSAGE_{status.name}"]
+        assert status.code == d[f"MESSAGE_{status.name}"]
+    header_statuses = {k[len("MESSAGE_"):] for k in d if k.startswith("MESSAGE_") and k != "MESSAGE_ID_BYTES"}
+    assert header_statuses == {s.name for s in yaok.MessageStatus}
     for kind in events.EventKind:
         assert kind == d[f"EVENT_{kind.name}"]
     assert {k[len("EVENT_"):] for k in d if k.startswith("EVENT_")} == {k.name for k in events.EventKind}

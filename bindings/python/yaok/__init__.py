@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 from . import contacts, envelope, errors, events, messages, node, security
 from ._lib import ABI_VERSION, abi_version, load_library, status_str, version_string
 from .errors import *  # noqa: F401,F403  (the exception classes and Status; listed below)
-from .contacts import Connection, Contact, ContactPreview
+from .contacts import Connection, ConnectionState, Contact, ContactPreview
 from .events import EventKind, Registration
 from .identity import Card, Identity, PublicKeys
-from .messages import HistoryPage, Message, MessageStatus, StoredIncoming
+from .messages import HistoryPage, Message, MessageDirection, MessageStatus, StoredIncoming
 from .node import Node, NodeStatus, NodeWarning, Profile, SetupResult
 from .security import SecurityEvent
 
@@ -53,8 +53,8 @@ __all__ = [
     "ABI_VERSION", "abi_version", "version_string", "status_str", "load_library",
     "Identity", "Card", "PublicKeys", "envelope", "errors",
     "Node", "NodeStatus", "NodeWarning", "Profile", "SetupResult",
-    "Contact", "ContactPreview", "Connection",
-    "Message", "MessageStatus", "HistoryPage", "StoredIncoming",
+    "Contact", "ContactPreview", "Connection", "ConnectionState",
+    "Message", "MessageStatus", "MessageDirection", "HistoryPage", "StoredIncoming",
     "SecurityEvent", "EventKind", "Registration",
     "node", "contacts", "messages", "security", "events",
     # yaok.errors.__all__, written out: mypy reads only a literal __all__, and names it

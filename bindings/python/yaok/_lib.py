@@ -33,6 +33,7 @@ is loaded once.
 from __future__ import annotations
 
 import ctypes
+import enum
 import os
 import threading
 from contextlib import contextmanager
@@ -45,7 +46,7 @@ __all__ = [
     "ABI_VERSION", "STATUS", "lib", "library_path", "library", "load", "load_library",
     "declare", "declarations", "CFunction", "check", "take_string", "take_bytes",
     "OwnedHandle", "abi_version", "version_string", "status_str", "last_error_message",
-    "encode_text",
+    "encode_text", "TextEnum",
 ]
 
 #: The C ABI version this binding was written for (``YAOK_ABI_VERSION`` in include/yaok.h).
@@ -322,6 +323,17 @@ def encode_text(value: str, what: str) -> bytes:
     if "\0" in value:
         raise error_for_status(101, f"{what} must not contain NUL characters")
     return value.encode("utf-8", errors="surrogatepass")
+
+
+class TextEnum(str, enum.Enum):
+    """An enum whose members are the ABI's JSON strings: ``member == "sent"``,
+    ``str(member) == f"{member}" == "sent"``, and ``json.dumps`` writes ``"sent"``."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
 
 
 class OwnedHandle:
