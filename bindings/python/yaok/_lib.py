@@ -40,13 +40,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
-from .errors import AbiVersionMismatch, HandleClosed, LibraryNotFound, error_for_status
+from .errors import AbiVersionMismatch, HandleClosed, InvalidArgument, LibraryNotFound, error_for_status
 
 __all__ = [
     "ABI_VERSION", "STATUS", "lib", "library_path", "library", "load", "load_library",
-    "declare", "declarations", "CFunction", "check", "take_string", "take_bytes",
+    "declare", "declarations", "CFunction", "UNCHECKED", "check", "take_string", "take_bytes",
     "OwnedHandle", "abi_version", "version_string", "status_str", "last_error_message",
-    "encode_text", "TextEnum",
+    "encode_text", "check_int", "TextEnum", "INT32_MIN", "INT32_MAX", "INT64_MIN", "INT64_MAX",
+    "UINT32_MAX",
 ]
 
 #: The C ABI version this binding was written for (``YAOK_ABI_VERSION`` in include/yaok.h).
@@ -56,6 +57,10 @@ ABI_VERSION = 1
 STATUS = ctypes.c_int32
 
 _REPO_ROOT = Path(__file__).resolve().parents[3]
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+UINT32_MAX = (1 << 32) - 1
 
 
 def _candidates(abi: int) -> Sequence[str]:
@@ -132,17 +137,43 @@ def load(path: Optional[str] = None, expected_abi: Optional[int] = None) -> ctyp
     return handle
 
 
+#: In the message of an error raised by :class:`CFunction`'s own last-resort checks: the
+#: public method should have refused the value itself, with a clearer message.
+UNCHECKED = "the binding did not check this argument before the C call"
+
+
+def _int_range(t: Any) -> Optional[Tuple[int, int]]:
+    """The values a ctypes integer type holds without wrapping, or None for other types."""
+    code = getattr(t, "_type_", None)
+    if not (isinstance(t, type) and issubclass(t, ctypes._SimpleCData) and isinstance(code, str)
+            and code in "bBhHiIlLqQ"):
+        return None
+    bits = ctypes.sizeof(t) * 8
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if code.islower() else (0, (1 << bits) - 1)
+
+
 class CFunction:
     """One C function of libyaok as the binding declared it (:func:`declare`): its name,
     ``restype`` and ``argtypes``. Calling it calls the C function, loading the library
-    first if this is the first use."""
+    first if this is the first use.
 
-    __slots__ = ("name", "restype", "argtypes", "_fn")
+    Public methods check their arguments before they get here; as a last resort, an integer
+    out of its C type's range raises :class:`~yaok.errors.InvalidArgument` (ctypes would
+    silently wrap it) and a value ctypes cannot convert raises ``TypeError`` (not
+    ``ctypes.ArgumentError``), both saying :data:`UNCHECKED`."""
+
+    __slots__ = ("name", "restype", "argtypes", "_ranges", "_fn")
 
     def __init__(self, name: str, restype: Any, argtypes: Sequence[Any]) -> None:
         self.name = name
         self.restype = restype
         self.argtypes: Tuple[Any, ...] = tuple(argtypes)
+        ranges = []
+        for index, t in enumerate(self.argtypes):
+            bounds = _int_range(t)
+            if bounds is not None:
+                ranges.append((index, bounds[0], bounds[1]))
+        self._ranges: Tuple[Tuple[int, int, int], ...] = tuple(ranges)
         self._fn: Any = None
 
     def _bind(self, handle: ctypes.CDLL) -> Any:
@@ -165,7 +196,15 @@ class CFunction:
             handle = library()
             # Still None only if the library lacks the function: _bind says so.
             fn = self._fn if self._fn is not None else self._bind(handle)
-        return fn(*args)
+        for index, low, high in self._ranges:
+            value = args[index] if index < len(args) else None
+            if isinstance(value, int) and not low <= value <= high:
+                raise InvalidArgument(f"{self.name}: argument {index + 1} is out of range ({low} to "
+                                      f"{high}); {UNCHECKED}")
+        try:
+            return fn(*args)
+        except ctypes.ArgumentError as e:
+            raise TypeError(f"{self.name}: {e}; {UNCHECKED}") from None
 
     def __repr__(self) -> str:
         return f"<yaok C function {self.name}>"
@@ -271,8 +310,9 @@ def version_string() -> str:
 
 
 def status_str(status: int) -> str:
-    """``yaok_status_str()``: a short English description of a status code."""
-    raw: bytes = _status_str(status)
+    """``yaok_status_str()``: a short English description of a status code (an ``int``
+    that fits ``int32_t``; ``"Unknown status"`` for a code the library does not know)."""
+    raw: bytes = _status_str(check_int(status, "status", INT32_MIN, INT32_MAX))
     return raw.decode("utf-8")
 
 
@@ -310,6 +350,15 @@ def take_bytes(pointer: ctypes.c_void_p, length: ctypes.c_size_t) -> bytes:
         return ctypes.string_at(pointer.value, length.value)
     finally:
         _bytes_free(pointer, length)
+
+
+def check_int(value: Any, what: str, low: int = INT64_MIN, high: int = INT64_MAX) -> int:
+    """An int in [low, high] (ctypes would silently wrap an out-of-range value)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise InvalidArgument(f"{what} is out of range ({low} to {high})")
+    return value
 
 
 def encode_text(value: str, what: str) -> bytes:

@@ -115,7 +115,7 @@ class Identity(_Owner):
     _kind = "Identity"
 
     def __init__(self, _pointer: Any = None) -> None:
-        if _pointer is None:
+        if not isinstance(_pointer, IdentityPointer):
             raise TypeError("use Identity.new(name) or Identity.restore(name, secrets)")
         self._adopt(_pointer, _identity_free)
 
@@ -187,7 +187,7 @@ class Card(_Owner):
     _kind = "Card"
 
     def __init__(self, _pointer: Any = None) -> None:
-        if _pointer is None:
+        if not isinstance(_pointer, CardPointer):
             raise TypeError("use Card.decode(text)")
         self._adopt(_pointer, _card_free)
 

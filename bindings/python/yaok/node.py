@@ -161,7 +161,7 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin):
     """One Ya OK profile over a ``yaok_node *``. Create it with :meth:`open`."""
 
     def __init__(self, _pointer: Any = None, _data_dir: str = "") -> None:
-        if _pointer is None:
+        if not isinstance(_pointer, NodePointer):
             raise TypeError("use Node.open(data_dir)")
         self._handle = NodeHandle(_pointer, _free)
         self.data_dir = _data_dir
