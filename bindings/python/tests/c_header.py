@@ -78,13 +78,20 @@ class Pointer:
 
 
 @dataclass(frozen=True)
+class Array:
+    """A fixed-size array (a struct field); as a parameter it is a pointer, as in C."""
+    element: "CType"
+    length: int
+
+
+@dataclass(frozen=True)
 class FunctionPointer:
     result: "CType"
     params: Tuple[Tuple[str, "CType"], ...]
     spelling: str
 
 
-CType = Union[Int, Bool, Char, Void, Struct, Pointer, FunctionPointer]
+CType = Union[Int, Bool, Char, Void, Struct, Pointer, Array, FunctionPointer]
 
 
 @dataclass(frozen=True)
@@ -209,9 +216,17 @@ def preprocess(text: str, defined: Sequence[str] = ()) -> str:
     code = "\n".join(out)
     # A macro used in the code (e.g. an export attribute, a size in an array parameter)
     # would need real expansion: refuse it loudly rather than guess.
-    used = sorted(name for name in object_macros if re.search(rf"\b{name}\b", code))
-    if used:
-        raise HeaderError(f"macros used in declarations, which this parser does not expand: {used}")
+    # An integer constant used in the code (an array size such as YAOK_MESSAGE_ID_BYTES) is
+    # replaced by its value. Any other macro there (an export attribute, say) would need
+    # real expansion: refuse it loudly rather than guess.
+    for name, body in object_macros.items():
+        if not re.search(rf"\b{name}\b", code):
+            continue
+        number = re.fullmatch(r"\(?\s*(-?(?:0[xX][0-9a-fA-F]+|\d+))[uUlL]*\s*\)?", body.strip())
+        if number is None:
+            raise HeaderError(f"macro {name} is used in a declaration; this parser expands only "
+                              f"integer constants, not {body.strip()!r}")
+        code = re.sub(rf"\b{name}\b", str(int(number.group(1), 0)), code)
     return code
 
 
@@ -256,6 +271,8 @@ class _Model:
             if isinstance(param, c_ast.EllipsisParam):
                 raise HeaderError("variadic functions cannot be bound with ctypes argtypes")
             ctype = self.ctype(param.type)
+            if isinstance(ctype, Array):  # a parameter declared as an array is a pointer
+                ctype = Pointer(ctype.element, "const" in getattr(param.type.type, "quals", []))
             if isinstance(ctype, Void):
                 if len(func.args.params) != 1:
                     raise HeaderError("void among other parameters")
@@ -275,6 +292,10 @@ class _Model:
             return Pointer(pointee, const)
         if isinstance(node, c_ast.TypeDecl):
             return self.ctype(node.type)
+        if isinstance(node, c_ast.ArrayDecl):
+            if not isinstance(node.dim, c_ast.Constant) or node.dim.type != "int":
+                raise HeaderError("an array whose size is not an integer constant")
+            return Array(self.ctype(node.type), int(node.dim.value.rstrip("uUlL"), 0))
         if isinstance(node, c_ast.Struct):
             return self.struct(node.name)
         if isinstance(node, c_ast.Enum):
@@ -327,6 +348,8 @@ def parse_header(text: str) -> Dict[str, Function]:
 
 
 def spell(ctype: CType) -> str:
+    if isinstance(ctype, Array):
+        return f"{spell(ctype.element)}[{ctype.length}]"
     if isinstance(ctype, Pointer):
         if isinstance(ctype.pointee, Pointer):  # T *const *: the const is the pointer's
             return spell(ctype.pointee) + ("const " if ctype.const_pointee else "") + "*"
@@ -380,8 +403,15 @@ def mismatch(ctype: CType, t: Any, result: bool = False) -> Optional[str]:
         return bad
     if isinstance(ctype, Bool):
         return ok if t is ctypes.c_bool else bad
-    if isinstance(ctype, (Char, Struct)):
-        return f"{spell(ctype)} by value is not supported by this check"
+    if isinstance(ctype, Char):
+        return ok if t is ctypes.c_char else bad
+    if isinstance(ctype, Struct):
+        return _struct_mismatch(ctype, t, bad)
+    if isinstance(ctype, Array):
+        if not (isinstance(t, type) and issubclass(t, ctypes.Array)) or t._length_ != ctype.length:
+            return bad
+        problem = mismatch(ctype.element, t._type_)
+        return f"{bad}: {problem}" if problem else ok
     if isinstance(ctype, FunctionPointer):
         if not (isinstance(t, type) and issubclass(t, ctypes._CFuncPtr)):
             return bad
@@ -416,20 +446,9 @@ def mismatch(ctype: CType, t: Any, result: bool = False) -> Optional[str]:
             return ok
         return bad
     if isinstance(pointee, Struct):
-        if not (_is_pointer(t) and isinstance(t._type_, type) and issubclass(t._type_, ctypes.Structure)):
+        if not _is_pointer(t):
             return bad
-        if t._type_.__name__ != pointee.tag:
-            return f"{bad} (the Structure must be named {pointee.tag})"
-        if pointee.fields is not None:
-            fields = getattr(t._type_, "_fields_", None) or []
-            if [f[0] for f in fields] != [name for name, _ in pointee.fields]:
-                return (f"struct {pointee.tag} fields: header {[n for n, _ in pointee.fields]}, "
-                        f"binding {[f[0] for f in fields]}")
-            for (name, ftype), field in zip(pointee.fields, fields):
-                problem = mismatch(ftype, field[1])
-                if problem:
-                    return f"struct {pointee.tag} field {name}: {problem}"
-        return ok
+        return _struct_mismatch(pointee, t._type_, bad)
     if isinstance(pointee, Pointer):
         # T **: an out-pointer. A library-allocated string/buffer may be kept as an address.
         if t is ctypes.POINTER(ctypes.c_void_p) and (_byte_like(pointee.pointee) or isinstance(pointee.pointee, Void)):
@@ -440,6 +459,24 @@ def mismatch(ctype: CType, t: Any, result: bool = False) -> Optional[str]:
     if isinstance(pointee, FunctionPointer):
         return bad
     return bad
+
+
+def _struct_mismatch(struct: Struct, t: Any, bad: str) -> Optional[str]:
+    if not (isinstance(t, type) and issubclass(t, ctypes.Structure)):
+        return bad
+    if t.__name__ != struct.tag:
+        return f"{bad} (the Structure must be named {struct.tag})"
+    if struct.fields is None:
+        return None
+    fields = getattr(t, "_fields_", None) or []
+    if [f[0] for f in fields] != [name for name, _ in struct.fields]:
+        return (f"struct {struct.tag} fields: header {[n for n, _ in struct.fields]}, "
+                f"binding {[f[0] for f in fields]}")
+    for (name, ftype), field in zip(struct.fields, fields):
+        problem = mismatch(ftype, field[1])
+        if problem:
+            return f"struct {struct.tag} field {name}: {problem}"
+    return None
 
 
 def check_function(function: Function, restype: Any, argtypes: Sequence[Any]) -> List[str]:

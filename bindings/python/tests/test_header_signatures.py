@@ -126,12 +126,20 @@ typedef struct yaok_thing yaok_thing;
 typedef struct yaok_event { uint32_t kind; const char *json; } yaok_event;
 typedef void (*yaok_event_callback)(void *user_data, const yaok_event *event);
 #define YAOK_SOMETHING 1u /* a comment */
+#define YAOK_ID_BYTES 16
+typedef struct yaok_info {
+    int64_t contact_id;
+    uint8_t message_id[YAOK_ID_BYTES];
+    char label[8];
+    yaok_event event;
+} yaok_info;
 yaok_status yaok_thing_show(yaok_node *node, int64_t contact_id, char **out_json);
 yaok_status yaok_thing_seal(const yaok_thing *thing, const uint8_t *body, size_t body_len,
                             uint8_t **out, size_t *out_len);
 yaok_status yaok_thing_keys(const yaok_thing *thing, uint8_t *out_key);
 yaok_status yaok_thing_open(const yaok_thing *const *things, size_t count, yaok_thing **out);
 yaok_status yaok_thing_listen(yaok_node *node, yaok_event_callback callback, void *user_data);
+yaok_status yaok_thing_info(yaok_node *node, const uint8_t message_id[YAOK_ID_BYTES], yaok_info *out);
 const char *yaok_thing_name(void);
 void yaok_thing_free(char *s);
 #if defined(YAOK_SOMETHING) && !defined(__cplusplus)
@@ -162,6 +170,23 @@ class yaok_event(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_uint32), ("json", ctypes.c_char_p)]
 
 
+class yaok_info(ctypes.Structure):
+    _fields_ = [("contact_id", ctypes.c_int64), ("message_id", ctypes.c_uint8 * 16),
+                ("label", ctypes.c_char * 8), ("event", yaok_event)]
+
+
+class yaok_info_short_id(ctypes.Structure):
+    _fields_ = [("contact_id", ctypes.c_int64), ("message_id", ctypes.c_uint8 * 15),
+                ("label", ctypes.c_char * 8), ("event", yaok_event)]
+
+
+class yaok_info_int32(ctypes.Structure):
+    _fields_ = [("contact_id", ctypes.c_int32), ("message_id", ctypes.c_uint8 * 16),
+                ("label", ctypes.c_char * 8), ("event", yaok_event)]
+
+
+yaok_info_short_id.__name__ = yaok_info_int32.__name__ = "yaok_info"
+
 Node, Thing = ctypes.POINTER(yaok_node), ctypes.POINTER(yaok_thing)
 CharOut = ctypes.POINTER(ctypes.c_void_p)
 Callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(yaok_event))
@@ -174,6 +199,7 @@ GOOD = {
     "yaok_thing_keys": (ctypes.c_int32, [Thing, ctypes.POINTER(ctypes.c_uint8)]),
     "yaok_thing_open": (ctypes.c_int32, [ctypes.POINTER(Thing), ctypes.c_size_t, ctypes.POINTER(Thing)]),
     "yaok_thing_listen": (ctypes.c_int32, [Node, Callback, ctypes.c_void_p]),
+    "yaok_thing_info": (ctypes.c_int32, [Node, ctypes.c_char_p, ctypes.POINTER(yaok_info)]),
     "yaok_thing_name": (ctypes.c_char_p, []),
     "yaok_thing_free": (None, [ctypes.c_void_p]),
     "yaok_thing_count": (ctypes.c_uint32, []),
@@ -222,6 +248,10 @@ yaok_event_wrong.__name__ = "yaok_event"
     ("yaok_thing_listen", 1, ctypes.PYFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(yaok_event)),
      "CFUNCTYPE"),
     ("yaok_thing_listen", 1, ctypes.c_void_p, "yaok_event_callback"),
+    # typed structs: field types, array lengths, nested structs
+    ("yaok_thing_info", 2, ctypes.POINTER(yaok_info_short_id), "field message_id"),
+    ("yaok_thing_info", 2, ctypes.POINTER(yaok_info_int32), "field contact_id"),
+    ("yaok_thing_info", 1, ctypes.c_int64, "const uint8_t *"),  # an array parameter is a pointer
 ])
 def test_sample_wrong_declarations_are_reported(name, index, wrong, expect):
     restype, argtypes = GOOD[name]
