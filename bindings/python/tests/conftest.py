@@ -1,5 +1,6 @@
 """Shared fixtures. The binding must load the library: a missing libyaok fails the whole run
-(scripts/test-python builds nothing; run scripts/build-lib first) rather than skipping."""
+(scripts/test-python builds nothing; run scripts/build-lib first) rather than skipping.
+Importing yaok does not load it, so it is loaded here, once, before any test runs."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Dict, Iterator, List
 import pytest
 
 import yaok
+
+yaok.load_library()
 
 REPO = Path(__file__).resolve().parents[3]
 HEADER = REPO / "include" / "yaok.h"

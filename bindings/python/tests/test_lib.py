@@ -92,13 +92,14 @@ def test_expected_abi_argument():
 
 
 @needs_cc
-def test_a_library_with_another_abi_is_refused_at_import(tmp_path):
+def test_a_library_with_another_abi_is_refused_at_first_use(tmp_path):
     fake = build_fake_library(tmp_path, """
         #include <stdint.h>
         uint32_t yaok_abi_version(void) { return 2; }
     """)
     env = dict(os.environ, YAOK_LIBRARY=str(fake))
-    result = subprocess.run([sys.executable, "-c", "import yaok"], env=env, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", "import yaok; yaok.Identity.new('Alice')"],
+                            env=env, capture_output=True, text=True)
     assert result.returncode != 0
     assert "AbiVersionMismatch" in result.stderr
     assert "has C ABI version 2" in result.stderr and "ABI version 1" in result.stderr
@@ -113,9 +114,145 @@ def test_a_library_without_abi_version_is_refused(tmp_path):
 
 def test_yaok_library_pointing_nowhere_is_an_error(tmp_path):
     env = dict(os.environ, YAOK_LIBRARY=str(tmp_path / "missing.so"))
-    result = subprocess.run([sys.executable, "-c", "import yaok"], env=env, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", "import yaok; yaok.Identity.new('Alice')"],
+                            env=env, capture_output=True, text=True)
     assert result.returncode != 0
     assert "LibraryNotFound" in result.stderr and "YAOK_LIBRARY" in result.stderr
+
+
+# ---- loading lazily: `import yaok` and help(yaok) work without the library
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=dict(os.environ, **env),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_import_and_help_work_without_the_library(tmp_path):
+    missing = tmp_path / "missing" / "libyaok.so.1"
+    result = run_python("""
+        import pydoc, yaok
+        from yaok import _lib
+        text = pydoc.render_doc(yaok, renderer=pydoc.plaintext)
+        assert "Ya OK core for Python" in text and "Node" in text, text[:500]
+        for thing in (yaok.Node, yaok.Identity, yaok.envelope, yaok.errors, yaok.events):
+            pydoc.render_doc(thing, renderer=pydoc.plaintext)
+        assert _lib._library is None, "importing or reading the docs loaded the library"
+        print("ok")
+    """, YAOK_LIBRARY=str(missing))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_importing_does_not_load_the_library():
+    result = run_python("""
+        import yaok
+        from yaok import _lib
+        assert _lib._library is None
+        yaok.Identity.new("Alice").close()
+        assert _lib._library is not None
+        print("ok")
+    """, YAOK_LIBRARY=yaok.library_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_missing_library_is_one_clear_error_at_first_use(tmp_path):
+    missing = tmp_path / "nowhere" / "libyaok.so.1"
+    result = run_python("""
+        import yaok
+        yaok.Identity.new("Alice")
+    """, YAOK_LIBRARY=str(missing))
+    assert result.returncode != 0
+    err = result.stderr
+    assert "yaok.errors.LibraryNotFound:" in err
+    assert err.count(str(missing)) == 1, err  # the file looked for, named once
+    assert "scripts/build-lib" in err and "YAOK_LIBRARY" in err
+    # One error, not an OSError with a second one raised while handling it.
+    assert err.count("Traceback") == 1 and "OSError" not in err and "During handling" not in err
+
+
+def test_the_default_search_names_each_place_once(tmp_path):
+    # In a fresh process: this one has libyaok.so.1 loaded, so dlopen by SONAME finds it.
+    env = {k: v for k, v in os.environ.items() if k not in ("YAOK_LIBRARY", "LD_LIBRARY_PATH")}
+    script = textwrap.dedent(f"""
+        import ctypes, pathlib
+        try:
+            ctypes.CDLL("libyaok.so.1")
+            print("installed")
+            raise SystemExit(0)
+        except OSError:
+            pass
+        from yaok import _lib
+        _lib._REPO_ROOT = pathlib.Path({str(tmp_path)!r})  # no repository build there
+        try:
+            _lib.load()
+        except _lib.LibraryNotFound as e:
+            assert e.__cause__ is None and e.__context__ is None  # no OSError chained to it
+            print(e)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    if result.stdout.strip() == "installed":
+        pytest.skip("a libyaok.so.1 is installed system-wide")
+    message = result.stdout.strip()
+    expected_build = str(tmp_path / "build" / "lib" / "libyaok.so.1")
+    assert message.count(expected_build) == 1, message
+    assert message.count("libyaok.so.1") == 3, message  # the build, the system loader, the hint
+    assert "scripts/build-lib" in message and "YAOK_LIBRARY" in message
+
+
+def test_a_failed_load_is_retried_once_the_library_is_there(tmp_path):
+    result = run_python(f"""
+        import os, yaok
+        try:
+            yaok.Identity.new("Alice")
+        except yaok.LibraryNotFound:
+            pass
+        else:
+            raise SystemExit("loaded a missing library")
+        os.environ["YAOK_LIBRARY"] = {yaok.library_path!r}
+        with yaok.Identity.new("Alice") as alice:
+            print(alice.name)
+    """, YAOK_LIBRARY=str(tmp_path / "missing.so"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Alice"
+
+
+def test_first_use_from_many_threads_loads_once():
+    result = run_python("""
+        import threading, yaok
+        from yaok import _lib
+        loads = []
+        real_load = _lib.load
+        def counting_load(*args, **kwargs):
+            loads.append(1)
+            return real_load(*args, **kwargs)
+        _lib.load = counting_load
+        barrier = threading.Barrier(8)
+        names = []
+        def work(i):
+            barrier.wait()
+            with yaok.Identity.new(f"Person {i}") as me:
+                names.append(me.name)
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        assert len(names) == 8 and len(loads) == 1, (names, loads)
+        print("ok")
+    """, YAOK_LIBRARY=yaok.library_path)
+    assert result.returncode == 0, result.stderr
+
+
+def test_load_library_loads_now_and_returns_the_path():
+    result = run_python("""
+        import yaok
+        from yaok import _lib
+        path = yaok.load_library()
+        assert _lib._library is not None and path == yaok.library_path
+        assert yaok.load_library() == path
+        print(path)
+    """, YAOK_LIBRARY=yaok.library_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == yaok.library_path
 
 
 def test_yaok_library_env_var_is_used(tmp_path, monkeypatch):
@@ -131,6 +268,18 @@ def test_default_search_finds_the_repository_build(monkeypatch):
     repo_build = REPO / "build" / "lib" / "libyaok.so.1"
     assert repo_build.exists(), "run scripts/build-lib first"
     assert _lib.load()._yaok_path == str(repo_build)
+
+
+def test_a_function_the_library_lacks_is_a_clear_error():
+    missing = _lib.CFunction("yaok_no_such_function", None, ())
+    with pytest.raises(LibraryNotFound, match="has no function yaok_no_such_function"):
+        missing()
+
+
+def test_a_function_is_declared_once():
+    with pytest.raises(ValueError, match="yaok_status_str is declared twice"):
+        _lib.declare("yaok_status_str", ctypes.c_char_p, _lib.STATUS)
+    assert _lib.declarations()["yaok_status_str"] is _lib._status_str
 
 
 # ---- check(), taking ownership

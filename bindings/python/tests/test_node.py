@@ -25,7 +25,9 @@ def test_node_constants_match_header():
     assert contacts.CONTACT_DELETE_MESSAGES == d["CONTACT_DELETE_MESSAGES"]
     assert messages.MESSAGE_ID_BYTES == d["MESSAGE_ID_BYTES"]
     for status in yaok.MessageStatus:
-        assert status == d[f"MESSAGE_{status.name}"]
+        assert status.code == d[f"MESSAGE_{status.name}"]
+    header_statuses = {k[len("MESSAGE_"):] for k in d if k.startswith("MESSAGE_") and k != "MESSAGE_ID_BYTES"}
+    assert header_statuses == {s.name for s in yaok.MessageStatus}
     for kind in events.EventKind:
         assert kind == d[f"EVENT_{kind.name}"]
     assert {k[len("EVENT_"):] for k in d if k.startswith("EVENT_")} == {k.name for k in events.EventKind}
@@ -44,7 +46,8 @@ def test_a_new_node_is_locked_and_not_set_up(fresh_node):
     status = fresh_node.status()
     assert status == yaok.NodeStatus(initialized=False, locked=True, lockout_seconds=0, failed_attempts=0,
                                       auto_lock_ms=300_000, platform_key_registered=False)
-    assert status.auto_lock_seconds == 300
+    assert status.auto_lock_ms == 5 * 60 * 1000
+    assert not hasattr(status, "auto_lock_seconds")  # one unit for auto-lock: milliseconds
     with pytest.raises(yaok.NotInitialized):
         fresh_node.unlock(PIN)
     with pytest.raises(yaok.Locked):
@@ -113,7 +116,7 @@ def test_lock_makes_key_calls_raise_locked(node, bob):
     for call in (node.contacts, lambda: node.contact(1), lambda: node.add_contact(bob.card),
                  lambda: node.history(1), lambda: node.store_outgoing(1, "hi"), node.identity,
                  lambda: node.security_events(), lambda: node.mark_read(1),
-                 lambda: node.set_auto_lock(60), lambda: node.register_platform_key(bytes(32))):
+                 lambda: node.set_auto_lock(timeout_ms=60_000), lambda: node.register_platform_key(bytes(32))):
         with pytest.raises(yaok.Locked) as info:
             call()
         assert info.value.status == 400 and isinstance(info.value, yaok.StoreError)
@@ -195,22 +198,28 @@ def test_platform_key_works_during_a_pin_lockout(node):
 
 
 def test_set_auto_lock(node):
-    assert node.set_auto_lock(None) == yaok.NodeWarning.AUTO_LOCK_DISABLED
-    assert node.status().auto_lock_ms is None and node.status().auto_lock_seconds is None
-    assert node.set_auto_lock(60) == yaok.NodeWarning.NONE
+    assert node.set_auto_lock(timeout_ms=None) == yaok.NodeWarning.AUTO_LOCK_DISABLED
+    assert node.status().auto_lock_ms is None
+    assert node.set_auto_lock(timeout_ms=60_000) == yaok.NodeWarning.NONE
     assert node.status().auto_lock_ms == 60_000
-    node.set_auto_lock(600)
-    for bad in (0, -1, -0.5, float("nan"), float("inf"), 31 * 24 * 3600):
+    node.set_auto_lock(timeout_ms=30 * 24 * 3600 * 1000)  # the longest
+    assert node.status().auto_lock_ms == 30 * 24 * 3600 * 1000
+    node.set_auto_lock(timeout_ms=600_000)
+    for bad in (0, -1, -600_000, 30 * 24 * 3600 * 1000 + 1, 1 << 63, 1 << 64):
         with pytest.raises(yaok.InvalidArgument):
-            node.set_auto_lock(bad)
+            node.set_auto_lock(timeout_ms=bad)
+    for wrong in ("60", True, 0.5, 60_000.0, float("nan"), float("inf")):
+        with pytest.raises(TypeError):
+            node.set_auto_lock(timeout_ms=wrong)
+    # Milliseconds, by name only: a caller still passing seconds positionally fails loudly
+    # instead of getting a 60 ms auto-lock.
     with pytest.raises(TypeError):
-        node.set_auto_lock("60")
+        node.set_auto_lock(60)  # type: ignore[misc]
     with pytest.raises(TypeError):
-        node.set_auto_lock(True)
+        node.set_auto_lock(seconds=60)  # type: ignore[call-arg]
     assert node.status().auto_lock_ms == 600_000
-    # Rounded up to 1 ms, never down to 0 (last: the node may lock itself at once; status()
-    # works while locked).
-    assert node.set_auto_lock(0.0001) == yaok.NodeWarning.NONE
+    # The shortest (last: the node may lock itself at once; status() works while locked).
+    assert node.set_auto_lock(timeout_ms=1) == yaok.NodeWarning.NONE
     assert node.status().auto_lock_ms == 1
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import yaok
@@ -45,6 +47,9 @@ def test_contacts_flow(node, bob, bob_card, eve):
     node.set_contact_connection(added.id, None)
     seen = node.contact(added.id).connection
     assert seen.state == "last_seen" and seen.last_seen_ms and seen.transport is None
+    assert seen.state is yaok.ConnectionState.LAST_SEEN
+    assert bobby.connection.state is yaok.ConnectionState.ONLINE
+    assert added.connection.state is yaok.ConnectionState.NEVER_CONNECTED
 
     assert node.find_contact("BOBBY").id == added.id
     assert node.find_contact(bob.user_id).id == added.id
@@ -122,6 +127,7 @@ def test_store_outgoing_and_status(node, bob):
     message = node.store_outgoing(bob_id, "hello é")
     assert message.text == "hello é" and message.outgoing and message.direction == "outgoing"
     assert message.status == "pending" and message.conversation_id == bob_id
+    assert message.status is yaok.MessageStatus.PENDING and message.direction is yaok.MessageDirection.OUTGOING
     assert len(message.message_id) == 16 and message.message_id_hex == message.message_id.hex()
     assert message.sent_ms is None and message.received_ms is None and message.unread is False
 
@@ -137,6 +143,33 @@ def test_store_outgoing_and_status(node, bob):
         node.set_message_status(chosen, "lost")
     with pytest.raises(yaok.NotFound):
         node.set_message_status(bytes(16), yaok.MessageStatus.SENT)
+
+
+def test_statuses_and_directions_are_enums_that_stay_readable_text():
+    assert [s.value for s in yaok.MessageStatus] == ["pending", "sending", "sent", "delivered", "failed"]
+    assert [d.value for d in yaok.MessageDirection] == ["outgoing", "incoming"]
+    assert [c.value for c in yaok.ConnectionState] == ["online", "last_seen", "never_connected"]
+    for enum_type in (yaok.MessageStatus, yaok.MessageDirection, yaok.ConnectionState):
+        for member in enum_type:
+            assert isinstance(member, str) and member == member.value
+            assert str(member) == f"{member}" == member.value
+            assert enum_type(member.value) is member
+    assert json.dumps({"status": yaok.MessageStatus.SENT, "direction": yaok.MessageDirection.INCOMING,
+                       "state": yaok.ConnectionState.ONLINE}) == \
+        '{"status": "sent", "direction": "incoming", "state": "online"}'
+    assert [s.code for s in yaok.MessageStatus] == [0, 1, 2, 3, 4]
+
+
+def test_message_status_by_enum_name_or_code(node, bob):
+    bob_id = node.add_contact(bob.card).id
+    mid = node.store_outgoing(bob_id, "hi").message_id
+    for status, expected in ((yaok.MessageStatus.SENDING, "sending"), ("SENT", "sent"), ("Failed", "failed"),
+                             (3, "delivered")):
+        node.set_message_status(mid, status)
+        assert node.history(bob_id).messages[-1].status is yaok.MessageStatus(expected)
+    for bad in (2.0, None, b"sent", True):
+        with pytest.raises(TypeError):
+            node.set_message_status(mid, bad)
 
 
 def test_message_arguments(node, bob):
@@ -170,6 +203,7 @@ def test_store_incoming_duplicates_and_mark_read(node, bob):
     message, duplicate = stored
     assert not duplicate and message.direction == "incoming" and message.unread
     assert message.status == "delivered" and message.received_ms is not None
+    assert message.status is yaok.MessageStatus.DELIVERED and message.direction is yaok.MessageDirection.INCOMING
     assert message.sender_timestamp_ms == 1_000
     again = node.store_incoming(bob_id, "changed", incoming_id(1), 2_000)
     assert again.duplicate and again.message.text == "in1"

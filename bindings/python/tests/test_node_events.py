@@ -69,7 +69,7 @@ def test_events_arrive_on_another_thread_with_parsed_json(fresh_node):
 def test_auto_lock_event_is_delivered(node):
     recorder = Recorder()
     node.set_event_callback(recorder)
-    assert node.set_auto_lock(0.05) == yaok.NodeWarning.NONE
+    assert node.set_auto_lock(timeout_ms=50) == yaok.NodeWarning.NONE
     kind, data = recorder.wait_for(is_auto_lock)
     assert data == {"reason": "auto_lock"}
     assert node.status().locked
@@ -164,7 +164,7 @@ def test_closing_while_a_callback_is_registered(tmp_path):
     node = yaok.Node.open(tmp_path / "n", test_fast_kdf=True)
     registration = node.set_event_callback(recorder)
     node.setup("Alice", PIN, PIN)
-    node.set_auto_lock(3600)
+    node.set_auto_lock(timeout_ms=3_600_000)
     node.close()
     assert registration.freed.is_set()
     delivered = registration.delivered
@@ -309,7 +309,7 @@ def test_interpreter_exit_with_an_open_node_and_a_busy_callback(tmp_path):
             node.status()
         keep = node.set_event_callback(callback)
         node.setup("Alice", "{PIN}", "{PIN}")
-        node.set_auto_lock(0.01)
+        node.set_auto_lock(timeout_ms=10)
         seen.wait(30)
         print("exiting")
     """)

@@ -6,10 +6,15 @@
 ...     sealed = yaok.envelope.seal(alice, bob_card, b"Hi", bytes(16), 1700000000000)
 ...     body, index = yaok.envelope.open(bob, [alice_card], sealed, bytes(16), 1700000000000)
 
-Importing the package loads libyaok (``$YAOK_LIBRARY``, the repository's
-``build/lib/libyaok.so.1``, or the system loader) and refuses a library whose ABI version
-differs from :data:`ABI_VERSION` (:class:`AbiVersionMismatch`). Failures raise subclasses of
-:class:`YaOKError` (see :mod:`yaok.errors`) carrying ``.status`` and the library's message.
+The first call that needs libyaok loads it (``$YAOK_LIBRARY``, the repository's
+``build/lib/libyaok.so.1``, or the system loader); importing the package does not, so this
+documentation and the exception classes are available without it. A missing library raises
+:class:`LibraryNotFound` (saying where it looked and how to build it), one whose ABI version
+differs from :data:`ABI_VERSION` :class:`AbiVersionMismatch`. Call :func:`load_library` at
+start-up to fail early; ``library_path`` says where it was loaded from (reading it loads it).
+
+Failures raise subclasses of :class:`YaOKError` (see :mod:`yaok.errors`) carrying
+``.status`` and the library's message.
 
 A :class:`Node` is one stored profile (identity, contacts, messages, security log) with an
 app lock; its events arrive through :meth:`Node.set_event_callback` on the node's own event
@@ -17,28 +22,51 @@ thread (see :mod:`yaok.events`).
 
 One module per header section: :mod:`yaok.identity`, :mod:`yaok.envelope`, :mod:`yaok.node`,
 :mod:`yaok.contacts`, :mod:`yaok.messages`, :mod:`yaok.security`, :mod:`yaok.events`; each
-declares its own C signatures against the shared library object in :mod:`yaok._lib`.
+declares its own C signatures with :func:`yaok._lib.declare`.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from . import contacts, envelope, errors, events, messages, node, security
-from ._lib import ABI_VERSION, abi_version, library_path, status_str, version_string
-from .errors import *  # noqa: F401,F403  (the exception classes and Status)
-from .errors import __all__ as _errors_all
-from .contacts import Connection, Contact, ContactPreview
+from ._lib import ABI_VERSION, abi_version, load_library, status_str, version_string
+from .errors import *  # noqa: F401,F403  (the exception classes and Status; listed below)
+from .contacts import Connection, ConnectionState, Contact, ContactPreview
 from .events import EventKind, Registration
 from .identity import Card, Identity, PublicKeys
-from .messages import HistoryPage, Message, MessageStatus, StoredIncoming
+from .messages import HistoryPage, Message, MessageDirection, MessageStatus, StoredIncoming
 from .node import Node, NodeStatus, NodeWarning, Profile, SetupResult
 from .security import SecurityEvent
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    #: Where libyaok was loaded from. Reading it loads the library (see :func:`load_library`).
+    library_path: str
+else:
+    def __getattr__(name: str) -> Any:
+        if name == "library_path":  # read lazily: importing yaok never loads the library
+            return load_library()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+# library_path is not listed: a star import must not load the library.
 __all__ = [
-    "ABI_VERSION", "abi_version", "version_string", "status_str", "library_path",
+    "ABI_VERSION", "abi_version", "version_string", "status_str", "load_library",
     "Identity", "Card", "PublicKeys", "envelope", "errors",
     "Node", "NodeStatus", "NodeWarning", "Profile", "SetupResult",
-    "Contact", "ContactPreview", "Connection",
-    "Message", "MessageStatus", "HistoryPage", "StoredIncoming",
+    "Contact", "ContactPreview", "Connection", "ConnectionState",
+    "Message", "MessageStatus", "MessageDirection", "HistoryPage", "StoredIncoming",
     "SecurityEvent", "EventKind", "Registration",
     "node", "contacts", "messages", "security", "events",
-] + list(_errors_all)
+    # yaok.errors.__all__, written out: mypy reads only a literal __all__, and names it
+    # cannot see there are not exported to an application's type checker.
+    "Status", "YaOKError", "UsageError", "NullArgument", "InvalidArgument", "InvalidUTF8",
+    "BufferTooSmall", "IdentityError", "InvalidName", "InvalidCard", "ContactExists",
+    "NotFound", "MessageError", "NotForMe", "Tampered", "UnknownSender", "SenderAuthFailed",
+    "MessageTooLarge", "EmptyMessage", "MalformedEnvelope", "StoreError", "Locked",
+    "WrongPIN", "LockedOut", "PINTooShort", "PINMismatch", "StorageError", "DiskFull",
+    "CorruptStore", "ConfirmationRequired", "NotInitialized", "AlreadyInitialized",
+    "NoPlatformKey", "WrongPlatformKey", "Closed", "ProtocolError", "MalformedPacket",
+    "UnsupportedVersion", "UnknownPacketType", "FrameTooLarge", "FragmentInvalid",
+    "Expired", "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
+    "HandleClosed", "LibraryNotFound", "AbiVersionMismatch", "error_for_status",
+]

@@ -16,12 +16,13 @@ import json
 import threading
 import weakref
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, ContextManager, Iterator, Optional, Union
 
-from ._lib import HandleOwner, encode_text, take_string
-from .errors import HandleClosed, InvalidArgument
+from ._lib import INT64_MAX, INT64_MIN, UINT32_MAX, HandleOwner, check_int, encode_text, take_string
+from .errors import HandleClosed
 
-__all__ = ["yaok_node", "NodePointer", "NodeHandle", "NodeBase", "CHAR_OUT"]
+__all__ = ["yaok_node", "NodePointer", "NodeHandle", "NodeBase", "CHAR_OUT",
+           "check_int", "text_bytes", "INT64_MIN", "INT64_MAX", "UINT32_MAX"]
 
 
 class yaok_node(ctypes.Structure):
@@ -33,8 +34,6 @@ NodePointer = ctypes.POINTER(yaok_node)
 #: ``char **out_json``: kept as an address so that it can be freed with yaok_string_free.
 CHAR_OUT = ctypes.POINTER(ctypes.c_void_p)
 
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-UINT32_MAX = (1 << 32) - 1
 
 
 class NodeHandle:
@@ -128,15 +127,6 @@ def _close_all_nodes() -> None:
             pass
 
 
-def check_int(value: Any, what: str, low: int = INT64_MIN, high: int = INT64_MAX) -> int:
-    """An int in [low, high] (ctypes would silently wrap an out-of-range value)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be int, not {type(value).__name__}")
-    if not low <= value <= high:
-        raise InvalidArgument(f"{what} is out of range ({low} to {high})")
-    return value
-
-
 def text_bytes(value: Union[str, bytes, bytearray, memoryview], what: str) -> bytes:
     """Message text as UTF-8 bytes: ``str`` is encoded (lone surrogates passed through so
     that the library refuses them); bytes-like is passed as it is."""
@@ -152,7 +142,7 @@ class NodeBase(HandleOwner):
 
     _handle: Optional[NodeHandle] = None
 
-    def _borrow(self):
+    def _borrow(self) -> ContextManager[Any]:
         handle = self._handle
         if handle is None:
             raise HandleClosed("Node is closed")

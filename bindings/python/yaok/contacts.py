@@ -11,11 +11,11 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Union
 
-from ._lib import STATUS, declare
+from ._lib import STATUS, TextEnum, declare
 from ._node_base import CHAR_OUT, NodeBase, NodePointer, check_int
 from .identity import Card
 
-__all__ = ["Contact", "ContactPreview", "Connection",
+__all__ = ["Contact", "ContactPreview", "Connection", "ConnectionState",
            "CONTACT_DELETE_KEEP_MESSAGES", "CONTACT_DELETE_MESSAGES"]
 
 #: YAOK_CONTACT_DELETE_KEEP_MESSAGES
@@ -34,24 +34,39 @@ _delete = declare("yaok_contact_delete", STATUS, NodePointer, ctypes.c_int64, ct
 _set_connection = declare("yaok_contact_set_connection", STATUS, NodePointer, ctypes.c_int64, ctypes.c_char_p)
 
 
+class ConnectionState(TextEnum):
+    """A contact's connection state (docs/ABI.md, "contact"); the value is the JSON text."""
+
+    ONLINE = "online"
+    """Connected now; :attr:`Connection.transport` says over what."""
+    LAST_SEEN = "last_seen"
+    """Not connected; :attr:`Connection.last_seen_ms` says since when."""
+    NEVER_CONNECTED = "never_connected"
+
+
 @dataclass(frozen=True)
 class Connection:
-    """How a contact is reachable: ``state`` is ``"online"`` (with ``transport``),
-    ``"last_seen"`` (with ``last_seen_ms``) or ``"never_connected"``."""
+    """How a contact is reachable: ``state`` is :attr:`ConnectionState.ONLINE` (with
+    ``transport``), :attr:`~ConnectionState.LAST_SEEN` (with ``last_seen_ms``) or
+    :attr:`~ConnectionState.NEVER_CONNECTED`."""
 
-    state: str
+    state: ConnectionState
     transport: Optional[str] = None
     last_seen_ms: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        # Connection("online") stays valid: the text becomes the enum member.
+        object.__setattr__(self, "state", ConnectionState(self.state))
 
     @classmethod
     def from_json(cls, data: Optional[Dict[str, Any]]) -> "Connection":
         data = data or {"state": "never_connected"}
-        return cls(state=data.get("state", "never_connected"), transport=data.get("transport"),
+        return cls(state=ConnectionState(data.get("state", "never_connected")), transport=data.get("transport"),
                    last_seen_ms=data.get("last_seen_ms"))
 
     @property
     def online(self) -> bool:
-        return self.state == "online"
+        return self.state is ConnectionState.ONLINE
 
 
 @dataclass(frozen=True)
@@ -134,7 +149,9 @@ class ContactsMixin(NodeBase):
         """The one contact that ``query`` names: its id, user ID, a fingerprint prefix of at
         least 4 hex digits, or its name (case-insensitive). None: :class:`~yaok.NotFound`;
         several: :class:`~yaok.InvalidArgument`."""
-        if isinstance(query, int) and not isinstance(query, bool):
+        if isinstance(query, bool):
+            raise TypeError("query must be str or int, not bool")
+        if isinstance(query, int):
             query = str(query)
         return Contact.from_json(self._call_json(_find, self._text(query, "query")))
 

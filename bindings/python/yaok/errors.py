@@ -17,7 +17,8 @@ with one class per code below them. A code this module does not know yet (a newe
 within the same ABI) maps to its range's class, or to :class:`YaOKError` itself.
 
 Loading problems are not statuses: :class:`LibraryNotFound` and :class:`AbiVersionMismatch`
-are :class:`ImportError` subclasses, raised when ``import yaok`` cannot use the library.
+are :class:`ImportError` subclasses, raised by the first call that needs the library (or by
+:func:`yaok.load_library`) when it cannot be used; ``import yaok`` itself never loads it.
 
 This module does not touch the library, so it can be imported (and its mapping tested)
 on its own.
@@ -26,7 +27,7 @@ on its own.
 from __future__ import annotations
 
 import enum
-from typing import Dict, Optional, Type
+from typing import Dict, Iterator, Optional, Type
 
 __all__ = [
     "Status",
@@ -354,7 +355,7 @@ _RANGES: Dict[int, Type[YaOKError]] = {
 }
 
 
-def _leaf_classes(cls: Type[YaOKError]):
+def _leaf_classes(cls: Type[YaOKError]) -> Iterator[Type[YaOKError]]:
     for sub in cls.__subclasses__():
         yield sub
         yield from _leaf_classes(sub)

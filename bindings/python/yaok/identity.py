@@ -12,7 +12,7 @@ thread is in a call on the same object waits for that call before freeing.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, ContextManager, NamedTuple, Optional, Union
 
 from ._lib import STATUS, HandleOwner, OwnedHandle, declare, encode_text, take_string
 from .errors import HandleClosed, InvalidCard
@@ -88,7 +88,7 @@ class _Owner(HandleOwner):
     def _adopt(self, pointer: Any, free: Any) -> None:
         self._handle = OwnedHandle(pointer, free, self._kind)
 
-    def _borrow(self):
+    def _borrow(self) -> ContextManager[Any]:
         handle = self._handle
         if handle is None:
             raise HandleClosed(f"{self._kind} is closed")
@@ -115,7 +115,7 @@ class Identity(_Owner):
     _kind = "Identity"
 
     def __init__(self, _pointer: Any = None) -> None:
-        if _pointer is None:
+        if not isinstance(_pointer, IdentityPointer):
             raise TypeError("use Identity.new(name) or Identity.restore(name, secrets)")
         self._adopt(_pointer, _identity_free)
 
@@ -187,7 +187,7 @@ class Card(_Owner):
     _kind = "Card"
 
     def __init__(self, _pointer: Any = None) -> None:
-        if _pointer is None:
+        if not isinstance(_pointer, CardPointer):
             raise TypeError("use Card.decode(text)")
         self._adopt(_pointer, _card_free)
 

@@ -8,28 +8,45 @@ they may also be given as 32 hex characters. Every call needs the node unlocked.
 from __future__ import annotations
 
 import ctypes
-import enum
 from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Union
 
-from ._lib import STATUS, declare
+from ._lib import STATUS, TextEnum, declare
 from ._node_base import CHAR_OUT, UINT32_MAX, NodeBase, NodePointer, check_int, text_bytes
 from .errors import InvalidArgument
 
-__all__ = ["Message", "MessageStatus", "HistoryPage", "StoredIncoming", "MESSAGE_ID_BYTES"]
+__all__ = ["Message", "MessageStatus", "MessageDirection", "HistoryPage", "StoredIncoming",
+           "MESSAGE_ID_BYTES"]
 
 #: YAOK_MESSAGE_ID_BYTES
 MESSAGE_ID_BYTES = 16
 
 
-class MessageStatus(enum.IntEnum):
-    """``YAOK_MESSAGE_*``; ``Message.status`` holds the lower-case name."""
+class MessageStatus(TextEnum):
+    """A message's status (docs/ABI.md, "message"). The value is the JSON text
+    (``MessageStatus.SENT == "sent"``); :attr:`code` is the C value (``YAOK_MESSAGE_*``)."""
 
-    PENDING = 0
-    SENDING = 1
-    SENT = 2
-    DELIVERED = 3
-    FAILED = 4
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    DELIVERED = "delivered"
+    """Also the status of every incoming message."""
+    FAILED = "failed"
+
+    @property
+    def code(self) -> int:
+        """``YAOK_MESSAGE_<NAME>``: 0 (pending) to 4 (failed)."""
+        return _STATUS_CODES[self]
+
+
+_STATUS_CODES = {status: code for code, status in enumerate(MessageStatus)}
+
+
+class MessageDirection(TextEnum):
+    """Whether a message was sent from this node or received by it."""
+
+    OUTGOING = "outgoing"
+    INCOMING = "incoming"
 
 
 _store_outgoing = declare("yaok_message_store_outgoing", STATUS, NodePointer, ctypes.c_int64,
@@ -69,10 +86,9 @@ class Message:
 
     message_id: bytes
     conversation_id: int
-    direction: str
-    """``"outgoing"`` or ``"incoming"``."""
-    status: str
-    """``"pending"``, ``"sending"``, ``"sent"``, ``"delivered"`` or ``"failed"``."""
+    direction: MessageDirection
+    status: MessageStatus
+    """Incoming messages are :attr:`MessageStatus.DELIVERED`."""
     text: str
     sender_timestamp_ms: int
     created_ms: int
@@ -83,8 +99,9 @@ class Message:
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Message":
         return cls(message_id=bytes.fromhex(data["message_id"]),
-                   conversation_id=int(data["conversation_id"]), direction=data["direction"],
-                   status=data["status"], text=data["text"],
+                   conversation_id=int(data["conversation_id"]),
+                   direction=MessageDirection(data["direction"]), status=MessageStatus(data["status"]),
+                   text=data["text"],
                    sender_timestamp_ms=int(data["sender_timestamp_ms"]),
                    created_ms=int(data["created_ms"]), sent_ms=data.get("sent_ms"),
                    received_ms=data.get("received_ms"), unread=bool(data.get("unread", False)))
@@ -95,7 +112,7 @@ class Message:
 
     @property
     def outgoing(self) -> bool:
-        return self.direction == "outgoing"
+        return self.direction is MessageDirection.OUTGOING
 
 
 @dataclass(frozen=True)
@@ -148,15 +165,20 @@ class MessagesMixin(NodeBase):
                                check_int(sent_at_ms, "sent_at_ms"), ctypes.byref(duplicate))
         return StoredIncoming(Message.from_json(data), bool(duplicate.value))
 
-    def set_message_status(self, message_id: MessageID, status: Union[MessageStatus, int, str]) -> None:
-        """Moves an outgoing message to ``status`` (a :class:`MessageStatus`, its value or
-        its lower-case name); the first ``SENT`` records the sent time."""
-        if isinstance(status, str):
+    def set_message_status(self, message_id: MessageID, status: Union[MessageStatus, str, int]) -> None:
+        """Moves an outgoing message to ``status``: a :class:`MessageStatus`, its text in any
+        case (``"sent"``), or its C value (``YAOK_MESSAGE_*``, 0 to 4); the first ``SENT``
+        records the sent time."""
+        if isinstance(status, str):  # MessageStatus members are str too
             try:
-                status = MessageStatus[status.upper()]
-            except KeyError:
+                code = MessageStatus(status.lower()).code
+            except ValueError:
                 raise InvalidArgument(f"Unknown message status {status!r}") from None
-        self._call(_set_status, message_id_bytes(message_id), check_int(int(status), "status", 0, UINT32_MAX))
+        elif isinstance(status, int) and not isinstance(status, bool):
+            code = check_int(status, "status", 0, UINT32_MAX)
+        else:
+            raise TypeError(f"status must be a MessageStatus, str or int, not {type(status).__name__}")
+        self._call(_set_status, message_id_bytes(message_id), code)
 
     def history(self, conversation_id: int, before: Optional[str] = None, limit: int = 100) -> HistoryPage:
         """A page of up to ``limit`` (1 to 1000) messages of a conversation, oldest first.

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ctypes
 import enum
-import math
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple, Union
@@ -46,14 +45,14 @@ from .security import SecurityMixin
 __all__ = [
     "Node", "NodeStatus", "SetupResult", "NodeWarning",
     "NODE_OPEN_DEFAULT", "NODE_OPEN_TEST_FAST_KDF", "AUTO_LOCK_NEVER", "RESET_CONFIRM",
-    "PLATFORM_KEY_BYTES",
+    "PLATFORM_KEY_BYTES", "MAX_AUTO_LOCK_MS",
 ]
 
 #: YAOK_NODE_OPEN_DEFAULT
 NODE_OPEN_DEFAULT = 0
 #: YAOK_NODE_OPEN_TEST_FAST_KDF (tests only: minimal Argon2id costs)
 NODE_OPEN_TEST_FAST_KDF = 1
-#: YAOK_AUTO_LOCK_NEVER
+#: YAOK_AUTO_LOCK_NEVER (the C value; in Python, pass ``timeout_ms=None``)
 AUTO_LOCK_NEVER = -1
 #: YAOK_RESET_CONFIRM ("RSET")
 RESET_CONFIRM = 0x52534554
@@ -89,7 +88,8 @@ _identity = declare("yaok_node_identity", STATUS, NodePointer, ctypes.POINTER(Id
 _profile = declare("yaok_node_profile", STATUS, NodePointer, CHAR_OUT)
 _reset = declare("yaok_node_reset", STATUS, NodePointer, ctypes.c_uint32)
 
-_MAX_AUTO_LOCK_MS = 30 * 24 * 3600 * 1000
+#: The longest auto-lock time: 30 days, in milliseconds.
+MAX_AUTO_LOCK_MS = 30 * 24 * 3600 * 1000
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,8 @@ class NodeStatus:
     lockout_seconds: int
     failed_attempts: int
     auto_lock_ms: Optional[int]
-    """Idle time before auto-lock; ``None`` means never."""
+    """Idle time before auto-lock in milliseconds (as :meth:`Node.set_auto_lock` takes it);
+    ``None`` means never."""
     platform_key_registered: bool
 
     @classmethod
@@ -111,10 +112,6 @@ class NodeStatus:
                    failed_attempts=int(data.get("failed_attempts") or 0),
                    auto_lock_ms=data.get("auto_lock_ms"),
                    platform_key_registered=bool(data.get("platform_key_registered", False)))
-
-    @property
-    def auto_lock_seconds(self) -> Optional[float]:
-        return None if self.auto_lock_ms is None else self.auto_lock_ms / 1000
 
 
 @dataclass(frozen=True)
@@ -164,7 +161,7 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin):
     """One Ya OK profile over a ``yaok_node *``. Create it with :meth:`open`."""
 
     def __init__(self, _pointer: Any = None, _data_dir: str = "") -> None:
-        if _pointer is None:
+        if not isinstance(_pointer, NodePointer):
             raise TypeError("use Node.open(data_dir)")
         self._handle = NodeHandle(_pointer, _free)
         self.data_dir = _data_dir
@@ -240,24 +237,26 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin):
         """Locks now and wipes the keys from memory (a no-op if locked)."""
         self._call(_lock)
 
-    def set_auto_lock(self, seconds: Optional[float]) -> NodeWarning:
-        """Sets the idle time after which the node locks itself (stored; default 5 minutes):
-        ``seconds`` > 0 (at most 30 days; rounded up to whole milliseconds), or ``None`` for
-        never, which returns :attr:`NodeWarning.AUTO_LOCK_DISABLED`. Needs the node
-        unlocked. When it fires, :attr:`~yaok.EventKind.LOCKED` arrives with reason
-        ``"auto_lock"``."""
-        if seconds is None:
-            timeout_ms = AUTO_LOCK_NEVER
+    def set_auto_lock(self, *, timeout_ms: Optional[int]) -> NodeWarning:
+        """Sets the idle time after which the node locks itself, in milliseconds like
+        :attr:`NodeStatus.auto_lock_ms` (stored; default 300 000, 5 minutes):
+        ``timeout_ms`` from 1 to 30 days (2 592 000 000), or ``None`` for never, which
+        returns :attr:`NodeWarning.AUTO_LOCK_DISABLED`. Keyword only:
+        ``node.set_auto_lock(timeout_ms=60_000)``. Needs the node unlocked. When it fires,
+        :attr:`~yaok.EventKind.LOCKED` arrives with reason ``"auto_lock"``.
+
+        Raises TypeError for anything but an ``int`` or ``None``,
+        :class:`~yaok.InvalidArgument` for a value out of range."""
+        if timeout_ms is None:
+            value = AUTO_LOCK_NEVER
         else:
-            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-                raise TypeError(f"seconds must be a number or None, not {type(seconds).__name__}")
-            if not (seconds > 0 and math.isfinite(seconds)):
-                raise InvalidArgument("The auto-lock time must be positive (None: never)")
-            timeout_ms = math.ceil(seconds * 1000)
-            if timeout_ms > _MAX_AUTO_LOCK_MS:
-                raise InvalidArgument("The auto-lock time must be at most 30 days")
+            if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
+                raise TypeError(f"timeout_ms must be an int (milliseconds) or None, not {type(timeout_ms).__name__}")
+            if not 0 < timeout_ms <= MAX_AUTO_LOCK_MS:
+                raise InvalidArgument(f"timeout_ms must be 1 to {MAX_AUTO_LOCK_MS} (30 days), or None for never")
+            value = timeout_ms
         warnings = ctypes.c_uint32(0)
-        self._call(_set_auto_lock, timeout_ms, ctypes.byref(warnings))
+        self._call(_set_auto_lock, value, ctypes.byref(warnings))
         return NodeWarning(warnings.value)
 
     def status(self) -> NodeStatus:
