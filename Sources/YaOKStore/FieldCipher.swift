@@ -124,6 +124,7 @@ enum RowAD {
         Array("YaOK-conversation-title-v2".utf8) + lookup + bigEndian(UInt64(bitPattern: id))
     }
     static let linkKey = Array("YaOK-link-key-v1".utf8)
+    static let linkCertificate = Array("YaOK-link-certificate-v1".utf8)
     static func messageBody(conversation: Int64, messageID: [UInt8], direction: Int) -> [UInt8] {
         Array("YaOK-message-body-v1".utf8) + bigEndian(UInt64(bitPattern: conversation)) + messageID + [UInt8(direction & 0xff)]
     }

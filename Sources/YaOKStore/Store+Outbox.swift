@@ -109,16 +109,17 @@ extension Store {
     }
 }
 
-/// The link static key, sealed under the database key, and its certificate.
+/// The link static key and its certificate, both sealed under the database key (the
+/// certificate is public, but it names the identity, which the files must not reveal).
 extension Store {
     package func linkKey(cipher: FieldCipher) throws -> (secret: [UInt8], certificate: [UInt8])? {
         try db.rows("SELECT sealed_secret, certificate FROM link_key WHERE id = 1") {
-            (try cipher.open($0.blob(0), ad: RowAD.linkKey), $0.blob(1))
+            (try cipher.open($0.blob(0), ad: RowAD.linkKey), try cipher.open($0.blob(1), ad: RowAD.linkCertificate))
         }.first
     }
 
     package func saveLinkKey(secret: [UInt8], certificate: [UInt8], cipher: FieldCipher) throws {
         try db.query("INSERT OR REPLACE INTO link_key (id, sealed_secret, certificate) VALUES (1, ?, ?)",
-                     [.blob(cipher.seal(secret, ad: RowAD.linkKey)), .blob(certificate)])
+                     [.blob(cipher.seal(secret, ad: RowAD.linkKey)), .blob(cipher.seal(certificate, ad: RowAD.linkCertificate))])
     }
 }

@@ -40,8 +40,7 @@ struct Demo: ParsableCommand {
 
             print("\n4. A link joins them (here a memory pipe through the link API an app's radio uses):")
             print("   a Noise XX handshake, then the packet, Bob's receipt, and his acknowledgement")
-            let pipe = DemoPipe()
-            try pipe.join(alice, bob)
+            let pipe = try MemoryPipe(alice, bob)
             defer { pipe.close() }
             var status = outgoing.status
             for _ in 0..<500 where status != .delivered {
@@ -74,20 +73,3 @@ struct Demo: ParsableCommand {
     }
 }
 
-/// Two nodes joined in memory through `Node.openLink`: each side's units go to the other.
-final class DemoPipe: Sendable {
-    private let links = Locked<[Link]>([])
-
-    func join(_ a: Node, _ b: Node) throws {
-        let toB = Locked<Link?>(nil), toA = Locked<Link?>(nil)
-        let la = try a.openLink(transport: "memory", role: .initiator, mtu: 65_535, send: { toB.withLock { $0 }?.receive($0) })
-        let lb = try b.openLink(transport: "memory", role: .responder, mtu: 65_535, send: { toA.withLock { $0 }?.receive($0) })
-        toB.withLock { $0 = lb }
-        toA.withLock { $0 = la }
-        links.withLock { $0 = [la, lb] }
-    }
-
-    func close() {
-        for link in links.withLock({ $0 }) { link.close() }
-    }
-}

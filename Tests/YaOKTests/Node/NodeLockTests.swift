@@ -43,7 +43,7 @@ import Testing
         let dir = TempDir()
         defer { dir.remove() }
         let clock = TestClock()
-        _ = try makeNode(dir, clock: clock)
+        try makeNode(dir, clock: clock).close()
         var node: Node? = try Node(dataDirectory: dir.path, options: fastOptions(clock: clock))
         #expect(errorMessage { try node?.unlock(pin: "000000") } == "Incorrect PIN")
         #expect(throws: YaOKError(.wrongPIN)) { try node?.unlock(pin: "000001") }
@@ -102,7 +102,7 @@ import Testing
         // the incremented counter behind (what a SIGKILL at that point leaves).
         let dir = TempDir()
         defer { dir.remove() }
-        _ = try makeNode(dir)
+        try makeNode(dir).close()
         let store = try Store(directory: dir.path)
         try store.setLockState(.init(failures: 2, lockedUntil: 0))
         store.close()
@@ -116,7 +116,7 @@ import Testing
         // try would be a fourth guess in this window: it starts the lockout instead.
         let dir = TempDir()
         defer { dir.remove() }
-        _ = try makeNode(dir)
+        try makeNode(dir).close()
         let store = try Store(directory: dir.path)
         try store.setLockState(.init(failures: 3, lockedUntil: 0))
         store.close()
