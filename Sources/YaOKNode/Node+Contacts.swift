@@ -20,6 +20,7 @@ extension Node {
     /// your contacts", and nothing changes. One's own card is refused.
     public func addContact(card text: String) throws -> Contact {
         let card = try ContactCard(text: text)
+        var pending = Effects()
         let contact = try withUnlocked { store, keys, s -> Contact in
             guard card.publicIdentity != keys.identity.publicIdentity else {
                 throw YaOKError(.invalidArgument, "This is your own contact card")
@@ -29,10 +30,13 @@ extension Node {
             }
             let id = try store.insertContact(card, lookup: Node.lookup(card.publicIdentity, keys), cipher: keys.cipher, now: now)
             // A link from this person may already be open: it now counts as theirs.
-            contactsChangedForDelivery(store, &s)
+            var effects = Effects()
+            contactsChangedForDelivery(store, &s, &effects)
+            pending = effects
             return try loadContact(id, store, keys, s)
         }
         events.emit(.contactsChanged(contactID: contact.id))
+        perform(pending)
         return contact
     }
 
@@ -100,13 +104,17 @@ extension Node {
     /// readable under the conversation id (= the contact id), and the person can no longer
     /// be messaged; `deleteMessages: true` deletes them too. Either way no row is orphaned.
     public func deleteContact(_ id: Int64, deleteMessages: Bool = false) throws {
+        var pending = Effects()
         try withUnlocked { store, _, s in
             guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
             try store.deleteContact(id, withMessages: deleteMessages)
             s.online[id] = nil
-            contactsChangedForDelivery(store, &s)
+            var effects = Effects()
+            contactsChangedForDelivery(store, &s, &effects)
+            pending = effects
         }
         events.emit(.contactsChanged(contactID: id))
+        perform(pending)
     }
 
     /// For transports: the contact is connected now over `transport` ("Bluetooth", "LAN",

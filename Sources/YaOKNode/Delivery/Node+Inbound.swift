@@ -99,14 +99,15 @@ extension Node {
 
     private func record(_ digest: PacketDigest, _ header: RoutedHeader, on linkID: UInt64, _ seen: DuplicateFilter,
                         _ s: inout NodeState) throws {
-        guard var link = s.delivery.links[linkID] else { return }
-        if now - link.minuteStart >= 60_000 {
-            link.minuteStart = now
-            link.recordsThisMinute = 0
+        if var link = s.delivery.links[linkID] {
+            if now - link.minuteStart >= 60_000 {
+                link.minuteStart = now
+                link.recordsThisMinute = 0
+            }
+            guard link.recordsThisMinute < Node.recordsPerLinkPerMinute else { return }
+            link.recordsThisMinute += 1
+            s.delivery.links[linkID] = link
         }
-        guard link.recordsThisMinute < Node.recordsPerLinkPerMinute else { return }
-        link.recordsThisMinute += 1
-        s.delivery.links[linkID] = link
         try seen.record(digest.value, expiresAtMs: header.expiresAtMs, nowMs: UInt64(clamping: now))
     }
 
@@ -124,6 +125,8 @@ extension Node {
         var effects = Effects()
         let more = (try? withStore { store, s -> Bool in
             guard s.keys != nil else { return false }
+            // Links that came up while locked could not be matched to contacts: match them now.
+            contactsChangedForDelivery(store, &s, &effects)
             let batch = try store.heldPackets(limit: 200)
             try store.db.transaction {
                 for (id, bytes) in batch {

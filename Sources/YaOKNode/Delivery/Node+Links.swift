@@ -224,11 +224,15 @@ extension Node {
     }
 
     /// Contacts changed: rebuild the directory and re-check which open links are contacts.
-    func contactsChangedForDelivery(_ store: Store, _ s: inout NodeState) {
+    func contactsChangedForDelivery(_ store: Store, _ s: inout NodeState, _ effects: inout Effects) {
         s.delivery.peers = nil
         guard let directory = try? peers(store, &s) else { return }
         for (id, link) in s.delivery.links where link.isOpen {
-            s.delivery.links[id]?.contactID = link.peer.flatMap { directory.byKey[$0.encryptionKey]?.contactID }
+            let contact = link.peer.flatMap { directory.byKey[$0.encryptionKey]?.contactID }
+            guard contact != link.contactID else { continue }
+            s.delivery.links[id]?.contactID = contact
+            for c in [link.contactID, contact].compactMap({ $0 }) { updatePresence(c, store, &s, &effects) }
+            if let contact { try? store.makeOutboxDue(contactID: contact, now: now) }
         }
     }
 
