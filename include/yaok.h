@@ -371,6 +371,9 @@ yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
 #define YAOK_EVENT_MESSAGE_STORED 4u         /* a message */
 #define YAOK_EVENT_MESSAGE_STATUS_CHANGED 5u /* a message */
 #define YAOK_EVENT_CONTACTS_CHANGED 6u       /* {"contact_id": n} */
+#define YAOK_EVENT_MESSAGE_RECEIVED 7u       /* {"contact_id": n, "message_id": hex}: a new
+                                                message arrived; never its content */
+#define YAOK_EVENT_TRANSPORT_CHANGED 8u      /* {"name", "display_name", "state", "error"} */
 
 /* Registers `callback` for this node's events, replacing any earlier registration (whose
  * free_user_data then runs on the event thread, after any call in progress). NULL
@@ -423,9 +426,11 @@ yaok_status yaok_contact_rename(yaok_node *node, int64_t contact_id, const char 
  * outgoing messages; with YAOK_CONTACT_DELETE_MESSAGES its messages go too. */
 yaok_status yaok_contact_delete(yaok_node *node, int64_t contact_id, uint32_t flags);
 
-/* For transports: the contact is connected now over `transport` ("Bluetooth", "LAN",
- * "Relay"), or, with NULL, no longer connected (the last-seen time is stored). */
-yaok_status yaok_contact_set_connection(yaok_node *node, int64_t contact_id, const char *transport);
+/* The public keys of a contact, read back from the encrypted store, so an app need not
+ * keep cards: a JSON object {"name", "encryption_key", "signing_key"} (keys as 64 lower-case
+ * hex characters). (It is not a card: a card is signed by its owner's secret key, which
+ * this node does not have.) None with that id: YAOK_E_NOT_FOUND. */
+yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_json);
 
 /* ---- messages ----
  * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes (1 to
@@ -433,32 +438,37 @@ yaok_status yaok_contact_set_connection(yaok_node *node, int64_t contact_id, con
  * YAOK_E_INVALID_UTF8). Message IDs are YAOK_MESSAGE_ID_BYTES bytes. All need the node
  * unlocked. Free *out_json with yaok_string_free(). */
 
-/* Message status values (yaok_message_set_status). */
+/* Message status values (the "status" of a message's JSON, as numbers for C apps). */
 #define YAOK_MESSAGE_PENDING 0u
 #define YAOK_MESSAGE_SENDING 1u
 #define YAOK_MESSAGE_SENT 2u
 #define YAOK_MESSAGE_DELIVERED 3u
 #define YAOK_MESSAGE_FAILED 4u
 
-/* Stores a message we send to `contact_id`, status pending; `message_id` is NULL for a
- * fresh random ID. Text of only white space: YAOK_E_EMPTY_MESSAGE (AC-020-05). A deleted
- * contact: YAOK_E_NOT_FOUND. *out_json: the message. */
-yaok_status yaok_message_store_outgoing(yaok_node *node, int64_t contact_id,
-                                        const uint8_t *text, size_t text_len,
-                                        const uint8_t *message_id, char **out_json);
+/* Sends `text` to `contact_id`: encrypts it, stores it and queues it in the outbox in one
+ * transaction, and returns at once; *out_json is the message, status "pending". It goes out
+ * over the first open link to the contact, in the order sent; YAOK_EVENT_MESSAGE_STATUS_CHANGED
+ * reports "sent" (a link confirmed receipt), "delivered" (the recipient's acknowledgement
+ * returned) or "failed" (retried after 1, 5, 15 minutes, then hourly until it expires).
+ * Errors: YAOK_E_EMPTY_MESSAGE (empty or only white space), YAOK_E_MESSAGE_TOO_LARGE
+ * ("Message too large (max 10KB)": more than YAOK_MAX_MESSAGE_BYTES), YAOK_E_INVALID_UTF8,
+ * YAOK_E_NOT_FOUND (no such contact, or a deleted one). */
+yaok_status yaok_message_send(yaok_node *node, int64_t contact_id, const uint8_t *text, size_t text_len,
+                              char **out_json);
 
-/* Stores a message received (already decrypted) from `contact_id`, unread, ordered by
- * `sent_at_ms` (the sender's clock). If this conversation already has `message_id`
- * nothing is stored, *out_duplicate is 1 and *out_json is the stored copy; else 0.
- * Unknown contact: YAOK_E_NOT_FOUND. */
-yaok_status yaok_message_store_incoming(yaok_node *node, int64_t contact_id,
-                                        const uint8_t *text, size_t text_len,
-                                        const uint8_t *message_id, int64_t sent_at_ms,
-                                        uint32_t *out_duplicate, char **out_json);
+/* Tries a pending or failed outgoing message again now (`message_id`: YAOK_MESSAGE_ID_BYTES
+ * bytes, borrowed). One whose packet expired is sealed afresh under the same ID.
+ * *out_json: the message. No such outgoing message: YAOK_E_NOT_FOUND; already sent or
+ * delivered: YAOK_E_INVALID_ARGUMENT. */
+yaok_status yaok_message_retry(yaok_node *node, const uint8_t *message_id, char **out_json);
 
-/* Moves an outgoing message to `status` (YAOK_MESSAGE_*); the first SENT records the
- * sent time. Unknown message: YAOK_E_NOT_FOUND. */
-yaok_status yaok_message_set_status(yaok_node *node, const uint8_t *message_id, uint32_t status);
+/* One message we sent, with its current status (`message_id`: YAOK_MESSAGE_ID_BYTES bytes).
+ * *out_json: the message. None: YAOK_E_NOT_FOUND. */
+yaok_status yaok_message_get(yaok_node *node, const uint8_t *message_id, char **out_json);
+
+/* Messages still on their way (pending or failed), in sending order: a JSON array of
+ * outbox entries (docs/ABI.md, "outbox entry"). */
+yaok_status yaok_outbox(yaok_node *node, char **out_json);
 
 /* A page of conversation `conversation_id`, oldest first by the sender's timestamp
  * (docs/ABI.md, "history page"). `cursor`: NULL for the newest page, else the previous
@@ -468,6 +478,75 @@ yaok_status yaok_message_history(yaok_node *node, int64_t conversation_id, const
 
 /* Marks every message of the conversation read; *out_count is how many were unread. */
 yaok_status yaok_message_mark_read(yaok_node *node, int64_t conversation_id, uint64_t *out_count);
+
+/* ---- links ----
+ * Bring-your-own transport: an app that carries bytes between two devices itself (its own
+ * radio, a socket, a test pipe) opens a link per connection; the node runs the handshake
+ * (docs/PROTOCOL.md §5), encryption, fragmentation to the MTU, delivery and receipts over
+ * it. The app passes every unit that arrives to yaok_link_receive and transmits every unit
+ * the node hands to its send callback.
+ *
+ * Threads: a yaok_link may be used from several threads at once. The callbacks run on the
+ * node's event thread, except that a send queued by a call the application makes on the
+ * node (yaok_message_send, yaok_message_retry, yaok_link_close …) may run on that caller's
+ * thread before the call returns; never while the node's lock is held. A callback may call
+ * yaok_link_receive and yaok_link_close (on any link) and other yaok_* functions on the
+ * node, except yaok_node_free. */
+
+typedef struct yaok_link yaok_link;
+
+/* Transmits one unit (at most the link's MTU bytes). `unit` is borrowed for the call only:
+ * copy it. Must not block: queue the bytes (yaok_link_receive only queues, so a memory pipe
+ * may hand the unit straight to the other link). The return value is ignored today (return
+ * YAOK_OK; a lost unit is recovered by the node's retries). */
+typedef yaok_status (*yaok_link_send_callback)(void *user_data, const uint8_t *unit, size_t unit_len);
+
+/* The node ended the link (handshake timeout, protocol violation, node closing): drop the
+ * connection. `reason` (UTF-8) is borrowed for the call only. The yaok_link handle stays
+ * valid until yaok_link_close. */
+typedef void (*yaok_link_closed_callback)(void *user_data, const char *reason);
+
+/* yaok_link_open roles: the side that speaks first (the connector, the BLE central). */
+#define YAOK_LINK_INITIATOR 0u
+#define YAOK_LINK_RESPONDER 1u
+
+/* The smallest MTU a link accepts. */
+#define YAOK_LINK_MIN_MTU 20
+
+/* Opens a link over a connection named `transport` (1 to 32 bytes: "lan", "ble", or the
+ * app's own name), `role` YAOK_LINK_*, `mtu` the largest unit the connection carries
+ * (YAOK_LINK_MIN_MTU to 1048576; larger packets are fragmented). `send` is required;
+ * `closed` may be NULL. `free_user_data` (may be NULL) is called exactly once, after the link
+ * was closed by either side, once no callback can run any more (on the event thread, or
+ * inside a yaok_* call such as yaok_link_close or yaok_node_free). No callback runs after
+ * yaok_link_close returns. Bad role or MTU: YAOK_E_INVALID_ARGUMENT. The node must
+ * have been unlocked once since it was opened: else YAOK_E_LOCKED. On failure nothing is
+ * kept and free_user_data is not called.
+ * On success *out owns a new handle: free it with yaok_link_close(). */
+yaok_status yaok_link_open(yaok_node *node, const char *transport, uint32_t role, uint32_t mtu,
+                           yaok_link_send_callback send, yaok_link_closed_callback closed,
+                           void *user_data, yaok_free_callback free_user_data, yaok_link **out);
+
+/* One unit as the connection received it. Copied; returns at once, the node processes it
+ * on its event thread (so it is safe to call from a send callback). A link that was closed
+ * (by either side): YAOK_E_CLOSED. */
+yaok_status yaok_link_receive(yaok_link *link, const uint8_t *unit, size_t unit_len);
+
+/* Closes the link (messages in flight over it are retried later) and frees the handle.
+ * NULL is a no-op. */
+void yaok_link_close(yaok_link *link);
+
+/* ---- transports and diagnostics ---- */
+
+/* Starts (`enabled` != 0) or stops a transport registered with the node. A start that fails
+ * leaves it "failed" with the reason (YAOK_EVENT_TRANSPORT_CHANGED, diagnostics) and
+ * returns that error. None with that name: YAOK_E_NOT_FOUND ("No transport named <name>"). */
+yaok_status yaok_transport_set_enabled(yaok_node *node, const char *name, int32_t enabled);
+
+/* Diagnostics as a JSON object (docs/ABI.md, "diagnostics"): transports, links, packets held
+ * while locked and, when unlocked, contacts' connection status and the outbox. Works while
+ * locked. *out_json: free with yaok_string_free(). */
+yaok_status yaok_node_diagnostics(yaok_node *node, char **out_json);
 
 /* ---- security log ----
  * Persisted security events: time, kind and detail, never message content or keys. */

@@ -82,10 +82,23 @@ public func yaok_contact_delete(_ node: OpaquePointer?, _ contactID: Int64, _ fl
     }
 }
 
-@_cdecl("yaok_contact_set_connection")
-public func yaok_contact_set_connection(_ node: OpaquePointer?, _ contactID: Int64, _ transport: UnsafePointer<CChar>?) -> Int32 {
+@_cdecl("yaok_contact_keys")
+public func yaok_contact_keys(_ node: OpaquePointer?, _ contactID: Int64,
+                              _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
-        try n.setContactConnection(contactID, transport: try transport.map { try string($0, "transport") })
+        let out = try required(out, "out_json")
+        let contact = try n.contact(contactID)
+        let keys = contact.publicIdentity
+        try give(JSON.object([("name", .string(contact.name)), ("encryption_key", .string(hex(keys.encryptionKey))),
+                              ("signing_key", .string(hex(keys.signingKey)))]).serialized, to: out)
     }
+}
+
+private func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.count * 2)
+    for b in bytes { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
+    return String(decoding: out, as: UTF8.self)
 }

@@ -11,43 +11,47 @@ private func text(_ pointer: UnsafePointer<UInt8>?, _ length: Int) throws -> Str
     return s
 }
 
-@_cdecl("yaok_message_store_outgoing")
-public func yaok_message_store_outgoing(_ node: OpaquePointer?, _ contactID: Int64,
-                                        _ textBytes: UnsafePointer<UInt8>?, _ textLength: Int,
-                                        _ messageID: UnsafePointer<UInt8>?,
-                                        _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+/// A borrowed YAOK_MESSAGE_ID_BYTES message ID.
+private func messageID(_ pointer: UnsafePointer<UInt8>?) throws -> MessageID {
+    try MessageID(bytes: try fixedBytes(pointer, Envelope.messageIDLength, "message_id"))
+}
+
+@_cdecl("yaok_message_send")
+public func yaok_message_send(_ node: OpaquePointer?, _ contactID: Int64, _ textBytes: UnsafePointer<UInt8>?,
+                              _ textLength: Int, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
         let out = try required(out, "out_json")
-        let id = messageID.map { Array(UnsafeBufferPointer(start: $0, count: Envelope.messageIDLength)) }
-        try give(try n.storeOutgoing(to: contactID, text: try text(textBytes, textLength), messageID: id).json.serialized, to: out)
+        try give(try n.send(to: contactID, text: try text(textBytes, textLength)).json.serialized, to: out)
     }
 }
 
-@_cdecl("yaok_message_store_incoming")
-public func yaok_message_store_incoming(_ node: OpaquePointer?, _ contactID: Int64,
-                                        _ textBytes: UnsafePointer<UInt8>?, _ textLength: Int,
-                                        _ messageID: UnsafePointer<UInt8>?, _ sentAtMs: Int64,
-                                        _ outDuplicate: UnsafeMutablePointer<UInt32>?,
-                                        _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+@_cdecl("yaok_message_retry")
+public func yaok_message_retry(_ node: OpaquePointer?, _ id: UnsafePointer<UInt8>?,
+                               _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
         let out = try required(out, "out_json")
-        let outDuplicate = try required(outDuplicate, "out_duplicate")
-        let result = try n.storeIncoming(from: contactID, text: try text(textBytes, textLength),
-                                         messageID: try fixedBytes(messageID, Envelope.messageIDLength, "message_id"),
-                                         sentAt: sentAtMs)
-        try give(result.message.json.serialized, to: out)
-        outDuplicate.pointee = result.duplicate ? 1 : 0
+        try give(try n.retry(try messageID(id)).json.serialized, to: out)
     }
 }
 
-@_cdecl("yaok_message_set_status")
-public func yaok_message_set_status(_ node: OpaquePointer?, _ messageID: UnsafePointer<UInt8>?, _ status: UInt32) -> Int32 {
+@_cdecl("yaok_message_get")
+public func yaok_message_get(_ node: OpaquePointer?, _ id: UnsafePointer<UInt8>?,
+                             _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
-        guard let s = MessageStatus(rawValue: Int(status)) else { throw YaOKError(.invalidArgument, "Unknown status \(status)") }
-        try n.updateMessageStatus(try fixedBytes(messageID, Envelope.messageIDLength, "message_id"), to: s)
+        let out = try required(out, "out_json")
+        try give(try n.outgoingMessage(try messageID(id)).json.serialized, to: out)
+    }
+}
+
+@_cdecl("yaok_outbox")
+public func yaok_outbox(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out_json")
+        try give(JSON.array(try n.outbox().map(\.json)).serialized, to: out)
     }
 }
 

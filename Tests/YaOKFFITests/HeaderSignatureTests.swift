@@ -23,10 +23,10 @@ import YaOKFFI
         do { var f = CYaOK.yaok_contact_add; f = YaOKFFI.yaok_contact_add; _ = f }
         do { var f = CYaOK.yaok_contact_delete; f = YaOKFFI.yaok_contact_delete; _ = f }
         do { var f = CYaOK.yaok_contact_find; f = YaOKFFI.yaok_contact_find; _ = f }
+        do { var f = CYaOK.yaok_contact_keys; f = YaOKFFI.yaok_contact_keys; _ = f }
         do { var f = CYaOK.yaok_contact_list; f = YaOKFFI.yaok_contact_list; _ = f }
         do { var f = CYaOK.yaok_contact_preview; f = YaOKFFI.yaok_contact_preview; _ = f }
         do { var f = CYaOK.yaok_contact_rename; f = YaOKFFI.yaok_contact_rename; _ = f }
-        do { var f = CYaOK.yaok_contact_set_connection; f = YaOKFFI.yaok_contact_set_connection; _ = f }
         do { var f = CYaOK.yaok_contact_show; f = YaOKFFI.yaok_contact_show; _ = f }
         do { var f = CYaOK.yaok_contact_verify; f = YaOKFFI.yaok_contact_verify; _ = f }
         do { var f = CYaOK.yaok_envelope_open; f = YaOKFFI.yaok_envelope_open; _ = f }
@@ -39,11 +39,15 @@ import YaOKFFI
         do { var f = CYaOK.yaok_identity_restore; f = YaOKFFI.yaok_identity_restore; _ = f }
         do { var f = CYaOK.yaok_identity_user_id; f = YaOKFFI.yaok_identity_user_id; _ = f }
         do { var f = CYaOK.yaok_last_error_message; f = YaOKFFI.yaok_last_error_message; _ = f }
+        do { var f = CYaOK.yaok_link_close; f = YaOKFFI.yaok_link_close; _ = f }
+        do { var f = CYaOK.yaok_link_open; f = YaOKFFI.yaok_link_open; _ = f }
+        do { var f = CYaOK.yaok_link_receive; f = YaOKFFI.yaok_link_receive; _ = f }
+        do { var f = CYaOK.yaok_message_get; f = YaOKFFI.yaok_message_get; _ = f }
         do { var f = CYaOK.yaok_message_history; f = YaOKFFI.yaok_message_history; _ = f }
         do { var f = CYaOK.yaok_message_mark_read; f = YaOKFFI.yaok_message_mark_read; _ = f }
-        do { var f = CYaOK.yaok_message_set_status; f = YaOKFFI.yaok_message_set_status; _ = f }
-        do { var f = CYaOK.yaok_message_store_incoming; f = YaOKFFI.yaok_message_store_incoming; _ = f }
-        do { var f = CYaOK.yaok_message_store_outgoing; f = YaOKFFI.yaok_message_store_outgoing; _ = f }
+        do { var f = CYaOK.yaok_message_retry; f = YaOKFFI.yaok_message_retry; _ = f }
+        do { var f = CYaOK.yaok_message_send; f = YaOKFFI.yaok_message_send; _ = f }
+        do { var f = CYaOK.yaok_node_diagnostics; f = YaOKFFI.yaok_node_diagnostics; _ = f }
         do { var f = CYaOK.yaok_node_free; f = YaOKFFI.yaok_node_free; _ = f }
         do { var f = CYaOK.yaok_node_identity; f = YaOKFFI.yaok_node_identity; _ = f }
         do { var f = CYaOK.yaok_node_lock; f = YaOKFFI.yaok_node_lock; _ = f }
@@ -58,9 +62,11 @@ import YaOKFFI
         do { var f = CYaOK.yaok_node_status; f = YaOKFFI.yaok_node_status; _ = f }
         do { var f = CYaOK.yaok_node_unlock; f = YaOKFFI.yaok_node_unlock; _ = f }
         do { var f = CYaOK.yaok_node_unlock_platform_key; f = YaOKFFI.yaok_node_unlock_platform_key; _ = f }
+        do { var f = CYaOK.yaok_outbox; f = YaOKFFI.yaok_outbox; _ = f }
         do { var f = CYaOK.yaok_security_events; f = YaOKFFI.yaok_security_events; _ = f }
         do { var f = CYaOK.yaok_status_str; f = YaOKFFI.yaok_status_str; _ = f }
         do { var f = CYaOK.yaok_string_free; f = YaOKFFI.yaok_string_free; _ = f }
+        do { var f = CYaOK.yaok_transport_set_enabled; f = YaOKFFI.yaok_transport_set_enabled; _ = f }
         do { var f = CYaOK.yaok_version_string; f = YaOKFFI.yaok_version_string; _ = f }
     }
 
@@ -69,7 +75,7 @@ import YaOKFFI
         var root = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { root.deleteLastPathComponent() }
         let header = try String(contentsOf: root.appendingPathComponent("include/yaok.h"), encoding: .utf8)
-        let regex = try NSRegularExpression(pattern: #"^[a-z_0-9 \*]*\b(yaok_[a-z0-9_]+)\s*\("#, options: [.anchorsMatchLines])
+        let regex = try NSRegularExpression(pattern: #"^(?!typedef)[a-z_0-9 \*]*\b(yaok_[a-z0-9_]+)\s*\("#, options: [.anchorsMatchLines])
         let range = NSRange(header.startIndex..., in: header)
         let declared = Set(regex.matches(in: header, range: range).compactMap {
             Range($0.range(at: 1), in: header).map { String(header[$0]) }
@@ -90,10 +96,10 @@ import YaOKFFI
         "yaok_contact_add",
         "yaok_contact_delete",
         "yaok_contact_find",
+        "yaok_contact_keys",
         "yaok_contact_list",
         "yaok_contact_preview",
         "yaok_contact_rename",
-        "yaok_contact_set_connection",
         "yaok_contact_show",
         "yaok_contact_verify",
         "yaok_envelope_open",
@@ -106,11 +112,15 @@ import YaOKFFI
         "yaok_identity_restore",
         "yaok_identity_user_id",
         "yaok_last_error_message",
+        "yaok_link_close",
+        "yaok_link_open",
+        "yaok_link_receive",
+        "yaok_message_get",
         "yaok_message_history",
         "yaok_message_mark_read",
-        "yaok_message_set_status",
-        "yaok_message_store_incoming",
-        "yaok_message_store_outgoing",
+        "yaok_message_retry",
+        "yaok_message_send",
+        "yaok_node_diagnostics",
         "yaok_node_free",
         "yaok_node_identity",
         "yaok_node_lock",
@@ -125,9 +135,11 @@ import YaOKFFI
         "yaok_node_status",
         "yaok_node_unlock",
         "yaok_node_unlock_platform_key",
+        "yaok_outbox",
         "yaok_security_events",
         "yaok_status_str",
         "yaok_string_free",
+        "yaok_transport_set_enabled",
         "yaok_version_string",
     ]
 }

@@ -75,7 +75,7 @@ class Context:
         self.alice_card = yaok.Card.decode(self.alice.card)
         self.bob_card = yaok.Card.decode(self.bob.card)
         self.bob_id = node.add_contact(self.bob.card).id
-        self.outgoing = node.store_outgoing(self.bob_id, "hello").message_id
+        self.outgoing = node.send(self.bob_id, "hello").message_id
         self.sealed = envelope.seal(self.alice, self.bob_card, b"hi", bytes(16), 1)
         self.tmp_path = tmp_path
 
@@ -89,6 +89,8 @@ class Context:
             "query": "Bob", "with_messages": False, "transport": "LAN", "text": "hi",
             "message_id": self.outgoing, "sent_at_ms": 1_000, "status": "sent", "before": None,
             "limit": 10, "before_id": None,
+            "role": yaok.LinkRole.INITIATOR, "mtu": 200, "send": lambda unit: None, "closed": None,
+            "enabled": True,
             # Identity, Card
             "secrets": ALICE_SECRETS,
             # envelope

@@ -114,7 +114,7 @@ def test_lock_makes_key_calls_raise_locked(node, bob):
     node.lock()
     node.lock()  # a no-op when locked
     for call in (node.contacts, lambda: node.contact(1), lambda: node.add_contact(bob.card),
-                 lambda: node.history(1), lambda: node.store_outgoing(1, "hi"), node.identity,
+                 lambda: node.history(1), lambda: node.send(1, "hi"), node.identity,
                  lambda: node.security_events(), lambda: node.mark_read(1),
                  lambda: node.set_auto_lock(timeout_ms=60_000), lambda: node.register_platform_key(bytes(32))):
         with pytest.raises(yaok.Locked) as info:
@@ -255,7 +255,7 @@ def test_reopening_keeps_the_profile(tmp_path, bob):
     with yaok.Node.open(path, test_fast_kdf=True) as node:
         node.setup("Alice", PIN, PIN)
         bob_id = node.add_contact(bob.card).id
-        node.store_outgoing(bob_id, "kept")
+        node.send(bob_id, "kept")
     with yaok.Node.open(str(path), test_fast_kdf=True) as node:
         assert node.status().initialized and node.status().locked
         node.unlock(PIN)

@@ -83,12 +83,9 @@ def test_message_and_contact_events(node, bob):
     node.set_event_callback(recorder)
     bob_id = node.add_contact(bob.card).id
     recorder.wait_for(lambda k, d: k == EventKind.CONTACTS_CHANGED and d == {"contact_id": bob_id})
-    message = node.store_outgoing(bob_id, "hello")
+    message = node.send(bob_id, "hello")
     _, stored = recorder.wait_for(lambda k, d: k == EventKind.MESSAGE_STORED)
     assert yaok.Message.from_json(stored) == message
-    node.set_message_status(message.message_id, yaok.MessageStatus.SENT)
-    _, changed = recorder.wait_for(lambda k, d: k == EventKind.MESSAGE_STATUS_CHANGED)
-    assert changed["status"] == "sent" and changed["message_id"] == message.message_id_hex
 
 
 def test_callback_may_call_back_into_the_node(node, bob):
@@ -118,7 +115,7 @@ def test_callback_may_call_back_into_the_node(node, bob):
 
     node.set_event_callback(callback)
     for i in range(total):
-        node.store_outgoing(bob_id, f"m{i}")
+        node.send(bob_id, f"m{i}")
     assert done.wait(WAIT)
     assert counts == {"stored": total, "history_ok": total}
     assert results["status"].locked
@@ -268,7 +265,7 @@ def test_many_threads_and_callbacks_on_one_node(node, bob):
     def work(worker: int) -> None:
         try:
             for i in range(25):
-                node.store_outgoing(bob_id, f"w{worker} m{i}")
+                node.send(bob_id, f"w{worker} m{i}")
                 node.status()
                 node.history(bob_id, limit=5)
         except BaseException as e:  # pragma: no cover - reported below

@@ -27,13 +27,14 @@ declares its own C signatures with :func:`yaok._lib.declare`.
 
 from typing import TYPE_CHECKING, Any
 
-from . import contacts, envelope, errors, events, messages, node, security
+from . import contacts, envelope, errors, events, links, messages, node, security
 from ._lib import ABI_VERSION, abi_version, load_library, status_str, version_string
 from .errors import *  # noqa: F401,F403  (the exception classes and Status; listed below)
 from .contacts import Connection, ConnectionState, Contact, ContactPreview
 from .events import EventKind, Registration
 from .identity import Card, Identity, PublicKeys
-from .messages import HistoryPage, Message, MessageDirection, MessageStatus, StoredIncoming
+from .links import Link, LinkRole
+from .messages import HistoryPage, Message, MessageDirection, MessageStatus, OutboxEntry
 from .node import Node, NodeStatus, NodeWarning, Profile, SetupResult
 from .security import SecurityEvent
 
@@ -54,9 +55,9 @@ __all__ = [
     "Identity", "Card", "PublicKeys", "envelope", "errors",
     "Node", "NodeStatus", "NodeWarning", "Profile", "SetupResult",
     "Contact", "ContactPreview", "Connection", "ConnectionState",
-    "Message", "MessageStatus", "MessageDirection", "HistoryPage", "StoredIncoming",
+    "Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry", "Link", "LinkRole",
     "SecurityEvent", "EventKind", "Registration",
-    "node", "contacts", "messages", "security", "events",
+    "node", "contacts", "messages", "security", "events", "links",
     # yaok.errors.__all__, written out: mypy reads only a literal __all__, and names it
     # cannot see there are not exported to an application's type checker.
     "Status", "YaOKError", "UsageError", "NullArgument", "InvalidArgument", "InvalidUTF8",
@@ -65,8 +66,8 @@ __all__ = [
     "MessageTooLarge", "EmptyMessage", "MalformedEnvelope", "StoreError", "Locked",
     "WrongPIN", "LockedOut", "PINTooShort", "PINMismatch", "StorageError", "DiskFull",
     "CorruptStore", "ConfirmationRequired", "NotInitialized", "AlreadyInitialized",
-    "NoPlatformKey", "WrongPlatformKey", "Closed", "ProtocolError", "MalformedPacket",
+    "NoPlatformKey", "WrongPlatformKey", "Closed", "Busy", "ProtocolError", "MalformedPacket",
     "UnsupportedVersion", "UnknownPacketType", "FrameTooLarge", "FragmentInvalid",
-    "Expired", "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
+    "Expired", "LinkFailed", "NoRoute", "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
     "HandleClosed", "LibraryNotFound", "AbiVersionMismatch", "error_for_status",
 ]

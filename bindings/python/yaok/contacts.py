@@ -31,7 +31,7 @@ _find = declare("yaok_contact_find", STATUS, NodePointer, ctypes.c_char_p, CHAR_
 _verify = declare("yaok_contact_verify", STATUS, NodePointer, ctypes.c_int64)
 _rename = declare("yaok_contact_rename", STATUS, NodePointer, ctypes.c_int64, ctypes.c_char_p)
 _delete = declare("yaok_contact_delete", STATUS, NodePointer, ctypes.c_int64, ctypes.c_uint32)
-_set_connection = declare("yaok_contact_set_connection", STATUS, NodePointer, ctypes.c_int64, ctypes.c_char_p)
+_keys = declare("yaok_contact_keys", STATUS, NodePointer, ctypes.c_int64, CHAR_OUT)
 
 
 class ConnectionState(TextEnum):
@@ -170,8 +170,8 @@ class ContactsMixin(NodeBase):
         flags = CONTACT_DELETE_MESSAGES if with_messages else CONTACT_DELETE_KEEP_MESSAGES
         self._call(_delete, check_int(contact_id, "contact_id"), flags)
 
-    def set_contact_connection(self, contact_id: int, transport: Optional[str]) -> None:
-        """For transports: the contact is connected now over ``transport`` ("Bluetooth",
-        "LAN", "Relay"), or with ``None`` no longer connected (the last-seen time is kept)."""
-        raw = None if transport is None else self._text(transport, "transport")
-        self._call(_set_connection, check_int(contact_id, "contact_id"), raw)
+    def contact_keys(self, contact_id: int) -> Dict[str, Any]:
+        """The contact's name and public keys as stored (``yaok_contact_keys``):
+        ``{"name", "encryption_key", "signing_key"}`` with the keys as hex."""
+        data: Dict[str, Any] = self._call_json(_keys, check_int(contact_id, "contact_id"))
+        return data

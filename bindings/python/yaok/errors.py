@@ -38,9 +38,9 @@ __all__ = [
     "MessageTooLarge", "EmptyMessage", "MalformedEnvelope",
     "StoreError", "Locked", "WrongPIN", "LockedOut", "PINTooShort", "PINMismatch",
     "StorageError", "DiskFull", "CorruptStore", "ConfirmationRequired", "NotInitialized",
-    "AlreadyInitialized", "NoPlatformKey", "WrongPlatformKey", "Closed",
+    "AlreadyInitialized", "NoPlatformKey", "WrongPlatformKey", "Closed", "Busy",
     "ProtocolError", "MalformedPacket", "UnsupportedVersion", "UnknownPacketType",
-    "FrameTooLarge", "FragmentInvalid", "Expired",
+    "FrameTooLarge", "FragmentInvalid", "Expired", "LinkFailed", "NoRoute",
     "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
     "HandleClosed", "LibraryNotFound", "AbiVersionMismatch",
     "error_for_status",
@@ -86,6 +86,7 @@ class Status(enum.IntEnum):
     NO_PLATFORM_KEY = 411
     WRONG_PLATFORM_KEY = 412
     CLOSED = 413
+    BUSY = 414
 
     MALFORMED_PACKET = 500
     UNSUPPORTED_VERSION = 501
@@ -93,6 +94,8 @@ class Status(enum.IntEnum):
     FRAME_TOO_LARGE = 503
     FRAGMENT_INVALID = 504
     EXPIRED = 505
+    LINK_FAILED = 506
+    NO_ROUTE = 507
 
     INTERNAL = 900
     OUT_OF_MEMORY = 901
@@ -281,6 +284,11 @@ class Closed(StoreError):
     code = Status.CLOSED
 
 
+class Busy(StoreError):
+    """The data directory is open in another node (this or another process)."""
+    code = Status.BUSY
+
+
 # ---- 5xx: wire protocol
 class ProtocolError(YaOKError):
     """5xx: packets and framing on the wire."""
@@ -308,6 +316,16 @@ class FragmentInvalid(ProtocolError):
 
 class Expired(ProtocolError):
     code = Status.EXPIRED
+
+
+class LinkFailed(ProtocolError):
+    """Handshake or link protocol failure: the link closes."""
+    code = Status.LINK_FAILED
+
+
+class NoRoute(ProtocolError):
+    """No transports enabled."""
+    code = Status.NO_ROUTE
 
 
 # ---- 9xx: the library itself

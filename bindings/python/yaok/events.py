@@ -53,6 +53,8 @@ class EventKind(enum.IntEnum):
     MESSAGE_STORED = 4          #: a message object
     MESSAGE_STATUS_CHANGED = 5  #: a message object with the new status
     CONTACTS_CHANGED = 6        #: {"contact_id": n}
+    MESSAGE_RECEIVED = 7        #: {"contact_id": n, "message_id": hex}: never the content
+    TRANSPORT_CHANGED = 8       #: {"name", "display_name", "state", "error"}
 
 
 class yaok_event(ctypes.Structure):

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
-from typing import Any, Dict, List, NamedTuple, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 from ._lib import STATUS, TextEnum, declare
 from ._node_base import CHAR_OUT, UINT32_MAX, NodeBase, NodePointer, check_int, text_bytes
 from .errors import InvalidArgument
 
-__all__ = ["Message", "MessageStatus", "MessageDirection", "HistoryPage", "StoredIncoming",
+__all__ = ["Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry",
            "MESSAGE_ID_BYTES"]
 
 #: YAOK_MESSAGE_ID_BYTES
@@ -49,12 +49,11 @@ class MessageDirection(TextEnum):
     INCOMING = "incoming"
 
 
-_store_outgoing = declare("yaok_message_store_outgoing", STATUS, NodePointer, ctypes.c_int64,
-                          ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, CHAR_OUT)
-_store_incoming = declare("yaok_message_store_incoming", STATUS, NodePointer, ctypes.c_int64,
-                          ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int64,
-                          ctypes.POINTER(ctypes.c_uint32), CHAR_OUT)
-_set_status = declare("yaok_message_set_status", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_uint32)
+_send = declare("yaok_message_send", STATUS, NodePointer, ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t,
+                CHAR_OUT)
+_retry = declare("yaok_message_retry", STATUS, NodePointer, ctypes.c_char_p, CHAR_OUT)
+_get = declare("yaok_message_get", STATUS, NodePointer, ctypes.c_char_p, CHAR_OUT)
+_outbox = declare("yaok_outbox", STATUS, NodePointer, CHAR_OUT)
 _history = declare("yaok_message_history", STATUS, NodePointer, ctypes.c_int64, ctypes.c_char_p,
                    ctypes.c_uint32, CHAR_OUT)
 _mark_read = declare("yaok_message_mark_read", STATUS, NodePointer, ctypes.c_int64,
@@ -134,51 +133,48 @@ class HistoryPage:
         return self.older_cursor is not None
 
 
-class StoredIncoming(NamedTuple):
-    """What :meth:`Node.store_incoming` returns; unpacks as ``message, duplicate``."""
+@dataclass(frozen=True)
+class OutboxEntry:
+    """A message still on its way (docs/ABI.md, "outbox entry")."""
 
-    message: Message
-    """The stored message (for a duplicate: the copy stored earlier)."""
-    duplicate: bool
-    """True if this conversation already had the message ID and nothing was stored."""
+    message_id: bytes
+    contact_id: int
+    status: MessageStatus
+    attempts: int
+    next_attempt_ms: int
+    expires_ms: int
+    note: Optional[str]
+    """``"Will send when connected"`` when no link to the recipient is open."""
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "OutboxEntry":
+        return cls(message_id=bytes.fromhex(data["message_id"]), contact_id=int(data["contact_id"]),
+                   status=MessageStatus(data["status"]), attempts=int(data["attempts"]),
+                   next_attempt_ms=int(data["next_attempt_ms"]), expires_ms=int(data["expires_ms"]),
+                   note=data.get("note"))
 
 
 class MessagesMixin(NodeBase):
-    def store_outgoing(self, contact_id: int, text: Union[str, bytes],
-                       message_id: Optional[MessageID] = None) -> Message:
-        """Stores a message we send to ``contact_id``, status pending; a fresh random
-        message ID unless one is given. A deleted contact: :class:`~yaok.NotFound`."""
+    def send(self, contact_id: int, text: Union[str, bytes]) -> Message:
+        """Sends ``text`` to ``contact_id`` (``yaok_message_send``): encrypted, stored and
+        queued at once; returns the message, pending. It goes out over the first link to the
+        contact; :attr:`EventKind.MESSAGE_STATUS_CHANGED` reports sent, delivered or failed.
+        Empty: :class:`~yaok.EmptyMessage`; over 10240 bytes: :class:`~yaok.MessageTooLarge`;
+        no such (or a deleted) contact: :class:`~yaok.NotFound`."""
         body = text_bytes(text, "text")
-        mid = None if message_id is None else message_id_bytes(message_id)
-        return Message.from_json(self._call_json(_store_outgoing, check_int(contact_id, "contact_id"),
-                                                 body, len(body), mid))
+        return Message.from_json(self._call_json(_send, check_int(contact_id, "contact_id"), body, len(body)))
 
-    def store_incoming(self, contact_id: int, text: Union[str, bytes], message_id: MessageID,
-                       sent_at_ms: int) -> StoredIncoming:
-        """Stores a message received (already decrypted) from ``contact_id``, unread, ordered
-        by ``sent_at_ms`` (the sender's clock). A message ID this conversation already has is
-        not stored again: ``duplicate`` is then True and ``message`` the stored copy."""
-        body = text_bytes(text, "text")
-        mid = message_id_bytes(message_id)
-        duplicate = ctypes.c_uint32(0)
-        data = self._call_json(_store_incoming, check_int(contact_id, "contact_id"), body, len(body), mid,
-                               check_int(sent_at_ms, "sent_at_ms"), ctypes.byref(duplicate))
-        return StoredIncoming(Message.from_json(data), bool(duplicate.value))
+    def retry(self, message_id: MessageID) -> Message:
+        """Tries a pending or failed message again now (``yaok_message_retry``)."""
+        return Message.from_json(self._call_json(_retry, message_id_bytes(message_id)))
 
-    def set_message_status(self, message_id: MessageID, status: Union[MessageStatus, str, int]) -> None:
-        """Moves an outgoing message to ``status``: a :class:`MessageStatus`, its text in any
-        case (``"sent"``), or its C value (``YAOK_MESSAGE_*``, 0 to 4); the first ``SENT``
-        records the sent time."""
-        if isinstance(status, str):  # MessageStatus members are str too
-            try:
-                code = MessageStatus(status.lower()).code
-            except ValueError:
-                raise InvalidArgument(f"Unknown message status {status!r}") from None
-        elif isinstance(status, int) and not isinstance(status, bool):
-            code = check_int(status, "status", 0, UINT32_MAX)
-        else:
-            raise TypeError(f"status must be a MessageStatus, str or int, not {type(status).__name__}")
-        self._call(_set_status, message_id_bytes(message_id), code)
+    def message(self, message_id: MessageID) -> Message:
+        """One message we sent, with its current status (``yaok_message_get``)."""
+        return Message.from_json(self._call_json(_get, message_id_bytes(message_id)))
+
+    def outbox(self) -> List[OutboxEntry]:
+        """Messages still on their way, in sending order (``yaok_outbox``)."""
+        return [OutboxEntry.from_json(e) for e in self._call_json(_outbox)]
 
     def history(self, conversation_id: int, before: Optional[str] = None, limit: int = 100) -> HistoryPage:
         """A page of up to ``limit`` (1 to 1000) messages of a conversation, oldest first.

@@ -7,7 +7,7 @@
 ...     else:
 ...         node.unlock("135790")
 ...     bob = node.add_contact(bob_card_text)
-...     node.store_outgoing(bob.id, "Hello, Bob!")
+...     node.send(bob.id, "Hello, Bob!")
 ...     page = node.history(bob.id)
 
 After :meth:`Node.open` the node is locked; :meth:`Node.setup` (first time) or
@@ -39,6 +39,7 @@ from .contacts import ContactsMixin
 from .errors import InvalidArgument
 from .events import EventsMixin
 from .identity import Identity, IdentityPointer
+from .links import LinksMixin
 from .messages import MessagesMixin
 from .security import SecurityMixin
 
@@ -157,7 +158,7 @@ def _key_argument(key: Union[bytes, bytearray, memoryview]) -> Tuple[Any, int]:
     raise TypeError(f"key must be bytes-like, not {type(key).__name__}")
 
 
-class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin):
+class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin):
     """One Ya OK profile over a ``yaok_node *``. Create it with :meth:`open`."""
 
     def __init__(self, _pointer: Any = None, _data_dir: str = "") -> None:

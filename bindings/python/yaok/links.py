@@ -1,0 +1,201 @@
+"""Links (include/yaok.h, "links"): bring-your-own transport, and transports/diagnostics.
+
+>>> link = node.open_link("radio", LinkRole.INITIATOR, 200, send=my_radio.write)
+>>> my_radio.on_receive = link.receive      # every unit that arrives
+>>> link.close()                            # the connection ended
+
+``send(unit: bytes)`` and ``closed(reason: str)`` run **on the node's event thread** (or,
+for a send, on the thread of a call you made on the node, such as :meth:`Node.send`), never
+while the node's lock is held; they may call :meth:`Link.receive` on any link. Exceptions
+they raise are logged on the ``yaok.links`` logger and never reach the library.
+
+How the C side is kept safe: the three C function pointers are module-level ctypes objects;
+``user_data`` is a token naming the link in a module registry, dropped only when the
+library calls ``free_user_data`` for it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import itertools
+import logging
+import threading
+from typing import Any, Callable, Dict, Optional, Union
+
+from ._lib import STATUS, OwnedHandle, declare
+from ._node_base import CHAR_OUT, UINT32_MAX, NodeBase, NodePointer, check_int
+from .events import FREE_CALLBACK
+from .errors import InvalidArgument
+
+__all__ = ["Link", "LinkRole", "LINK_MIN_MTU"]
+
+log = logging.getLogger("yaok.links")
+
+#: YAOK_LINK_MIN_MTU
+LINK_MIN_MTU = 20
+
+
+class LinkRole(enum.IntEnum):
+    """``YAOK_LINK_*``: the side that speaks first is the initiator."""
+
+    INITIATOR = 0
+    RESPONDER = 1
+
+
+class yaok_link(ctypes.Structure):
+    """The opaque ``yaok_link``."""
+
+
+LinkPointer = ctypes.POINTER(yaok_link)
+#: ``typedef yaok_status (*yaok_link_send_callback)(void *, const uint8_t *, size_t)``
+SEND_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t)
+#: ``typedef void (*yaok_link_closed_callback)(void *, const char *)``
+CLOSED_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+
+_open = declare("yaok_link_open", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
+                SEND_CALLBACK, CLOSED_CALLBACK, ctypes.c_void_p, FREE_CALLBACK, ctypes.POINTER(LinkPointer))
+_receive = declare("yaok_link_receive", STATUS, LinkPointer, ctypes.c_char_p, ctypes.c_size_t)
+_close = declare("yaok_link_close", None, LinkPointer)
+_set_enabled = declare("yaok_transport_set_enabled", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_int32)
+_diagnostics = declare("yaok_node_diagnostics", STATUS, NodePointer, CHAR_OUT)
+
+
+class _Callbacks:
+    def __init__(self, send: Callable[[bytes], Any], closed: Optional[Callable[[str], Any]]) -> None:
+        self.send = send
+        self.closed = closed
+        self.freed = threading.Event()
+
+
+_registry: Dict[int, _Callbacks] = {}
+_registry_lock = threading.Lock()
+_tokens = itertools.count(1)
+
+
+def _on_send(user_data: Optional[int], unit: Any, length: int) -> int:
+    try:
+        callbacks = _registry.get(user_data or 0)
+        if callbacks is not None:
+            callbacks.send(ctypes.string_at(unit, length) if length else b"")
+    except BaseException:  # noqa: B036  (nothing may escape into C)
+        try:
+            log.exception("yaok link send callback raised; the exception was ignored")
+        except BaseException:
+            pass
+    return 0
+
+
+def _on_closed(user_data: Optional[int], reason: Optional[bytes]) -> None:
+    try:
+        callbacks = _registry.get(user_data or 0)
+        if callbacks is not None and callbacks.closed is not None:
+            callbacks.closed((reason or b"").decode("utf-8", "replace"))
+    except BaseException:  # noqa: B036
+        try:
+            log.exception("yaok link closed callback raised; the exception was ignored")
+        except BaseException:
+            pass
+
+
+def _on_free(user_data: Optional[int]) -> None:
+    try:
+        with _registry_lock:
+            callbacks = _registry.pop(user_data or 0, None)
+        if callbacks is not None:
+            callbacks.freed.set()
+    except BaseException:  # noqa: B036
+        pass
+
+
+_SEND_TRAMPOLINE = SEND_CALLBACK(_on_send)
+_CLOSED_TRAMPOLINE = CLOSED_CALLBACK(_on_closed)
+_FREE_TRAMPOLINE = FREE_CALLBACK(_on_free)
+
+
+class Link:
+    """One link opened with :meth:`Node.open_link`. ``close()`` (or ``with``) closes it and
+    frees the handle; safe twice."""
+
+    def __init__(self, pointer: Any, callbacks: _Callbacks) -> None:
+        self._handle = OwnedHandle(pointer, _close, "Link")
+        self._callbacks = callbacks
+
+    @property
+    def freed(self) -> threading.Event:
+        """Set once the library has released the callbacks (closed by either side)."""
+        return self._callbacks.freed
+
+    @property
+    def closed(self) -> bool:
+        return self._handle.closed
+
+    def receive(self, unit: Union[bytes, bytearray, memoryview]) -> None:
+        """One unit as the connection received it (copied; processed on the event thread).
+        A link the node closed: :class:`~yaok.Closed`."""
+        if not isinstance(unit, (bytes, bytearray, memoryview)):
+            raise TypeError(f"unit must be bytes, not {type(unit).__name__}")
+        raw = bytes(unit)
+        with self._handle.borrow() as pointer:
+            _receive(pointer, raw, len(raw))
+
+    def close(self) -> None:
+        """Closes the link (``yaok_link_close``); messages in flight are retried later."""
+        self._handle.close()
+
+    def __enter__(self) -> "Link":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class LinksMixin(NodeBase):
+    def open_link(self, transport: str, role: Union[LinkRole, int], mtu: int,
+                  send: Callable[[bytes], Any], closed: Optional[Callable[[str], Any]] = None) -> Link:
+        """Opens a link over a connection the application carries itself
+        (``yaok_link_open``). ``send(unit)`` transmits one unit of at most ``mtu`` bytes and
+        must not block; ``closed(reason)`` is called when the node ends the link."""
+        name = self._text(transport, "transport")
+        if isinstance(role, bool) or not isinstance(role, int):
+            raise TypeError(f"role must be a LinkRole, not {type(role).__name__}")
+        if role not in (LinkRole.INITIATOR, LinkRole.RESPONDER):
+            raise InvalidArgument(f"Unknown role {role}")
+        size = check_int(mtu, "mtu", 0, UINT32_MAX)
+        if not callable(send):
+            raise TypeError(f"send must be callable, not {type(send).__name__}")
+        if closed is not None and not callable(closed):
+            raise TypeError(f"closed must be callable or None, not {type(closed).__name__}")
+        callbacks = _Callbacks(send, closed)
+        token = next(_tokens)
+        with _registry_lock:
+            _registry[token] = callbacks
+        out = LinkPointer()
+        try:
+            with self._borrow() as pointer:
+                _open(pointer, name, int(role), size, _SEND_TRAMPOLINE, _CLOSED_TRAMPOLINE, token,
+                      _FREE_TRAMPOLINE, ctypes.byref(out))
+        except BaseException:
+            with _registry_lock:
+                _registry.pop(token, None)
+            raise
+        return Link(out, callbacks)
+
+    def set_transport_enabled(self, name: str, enabled: bool) -> None:
+        """Starts or stops a registered transport (``yaok_transport_set_enabled``). None
+        with that name: :class:`~yaok.NotFound`."""
+        if not isinstance(enabled, bool):
+            raise TypeError(f"enabled must be a bool, not {type(enabled).__name__}")
+        self._call(_set_enabled, self._text(name, "name"), 1 if enabled else 0)
+
+    def diagnostics(self) -> Dict[str, Any]:
+        """Diagnostics as a dict (docs/ABI.md, "diagnostics"); works while locked."""
+        data: Dict[str, Any] = self._call_json(_diagnostics)
+        return data
+
