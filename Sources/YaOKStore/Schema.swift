@@ -97,6 +97,8 @@ enum Schema {
             expires_ms INTEGER NOT NULL
         );
         CREATE INDEX outbox_by_contact ON outbox (contact_id, seq);
+        CREATE INDEX outbox_due ON outbox (state, next_attempt_ms);
+        CREATE INDEX outbox_expiry ON outbox (expires_ms);
         CREATE TABLE held_packets (
             id INTEGER PRIMARY KEY,
             digest BLOB NOT NULL UNIQUE,

@@ -142,7 +142,7 @@ extension Node {
                     try store.removeHeld(id)
                 }
             }
-            try pump(store, &s, &effects)
+            try pump(store, &s, &effects, sweep: true)
             return batch.count == 200
         }) ?? false
         perform(effects)
