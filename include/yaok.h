@@ -426,10 +426,10 @@ yaok_status yaok_contact_rename(yaok_node *node, int64_t contact_id, const char 
  * outgoing messages; with YAOK_CONTACT_DELETE_MESSAGES its messages go too. */
 yaok_status yaok_contact_delete(yaok_node *node, int64_t contact_id, uint32_t flags);
 
-/* The public keys of a contact, read back from the encrypted store, so an app need not
- * keep cards: a JSON object {"name", "encryption_key", "signing_key"} (keys as 64 lower-case
- * hex characters). (It is not a card: a card is signed by its owner's secret key, which
- * this node does not have.) None with that id: YAOK_E_NOT_FOUND. */
+/* A contact's card and public keys, read back from the encrypted store, so an app never
+ * needs to keep cards itself: a JSON object {"name", "encryption_key", "signing_key",
+ * "card"} (keys as 64 lower-case hex characters; "card" the signed card text it was added
+ * with, which yaok_card_decode accepts). None with that id: YAOK_E_NOT_FOUND. */
 yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_json);
 
 /* ---- messages ----

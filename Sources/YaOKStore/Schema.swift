@@ -83,7 +83,8 @@ enum Schema {
         // owe) until they are confirmed: end-to-end ciphertext, so nothing here is readable
         // without the recipient's key. held_packets keeps what arrives while the node is
         // locked, to open on unlock. link_key is the node's link static key, sealed under the
-        // database key, with its certificate (docs/PROTOCOL.md §5).
+        // database key, with its certificate (docs/PROTOCOL.md §5). contacts.card keeps the
+        // contact's signed card, sealed, so apps never keep cards outside the encrypted store.
         """
         CREATE TABLE outbox (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -99,6 +100,7 @@ enum Schema {
         CREATE INDEX outbox_by_contact ON outbox (contact_id, seq);
         CREATE INDEX outbox_due ON outbox (state, next_attempt_ms);
         CREATE INDEX outbox_expiry ON outbox (expires_ms);
+        ALTER TABLE contacts ADD COLUMN card BLOB;
         CREATE TABLE held_packets (
             id INTEGER PRIMARY KEY,
             digest BLOB NOT NULL UNIQUE,
