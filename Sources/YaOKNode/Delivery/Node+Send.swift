@@ -30,18 +30,22 @@ extension Node {
         var effects = Effects()
         let messages = try withUnlocked { store, keys, s -> [Message] in
             let directory = try peers(store, &s)
-            let t = now
             let sealed = try batch.map { item -> (Int64, String, RoutedHeader, [UInt8]) in
                 guard let peer = directory?.byContact[item.contactID] else {
                     throw YaOKError(.notFound, try store.conversationExists(item.contactID)
                                     ? "This contact was deleted and can no longer be messaged" : "No such contact")
                 }
+                // Strictly increasing sender times: the recipient orders by them, so
+                // messages sent within one millisecond still show in the order written.
+                let t = max(now, s.delivery.lastSentAt + 1)
+                s.delivery.lastSentAt = t
                 let (header, packet) = try SealedMessage.seal(Array(item.text.utf8), from: keys.identity,
                                                               to: peer.identity.encryptionKey, createdMs: UInt64(clamping: t))
                 return (item.contactID, item.text, header, packet)
             }
             let messages = try store.db.transaction {
                 try sealed.map { contactID, text, header, packet -> Message in
+                    let t = Int64(clamping: header.createdMs)
                     guard let m = try store.insertMessage(conversation: contactID, messageID: header.messageID.bytes,
                                                           direction: .outgoing, status: .pending, text: text,
                                                           senderTimestamp: t, createdAt: t, receivedAt: nil,
