@@ -228,16 +228,20 @@ yaok_status yaok_card_public_keys(const yaok_card *card, uint8_t *out_encryption
                                   uint8_t *out_signing_key);
 
 /* ---- message envelope ----
- * The end-to-end encryption of one message (docs/PROTOCOL.md, "Message envelope").
- * message_id (YAOK_MESSAGE_ID_BYTES) and timestamp_ms travel in the packet header; they
- * are bound into the envelope, so opening with other values fails as YAOK_E_TAMPERED. */
+ * The end-to-end encryption of one message (docs/PROTOCOL.md §3): a PRIMITIVE, for test
+ * vectors and interoperability checks. It is not the wire format and sends nothing: apps
+ * send with yaok_message_send, and the node seals packets (§4.2, which also binds the
+ * packet header) and delivers them. message_id (YAOK_MESSAGE_ID_BYTES) and timestamp_ms
+ * (milliseconds since 1970, 0 to 2^48-1, like every time in this header a signed 64-bit
+ * count of milliseconds) are bound into the envelope, so opening with other values fails
+ * as YAOK_E_TAMPERED; a negative time is YAOK_E_INVALID_ARGUMENT. */
 
 /* Seals `body` (1 to YAOK_MAX_MESSAGE_BYTES bytes) from `sender` to `recipient`.
  * Errors: YAOK_E_EMPTY_MESSAGE, YAOK_E_MESSAGE_TOO_LARGE.
  * *out_sealed (*out_sealed_len bytes): free with yaok_bytes_free(). */
 yaok_status yaok_envelope_seal(const yaok_identity *sender, const yaok_card *recipient,
                                const uint8_t *body, size_t body_len,
-                               const uint8_t *message_id, uint64_t timestamp_ms,
+                               const uint8_t *message_id, int64_t timestamp_ms,
                                uint8_t **out_sealed, size_t *out_sealed_len);
 
 /* Opens an envelope addressed to `recipient`. `senders` lists the known contacts
@@ -249,7 +253,7 @@ yaok_status yaok_envelope_seal(const yaok_identity *sender, const yaok_card *rec
 yaok_status yaok_envelope_open(const yaok_identity *recipient,
                                const yaok_card *const *senders, size_t senders_count,
                                const uint8_t *sealed, size_t sealed_len,
-                               const uint8_t *message_id, uint64_t timestamp_ms,
+                               const uint8_t *message_id, int64_t timestamp_ms,
                                uint8_t **out_body, size_t *out_body_len, size_t *out_sender_index);
 
 /* ---- node ----

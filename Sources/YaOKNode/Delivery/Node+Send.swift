@@ -40,12 +40,12 @@ extension Node {
                 let t = max(now, s.delivery.lastSentAt + 1)
                 s.delivery.lastSentAt = t
                 let (header, packet) = try SealedMessage.seal(Array(item.text.utf8), from: keys.identity,
-                                                              to: peer.identity.encryptionKey, createdMs: UInt64(clamping: t))
+                                                              to: peer.identity.encryptionKey, createdMs: t)
                 return (item.contactID, item.text, header, packet)
             }
             let messages = try store.db.transaction {
                 try sealed.map { contactID, text, header, packet -> Message in
-                    let t = Int64(clamping: header.createdMs)
+                    let t = header.createdMs
                     guard let m = try store.insertMessage(conversation: contactID, messageID: header.messageID.bytes,
                                                           direction: .outgoing, status: .pending, text: text,
                                                           senderTimestamp: t, createdAt: t, receivedAt: nil,
@@ -53,7 +53,7 @@ extension Node {
                         throw YaOKError(.internal, "A fresh message ID collided")
                     }
                     try store.enqueue(.message, packetID: header.messageID, contactID: contactID, packet: packet,
-                                      now: t, expiresAt: Int64(clamping: header.expiresAtMs))
+                                      now: t, expiresAt: header.expiresAtMs)
                     return m
                 }
             }
@@ -87,9 +87,9 @@ extension Node {
                 }
                 let (header, packet) = try SealedMessage.seal(Array(message.text.utf8), from: keys.identity,
                                                               to: peer.identity.encryptionKey,
-                                                              createdMs: UInt64(clamping: t), messageID: messageID)
+                                                              createdMs: t, messageID: messageID)
                 try store.enqueue(.message, packetID: messageID, contactID: message.conversationID, packet: packet,
-                                  now: t, expiresAt: Int64(clamping: header.expiresAtMs))
+                                  now: t, expiresAt: header.expiresAtMs)
             }
             let updated = try setStatus(messageID, .pending, store, keys, &effects) ?? message
             try pump(store, &s, &effects)

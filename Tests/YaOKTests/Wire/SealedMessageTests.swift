@@ -9,7 +9,7 @@ import Testing
 @Suite struct SealedMessageTests {
     let alice = try! Identity(name: "Alice")
     let bob = try! Identity(name: "Bob")
-    let now: UInt64 = 1_700_000_000_000
+    let now: Int64 = 1_700_000_000_000
 
     func sealed(_ text: String = "Hello, Bob!") throws -> (RoutedHeader, [UInt8]) {
         try SealedMessage.seal(Array(text.utf8), from: alice, to: bob.publicIdentity.encryptionKey, createdMs: now)
@@ -74,7 +74,7 @@ import Testing
             return try Identity(name: try idv.string("display_name"), secrets: try SecureBytes(copying: try idv.hex("secrets")))
         }
         let (sender, recipient) = (try identity("sender"), try identity("recipient"))
-        let created = try v.uint64("created_ms")
+        let created = try v.int64("created_ms")
         let tag = try RoutingTag.derive(recipientKey: recipient.publicIdentity.encryptionKey, createdMs: created)
         #expect(tag.bytes == (try v.hex("routing_tag")))
         let header = try RoutedHeader(type: .message, hopLimit: UInt8(try v.uint64("hop_limit")),
