@@ -6,6 +6,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
     ("crypto", CryptoBench.run),
     ("store", StoreBench.run),
     ("wire", WireBench.run),
+    ("kdf", KDFBench.run),
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())
