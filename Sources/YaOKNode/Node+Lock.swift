@@ -31,7 +31,7 @@ extension Node {
             guard s.generation == generation, try store.vault(.pin) == nil else { throw YaOKError(.alreadyInitialized) }
             try store.db.transaction {
                 try store.saveVault(sealed)
-                try store.setLockState(.init(failures: 0, lockedUntil: 0))
+                try store.replaceLockState(.init())
                 try logSecurityEvent(store, .pinSetUp)
             }
             try install(keys, store, in: &s)
@@ -56,13 +56,16 @@ extension Node {
     /// Try again in N seconds."); each further lockout before a successful unlock lasts twice
     /// as long, up to an hour. The failure is written before the PIN is checked, so
     /// killing the process during the check still counts it. Not set up: `notInitialized`.
+    /// The lockout runs on the boot clock: changing the wall clock or restarting does not
+    /// shorten it. A missing or unreadable lock state counts as locked out (the longest
+    /// lockout).
     /// At most three PINs are checked per lockout window, even when calls overlap: a try
     /// that finds three failures already counted (still being checked on other threads, or
     /// cut short by a kill) starts the lockout instead of checking a fourth PIN.
     public func unlock(pin: String) throws {
         let (vault, generation) = try withStore { store, s -> (SealedVault, Int) in
             guard let vault = try store.vault(.pin) else { throw YaOKError(.notInitialized) }
-            var lock = try store.lockState()
+            var lock = try lockState(store)
             try checkLockout(lock, store)
             guard lock.failures < Node.maxPINAttempts else {
                 throw Node.lockedOutError(milliseconds: try store.db.transaction { try startLockout(lock, store) })
@@ -74,9 +77,9 @@ extension Node {
         let contents = try vault.open(pin: pin)
         try withStore { store, s in
             guard s.generation == generation else { throw YaOKError(.notInitialized) }
-            let lock = try store.lockState()
+            let lock = try lockState(store)
             guard let contents else {
-                if lock.lockedUntil > now {
+                if remainingLockout(lock) > 0 {
                     // An overlapping try started the lockout while this PIN was checked.
                     try logSecurityEvent(store, .wrongPIN, "attempt \(Node.maxPINAttempts) of \(Node.maxPINAttempts)")
                     try checkLockout(lock, store)
@@ -93,7 +96,7 @@ extension Node {
             }
             let keys = try UnlockedKeys(contents)
             try store.db.transaction {
-                try store.setLockState(.init(failures: 0, lockedUntil: 0))
+                try store.replaceLockState(.init())
                 try logSecurityEvent(store, .unlocked)
             }
             try install(keys, store, in: &s)
@@ -156,15 +159,46 @@ extension Node {
         return try SecureBytes(copying: bytes)
     }
 
-    private func checkLockout(_ lock: Store.LockState, _ store: Store) throws {
-        let remaining = lock.lockedUntil - now
-        guard lock.lockedUntil > 0, remaining > 0 else { return }
-        // A clock set backwards must not stretch the lockout past its length.
-        let bounded = min(remaining, Node.lockoutMilliseconds(lockout: lock.lockouts))
-        if bounded < remaining {
-            try store.setLockState(.init(failures: lock.failures, lockedUntil: now + bounded, lockouts: lock.lockouts))
+    /// The stored lock state. A missing or unreadable row (deleted or altered by someone
+    /// with file access) counts as locked out: the row is rebuilt with the longest lockout,
+    /// logged, and returned, so the caller refuses the try.
+    func lockState(_ store: Store) throws -> Store.LockState {
+        if let lock = try store.lockState() { return lock }
+        let lock = Store.LockState(failures: 0, lockouts: Node.lockoutsAtMaximum,
+                                   remaining: Node.maxLockoutMilliseconds, boot: bootNow)
+        try store.db.transaction {
+            try store.replaceLockState(lock)
+            try logSecurityEvent(store, .lockout, "\(Node.maxLockoutMilliseconds / 1000) seconds (lock state missing or unreadable)")
         }
-        throw Node.lockedOutError(milliseconds: bounded)
+        return lock
+    }
+
+    /// The lockout left now, in milliseconds: what was stored, less the boot-clock time
+    /// since it was stored if that was in this boot. Never more than the lockout's length
+    /// (the row may have been altered).
+    func remainingLockout(_ lock: Store.LockState) -> Int64 {
+        guard lock.remaining > 0 else { return 0 }
+        let bounded = min(lock.remaining, Node.lockoutMilliseconds(lockout: lock.lockouts))
+        let now = bootNow
+        guard lock.boot.bootID == now.bootID, now.milliseconds >= lock.boot.milliseconds else { return bounded }
+        return max(0, bounded - (now.milliseconds - lock.boot.milliseconds))
+    }
+
+    /// Throws `lockedOut` while a lockout runs.
+    private func checkLockout(_ lock: Store.LockState, _ store: Store) throws {
+        let remaining = remainingLockout(lock)
+        guard remaining > 0 else { return }
+        try reanchor(lock, remaining, store)
+        throw Node.lockedOutError(milliseconds: remaining)
+    }
+
+    /// Stores the lockout as measured now, so that what a restart finds (and what a reboot,
+    /// whose boot clock cannot be compared, resumes from) is what was left at the last look,
+    /// and a lockout stored in another boot counts down in this one.
+    private func reanchor(_ lock: Store.LockState, _ remaining: Int64, _ store: Store) throws {
+        let now = bootNow
+        guard remaining != lock.remaining || lock.boot != now else { return }
+        try store.setLockState(.init(failures: lock.failures, lockouts: lock.lockouts, remaining: remaining, boot: now))
     }
 
     /// Starts the next lockout (each one twice as long as the last) and logs it; returns
@@ -172,7 +206,7 @@ extension Node {
     private func startLockout(_ lock: Store.LockState, _ store: Store) throws -> Int64 {
         let lockouts = lock.lockouts + 1
         let duration = Node.lockoutMilliseconds(lockout: lockouts)
-        try store.setLockState(.init(failures: 0, lockedUntil: now + duration, lockouts: lockouts))
+        try store.setLockState(.init(failures: 0, lockouts: lockouts, remaining: duration, boot: bootNow))
         try logSecurityEvent(store, .lockout, "\(duration / 1000) seconds")
         return duration
     }
@@ -300,12 +334,18 @@ extension Node {
     /// Lock state, lockout and settings; works while locked.
     public func status() throws -> NodeStatus {
         try withStore { store, s in
-            let lock = try store.lockState()
-            let remaining = lock.lockedUntil > 0
-                ? min(max(0, lock.lockedUntil - now), Node.lockoutMilliseconds(lockout: lock.lockouts)) : 0
-            return NodeStatus(initialized: try store.vault(.pin) != nil, locked: s.keys == nil,
+            let initialized = try store.vault(.pin) != nil
+            var remaining: Int64 = 0
+            var failures = 0
+            if initialized {
+                let lock = try lockState(store)
+                remaining = remainingLockout(lock)
+                failures = lock.failures
+                if remaining > 0 { try reanchor(lock, remaining, store) }
+            }
+            return NodeStatus(initialized: initialized, locked: s.keys == nil,
                               lockoutSecondsRemaining: Int((remaining + 999) / 1000),
-                              failedAttempts: lock.failures, autoLock: s.autoLock,
+                              failedAttempts: failures, autoLock: s.autoLock,
                               platformKeyRegistered: try store.vault(.platform) != nil)
         }
     }

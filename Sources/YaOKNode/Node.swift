@@ -19,9 +19,13 @@ public final class Node: Sendable {
         /// Argon2id costs for a new PIN. Keep `.standard`; tests may use
         /// `.insecureFastForTestsOnly`. An existing vault keeps the costs it was sealed with.
         public var pinHashing: PINHashing = .standard
-        /// Wall clock in milliseconds since 1970, for stored times and the lockout deadline.
-        /// Injectable so that tests can move time; the default is CLOCK_REALTIME.
+        /// Wall clock in milliseconds since 1970, for stored times (the lockout uses the
+        /// boot clock instead). Injectable so that tests can move time; the default is
+        /// CLOCK_REALTIME.
         public var clock: @Sendable () -> Int64 = Node.systemClock
+        /// The boot clock the lockout is measured with (CLOCK_BOOTTIME and the boot ID).
+        /// Package-only, for tests that move time or simulate a reboot.
+        package var bootClock: @Sendable () -> BootTime = { BootTime.now() }
 
         public init() {}
     }
@@ -31,6 +35,9 @@ public final class Node: Sendable {
     public static let lockoutMilliseconds: Int64 = 30_000
     /// The longest lockout: one hour.
     public static let maxLockoutMilliseconds: Int64 = 3_600_000
+    /// The lockout count from which every lockout is the longest (30 s doubled 7 times
+    /// exceeds an hour).
+    static let lockoutsAtMaximum = 8
 
     /// How long the `n`th lockout since the last successful unlock lasts (n ≥ 1): 30 s, then
     /// doubling up to an hour. A 6-digit PIN has only 10^6 values; at a constant 3 tries per
@@ -93,6 +100,7 @@ public final class Node: Sendable {
     // MARK: - Internal helpers shared by the Node+*.swift files
 
     var now: Int64 { options.clock() }
+    var bootNow: BootTime { options.bootClock() }
 
     /// Runs `body` under the node's lock with the open store.
     func withStore<R: Sendable>(_ body: (Store, inout NodeState) throws -> R) throws -> R {

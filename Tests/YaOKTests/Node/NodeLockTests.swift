@@ -104,7 +104,7 @@ import Testing
         defer { dir.remove() }
         try makeNode(dir).close()
         let store = try Store(directory: dir.path)
-        try store.setLockState(.init(failures: 2, lockedUntil: 0))
+        try store.setLockState(.init(failures: 2))
         store.close()
         let node = try Node(dataDirectory: dir.path, options: fastOptions())
         #expect(try node.status().failedAttempts == 2)
@@ -118,7 +118,7 @@ import Testing
         defer { dir.remove() }
         try makeNode(dir).close()
         let store = try Store(directory: dir.path)
-        try store.setLockState(.init(failures: 3, lockedUntil: 0))
+        try store.setLockState(.init(failures: 3))
         store.close()
         let node = try Node(dataDirectory: dir.path, options: fastOptions())
         #expect(errorMessage { try node.unlock(pin: testPIN) } == "Too many attempts. Try again in 30 seconds.")
@@ -157,8 +157,8 @@ import Testing
         let clock = TestClock()
         let node = try makeNode(dir, clock: clock)
         try node.lock()
-        for pin in ["1", "2", "3"] { _ = try? node.unlock(pin: pin) }
-        clock.advance(seconds: -3600)
+        for pin in ["100001", "100002", "100003"] { _ = try? node.unlock(pin: pin) }
+        clock.moveWallClock(seconds: -3600)
         #expect(try node.status().lockoutSecondsRemaining == 30)
     }
 
