@@ -9,23 +9,31 @@ import YaOKStore
 extension Node {
     // MARK: - Setup
 
-    /// Creates the identity and seals it under `pin`; leaves the node unlocked (AC-002-01).
+    /// Creates the identity and seals it under `pin`, a PIN or a passphrase (see
+    /// `SecretStrength` for what is accepted); leaves the node unlocked (AC-002-01). With a
+    /// device secret set (`setDeviceSecret`), the vault is bound to it.
     /// Errors, in this order: `invalidName`, `pinTooShort` ("PIN must be at least 6
-    /// digits"), `pinMismatch` ("PINs do not match"), `alreadyInitialized`.
-    /// An all-zero PIN is accepted with `Warnings.allZeroPIN`.
+    /// digits", or "Passphrase must be at least 6 characters" when it is not all digits),
+    /// `invalidArgument` (longer than 256 bytes, or control characters), `pinMismatch`
+    /// ("PINs do not match"), `alreadyInitialized`; `invalidArgument` also when the
+    /// configured costs are below the production minimum and this process has not opted in
+    /// to test-only costs. An all-zero PIN is accepted with `Warnings.allZeroPIN`.
     public func setup(name: String, pin: String, confirmation: String) throws -> SetupResult {
         let name = try DisplayName.validate(name)
-        try Node.validateNewPIN(pin)
+        let strength = try SecretStrength.check(pin)
         guard pin == confirmation else { throw YaOKError(.pinMismatch) }
-        let generation = try withStore { store, s -> Int in
+        guard options.pinHashing.meetsProductionMinimum || testOnlyKDFCostsAllowed else {
+            throw YaOKError(.invalidArgument, "PIN hashing costs below the production minimum are for tests only")
+        }
+        let (generation, deviceSecret) = try withStore { store, s -> (Int, SecureBytes?) in
             guard try store.vault(.pin) == nil else { throw YaOKError(.alreadyInitialized) }
-            return s.generation
+            return (s.generation, s.deviceSecret)
         }
         // The slow part (Argon2id) runs without the node's lock so status calls stay quick.
         let identity = try Identity(name: name)
         let contents = VaultContents(name: name, identitySecrets: try identity.exportSecrets(),
                                      databaseKey: try SecureBytes.random(count: VaultContents.databaseKeyLength))
-        let sealed = try SealedVault.seal(contents, pin: pin, hashing: options.pinHashing)
+        let sealed = try SealedVault.seal(contents, pin: pin, hashing: options.pinHashing, deviceSecret: deviceSecret)
         let keys = try UnlockedKeys(contents)
         try withStore { store, s in
             guard s.generation == generation, try store.vault(.pin) == nil else { throw YaOKError(.alreadyInitialized) }
@@ -37,34 +45,62 @@ extension Node {
             try install(keys, store, in: &s)
         }
         events.emit(.unlocked(method: "setup"))
-        return SetupResult(identity: keys.identity, warnings: Node.isAllZero(pin) ? .allZeroPIN : [])
-    }
-
-    static func validateNewPIN(_ pin: String) throws {
-        guard pin.utf8.count >= 6, pin.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-            throw YaOKError(.pinTooShort)
-        }
-        guard pin.utf8.count <= 64 else { throw YaOKError(.invalidArgument, "PIN must be at most 64 digits") }
+        return SetupResult(identity: keys.identity, warnings: Node.isAllZero(pin) ? .allZeroPIN : [],
+                           strength: strength, deviceBound: sealed.isDeviceBound)
     }
 
     static func isAllZero(_ pin: String) -> Bool { pin.utf8.allSatisfy { $0 == UInt8(ascii: "0") } }
 
+    // MARK: - Device secret
+
+    /// Sets the device secret (32 bytes; nil clears it) that this node mixes into the PIN
+    /// vault's key: a setup made while it is set binds the vault to it, and a bound vault
+    /// then unlocks only with it. Meant for a secret the app keeps in hardware (Android
+    /// Keystore/StrongBox, Secure Enclave, TPM), so that a copy of the data directory alone
+    /// cannot be searched for the PIN. Kept in guarded memory until cleared or the node
+    /// closes; works locked or unlocked; a bound vault that is already unlocked is not
+    /// affected until its next unlock. docs/ABI.md, "Device secret", says how a platform
+    /// layer derives it.
+    public func setDeviceSecret(_ secret: [UInt8]?) throws {
+        var copy: SecureBytes?
+        if let secret {
+            guard secret.count == SealedVault.deviceSecretLength else {
+                throw YaOKError(.invalidArgument, "A device secret is \(SealedVault.deviceSecretLength) bytes")
+            }
+            copy = try SecureBytes(copying: secret)
+        }
+        try withStore { _, s in s.deviceSecret = copy }
+    }
+
     // MARK: - Unlock
 
-    /// Unlocks with the PIN. Wrong: `wrongPIN` ("Incorrect PIN"). The third wrong PIN in a
-    /// row, and every try during the 30 s that follow, is `lockedOut` ("Too many attempts.
-    /// Try again in N seconds."); each further lockout before a successful unlock lasts twice
-    /// as long, up to an hour. The failure is written before the PIN is checked, so
-    /// killing the process during the check still counts it. Not set up: `notInitialized`.
-    /// The lockout runs on the boot clock: changing the wall clock or restarting does not
-    /// shorten it. A missing or unreadable lock state counts as locked out (the longest
-    /// lockout).
+    /// Unlocks with the PIN or passphrase. Wrong: `wrongPIN` ("Incorrect PIN"). The third
+    /// wrong PIN in a row, and every try during the 30 s that follow, is `lockedOut` ("Too
+    /// many attempts. Try again in N seconds."); each further lockout before a successful
+    /// unlock lasts twice as long, up to an hour. The failure is written before the PIN is
+    /// checked, so killing the process during the check still counts it. The lockout runs
+    /// on the boot clock: changing the wall clock or restarting does not shorten it. A
+    /// missing or unreadable lock state counts as locked out (the longest lockout).
     /// At most three PINs are checked per lockout window, even when calls overlap: a try
     /// that finds three failures already counted (still being checked on other threads, or
     /// cut short by a kill) starts the lockout instead of checking a fourth PIN.
+    ///
+    /// Refused without counting a failure: input that setup would refuse (empty, too short,
+    /// too long, control characters: the same errors as setup), `alreadyUnlocked` when the
+    /// node is unlocked, `notInitialized`, `deviceSecretRequired` / `wrongDeviceSecret` for
+    /// a vault bound to a device secret that is not set / differs, and `corruptStore` for a
+    /// vault whose costs are outside the bounds or below the production minimum (unless this
+    /// process opted in to test-only costs).
     public func unlock(pin: String) throws {
-        let (vault, generation) = try withStore { store, s -> (SealedVault, Int) in
+        try SecretStrength.validate(pin)
+        let (vault, generation, deviceSecret) = try withStore { store, s -> (SealedVault, Int, SecureBytes?) in
             guard let vault = try store.vault(.pin) else { throw YaOKError(.notInitialized) }
+            guard s.keys == nil else { throw YaOKError(.alreadyUnlocked) }
+            try checkCosts(vault)
+            if vault.isDeviceBound {
+                guard let secret = s.deviceSecret else { throw YaOKError(.deviceSecretRequired) }
+                guard vault.deviceSecretMatches(secret) else { throw YaOKError(.wrongDeviceSecret) }
+            }
             var lock = try lockState(store)
             try checkLockout(lock, store)
             guard lock.failures < Node.maxPINAttempts else {
@@ -72,9 +108,9 @@ extension Node {
             }
             lock.failures += 1  // assume failure until the PIN proves right
             try store.setLockState(lock)
-            return (vault, s.generation)
+            return (vault, s.generation, vault.isDeviceBound ? s.deviceSecret : nil)
         }
-        let contents = try vault.open(pin: pin)
+        let contents = try vault.open(pin: pin, deviceSecret: deviceSecret)
         try withStore { store, s in
             guard s.generation == generation else { throw YaOKError(.notInitialized) }
             let lock = try lockState(store)
@@ -105,12 +141,14 @@ extension Node {
     }
 
     /// Unlocks with the platform key registered earlier (e.g. released by biometrics).
-    /// `noPlatformKey` if none is registered, `wrongPlatformKey` if it does not match.
-    /// A platform key has full entropy, so it is not subject to the PIN lockout.
+    /// `noPlatformKey` if none is registered, `wrongPlatformKey` if it does not match,
+    /// `alreadyUnlocked` if the node is unlocked. A platform key has full entropy, so it is
+    /// not subject to the PIN lockout.
     public func unlock(platformKey: [UInt8]) throws {
         let key = try Node.platformKey(platformKey)
         let (vault, generation) = try withStore { store, s -> (SealedVault, Int) in
             guard try store.vault(.pin) != nil else { throw YaOKError(.notInitialized) }
+            guard s.keys == nil else { throw YaOKError(.alreadyUnlocked) }
             guard let vault = try store.vault(.platform) else { throw YaOKError(.noPlatformKey) }
             return (vault, s.generation)
         }
@@ -126,6 +164,16 @@ extension Node {
             try install(keys, store, in: &s)
         }
         events.emit(.unlocked(method: "platform_key"))
+    }
+
+    /// Bounds (a tampered file) and the production minimum (a test vault), before any
+    /// failure is counted or any hashing is done.
+    private func checkCosts(_ vault: SealedVault) throws {
+        let hashing = vault.hashing
+        guard hashing.isWithinBounds else { throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault") }
+        guard hashing.meetsProductionMinimum || testOnlyKDFCostsAllowed else {
+            throw YaOKError(.corruptStore, "The vault was sealed with test-only PIN hashing costs (\(hashing.opsLimit) passes, \(hashing.memLimit / 1024) KiB), below the production minimum: refused")
+        }
     }
 
     /// Registers a 32-byte platform key as a second way to unlock (the PIN keeps working),
@@ -331,22 +379,26 @@ extension Node {
 
     // MARK: - Status and reset
 
-    /// Lock state, lockout and settings; works while locked.
+    /// Lock state, lockout, settings and the vault's costs; works while locked.
     public func status() throws -> NodeStatus {
         try withStore { store, s in
-            let initialized = try store.vault(.pin) != nil
+            let vault = try store.vault(.pin)
             var remaining: Int64 = 0
             var failures = 0
-            if initialized {
+            if vault != nil {
                 let lock = try lockState(store)
                 remaining = remainingLockout(lock)
                 failures = lock.failures
                 if remaining > 0 { try reanchor(lock, remaining, store) }
             }
-            return NodeStatus(initialized: initialized, locked: s.keys == nil,
+            return NodeStatus(initialized: vault != nil, locked: s.keys == nil,
                               lockoutSecondsRemaining: Int((remaining + 999) / 1000),
                               failedAttempts: failures, autoLock: s.autoLock,
-                              platformKeyRegistered: try store.vault(.platform) != nil)
+                              platformKeyRegistered: try store.vault(.platform) != nil,
+                              vault: vault.map {
+                                  VaultStatus(pinHashing: $0.hashing, meetsProductionMinimum: $0.hashing.meetsProductionMinimum,
+                                              deviceBound: $0.isDeviceBound)
+                              })
         }
     }
 

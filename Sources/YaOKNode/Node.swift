@@ -16,8 +16,10 @@ import YaOKStore
 /// Every method that needs keys throws `YaOKError(.locked)` while locked.
 public final class Node: Sendable {
     public struct Options: Sendable {
-        /// Argon2id costs for a new PIN. Keep `.standard`; tests may use
-        /// `.insecureFastForTestsOnly`. An existing vault keeps the costs it was sealed with.
+        /// Argon2id costs for a new PIN. Keep `.standard`, or raise it; costs below it
+        /// (`PINHashing.meetsProductionMinimum`) are refused at setup and unlock unless the
+        /// process opted in to test-only costs. An existing vault keeps the costs it was
+        /// sealed with.
         public var pinHashing: PINHashing = .standard
         /// Wall clock in milliseconds since 1970, for stored times (the lockout uses the
         /// boot clock instead). Injectable so that tests can move time; the default is
@@ -26,6 +28,10 @@ public final class Node: Sendable {
         /// The boot clock the lockout is measured with (CLOCK_BOOTTIME and the boot ID).
         /// Package-only, for tests that move time or simulate a reboot.
         package var bootClock: @Sendable () -> BootTime = { BootTime.now() }
+        /// TEST ONLY, package-only: lets this node seal and open vaults below the production
+        /// minimum (the test suites' fast costs). C and Python tests opt in through
+        /// YAOK_TEST_INSECURE_KDF=1 instead.
+        package var allowTestOnlyKDFCosts = false
 
         public init() {}
     }
@@ -79,6 +85,7 @@ public final class Node: Sendable {
         loop.stop()
         state.withLock { s in
             s.dropKeys(loop: loop)
+            s.deviceSecret = nil
             s.store?.close()
             s.store = nil
             s.delivery.linkKey = nil
@@ -101,6 +108,9 @@ public final class Node: Sendable {
 
     var now: Int64 { options.clock() }
     var bootNow: BootTime { options.bootClock() }
+
+    /// Whether vaults below the production minimum may be sealed and opened here.
+    var testOnlyKDFCostsAllowed: Bool { options.allowTestOnlyKDFCosts || PINHashing.testCostsAllowedByEnvironment }
 
     /// Runs `body` under the node's lock with the open store.
     func withStore<R: Sendable>(_ body: (Store, inout NodeState) throws -> R) throws -> R {
@@ -164,6 +174,8 @@ struct NodeState {
     var online: [Int64: String] = [:]
     /// Outbox, links, acks, retries and transports (Delivery/).
     var delivery = DeliveryState()
+    /// The app's device secret (setDeviceSecret), in guarded memory until cleared or closed.
+    var deviceSecret: SecureBytes?
 
     init(store: Store, autoLock: AutoLock) {
         self.store = store

@@ -79,16 +79,20 @@ extension Store {
     /// The sealed vault of `kind`. Costs are taken as stored (a negative one as 0); opening
     /// checks them against PINHashing's bounds.
     package func vault(_ kind: SealedVault.Kind) throws -> SealedVault? {
-        try db.rows("SELECT salt, ops_limit, mem_limit, nonce, ciphertext FROM vault WHERE kind = ?", [.text(kind.rawValue)]) {
+        try db.rows("SELECT salt, ops_limit, mem_limit, nonce, ciphertext, device_check FROM vault WHERE kind = ?",
+                    [.text(kind.rawValue)]) {
             SealedVault(kind: kind, salt: $0.blob(0), opsLimit: UInt64(clamping: $0.int64(1)), memLimit: $0.int(2),
-                        nonce: $0.blob(3), ciphertext: $0.blob(4))
+                        nonce: $0.blob(3), ciphertext: $0.blob(4), deviceCheck: $0.isNull(5) ? nil : $0.blob(5))
         }.first
     }
 
     package func saveVault(_ v: SealedVault) throws {
-        try db.query("INSERT OR REPLACE INTO vault (kind, salt, ops_limit, mem_limit, nonce, ciphertext) VALUES (?, ?, ?, ?, ?, ?)",
+        try db.query("""
+            INSERT OR REPLACE INTO vault (kind, salt, ops_limit, mem_limit, nonce, ciphertext, device_check)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """,
                      [.text(v.kind.rawValue), .blob(v.salt), .int(Int64(v.opsLimit)), .int(Int64(v.memLimit)),
-                      .blob(v.nonce), .blob(v.ciphertext)])
+                      .blob(v.nonce), .blob(v.ciphertext), v.deviceCheck.map { .blob($0) } ?? .null])
     }
 
     package func deleteVault(_ kind: SealedVault.Kind) throws {

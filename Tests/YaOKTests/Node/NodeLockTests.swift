@@ -14,14 +14,16 @@ import Testing
         let node = try Node(dataDirectory: dir.path, options: fastOptions())
         #expect(try node.status().initialized == false)
         #expect(throws: YaOKError(.pinTooShort)) { try node.setup(name: "Alice", pin: "12345", confirmation: "12345") }
-        #expect(throws: YaOKError(.pinTooShort)) { try node.setup(name: "Alice", pin: "12a456", confirmation: "12a456") }
+        #expect(throws: YaOKError(.pinTooShort)) { try node.setup(name: "Alice", pin: "12a45", confirmation: "12a45") }
         #expect(throws: YaOKError(.pinMismatch)) { try node.setup(name: "Alice", pin: "123456", confirmation: "654321") }
         #expect(throws: YaOKError(.invalidName)) { try node.setup(name: "A", pin: "123456", confirmation: "123456") }
         let result = try node.setup(name: "Alice", pin: "000000", confirmation: "000000")
         #expect(result.warnings == .allZeroPIN)
         #expect(result.identity.name == "Alice")
         #expect(try node.status() == NodeStatus(initialized: true, locked: false, lockoutSecondsRemaining: 0,
-                                                failedAttempts: 0, autoLock: .standard, platformKeyRegistered: false))
+                                                failedAttempts: 0, autoLock: .standard, platformKeyRegistered: false,
+                                                vault: VaultStatus(pinHashing: .insecureFastForTestsOnly,
+                                                                   meetsProductionMinimum: false, deviceBound: false)))
         #expect(throws: YaOKError(.alreadyInitialized)) { try node.setup(name: "Bob", pin: "123456", confirmation: "123456") }
     }
 

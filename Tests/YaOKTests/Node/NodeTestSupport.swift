@@ -43,10 +43,12 @@ final class TestClock: Sendable {
     var bootFunction: @Sendable () -> BootTime { { [self] in self.boot } }
 }
 
-/// Options with the test-only cheap Argon2id and an optional test clock.
+/// Options with the test-only cheap Argon2id (and the opt-in it needs) and an optional
+/// test clock.
 func fastOptions(clock: TestClock? = nil) -> Node.Options {
     var options = Node.Options()
     options.pinHashing = .insecureFastForTestsOnly
+    options.allowTestOnlyKDFCosts = true
     if let clock {
         options.clock = clock.function
         options.bootClock = clock.bootFunction
