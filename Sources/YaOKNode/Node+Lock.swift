@@ -240,12 +240,17 @@ extension Node {
         throw Node.lockedOutError(milliseconds: remaining)
     }
 
-    /// Stores the lockout as measured now, so that what a restart finds (and what a reboot,
-    /// whose boot clock cannot be compared, resumes from) is what was left at the last look,
-    /// and a lockout stored in another boot counts down in this one.
+    /// Stores the lockout as measured now, so that what a reboot (whose boot clock cannot be
+    /// compared) resumes from is what was left at the last look, a lockout stored in another
+    /// boot counts down in this one, and an altered value too long for its lockout is
+    /// replaced. Within one boot at most every 5 s, so that an app polling the status does
+    /// not write (and sync) the database each time.
     private func reanchor(_ lock: Store.LockState, _ remaining: Int64, _ store: Store) throws {
         let now = bootNow
-        guard remaining != lock.remaining || lock.boot != now else { return }
+        let sameBoot = lock.boot.bootID == now.bootID && now.milliseconds >= lock.boot.milliseconds
+        let stale = !sameBoot || now.milliseconds - lock.boot.milliseconds >= 5_000
+            || lock.remaining > Node.lockoutMilliseconds(lockout: lock.lockouts)
+        guard stale else { return }
         try store.setLockState(.init(failures: lock.failures, lockouts: lock.lockouts, remaining: remaining, boot: now))
     }
 
