@@ -113,6 +113,23 @@ enum Schema {
             certificate BLOB NOT NULL
         );
         """,
+        // 7: lock hardening (issue 8). The lockout is kept as the time it has left on the
+        // boot clock (CLOCK_BOOTTIME) with the boot it was measured in, not as a wall-clock
+        // deadline; locked_until_ms is retired (written 0). A lockout in progress carries
+        // over what it has left (at most the longest lockout) and restarts its count in
+        // this boot. device_check marks a PIN vault bound to a device secret: a keyed hash
+        // of the salt under that secret (NULL: not bound).
+        """
+        ALTER TABLE lock_state ADD COLUMN lockout_remaining_ms INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE lock_state ADD COLUMN lockout_boot_id TEXT NOT NULL DEFAULT '';
+        ALTER TABLE lock_state ADD COLUMN lockout_boot_ms INTEGER NOT NULL DEFAULT 0;
+        UPDATE lock_state SET
+            lockout_remaining_ms = max(0, min(locked_until_ms
+                - CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), 3600000)),
+            lockout_boot_id = 'migrated',
+            locked_until_ms = 0;
+        ALTER TABLE vault ADD COLUMN device_check BLOB;
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

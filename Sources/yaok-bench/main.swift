@@ -7,6 +7,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
     ("store", StoreBench.run),
     ("wire", WireBench.run),
     ("delivery", DeliveryBench.run),
+    ("kdf", KDFBench.run),
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())

@@ -317,6 +317,7 @@ static void test_misuse(void) {
 }
 
 int main(void) {
+    opt_in_to_test_kdf();
     test_delivery();
     test_misuse();
     return REPORT();
