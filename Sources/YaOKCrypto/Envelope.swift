@@ -19,7 +19,7 @@ public enum Envelope {
     static let hintLength = 8
     static let senderKeyLength = 32
     static let authLength = 16
-    static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    static let tagLength = Sodium.aeadTagLength
     /// Bytes added to the padded body: E || hint || sender key || auth || AEAD tag.
     public static let overhead = ephemeralLength + hintLength + senderKeyLength + authLength + tagLength
 
@@ -81,17 +81,8 @@ public enum Envelope {
         defer { Sodium.wipe(&inner) }
 
         let (key, nonce) = messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey)
-        var out = ephemeral + hint(ephemeral: ephemeral, recipientKey: recipientKey)
-        let headerLength = out.count
-        out += [UInt8](repeating: 0, count: inner.count + tagLength)
-        var written: UInt64 = 0
-        let rc = out.withUnsafeMutableBufferPointer { o in
-            crypto_aead_xchacha20poly1305_ietf_encrypt(o.baseAddress! + headerLength, &written,
-                                                       inner, UInt64(inner.count), ad, UInt64(ad.count),
-                                                       nil, nonce, key)
-        }
-        guard rc == 0 else { throw YaOKError(.internal, "Encryption failed") }
-        return out
+        let ciphertext = try key.withUnsafeBytes { try Sodium.aeadSeal(inner, ad: ad, nonce: nonce, key: $0) }
+        return ephemeral + hint(ephemeral: ephemeral, recipientKey: recipientKey) + ciphertext
     }
 
     /// Opens a sealed envelope with `recipient`'s keys. Each failure has its own code:
@@ -120,17 +111,11 @@ public enum Envelope {
         let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp,
                                 ephemeral: ephemeral) + extra
 
-        let cipherStart = ephemeralLength + hintLength
-        let cipherLength = sealed.count - cipherStart
-        var inner = [UInt8](repeating: 0, count: cipherLength - tagLength)
-        defer { Sodium.wipe(&inner) }
-        var innerLength: UInt64 = 0
-        let rc = sealed.withUnsafeBufferPointer { s in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(&inner, &innerLength, nil,
-                                                       s.baseAddress! + cipherStart, UInt64(cipherLength),
-                                                       ad, UInt64(ad.count), nonce, key)
+        let opened = key.withUnsafeBytes {
+            Sodium.aeadOpen(sealed[(ephemeralLength + hintLength)...], ad: ad, nonce: nonce, key: $0)
         }
-        guard rc == 0 else { throw YaOKError(.tampered) }
+        guard var inner = opened else { throw YaOKError(.tampered) }
+        defer { Sodium.wipe(&inner) }
 
         let senderKey = Array(inner[0..<senderKeyLength])
         let auth = Array(inner[senderKeyLength..<senderKeyLength + authLength])

@@ -15,8 +15,8 @@ package final class FieldCipher: Sendable {
     private let fieldKey: SecureBytes
     private let lookupKey: SecureBytes
 
-    static let nonceLength = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
-    static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    static let nonceLength = Sodium.aeadNonceLength
+    static let tagLength = Sodium.aeadTagLength
     static let lookupLength = 32
 
     /// Sub-keys are BLAKE2b keyed with the database key over a label: independent keys for
@@ -39,36 +39,19 @@ package final class FieldCipher: Sendable {
         return out
     }
 
-    func seal(_ plaintext: [UInt8], ad: [UInt8]) -> [UInt8] {
-        var out = Sodium.randomBytes(FieldCipher.nonceLength)
-        out += [UInt8](repeating: 0, count: plaintext.count + FieldCipher.tagLength)
-        fieldKey.withUnsafeBytes { k in
-            out.withUnsafeMutableBufferPointer { o in
-                let nonce = UnsafePointer(o.baseAddress!)
-                _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    o.baseAddress! + FieldCipher.nonceLength, nil, plaintext, UInt64(plaintext.count),
-                    ad, UInt64(ad.count), nil, nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        }
-        return out
+    func seal(_ plaintext: [UInt8], ad: [UInt8]) throws -> [UInt8] {
+        let nonce = Sodium.randomBytes(FieldCipher.nonceLength)
+        return nonce + (try fieldKey.withUnsafeBytes { try Sodium.aeadSeal(plaintext, ad: ad, nonce: nonce, key: $0) })
     }
 
     /// Throws `corruptStore` when the value was altered, moved to another row, or sealed
     /// under another database key.
     func open(_ sealed: [UInt8], ad: [UInt8]) throws -> [UInt8] {
         guard sealed.count >= FieldCipher.nonceLength + FieldCipher.tagLength else { throw FieldCipher.failure }
-        var out = [UInt8](repeating: 0, count: sealed.count - FieldCipher.nonceLength - FieldCipher.tagLength)
-        let rc = fieldKey.withUnsafeBytes { k in
-            sealed.withUnsafeBufferPointer { s in
-                out.withUnsafeMutableBufferPointer { o in
-                    crypto_aead_xchacha20poly1305_ietf_decrypt(
-                        o.baseAddress, nil, nil, s.baseAddress! + FieldCipher.nonceLength,
-                        UInt64(s.count - FieldCipher.nonceLength), ad, UInt64(ad.count),
-                        s.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                }
-            }
-        }
-        guard rc == 0 else { throw FieldCipher.failure }
+        let nonce = Array(sealed[0..<FieldCipher.nonceLength])
+        guard let out = fieldKey.withUnsafeBytes({
+            Sodium.aeadOpen(sealed[FieldCipher.nonceLength...], ad: ad, nonce: nonce, key: $0)
+        }) else { throw FieldCipher.failure }
         return out
     }
 
@@ -77,7 +60,7 @@ package final class FieldCipher: Sendable {
     func sealPadded(_ plaintext: [UInt8], ad: [UInt8]) throws -> [UInt8] {
         var padded = try Padding.pad(plaintext)
         defer { Sodium.wipe(&padded) }
-        return seal(padded, ad: ad)
+        return try seal(padded, ad: ad)
     }
 
     /// Opens a `sealPadded` value as UTF-8 text.

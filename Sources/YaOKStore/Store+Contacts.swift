@@ -32,11 +32,11 @@ extension Store {
                 try db.query("INSERT INTO conversations (peer_lookup, title) VALUES (?, x'')", [.blob(lookup)])
                 id = db.lastInsertRowID
             }
-            let title = cipher.seal(Array(card.name.utf8), ad: RowAD.conversationTitle(lookup, id: id))
+            let title = try cipher.seal(Array(card.name.utf8), ad: RowAD.conversationTitle(lookup, id: id))
             try db.query("UPDATE conversations SET title = ? WHERE id = ?", [.blob(title), .int(id)])
             try db.query("INSERT INTO contacts (id, name, keys, verified, added_ms) VALUES (?, ?, ?, 0, ?)",
-                         [.int(id), .blob(cipher.seal(Array(card.name.utf8), ad: RowAD.contactName(lookup, id: id))),
-                          .blob(cipher.seal(card.publicIdentity.keyBytes, ad: RowAD.contactKeys(lookup, id: id))),
+                         [.int(id), .blob(try cipher.seal(Array(card.name.utf8), ad: RowAD.contactName(lookup, id: id))),
+                          .blob(try cipher.seal(card.publicIdentity.keyBytes, ad: RowAD.contactKeys(lookup, id: id))),
                           .int(now)])
             return id
         }
@@ -81,9 +81,9 @@ extension Store {
         }
         try db.transaction {
             try db.query("UPDATE contacts SET name = ? WHERE id = ?",
-                         [.blob(cipher.seal(Array(name.utf8), ad: RowAD.contactName(lookup, id: id))), .int(id)])
+                         [.blob(try cipher.seal(Array(name.utf8), ad: RowAD.contactName(lookup, id: id))), .int(id)])
             try db.query("UPDATE conversations SET title = ? WHERE id = ?",
-                         [.blob(cipher.seal(Array(name.utf8), ad: RowAD.conversationTitle(lookup, id: id))), .int(id)])
+                         [.blob(try cipher.seal(Array(name.utf8), ad: RowAD.conversationTitle(lookup, id: id))), .int(id)])
         }
     }
 

@@ -120,6 +120,6 @@ extension Store {
 
     package func saveLinkKey(secret: [UInt8], certificate: [UInt8], cipher: FieldCipher) throws {
         try db.query("INSERT OR REPLACE INTO link_key (id, sealed_secret, certificate) VALUES (1, ?, ?)",
-                     [.blob(cipher.seal(secret, ad: RowAD.linkKey)), .blob(cipher.seal(certificate, ad: RowAD.linkCertificate))])
+                     [.blob(try cipher.seal(secret, ad: RowAD.linkKey)), .blob(try cipher.seal(certificate, ad: RowAD.linkCertificate))])
     }
 }

@@ -136,15 +136,10 @@ package struct SealedVault: Sendable {
     private static func seal(_ contents: VaultContents, kind: Kind, key: SecureBytes, salt: [UInt8],
                              hashing: PINHashing) throws -> SealedVault {
         let payload = try contents.payload()
-        let nonce = Sodium.randomBytes(Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES))
+        let nonce = Sodium.randomBytes(Sodium.aeadNonceLength)
         let ad = associatedData(kind, hashing)
-        var ciphertext = [UInt8](repeating: 0, count: payload.count + Int(crypto_aead_xchacha20poly1305_ietf_ABYTES))
-        payload.withUnsafeBytes { p in
-            key.withUnsafeBytes { k in
-                _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    &ciphertext, nil, p.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(p.count),
-                    ad, UInt64(ad.count), nil, nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+        let ciphertext = try payload.withUnsafeBytes { p in
+            try key.withUnsafeBytes { try Sodium.aeadSeal(p, ad: ad, nonce: nonce, key: $0) }
         }
         return SealedVault(kind: kind, salt: salt, opsLimit: hashing.opsLimit, memLimit: hashing.memLimit,
                            nonce: nonce, ciphertext: ciphertext)
@@ -152,20 +147,16 @@ package struct SealedVault: Sendable {
 
     /// nil when the key is wrong (or the row was altered): the caller decides what that means.
     private func open(key: SecureBytes) throws -> VaultContents? {
-        let tag = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
-        guard ciphertext.count > tag, nonce.count == Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES) else {
+        guard ciphertext.count > Sodium.aeadTagLength, nonce.count == Sodium.aeadNonceLength else {
             throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault")
         }
-        let payload = try SecureBytes(count: ciphertext.count - tag)
+        // Opened straight into guarded memory: the payload never sits in an ordinary array.
+        let payload = try SecureBytes(count: ciphertext.count - Sodium.aeadTagLength)
         let ad = SealedVault.associatedData(kind, PINHashing(opsLimit: opsLimit, memLimit: memLimit))
-        let rc = payload.withUnsafeMutableBytes { p in
-            key.withUnsafeBytes { k in
-                crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    p.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, nil, ciphertext, UInt64(ciphertext.count),
-                    ad, UInt64(ad.count), nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+        let opened = payload.withUnsafeMutableBytes { p in
+            key.withUnsafeBytes { Sodium.aeadOpen(ciphertext[...], ad: ad, nonce: nonce, key: $0, into: p) }
         }
-        guard rc == 0 else { return nil }
+        guard opened else { return nil }
         return try VaultContents.parse(payload)
     }
 
