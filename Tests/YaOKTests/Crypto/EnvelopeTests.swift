@@ -139,3 +139,17 @@ import Testing
         #expect(throws: YaOKError.self) { try Envelope.open(sealed, by: bob, messageID: id, timestamp: ts) }
     }
 }
+
+/// The envelope's hashes take their inputs in parts (so that secrets are not joined into
+/// unwiped buffers): the result must equal hashing the joined bytes.
+@Suite struct PartwiseHashTests {
+    @Test func partsHashLikeTheirConcatenation() {
+        let a = Sodium.randomBytes(40), b = Sodium.randomBytes(7), c: [UInt8] = []
+        let key = Array("YaOK-test-key".utf8)
+        for length in [16, 32, 64] {
+            #expect(Sodium.blake2b([a[...], b[...], c[...]], key: key, outputLength: length)
+                    == Sodium.blake2b(a + b + c, key: key, outputLength: length))
+            #expect(Sodium.blake2b([a[5...], b[...]], outputLength: length) == Sodium.blake2b(Array(a[5...]) + b, outputLength: length))
+        }
+    }
+}
