@@ -33,6 +33,24 @@ func string(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
     return s
 }
 
+/// A borrowed NUL-terminated UTF-8 secret (a PIN or passphrase), copied straight into
+/// guarded memory: it never becomes a Swift String or array, which could not be wiped.
+/// Invalid UTF-8 is refused, checked in place.
+func secret(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> SecureBytes {
+    let p = try required(pointer, name)
+    let bytes = UnsafeRawBufferPointer(start: p, count: strlen(p))
+    var iterator = bytes.makeIterator()
+    var decoder = UTF8()
+    decoding: while true {
+        switch decoder.decode(&iterator) {
+        case .scalarValue: continue
+        case .emptyInput: break decoding
+        case .error: throw YaOKError(.invalidUTF8, "\(name) is not valid UTF-8")
+        }
+    }
+    return try SecureBytes(copying: bytes)
+}
+
 /// A borrowed (pointer, length) argument. NULL is allowed only for length 0.
 func bytes(_ pointer: UnsafePointer<UInt8>?, _ count: Int, _ name: String) throws -> [UInt8] {
     // size_t arrives as Int: a length above Int.max shows up negative.

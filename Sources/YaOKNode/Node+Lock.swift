@@ -14,9 +14,15 @@ extension Node {
     /// digits"), `pinMismatch` ("PINs do not match"), `alreadyInitialized`.
     /// An all-zero PIN is accepted with `Warnings.allZeroPIN`.
     public func setup(name: String, pin: String, confirmation: String) throws -> SetupResult {
+        try setup(name: name, pin: try SecureBytes(utf8: pin), confirmation: try SecureBytes(utf8: confirmation))
+    }
+
+    /// `setup` with the PIN and its confirmation in guarded memory (UTF-8), as the C ABI
+    /// passes them: they are never copied into ordinary memory, and wiped when released.
+    public func setup(name: String, pin: SecureBytes, confirmation: SecureBytes) throws -> SetupResult {
         let name = try DisplayName.validate(name)
         try Node.validateNewPIN(pin)
-        guard pin == confirmation else { throw YaOKError(.pinMismatch) }
+        guard pin.constantTimeEquals(confirmation) else { throw YaOKError(.pinMismatch) }
         let generation = try withStore { store, s -> Int in
             guard try store.vault(.pin) == nil else { throw YaOKError(.alreadyInitialized) }
             return s.generation
@@ -40,14 +46,16 @@ extension Node {
         return SetupResult(identity: keys.identity, warnings: Node.isAllZero(pin) ? .allZeroPIN : [])
     }
 
-    static func validateNewPIN(_ pin: String) throws {
-        guard pin.utf8.count >= 6, pin.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-            throw YaOKError(.pinTooShort)
+    static func validateNewPIN(_ pin: SecureBytes) throws {
+        try pin.withUnsafeBytes { pin in
+            guard pin.count >= 6, pin.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+                throw YaOKError(.pinTooShort)
+            }
+            guard pin.count <= 64 else { throw YaOKError(.invalidArgument, "PIN must be at most 64 digits") }
         }
-        guard pin.utf8.count <= 64 else { throw YaOKError(.invalidArgument, "PIN must be at most 64 digits") }
     }
 
-    static func isAllZero(_ pin: String) -> Bool { pin.utf8.allSatisfy { $0 == UInt8(ascii: "0") } }
+    static func isAllZero(_ pin: SecureBytes) -> Bool { pin.withUnsafeBytes { $0.allSatisfy { $0 == UInt8(ascii: "0") } } }
 
     // MARK: - Unlock
 
@@ -60,6 +68,11 @@ extension Node {
     /// that finds three failures already counted (still being checked on other threads, or
     /// cut short by a kill) starts the lockout instead of checking a fourth PIN.
     public func unlock(pin: String) throws {
+        try unlock(pin: try SecureBytes(utf8: pin))
+    }
+
+    /// `unlock` with the PIN in guarded memory (UTF-8), as the C ABI passes it.
+    public func unlock(pin: SecureBytes) throws {
         let (vault, generation) = try withStore { store, s -> (SealedVault, Int) in
             guard let vault = try store.vault(.pin) else { throw YaOKError(.notInitialized) }
             var lock = try store.lockState()

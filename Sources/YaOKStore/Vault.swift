@@ -105,7 +105,8 @@ package struct SealedVault: Sendable {
     package static let platformKeyLength = 32
 
     /// Seals under the PIN: Argon2id(PIN, fresh 16-byte salt) → XChaCha20-Poly1305 key.
-    package static func seal(_ contents: VaultContents, pin: String, hashing: PINHashing) throws -> SealedVault {
+    /// The PIN (or passphrase) stays in guarded memory from the caller to Argon2id.
+    package static func seal(_ contents: VaultContents, pin: SecureBytes, hashing: PINHashing) throws -> SealedVault {
         guard hashing.isWithinBounds else {
             throw YaOKError(.invalidArgument, "PIN hashing costs must be 1 to \(PINHashing.maxOpsLimit) passes over 8 KiB to 256 MiB")
         }
@@ -121,7 +122,7 @@ package struct SealedVault: Sendable {
         return try seal(contents, kind: .platform, key: key, salt: [], hashing: PINHashing(opsLimit: 0, memLimit: 0))
     }
 
-    package func open(pin: String) throws -> VaultContents? {
+    package func open(pin: SecureBytes) throws -> VaultContents? {
         let hashing = PINHashing(opsLimit: opsLimit, memLimit: memLimit)
         guard hashing.isWithinBounds else { throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault") }
         return try open(key: try SealedVault.derivePINKey(pin, salt: salt, hashing: hashing))
@@ -165,20 +166,17 @@ package struct SealedVault: Sendable {
         Array("YaOK-vault-v1:\(kind.rawValue)".utf8) + RowAD.bigEndian(hashing.opsLimit) + RowAD.bigEndian(UInt64(hashing.memLimit))
     }
 
-    /// crypto_pwhash with Argon2id 1.3 into guarded memory.
-    private static func derivePINKey(_ pin: String, salt: [UInt8], hashing: PINHashing) throws -> SecureBytes {
+    /// crypto_pwhash with Argon2id 1.3 into guarded memory, reading the PIN where it is.
+    private static func derivePINKey(_ pin: SecureBytes, salt: [UInt8], hashing: PINHashing) throws -> SecureBytes {
         guard salt.count == Int(crypto_pwhash_SALTBYTES) else {
             throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault")
         }
-        var password = Array(pin.utf8)
-        defer { Sodium.wipe(&password) }
-        let length = password.count
-        if password.isEmpty { password = [0] }  // a valid pointer for an empty PIN; length stays 0
         let key = try SecureBytes(count: 32)
         let rc = key.withUnsafeMutableBytes { k in
-            password.withUnsafeBufferPointer { pw in
+            // An empty PIN still has a valid pointer (SecureBytes allocates at least a byte).
+            pin.withUnsafeBytes { pw in
                 crypto_pwhash(k.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
-                              UnsafeRawPointer(pw.baseAddress!).assumingMemoryBound(to: CChar.self), UInt64(length),
+                              pw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(pw.count),
                               salt, hashing.opsLimit, hashing.memLimit, crypto_pwhash_ALG_ARGON2ID13)
             }
         }

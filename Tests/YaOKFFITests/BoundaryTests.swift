@@ -94,4 +94,22 @@ private let invalidArgument = Int32(YAOK_E_INVALID_ARGUMENT)
         foreign.withUnsafeMutableBufferPointer { yaok_bytes_free($0.baseAddress, 1 << 20) }
         #expect(String(decoding: foreign, as: UTF8.self) == "not the library's")
     }
+
+    /// The PIN crosses into guarded memory without becoming a String: invalid UTF-8 is
+    /// still refused, as for every other string argument.
+    @Test func aPINThatIsNotUTF8IsRefused() throws {
+        let dir = NSTemporaryDirectory() + "yaok-ffi-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var node: OpaquePointer?
+        #expect(yaok_node_open(dir, UInt32(YAOK_NODE_OPEN_TEST_FAST_KDF), &node) == ok)
+        defer { yaok_node_free(node) }
+        let bad: [CChar] = [0x31, 0x32, 0x33, 0x34, 0x35, CChar(bitPattern: 0xff), 0]
+        var warnings: UInt32 = 0
+        #expect(yaok_node_setup(node, "Alice", bad, bad, &warnings) == Int32(YAOK_E_INVALID_UTF8))
+        #expect(yaok_node_setup(node, "Alice", "135790", "135790", &warnings) == ok)
+        #expect(yaok_node_lock(node) == ok)
+        #expect(yaok_node_unlock(node, bad) == Int32(YAOK_E_INVALID_UTF8))
+        #expect(yaok_node_unlock(node, "135791") == Int32(YAOK_E_WRONG_PIN))
+        #expect(yaok_node_unlock(node, "135790") == ok)
+    }
 }

@@ -40,11 +40,11 @@ import Testing
         defer { store.close() }
         try Self.insertRow(into: store.db)
         let vault = try #require(try store.vault(.pin))
-        let contents = try #require(try vault.open(pin: Self.pin))
+        let contents = try #require(try vault.open(pin: SecureBytes(utf8: Self.pin)))
         #expect(contents.name == "Vector Vera")
         #expect(contents.identitySecrets.copyBytes() == Self.identitySecrets)
         #expect(contents.databaseKey.copyBytes() == Self.databaseKey)
-        #expect(try vault.open(pin: "135791") == nil)
+        #expect(try vault.open(pin: SecureBytes(utf8: "135791")) == nil)
     }
 
     /// Each bound cost is part of the seal: a row whose costs were rewritten does not open.
@@ -52,7 +52,7 @@ import Testing
         for (ops, mem) in [(2, 8192), (1, 16384)] {
             let vault = SealedVault(kind: .pin, salt: Self.salt, opsLimit: UInt64(ops), memLimit: mem,
                                     nonce: Self.nonce, ciphertext: Self.ciphertext)
-            #expect(try vault.open(pin: Self.pin) == nil)
+            #expect(try vault.open(pin: SecureBytes(utf8: Self.pin)) == nil)
         }
     }
 
