@@ -67,7 +67,7 @@ package enum Sodium {
         return hash([])
     }
 
-    private static func blake2b(parts: [UnsafeRawBufferPointer], key: UnsafeRawBufferPointer?, outputLength: Int) -> [UInt8] {
+    package static func blake2b(parts: [UnsafeRawBufferPointer], key: UnsafeRawBufferPointer?, outputLength: Int) -> [UInt8] {
         // The state type is over-aligned in C (CRYPTO_ALIGN(64)), so Swift sees it as opaque:
         // allocate its bytes by hand, aligned as the header asks.
         let stateSize = crypto_generichash_statebytes()
@@ -190,7 +190,7 @@ package enum Sodium {
     }
 
     /// sodium_memcmp: constant-time comparison.
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         a.count == b.count && sodium_memcmp(a, b, a.count) == 0
     }
 

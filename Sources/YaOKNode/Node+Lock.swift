@@ -196,6 +196,8 @@ extension Node {
     }
 
     private func install(_ keys: UnlockedKeys, _ store: Store, in s: inout NodeState) throws {
+        // Verifies and seals the security log, adopts a pre-integrity store (Store+Integrity).
+        for event in try store.attach(keys.cipher, vault: keys.contents, now: now) { events.emit(.security(event)) }
         try loadLinkKey(keys, store, &s)
         s.keys = keys
         s.lastActivity = EventLoop.monotonicNanoseconds()

@@ -50,22 +50,39 @@ package final class VaultContents: Sendable {
     package let identitySecrets: SecureBytes
     package let databaseKey: SecureBytes
 
-    package static let databaseKeyLength = 32
+    /// The payload format the vault was opened from. 2 (written by every seal since
+    /// schema 7) says the store's clear columns are authenticated from the start; 1 is a
+    /// store set up before, whose rows are adopted at its first unlock (Store+Integrity).
+    /// Being inside the seal, the format cannot be lowered without the PIN or platform key.
+    package let format: UInt8
+    /// Set when the vault was opened from format 1: the same contents resealed in the
+    /// current format (same key, salt and costs, a fresh nonce), for the store to save.
+    package let upgradedVault: SealedVault?
 
-    package init(name: String, identitySecrets: SecureBytes, databaseKey: SecureBytes) {
+    package static let databaseKeyLength = 32
+    package static let currentFormat: UInt8 = 2
+
+    package convenience init(name: String, identitySecrets: SecureBytes, databaseKey: SecureBytes) {
+        self.init(name: name, identitySecrets: identitySecrets, databaseKey: databaseKey,
+                  format: VaultContents.currentFormat, upgradedVault: nil)
+    }
+
+    init(name: String, identitySecrets: SecureBytes, databaseKey: SecureBytes, format: UInt8, upgradedVault: SealedVault?) {
         self.name = name
         self.identitySecrets = identitySecrets
         self.databaseKey = databaseKey
+        self.format = format
+        self.upgradedVault = upgradedVault
     }
 
-    /// version (1) || identity secrets (64) || database key (32) || name (UTF-8), in
-    /// guarded memory.
+    /// format (1 byte, now 2) || identity secrets (64) || database key (32) || name (UTF-8),
+    /// in guarded memory. Format 1 had the same layout.
     func payload() throws -> SecureBytes {
         let name = Array(self.name.utf8)
         let fixed = 1 + Identity.secretsLength + Self.databaseKeyLength
         let out = try SecureBytes(count: fixed + name.count)
         out.withUnsafeMutableBytes { o in
-            o[0] = 1
+            o[0] = VaultContents.currentFormat
             identitySecrets.withUnsafeBytes { (o.baseAddress! + 1).copyMemory(from: $0.baseAddress!, byteCount: Identity.secretsLength) }
             databaseKey.withUnsafeBytes { (o.baseAddress! + 1 + Identity.secretsLength).copyMemory(from: $0.baseAddress!, byteCount: Self.databaseKeyLength) }
             for (i, b) in name.enumerated() { o[fixed + i] = b }
@@ -84,8 +101,8 @@ package final class VaultContents: Sendable {
             key.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: p[(1 + Identity.secretsLength)..<fixed])) }
             return (p[0], Array(p[fixed...]))
         }
-        guard version == 1, let name = String(validating: nameBytes, as: UTF8.self) else { throw bad }
-        return VaultContents(name: name, identitySecrets: secrets, databaseKey: key)
+        guard (1...currentFormat).contains(version), let name = String(validating: nameBytes, as: UTF8.self) else { throw bad }
+        return VaultContents(name: name, identitySecrets: secrets, databaseKey: key, format: version, upgradedVault: nil)
     }
 }
 
@@ -158,7 +175,12 @@ package struct SealedVault: Sendable {
             key.withUnsafeBytes { Sodium.aeadOpen(ciphertext[...], ad: ad, nonce: nonce, key: $0, into: p) }
         }
         guard opened else { return nil }
-        return try VaultContents.parse(payload)
+        let contents = try VaultContents.parse(payload)
+        guard contents.format < VaultContents.currentFormat else { return contents }
+        let upgraded = try SealedVault.seal(contents, kind: kind, key: key, salt: salt,
+                                            hashing: PINHashing(opsLimit: opsLimit, memLimit: memLimit))
+        return VaultContents(name: contents.name, identitySecrets: contents.identitySecrets, databaseKey: contents.databaseKey,
+                             format: contents.format, upgradedVault: upgraded)
     }
 
     /// Binds the kind and the KDF costs: lowering the stored costs breaks the seal.
