@@ -36,9 +36,11 @@ import YaOKCrypto
 /// whole file being replaced by an older copy of itself.
 ///
 /// Stores set up before schema 7 (vault format 1) have rows without MACs: the first unlock
-/// adopts them — when the log has no seal and no row anywhere has a MAC — and reseals the
-/// vault in format 2, which from then on rules adoption out for that vault. Stores set up
-/// since never adopt: a row without a MAC is tampering.
+/// adopts them — when the log has no seal and no row anywhere has integrity data — and
+/// reseals the vault in format 2, which from then on rules adoption out for that vault.
+/// (Whoever strips every MAC and chain and puts back a format-1 vault row from an older
+/// copy can still have such a store adopted.) Stores set up since never adopt: a row
+/// without a MAC is tampering.
 extension Store {
     static let logSealKey = "security_log_seal"
     static let logGenesis = [UInt8](repeating: 0, count: 32)
@@ -56,9 +58,10 @@ extension Store {
             return try db.transaction {
                 let seal = try storedLogSeal()
                 let adopting = try seal == nil && contents.format < 2 && !hasIntegrityData()
+                // Decided before the vault upgrade below, whose saveVault must not count as a setup.
+                let starting = seal == nil && (adopting || startingLog)
                 if adopting { try adoptRows(cipher) }
                 if let upgraded = contents.upgradedVault { try saveVault(upgraded) }
-                let starting = seal == nil && (adopting || startingLog)
                 startingLog = false
                 return try checkLog(cipher, starting: starting, now: now)
             }

@@ -325,4 +325,36 @@ import Testing
         #expect(try node.securityEvents().contains { $0.kind == .logTampered })
         node.close()
     }
+
+    /// The vault row put back to its format-1 copy (from an old backup of the file), with
+    /// the log's seal removed and an event erased: the store has integrity data, so
+    /// nothing is adopted and the removed seal is reported.
+    @Test func aVaultRolledBackToFormat1DoesNotReopenAdoption() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        do {
+            let store = try Store(directory: dir.path)
+            try VaultVectorTests.insertRow(into: store.db)
+            store.close()
+        }
+        var node = try Node(dataDirectory: dir.path, options: fastOptions())
+        try node.unlock(pin: VaultVectorTests.pin)  // adopts, reseals in format 2
+        try node.lock()
+        #expect(throws: YaOKError(.wrongPIN)) { try node.unlock(pin: "111111") }
+        try node.unlock(pin: VaultVectorTests.pin)
+        node.close()
+
+        try edit(dir, "DELETE FROM meta; DELETE FROM security_events WHERE kind = 'wrong_pin'")
+        do {
+            let db = try Database(path: dir.path + "/" + Store.fileName)
+            try VaultVectorTests.insertRow(into: db)
+            db.close()
+        }
+        node = try Node(dataDirectory: dir.path, options: fastOptions())
+        try node.unlock(pin: VaultVectorTests.pin)
+        let events = try node.securityEvents()
+        #expect(events.last { $0.kind == .logTampered }?.detail.contains("seal") == true)
+        #expect(events.contains { $0.tampered })
+        node.close()
+    }
 }
