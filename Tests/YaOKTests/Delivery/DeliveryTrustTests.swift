@@ -56,4 +56,27 @@ import Testing
         try pair.alice.injectRouted(packet)  // the sender's retry: the same bytes
         #expect(try pair.alice.texts(carolID) == ["hello from Carol"])
     }
+
+    /// A packet held while locked is opened at unlock only if it has not expired since: its
+    /// sender stopped retrying and stopped waiting for the ack, and an expired packet is
+    /// what a replay looks like.
+    @Test func aHeldPacketThatExpiredBeforeTheUnlockIsDropped() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let bobKey = try pair.bob.profile().publicIdentity.encryptionKey
+        let alice = try pair.alice.identity()
+        let (_, stale) = try SealedMessage.seal(Array("too late".utf8), from: alice, to: bobKey,
+                                                createdMs: UInt64(clock.now), lifetimeMinutes: 1)
+        let (_, fresh) = try SealedMessage.seal(Array("in time".utf8), from: alice, to: bobKey,
+                                                createdMs: UInt64(clock.now), lifetimeMinutes: 60)
+        try pair.bob.lock()
+        try pair.bob.injectRouted(stale)
+        try pair.bob.injectRouted(fresh)
+        #expect(try pair.bob.state.withLock { try $0.store!.heldCount() } == 2)
+        clock.advance(seconds: 120)
+        try pair.bob.unlock(pin: testPIN)
+        #expect(eventually { (try? pair.bob.state.withLock { try $0.store!.heldCount() }) == 0 })
+        #expect(try pair.bob.texts(pair.aliceID) == ["in time"])
+    }
 }
