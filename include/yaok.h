@@ -131,11 +131,18 @@ const char *yaok_last_error_message(void);
 
 /* ---- memory ---- */
 
-/* Frees a string returned by the library. NULL is a no-op. */
+/* The library records the length of every string and byte buffer it returns, with the
+ * allocation. Freeing wipes the whole buffer first (returned strings and bytes may hold
+ * decrypted text: message JSON, history pages, an opened envelope's body), then frees it.
+ * Either function ignores NULL, a pointer already freed, and any pointer the library did
+ * not return: nothing is written to it and nothing is freed. Thread-safe. */
+
+/* Wipes and frees a string returned by the library. */
 void yaok_string_free(char *s);
 
-/* Wipes and frees bytes returned by the library; pass the length it returned. NULL is a
- * no-op. */
+/* Wipes and frees bytes returned by the library. Pass the length it returned; the length
+ * wiped and freed is the one the library recorded, so a wrong `len` can neither overrun
+ * the buffer nor leave part of it unwiped. */
 void yaok_bytes_free(uint8_t *data, size_t len);
 
 /* ---- events ----

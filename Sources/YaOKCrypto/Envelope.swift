@@ -1,4 +1,3 @@
-internal import CSodium
 import YaOKSupport
 import YaOKWire
 
@@ -19,7 +18,7 @@ public enum Envelope {
     static let hintLength = 8
     static let senderKeyLength = 32
     static let authLength = 16
-    static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    static let tagLength = Sodium.aeadTagLength
     /// Bytes added to the padded body: E || hint || sender key || auth || AEAD tag.
     public static let overhead = ephemeralLength + hintLength + senderKeyLength + authLength + tagLength
 
@@ -40,7 +39,7 @@ public enum Envelope {
     public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
                             messageID: [UInt8], timestamp: Int64, associatedData: [UInt8] = []) throws -> [UInt8] {
         try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
-                 associatedData: associatedData, ephemeralSecret: Sodium.randomBytes(32))
+                 associatedData: associatedData, ephemeral: try SecureBytes.random(count: 32))
     }
 
     /// The length `seal` returns for a body of `bodyLength` bytes: known before sealing, so
@@ -57,18 +56,26 @@ public enum Envelope {
     static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
                      messageID: [UInt8], timestamp: Int64, associatedData extra: [UInt8] = [],
                      ephemeralSecret secret: [UInt8]) throws -> [UInt8] {
+        try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
+                 associatedData: extra, ephemeral: try SecureBytes(copying: secret))
+    }
+
+    /// Every secret temporary is wiped before this returns: the ephemeral secret stays in
+    /// guarded memory, the DH output, message key and nonce are wiped, the padded body and
+    /// the inner plaintext are wiped, and nothing secret is concatenated into a buffer that
+    /// is not (the key derivation and the authenticator hash their inputs in place).
+    private static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
+                             messageID: [UInt8], timestamp: Int64, associatedData extra: [UInt8],
+                             ephemeral ephemeralSecret: SecureBytes) throws -> [UInt8] {
         guard !body.isEmpty else { throw YaOKError(.emptyMessage) }
         guard body.count <= maxBodyLength else { throw YaOKError(.messageTooLarge) }
         guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
         guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
         guard timestamp >= 0 else { throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, not negative") }
+        guard ephemeralSecret.count == 32 else { throw YaOKError(.invalidArgument, "Ephemeral secret must be 32 bytes") }
         try Sodium.ensureInitialized()
 
-        var ephemeralSecret = secret
-        defer { Sodium.wipe(&ephemeralSecret) }
-        var ephemeral = [UInt8](repeating: 0, count: 32)
-        guard crypto_scalarmult_base(&ephemeral, ephemeralSecret) == 0 else { throw YaOKError(.internal) }
-
+        let ephemeral = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
         var shared = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: recipientKey) }
         defer { Sodium.wipe(&shared) }
         let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp,
@@ -78,21 +85,24 @@ public enum Envelope {
             try authenticator(staticSecret: $0, peerKey: recipientKey, senderKey: senderKey,
                               recipientKey: recipientKey, ad: ad, body: body[...])
         }
-        var inner = senderKey + auth + (try Padding.pad(body))
+        var padded = try Padding.pad(body)
+        defer { Sodium.wipe(&padded) }
+        // Built in place at its final size: appending never reallocates, so no unwiped
+        // copy of the plaintext is left behind in a buffer that was outgrown.
+        var inner: [UInt8] = []
+        inner.reserveCapacity(senderKeyLength + authLength + padded.count)
+        inner += senderKey
+        inner += auth
+        inner += padded
         defer { Sodium.wipe(&inner) }
 
-        let (key, nonce) = messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey)
-        var out = ephemeral + hint(ephemeral: ephemeral, recipientKey: recipientKey)
-        let headerLength = out.count
-        out += [UInt8](repeating: 0, count: inner.count + tagLength)
-        var written: UInt64 = 0
-        let rc = out.withUnsafeMutableBufferPointer { o in
-            crypto_aead_xchacha20poly1305_ietf_encrypt(o.baseAddress! + headerLength, &written,
-                                                       inner, UInt64(inner.count), ad, UInt64(ad.count),
-                                                       nil, nonce, key)
+        var (key, nonce) = messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey)
+        defer {
+            Sodium.wipe(&key)
+            Sodium.wipe(&nonce)
         }
-        guard rc == 0 else { throw YaOKError(.internal, "Encryption failed") }
-        return out
+        let ciphertext = try key.withUnsafeBytes { try Sodium.aeadSeal(inner, ad: ad, nonce: nonce, key: $0) }
+        return ephemeral + hint(ephemeral: ephemeral, recipientKey: recipientKey) + ciphertext
     }
 
     /// Opens a sealed envelope with `recipient`'s keys. Each failure has its own code:
@@ -118,21 +128,21 @@ public enum Envelope {
         }
         var shared = try recipient.encryptionSecret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: ephemeral) }
         defer { Sodium.wipe(&shared) }
-        let (key, nonce) = messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey)
+        var (key, nonce) = messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey)
+        defer {
+            Sodium.wipe(&key)
+            Sodium.wipe(&nonce)
+        }
         let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp,
                                 ephemeral: ephemeral) + extra
 
-        let cipherStart = ephemeralLength + hintLength
-        let cipherLength = sealed.count - cipherStart
-        var inner = [UInt8](repeating: 0, count: cipherLength - tagLength)
+        // Held in one variable from the start, so that the wipe reaches the only copy (a
+        // second reference would make `wipe` copy the buffer and clear the copy).
+        var inner = key.withUnsafeBytes {
+            Sodium.aeadOpen(sealed[(ephemeralLength + hintLength)...], ad: ad, nonce: nonce, key: $0)
+        } ?? []
         defer { Sodium.wipe(&inner) }
-        var innerLength: UInt64 = 0
-        let rc = sealed.withUnsafeBufferPointer { s in
-            crypto_aead_xchacha20poly1305_ietf_decrypt(&inner, &innerLength, nil,
-                                                       s.baseAddress! + cipherStart, UInt64(cipherLength),
-                                                       ad, UInt64(ad.count), nonce, key)
-        }
-        guard rc == 0 else { throw YaOKError(.tampered) }
+        guard !inner.isEmpty else { throw YaOKError(.tampered) }
 
         let senderKey = Array(inner[0..<senderKeyLength])
         let auth = Array(inner[senderKeyLength..<senderKeyLength + authLength])
@@ -167,19 +177,22 @@ public enum Envelope {
     }
 
     /// BLAKE2b-512 keyed "YaOK-envelope-v1" over DH(e, R) || E || R: key (32) || nonce (24).
+    /// Both are secret (the nonce comes from the same output): the caller wipes them.
     static func messageKey(shared: [UInt8], ephemeral: [UInt8], recipientKey: [UInt8]) -> (key: [UInt8], nonce: [UInt8]) {
-        var okm = Sodium.blake2b(shared + ephemeral + recipientKey, key: keyKey, outputLength: 64)
+        var okm = Sodium.blake2b([shared[...], ephemeral[...], recipientKey[...]], key: keyKey, outputLength: 64)
         defer { Sodium.wipe(&okm) }
         return (Array(okm[0..<32]), Array(okm[32..<56]))
     }
 
     /// BLAKE2b-128 keyed with BLAKE2b-256("YaOK-auth-v1"; DH(s, R) || S || R) over AD || body.
+    /// The static-static secret (the long-term pairwise secret), the key made from it and
+    /// the body are hashed in place, never joined into a temporary buffer.
     static func authenticator(staticSecret: UnsafeRawBufferPointer, peerKey: [UInt8], senderKey: [UInt8],
                               recipientKey: [UInt8], ad: [UInt8], body: ArraySlice<UInt8>) throws -> [UInt8] {
         var ss = try Sodium.x25519(secret: staticSecret, publicKey: peerKey)
         defer { Sodium.wipe(&ss) }
-        var authKey = Sodium.blake2b(ss + senderKey + recipientKey, key: authKeyKey, outputLength: 32)
+        var authKey = Sodium.blake2b([ss[...], senderKey[...], recipientKey[...]], key: authKeyKey, outputLength: 32)
         defer { Sodium.wipe(&authKey) }
-        return Sodium.blake2b(ad + body, key: authKey, outputLength: authLength)
+        return Sodium.blake2b([ad[...], body], key: authKey, outputLength: authLength)
     }
 }

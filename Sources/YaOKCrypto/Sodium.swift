@@ -50,6 +50,24 @@ package enum Sodium {
     /// crypto_generichash_init/update/final: unkeyed BLAKE2b-512 over the concatenation of
     /// `parts`, without first copying them into one buffer (some of them are secrets).
     static func blake2b512(_ parts: [UnsafeRawBufferPointer]) -> [UInt8] {
+        blake2b(parts: parts, key: nil, outputLength: 64)
+    }
+
+    /// Keyed BLAKE2b (crypto_generichash_init/update/final) over the concatenation of
+    /// `parts`, which are hashed where they are: a secret never gets copied into a joined
+    /// buffer that nobody wipes. Same output as `blake2b(parts.joined(), key:, …)`.
+    package static func blake2b(_ parts: [ArraySlice<UInt8>], key: [UInt8] = [], outputLength: Int) -> [UInt8] {
+        var pending = parts[...]
+        func hash(_ done: [UnsafeRawBufferPointer]) -> [UInt8] {
+            guard let next = pending.popFirst() else {
+                return key.withUnsafeBytes { blake2b(parts: done, key: key.isEmpty ? nil : $0, outputLength: outputLength) }
+            }
+            return next.withUnsafeBytes { hash(done + [$0]) }
+        }
+        return hash([])
+    }
+
+    package static func blake2b(parts: [UnsafeRawBufferPointer], key: UnsafeRawBufferPointer?, outputLength: Int) -> [UInt8] {
         // The state type is over-aligned in C (CRYPTO_ALIGN(64)), so Swift sees it as opaque:
         // allocate its bytes by hand, aligned as the header asks.
         let stateSize = crypto_generichash_statebytes()
@@ -58,13 +76,14 @@ package enum Sodium {
             sodium_memzero(state, stateSize)  // it held the hashed secrets' internal state
             state.deallocate()
         }
-        var out = [UInt8](repeating: 0, count: 64)
-        _ = crypto_generichash_init(OpaquePointer(state), nil, 0, 64)
+        var out = [UInt8](repeating: 0, count: outputLength)
+        _ = crypto_generichash_init(OpaquePointer(state), key?.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                    key?.count ?? 0, outputLength)
         for part in parts where part.count > 0 {
             _ = crypto_generichash_update(OpaquePointer(state), part.baseAddress?.assumingMemoryBound(to: UInt8.self),
                                           UInt64(part.count))
         }
-        _ = crypto_generichash_final(OpaquePointer(state), &out, 64)
+        _ = crypto_generichash_final(OpaquePointer(state), &out, outputLength)
         return out
     }
 
@@ -171,7 +190,7 @@ package enum Sodium {
     }
 
     /// sodium_memcmp: constant-time comparison.
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         a.count == b.count && sodium_memcmp(a, b, a.count) == 0
     }
 

@@ -33,6 +33,24 @@ func string(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
     return s
 }
 
+/// A borrowed NUL-terminated UTF-8 secret (a PIN or passphrase), copied straight into
+/// guarded memory: it never becomes a Swift String or array, which could not be wiped.
+/// Invalid UTF-8 is refused, checked in place.
+func secret(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> SecureBytes {
+    let p = try required(pointer, name)
+    let bytes = UnsafeRawBufferPointer(start: p, count: strlen(p))
+    var iterator = bytes.makeIterator()
+    var decoder = UTF8()
+    decoding: while true {
+        switch decoder.decode(&iterator) {
+        case .scalarValue: continue
+        case .emptyInput: break decoding
+        case .error: throw YaOKError(.invalidUTF8, "\(name) is not valid UTF-8")
+        }
+    }
+    return try SecureBytes(copying: bytes)
+}
+
 /// A borrowed (pointer, length) argument. NULL is allowed only for length 0.
 func bytes(_ pointer: UnsafePointer<UInt8>?, _ count: Int, _ name: String) throws -> [UInt8] {
     // size_t arrives as Int: a length above Int.max shows up negative.
@@ -47,19 +65,58 @@ func fixedBytes(_ pointer: UnsafePointer<UInt8>?, _ count: Int, _ name: String) 
     Array(UnsafeBufferPointer(start: try required(pointer, name), count: count))
 }
 
-/// Hands a string to the caller: malloc'd, freed with yaok_string_free.
+/// Hands a string to the caller: malloc'd, freed (and wiped) with yaok_string_free.
 func give(_ value: String, to out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) throws {
-    guard let copy = strdup(value) else { throw YaOKError(.outOfMemory) }
-    out.pointee = copy
+    var value = value
+    let p = try value.withUTF8 { utf8 -> UnsafeMutableRawPointer in
+        // The length is registered with the allocation, NUL excluded; the NUL is wiped too.
+        let p = try Allocations.allocate(utf8.count, extra: 1)
+        if let base = utf8.baseAddress { p.copyMemory(from: base, byteCount: utf8.count) }
+        p.storeBytes(of: 0, toByteOffset: utf8.count, as: UInt8.self)
+        return p
+    }
+    out.pointee = p.assumingMemoryBound(to: CChar.self)
 }
 
-/// Hands bytes to the caller: malloc'd, freed with yaok_bytes_free.
+/// Hands bytes to the caller: malloc'd, freed (and wiped) with yaok_bytes_free.
 func give(_ value: [UInt8], to out: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>,
           length: UnsafeMutablePointer<Int>) throws {
-    // malloc(0) may return NULL; always allocate at least one byte so success means non-NULL.
-    guard let raw = malloc(max(value.count, 1)) else { throw YaOKError(.outOfMemory) }
-    let p = raw.bindMemory(to: UInt8.self, capacity: max(value.count, 1))
-    value.withUnsafeBufferPointer { if let base = $0.baseAddress { p.update(from: base, count: value.count) } }
-    out.pointee = p
+    let p = try Allocations.allocate(value.count, extra: 0)
+    value.withUnsafeBytes { if let base = $0.baseAddress { p.copyMemory(from: base, byteCount: value.count) } }
+    out.pointee = p.assumingMemoryBound(to: UInt8.self)
     length.pointee = value.count
+}
+
+/// Every string and byte buffer handed to the caller and not yet freed, by address, with
+/// the number of bytes to wipe when it is freed. The length is kept with the allocation, so
+/// yaok_string_free can wipe a string that holds decrypted text, and yaok_bytes_free never
+/// trusts the caller's length (a wrong one used to overwrite the heap past the buffer). A
+/// pointer not found here — never returned by the library, or already freed — is ignored,
+/// as the handle registry ignores foreign handles.
+enum Allocations {
+    private static let live = Locked([UInt: Int]())
+
+    /// malloc of `count + extra` bytes (at least one, so that success means non-NULL),
+    /// registered to wipe `count + extra` bytes.
+    static func allocate(_ count: Int, extra: Int) throws -> UnsafeMutableRawPointer {
+        let (size, overflow) = count.addingReportingOverflow(extra)
+        guard !overflow, let p = malloc(max(size, 1)) else { throw YaOKError(.outOfMemory) }
+        live.withLock { $0[UInt(bitPattern: p)] = size }
+        return p
+    }
+
+    /// Unregisters `pointer`, then wipes and frees it. False (and nothing touched) if it is
+    /// not a live allocation of the library.
+    /// `release` is Glibc.free; tests pass one that looks at the wiped bytes first.
+    @discardableResult
+    static func free(_ pointer: UnsafeMutableRawPointer,
+                     release: (UnsafeMutableRawPointer) -> Void = { Glibc.free($0) }) -> Bool {
+        guard let size = live.withLock({ $0.removeValue(forKey: UInt(bitPattern: pointer)) }) else { return false }
+        Secrets.wipe(pointer, size)
+        release(pointer)
+        return true
+    }
+
+    /// How many allocations the caller has not freed yet (tests).
+    static var liveCount: Int { live.withLock { $0.count } }
 }

@@ -16,14 +16,20 @@ public func yaok_status_str(_ status: Int32) -> UnsafePointer<CChar> { StatusStr
 public func yaok_last_error_message() -> UnsafePointer<CChar>? { LastError.current }
 
 @_cdecl("yaok_string_free")
-public func yaok_string_free(_ s: UnsafeMutablePointer<CChar>?) { free(s) }
+public func yaok_string_free(_ s: UnsafeMutablePointer<CChar>?) {
+    // Returned strings may hold decrypted text (message JSON, history): wiped, then freed.
+    guard let s else { return }
+    Allocations.free(UnsafeMutableRawPointer(s))
+}
 
 @_cdecl("yaok_bytes_free")
 public func yaok_bytes_free(_ data: UnsafeMutablePointer<UInt8>?, _ length: Int) {
+    // Returned bytes may be a decrypted message: wiped, then freed. The length wiped is the
+    // one recorded with the allocation; the caller's `length` is not trusted (a wrong one
+    // must not make the wipe run past the buffer).
+    _ = length
     guard let data else { return }
-    // Returned bytes may be a decrypted message: wipe before freeing.
-    Secrets.wipe(data, length)
-    free(data)
+    Allocations.free(UnsafeMutableRawPointer(data))
 }
 
 /// Static C strings that live as long as the process. `nonisolated(unsafe)`: they are

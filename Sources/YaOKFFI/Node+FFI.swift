@@ -52,8 +52,8 @@ public func yaok_node_setup(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>
     boundary {
         let n = try YaOKFFI.node(node)
         let out = try required(outWarnings, "out_warnings")
-        let result = try n.setup(name: try string(name, "name"), pin: try string(pin, "pin"),
-                                 confirmation: try string(confirmation, "pin_confirmation"))
+        let result = try n.setup(name: try string(name, "name"), pin: try secret(pin, "pin"),
+                                 confirmation: try secret(confirmation, "pin_confirmation"))
         out.pointee = result.warnings.rawValue
     }
 }
@@ -105,7 +105,7 @@ public func yaok_node_set_device_secret(_ node: OpaquePointer?, _ secret: Unsafe
 
 @_cdecl("yaok_node_unlock")
 public func yaok_node_unlock(_ node: OpaquePointer?, _ pin: UnsafePointer<CChar>?) -> Int32 {
-    boundary { try YaOKFFI.node(node).unlock(pin: try string(pin, "pin")) }
+    boundary { try YaOKFFI.node(node).unlock(pin: try secret(pin, "pin")) }
 }
 
 @_cdecl("yaok_node_unlock_platform_key")

@@ -19,9 +19,15 @@ extension Node {
     /// configured costs are below the production minimum and this process has not opted in
     /// to test-only costs. An all-zero PIN is accepted with `Warnings.allZeroPIN`.
     public func setup(name: String, pin: String, confirmation: String) throws -> SetupResult {
+        try setup(name: name, pin: try SecureBytes(utf8: pin), confirmation: try SecureBytes(utf8: confirmation))
+    }
+
+    /// `setup` with the PIN and its confirmation in guarded memory (UTF-8), as the C ABI
+    /// passes them: they are never copied into ordinary memory, and wiped when released.
+    public func setup(name: String, pin: SecureBytes, confirmation: SecureBytes) throws -> SetupResult {
         let name = try DisplayName.validate(name)
         let strength = try SecretStrength.check(pin)
-        guard pin == confirmation else { throw YaOKError(.pinMismatch) }
+        guard pin.constantTimeEquals(confirmation) else { throw YaOKError(.pinMismatch) }
         guard options.pinHashing.meetsProductionMinimum || testOnlyKDFCostsAllowed else {
             throw YaOKError(.invalidArgument, "PIN hashing costs below the production minimum are for tests only")
         }
@@ -49,7 +55,7 @@ extension Node {
                            strength: strength, deviceBound: sealed.isDeviceBound)
     }
 
-    static func isAllZero(_ pin: String) -> Bool { pin.utf8.allSatisfy { $0 == UInt8(ascii: "0") } }
+    static func isAllZero(_ pin: SecureBytes) -> Bool { pin.withUnsafeBytes { $0.allSatisfy { $0 == UInt8(ascii: "0") } } }
 
     // MARK: - Device secret
 
@@ -92,6 +98,11 @@ extension Node {
     /// vault whose costs are outside the bounds or below the production minimum (unless this
     /// process opted in to test-only costs).
     public func unlock(pin: String) throws {
+        try unlock(pin: try SecureBytes(utf8: pin))
+    }
+
+    /// `unlock` with the PIN in guarded memory (UTF-8), as the C ABI passes it.
+    public func unlock(pin: SecureBytes) throws {
         try SecretStrength.validate(pin)
         let (vault, generation, deviceSecret) = try withStore { store, s -> (SealedVault, Int, SecureBytes?) in
             guard let vault = try store.vault(.pin) else { throw YaOKError(.notInitialized) }
@@ -270,6 +281,8 @@ extension Node {
     }
 
     private func install(_ keys: UnlockedKeys, _ store: Store, in s: inout NodeState) throws {
+        // Verifies and seals the security log, adopts a pre-integrity store (Store+Integrity).
+        for event in try store.attach(keys.cipher, vault: keys.contents, now: now) { events.emit(.security(event)) }
         try loadLinkKey(keys, store, &s)
         s.keys = keys
         s.lastActivity = EventLoop.monotonicNanoseconds()

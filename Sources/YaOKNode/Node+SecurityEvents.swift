@@ -10,7 +10,7 @@ extension Node {
     /// oldest first. Needs the node unlocked: the log tells when someone tried PINs.
     public func securityEvents(limit: Int = 100, before: Int64? = nil) throws -> [SecurityEvent] {
         guard (1...1000).contains(limit) else { throw YaOKError(.invalidArgument, "limit must be 1 to 1000") }
-        return try withUnlocked { store, _, _ in try store.securityEvents(limit: limit, before: before) }
+        return try withUnlocked { store, _, _ in try store.securityEvents(limit: limit, before: before, now: now) }
     }
 
     /// Records an event seen elsewhere (transport, delivery): an unknown sender, a tampered

@@ -189,6 +189,7 @@ struct NodeState {
         autoLockTimer = nil
         // The ack keys go with the identity; the link key stays, so links go on while locked.
         delivery.peers = nil
+        store?.detach()
         defer { keys = nil }
         return keys != nil
     }

@@ -59,7 +59,8 @@ public enum NodeEvent: Sendable, Equatable {
 
 extension SecurityEvent {
     public var json: JSON {
-        .object([("id", .int(id)), ("time_ms", .int(time)), ("kind", .string(kind.rawValue)), ("detail", .string(detail))])
+        .object([("id", .int(id)), ("time_ms", .int(time)), ("kind", .string(kind.rawValue)), ("detail", .string(detail)),
+                 ("tampered", .bool(tampered))])
     }
 }
 

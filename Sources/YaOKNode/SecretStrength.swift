@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKCrypto
 
 /// What a PIN or passphrase may be, and how strong it looks (issue 8 §1).
 ///
@@ -64,6 +65,24 @@ public struct SecretStrength: Sendable, Equatable {
     }
 
     /// The estimate for any text (no validation).
+    /// `validate` and `check` for a secret held in guarded memory (UTF-8). The rules are
+    /// about characters, so the text is decoded into a String for the check; that copy is
+    /// ordinary memory the standard library does not let us wipe (docs/ABI.md).
+    public static func validate(_ secret: SecureBytes) throws {
+        try validate(try text(secret))
+    }
+
+    public static func check(_ secret: SecureBytes) throws -> SecretStrength {
+        try check(try text(secret))
+    }
+
+    private static func text(_ secret: SecureBytes) throws -> String {
+        try secret.withUnsafeBytes { bytes in
+            guard let s = String(validating: bytes, as: UTF8.self) else { throw YaOKError(.invalidUTF8) }
+            return s
+        }
+    }
+
     public static func estimate(_ secret: String) -> SecretStrength {
         let bits = max(0, Int(estimateBits(Array(secret)).rounded(.down)))
         let level: Level = bits < 40 ? .weak : bits < 60 ? .fair : .strong

@@ -85,6 +85,7 @@ public final class Database {
                 try execute("RELEASE nested")
                 return result
             } catch {
+                rollbacks += 1
                 try? execute("ROLLBACK TO nested")
                 try? execute("RELEASE nested")
                 throw error
@@ -96,10 +97,15 @@ public final class Database {
             try execute("COMMIT")
             return result
         } catch {
+            rollbacks += 1
             try? execute("ROLLBACK")
             throw error
         }
     }
+
+    /// How many transactions (or nested savepoints) have rolled back on this connection:
+    /// in-memory state that assumed a write stuck can tell that it may not have.
+    public private(set) var rollbacks = 0
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int { (try? Int(sqlite3_changes(db))) ?? 0 }

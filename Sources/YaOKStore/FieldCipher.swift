@@ -11,12 +11,15 @@ import YaOKCrypto
 /// row's natural key), so a value copied into another row, or another column, fails to open.
 /// Equality lookups (is this person already a contact?) use a keyed BLAKE2b hash, so the
 /// file reveals neither the keys nor which rows belong to a person we might guess.
+/// Columns kept in clear for ordering and status are authenticated instead, by a keyed
+/// BLAKE2b MAC under a third sub-key (`mac`, Store+Integrity.swift).
 package final class FieldCipher: Sendable {
     private let fieldKey: SecureBytes
     private let lookupKey: SecureBytes
+    private let integrityKey: SecureBytes
 
-    static let nonceLength = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
-    static let tagLength = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    static let nonceLength = Sodium.aeadNonceLength
+    static let tagLength = Sodium.aeadTagLength
     static let lookupLength = 32
 
     /// Sub-keys are BLAKE2b keyed with the database key over a label: independent keys for
@@ -24,6 +27,7 @@ package final class FieldCipher: Sendable {
     package init(databaseKey: SecureBytes) throws {
         fieldKey = try FieldCipher.derive(from: databaseKey, label: "YaOK-store-field-v1")
         lookupKey = try FieldCipher.derive(from: databaseKey, label: "YaOK-store-lookup-v1")
+        integrityKey = try FieldCipher.derive(from: databaseKey, label: "YaOK-store-integrity-v1")
     }
 
     static func derive(from key: SecureBytes, label: String) throws -> SecureBytes {
@@ -39,36 +43,19 @@ package final class FieldCipher: Sendable {
         return out
     }
 
-    func seal(_ plaintext: [UInt8], ad: [UInt8]) -> [UInt8] {
-        var out = Sodium.randomBytes(FieldCipher.nonceLength)
-        out += [UInt8](repeating: 0, count: plaintext.count + FieldCipher.tagLength)
-        fieldKey.withUnsafeBytes { k in
-            out.withUnsafeMutableBufferPointer { o in
-                let nonce = UnsafePointer(o.baseAddress!)
-                _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    o.baseAddress! + FieldCipher.nonceLength, nil, plaintext, UInt64(plaintext.count),
-                    ad, UInt64(ad.count), nil, nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        }
-        return out
+    func seal(_ plaintext: [UInt8], ad: [UInt8]) throws -> [UInt8] {
+        let nonce = Sodium.randomBytes(FieldCipher.nonceLength)
+        return nonce + (try fieldKey.withUnsafeBytes { try Sodium.aeadSeal(plaintext, ad: ad, nonce: nonce, key: $0) })
     }
 
     /// Throws `corruptStore` when the value was altered, moved to another row, or sealed
     /// under another database key.
     func open(_ sealed: [UInt8], ad: [UInt8]) throws -> [UInt8] {
         guard sealed.count >= FieldCipher.nonceLength + FieldCipher.tagLength else { throw FieldCipher.failure }
-        var out = [UInt8](repeating: 0, count: sealed.count - FieldCipher.nonceLength - FieldCipher.tagLength)
-        let rc = fieldKey.withUnsafeBytes { k in
-            sealed.withUnsafeBufferPointer { s in
-                out.withUnsafeMutableBufferPointer { o in
-                    crypto_aead_xchacha20poly1305_ietf_decrypt(
-                        o.baseAddress, nil, nil, s.baseAddress! + FieldCipher.nonceLength,
-                        UInt64(s.count - FieldCipher.nonceLength), ad, UInt64(ad.count),
-                        s.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                }
-            }
-        }
-        guard rc == 0 else { throw FieldCipher.failure }
+        let nonce = Array(sealed[0..<FieldCipher.nonceLength])
+        guard let out = fieldKey.withUnsafeBytes({
+            Sodium.aeadOpen(sealed[FieldCipher.nonceLength...], ad: ad, nonce: nonce, key: $0)
+        }) else { throw FieldCipher.failure }
         return out
     }
 
@@ -77,7 +64,7 @@ package final class FieldCipher: Sendable {
     func sealPadded(_ plaintext: [UInt8], ad: [UInt8]) throws -> [UInt8] {
         var padded = try Padding.pad(plaintext)
         defer { Sodium.wipe(&padded) }
-        return seal(padded, ad: ad)
+        return try seal(padded, ad: ad)
     }
 
     /// Opens a `sealPadded` value as UTF-8 text.
@@ -104,6 +91,21 @@ package final class FieldCipher: Sendable {
                                    k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
         }
         return out
+    }
+
+    static let macLength = 32
+
+    /// Keyed BLAKE2b-256 (the integrity sub-key) of a row's identity and clear columns.
+    func mac(_ input: RowMAC) -> [UInt8] {
+        integrityKey.withUnsafeBytes { key in
+            input.bytes.withUnsafeBytes { Sodium.blake2b(parts: [$0], key: key, outputLength: FieldCipher.macLength) }
+        }
+    }
+
+    /// Whether `stored` is the MAC of `input` (constant time). A missing MAC never is.
+    func verify(_ stored: [UInt8]?, _ input: RowMAC) -> Bool {
+        guard let stored else { return false }
+        return Sodium.constantTimeEqual(stored, mac(input))
     }
 
     static let failure = YaOKError(.corruptStore, "The data store is corrupt: a stored record failed authentication")
@@ -133,4 +135,68 @@ enum RowAD {
     }
 
     static func bigEndian(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (56 - 8 * $0)) } }
+}
+
+/// What a row MAC covers: a label naming the table and format, then the row's identity and
+/// its clear columns, each in a fixed or length-prefixed encoding so that no two rows give
+/// the same input.
+struct RowMAC {
+    private(set) var bytes: [UInt8]
+
+    init(_ label: String) {
+        bytes = []
+        blob(Array(label.utf8))
+    }
+
+    mutating func int(_ value: Int64) { bytes += RowAD.bigEndian(UInt64(bitPattern: value)) }
+    mutating func int(_ value: Int) { int(Int64(value)) }
+    mutating func optional(_ value: Int64?) {
+        if let value { bytes.append(1); int(value) } else { bytes.append(0) }
+    }
+    mutating func blob(_ value: [UInt8]) {
+        int(Int64(value.count))
+        bytes += value
+    }
+    mutating func text(_ value: String) { blob(Array(value.utf8)) }
+
+    /// contacts: the row id, the person's lookup hash, verified, added time. (The name and
+    /// keys are AEAD-bound to the same id and lookup; last_seen_ms and last_transport are
+    /// written while locked and stay unauthenticated.)
+    static func contact(id: Int64, lookup: [UInt8], verified: Bool, addedAt: Int64) -> RowMAC {
+        var m = RowMAC("YaOK-row-contact-v1")
+        m.int(id); m.blob(lookup); m.int(verified ? 1 : 0); m.int(addedAt)
+        return m
+    }
+
+    /// messages: the natural key the body is bound to, then status, times and unread.
+    static func message(conversation: Int64, messageID: [UInt8], direction: Int, status: Int, senderTimestamp: Int64,
+                        createdAt: Int64, sentAt: Int64?, receivedAt: Int64?, unread: Bool) -> RowMAC {
+        var m = RowMAC("YaOK-row-message-v1")
+        m.int(conversation); m.blob(messageID); m.int(direction); m.int(status); m.int(senderTimestamp)
+        m.int(createdAt); m.optional(sentAt); m.optional(receivedAt); m.int(unread ? 1 : 0)
+        return m
+    }
+
+    /// outbox: what a row is and where it goes (packet ID, kind, recipient, expiry, the
+    /// packet). Not its scheduling (state, attempts, next attempt), which changes while
+    /// the node is locked.
+    static func outbox(packetID: [UInt8], kind: Int, contactID: Int64, expiresAt: Int64, packet: [UInt8]) -> RowMAC {
+        var m = RowMAC("YaOK-row-outbox-v1")
+        m.blob(packetID); m.int(kind); m.int(contactID); m.int(expiresAt); m.blob(packet)
+        return m
+    }
+
+    /// A security event's chain value, sealed once the database key is at hand.
+    static func securityEvent(chain: [UInt8]) -> RowMAC {
+        var m = RowMAC("YaOK-security-event-v1")
+        m.blob(chain)
+        return m
+    }
+
+    /// The log's seal: its last event and that event's chain value.
+    static func logSeal(lastID: Int64, head: [UInt8]) -> RowMAC {
+        var m = RowMAC("YaOK-security-log-seal-v1")
+        m.int(lastID); m.blob(head)
+        return m
+    }
 }

@@ -130,6 +130,20 @@ enum Schema {
             locked_until_ms = 0;
         ALTER TABLE vault ADD COLUMN device_check BLOB;
         """,
+        // 8: integrity of what stays in clear (issue 8 §5; Store+Integrity.swift). `mac`:
+        // a keyed MAC under the database key over each row's identity and clear columns
+        // (NULL in rows written before this migration until the first unlock adopts them).
+        // The security log is a hash chain (`chain`) whose values are MACed once the key is
+        // at hand (`mac`); `tampered` marks events found altered, or preceded by a removed
+        // one. The log's seal (its last MACed event) is the meta row 'security_log_seal'.
+        """
+        ALTER TABLE contacts ADD COLUMN mac BLOB;
+        ALTER TABLE messages ADD COLUMN mac BLOB;
+        ALTER TABLE outbox ADD COLUMN mac BLOB;
+        ALTER TABLE security_events ADD COLUMN chain BLOB;
+        ALTER TABLE security_events ADD COLUMN mac BLOB;
+        ALTER TABLE security_events ADD COLUMN tampered INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

@@ -9,6 +9,17 @@ public struct SecurityEvent: Sendable, Equatable {
     public let time: Int64
     public let kind: SecurityEventKind
     public let detail: String
+    /// This event failed verification: it was altered in the file, or an event before it
+    /// was removed (Store+Integrity.swift). Such findings are also logged as `logTampered`.
+    public let tampered: Bool
+
+    package init(id: Int64, time: Int64, kind: SecurityEventKind, detail: String, tampered: Bool = false) {
+        self.id = id
+        self.time = time
+        self.kind = kind
+        self.detail = detail
+        self.tampered = tampered
+    }
 }
 
 /// What happened. The raw value is what the store and the C ABI's JSON carry.
@@ -29,6 +40,9 @@ public enum SecurityEventKind: String, Sendable, Equatable, CaseIterable {
     case unknownSender = "unknown_sender"
     case tamperedMessage = "tampered_message"
     case tlsFailure = "tls_failure"
+    /// The log itself was found altered: events changed, removed, or its seal broken
+    /// (`detail` says what). Written at the unlock (or listing) that found it.
+    case logTampered = "log_tampered"
     /// A kind written by a newer version: kept, not dropped.
     case other = "other"
 }

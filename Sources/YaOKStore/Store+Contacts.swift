@@ -32,12 +32,13 @@ extension Store {
                 try db.query("INSERT INTO conversations (peer_lookup, title) VALUES (?, x'')", [.blob(lookup)])
                 id = db.lastInsertRowID
             }
-            let title = cipher.seal(Array(card.name.utf8), ad: RowAD.conversationTitle(lookup, id: id))
+            let title = try cipher.seal(Array(card.name.utf8), ad: RowAD.conversationTitle(lookup, id: id))
             try db.query("UPDATE conversations SET title = ? WHERE id = ?", [.blob(title), .int(id)])
-            try db.query("INSERT INTO contacts (id, name, keys, verified, added_ms, card) VALUES (?, ?, ?, 0, ?, ?)",
-                         [.int(id), .blob(cipher.seal(Array(card.name.utf8), ad: RowAD.contactName(lookup, id: id))),
-                          .blob(cipher.seal(card.publicIdentity.keyBytes, ad: RowAD.contactKeys(lookup, id: id))),
-                          .int(now), .blob(cipher.seal(Array(card.text.utf8), ad: RowAD.contactCard(lookup, id: id)))])
+            try db.query("INSERT INTO contacts (id, name, keys, verified, added_ms, card, mac) VALUES (?, ?, ?, 0, ?, ?, ?)",
+                         [.int(id), .blob(try cipher.seal(Array(card.name.utf8), ad: RowAD.contactName(lookup, id: id))),
+                          .blob(try cipher.seal(card.publicIdentity.keyBytes, ad: RowAD.contactKeys(lookup, id: id))),
+                          .int(now), .blob(try cipher.seal(Array(card.text.utf8), ad: RowAD.contactCard(lookup, id: id))),
+                          .blob(cipher.mac(.contact(id: id, lookup: lookup, verified: false, addedAt: now)))])
             return id
         }
     }
@@ -45,7 +46,7 @@ extension Store {
     /// All contacts, or the one with `id`.
     package func contactRecords(cipher: FieldCipher, id: Int64? = nil) throws -> [ContactRecord] {
         var sql = """
-            SELECT c.id, v.peer_lookup, c.name, c.keys, c.verified, c.added_ms, c.last_seen_ms, c.last_transport
+            SELECT c.id, v.peer_lookup, c.name, c.keys, c.verified, c.added_ms, c.last_seen_ms, c.last_transport, c.mac
             FROM contacts c JOIN conversations v ON v.id = c.id
             """
         var args: [SQLValue] = []
@@ -57,6 +58,10 @@ extension Store {
         try db.query(sql, args) { row in
             let id = row.int64(0)
             let lookup = row.blob(1)
+            guard cipher.verify(row.isNull(8) ? nil : row.blob(8),
+                                .contact(id: id, lookup: lookup, verified: row.int(4) != 0, addedAt: row.int64(5))) else {
+                throw Store.contactAltered
+            }
             let keyBytes = try cipher.open(row.blob(3), ad: RowAD.contactKeys(lookup, id: id))
             guard keyBytes.count == 64 else { throw FieldCipher.failure }
             records.append(ContactRecord(
@@ -80,9 +85,26 @@ extension Store {
         }.first ?? nil
     }
 
+    /// Needs the store attached (unlocked): the row's MAC is checked, then rewritten.
     package func setContactVerified(_ id: Int64) throws {
-        try db.query("UPDATE contacts SET verified = 1 WHERE id = ?", [.int(id)])
+        let cipher = try requireAttached()
+        try db.transaction {
+            guard let (lookup, verified, added, mac) = try db.rows("""
+                SELECT v.peer_lookup, c.verified, c.added_ms, c.mac FROM contacts c JOIN conversations v ON v.id = c.id
+                WHERE c.id = ?
+                """, [.int(id)], map: { ($0.blob(0), $0.int(1) != 0, $0.int64(2), $0.isNull(3) ? nil : $0.blob(3)) }).first else {
+                return
+            }
+            guard cipher.verify(mac, .contact(id: id, lookup: lookup, verified: verified, addedAt: added)) else {
+                throw Store.contactAltered
+            }
+            try db.query("UPDATE contacts SET verified = 1, mac = ? WHERE id = ?",
+                         [.blob(cipher.mac(.contact(id: id, lookup: lookup, verified: true, addedAt: added))), .int(id)])
+        }
     }
+
+    static let contactAltered = YaOKError(.corruptStore,
+        "The data store is corrupt: a contact's verification or date was changed outside Ya OK")
 
     package func renameContact(_ id: Int64, to name: String, cipher: FieldCipher) throws {
         guard let lookup = try db.rows("SELECT peer_lookup FROM conversations WHERE id = ?", [.int(id)], map: { $0.blob(0) }).first else {
@@ -90,9 +112,9 @@ extension Store {
         }
         try db.transaction {
             try db.query("UPDATE contacts SET name = ? WHERE id = ?",
-                         [.blob(cipher.seal(Array(name.utf8), ad: RowAD.contactName(lookup, id: id))), .int(id)])
+                         [.blob(try cipher.seal(Array(name.utf8), ad: RowAD.contactName(lookup, id: id))), .int(id)])
             try db.query("UPDATE conversations SET title = ? WHERE id = ?",
-                         [.blob(cipher.seal(Array(name.utf8), ad: RowAD.conversationTitle(lookup, id: id))), .int(id)])
+                         [.blob(try cipher.seal(Array(name.utf8), ad: RowAD.conversationTitle(lookup, id: id))), .int(id)])
         }
     }
 

@@ -87,6 +87,8 @@ extension Store {
     }
 
     package func saveVault(_ v: SealedVault) throws {
+        // A first PIN vault (setup): the next attach starts the security log's seal.
+        if v.kind == .pin, try storedLogSeal() == nil { startingLog = true }
         try db.query("""
             INSERT OR REPLACE INTO vault (kind, salt, ops_limit, mem_limit, nonce, ciphertext, device_check)
             VALUES (?, ?, ?, ?, ?, ?, ?)

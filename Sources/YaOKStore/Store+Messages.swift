@@ -6,7 +6,7 @@ import YaOKCrypto
 /// to (conversation, message ID, direction).
 extension Store {
     private static let columns = """
-        conversation_id, message_id, direction, status, sender_ts_ms, created_ms, sent_ms, received_ms, unread, body, id
+        conversation_id, message_id, direction, status, sender_ts_ms, created_ms, sent_ms, received_ms, unread, body, id, mac
         """
 
     /// Inserts a message; nil if this conversation already has one with `messageID`
@@ -16,13 +16,16 @@ extension Store {
                        unread: Bool, cipher: FieldCipher) throws -> Message? {
         let body = try cipher.sealPadded(Array(text.utf8), ad: RowAD.messageBody(conversation: conversation, messageID: messageID,
                                                                        direction: direction.rawValue))
+        let mac = cipher.mac(.message(conversation: conversation, messageID: messageID, direction: direction.rawValue,
+                                      status: status.rawValue, senderTimestamp: senderTimestamp, createdAt: createdAt,
+                                      sentAt: nil, receivedAt: receivedAt, unread: unread))
         try db.query("""
             INSERT OR IGNORE INTO messages
-            (conversation_id, message_id, direction, status, sender_ts_ms, created_ms, sent_ms, received_ms, unread, body)
-            VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)
+            (conversation_id, message_id, direction, status, sender_ts_ms, created_ms, sent_ms, received_ms, unread, body, mac)
+            VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)
             """, [.int(conversation), .blob(messageID), .int(Int64(direction.rawValue)), .int(Int64(status.rawValue)),
                   .int(senderTimestamp), .int(createdAt), receivedAt.map { .int($0) } ?? .null,
-                  .int(unread ? 1 : 0), .blob(body)])
+                  .int(unread ? 1 : 0), .blob(body), .blob(mac)])
         guard db.changes > 0 else { return nil }
         return Message(messageID: try MessageID(bytes: messageID), conversationID: conversation, direction: direction, status: status,
                        text: text, senderTimestamp: senderTimestamp, createdAt: createdAt, sentAt: nil,
@@ -40,13 +43,28 @@ extension Store {
                     [.blob(messageID)]) { try Store.decode($0, cipher) }.first
     }
 
-    /// Sets the status; the first move to `sent` also records the sent time.
+    /// Sets the status; the first move to `sent` also records the sent time. Needs the
+    /// store attached (unlocked): each row's MAC is checked before it is rewritten, so a
+    /// row altered in the file is refused (`corruptStore`), never re-authenticated.
     package func setStatus(messageID: [UInt8], _ status: MessageStatus, now: Int64) throws {
-        try db.query("""
-            UPDATE messages SET status = ?,
-                sent_ms = CASE WHEN ? = 2 AND sent_ms IS NULL THEN ? ELSE sent_ms END
-            WHERE message_id = ? AND direction = 0
-            """, [.int(Int64(status.rawValue)), .int(Int64(status.rawValue)), .int(now), .blob(messageID)])
+        let cipher = try requireAttached()
+        try db.transaction {
+            let rows = try db.rows("SELECT \(Store.columns) FROM messages WHERE message_id = ? AND direction = 0",
+                                   [.blob(messageID)]) { row -> (Int64, RowMAC) in
+                let stored = try Store.verifiedMetadata(row, cipher)
+                let sentAt = status == .sent && stored.sentAt == nil ? now : stored.sentAt
+                return (row.int64(10), .message(conversation: stored.conversation, messageID: messageID,
+                                                direction: stored.direction, status: status.rawValue,
+                                                senderTimestamp: stored.senderTimestamp, createdAt: stored.createdAt,
+                                                sentAt: sentAt, receivedAt: stored.receivedAt, unread: stored.unread))
+            }
+            for (id, input) in rows {
+                try db.query("""
+                    UPDATE messages SET status = ?, sent_ms = CASE WHEN ? = 2 AND sent_ms IS NULL THEN ? ELSE sent_ms END,
+                        mac = ? WHERE id = ?
+                    """, [.int(Int64(status.rawValue)), .int(Int64(status.rawValue)), .int(now), .blob(cipher.mac(input)), .int(id)])
+            }
+        }
     }
 
     /// The `limit` messages before `cursor` (or the newest), oldest first, by the sender's
@@ -68,22 +86,63 @@ extension Store {
     }
 
     /// Marks every incoming message of the conversation read; returns how many changed.
+    /// Needs the store attached (unlocked); each row's MAC is checked, then rewritten.
     package func markRead(conversation: Int64) throws -> Int {
-        try db.query("UPDATE messages SET unread = 0 WHERE conversation_id = ? AND unread = 1", [.int(conversation)])
-        return db.changes
+        let cipher = try requireAttached()
+        return try db.transaction {
+            let rows = try db.rows("SELECT \(Store.columns) FROM messages WHERE conversation_id = ? AND unread = 1",
+                                   [.int(conversation)]) { row -> (Int64, RowMAC) in
+                let m = try Store.verifiedMetadata(row, cipher)
+                return (row.int64(10), .message(conversation: m.conversation, messageID: m.messageID, direction: m.direction,
+                                                status: m.status, senderTimestamp: m.senderTimestamp, createdAt: m.createdAt,
+                                                sentAt: m.sentAt, receivedAt: m.receivedAt, unread: false))
+            }
+            for (id, input) in rows {
+                try db.query("UPDATE messages SET unread = 0, mac = ? WHERE id = ?", [.blob(cipher.mac(input)), .int(id)])
+            }
+            return rows.count
+        }
     }
 
+    /// A row's clear columns, after its MAC was checked.
+    private struct Metadata {
+        let conversation: Int64
+        let messageID: [UInt8]
+        let direction: Int
+        let status: Int
+        let senderTimestamp: Int64
+        let createdAt: Int64
+        let sentAt: Int64?
+        let receivedAt: Int64?
+        let unread: Bool
+    }
+
+    private static func verifiedMetadata(_ row: Row, _ cipher: FieldCipher) throws -> Metadata {
+        let m = Metadata(conversation: row.int64(0), messageID: row.blob(1), direction: row.int(2), status: row.int(3),
+                         senderTimestamp: row.int64(4), createdAt: row.int64(5),
+                         sentAt: row.isNull(6) ? nil : row.int64(6), receivedAt: row.isNull(7) ? nil : row.int64(7),
+                         unread: row.int(8) != 0)
+        guard cipher.verify(row.isNull(11) ? nil : row.blob(11),
+                            .message(conversation: m.conversation, messageID: m.messageID, direction: m.direction,
+                                     status: m.status, senderTimestamp: m.senderTimestamp, createdAt: m.createdAt,
+                                     sentAt: m.sentAt, receivedAt: m.receivedAt, unread: m.unread)) else {
+            throw Store.messageAltered
+        }
+        return m
+    }
+
+    static let messageAltered = YaOKError(.corruptStore,
+        "The data store is corrupt: a message's status, times or read state were changed outside Ya OK")
+
     private static func decode(_ row: Row, _ cipher: FieldCipher) throws -> Message {
-        let conversation = row.int64(0)
-        let messageID = row.blob(1)
-        guard let direction = MessageDirection(rawValue: row.int(2)),
-              let status = MessageStatus(rawValue: row.int(3)) else { throw FieldCipher.failure }
-        let text = try cipher.openPaddedString(row.blob(9), ad: RowAD.messageBody(conversation: conversation, messageID: messageID,
+        let m = try verifiedMetadata(row, cipher)
+        guard let direction = MessageDirection(rawValue: m.direction),
+              let status = MessageStatus(rawValue: m.status) else { throw FieldCipher.failure }
+        let text = try cipher.openPaddedString(row.blob(9), ad: RowAD.messageBody(conversation: m.conversation, messageID: m.messageID,
                                                                              direction: direction.rawValue))
-        return Message(messageID: try MessageID(bytes: messageID), conversationID: conversation, direction: direction, status: status,
-                       text: text, senderTimestamp: row.int64(4), createdAt: row.int64(5),
-                       sentAt: row.isNull(6) ? nil : row.int64(6), receivedAt: row.isNull(7) ? nil : row.int64(7),
-                       unread: row.int(8) != 0)
+        return Message(messageID: try MessageID(bytes: m.messageID), conversationID: m.conversation, direction: direction,
+                       status: status, text: text, senderTimestamp: m.senderTimestamp, createdAt: m.createdAt,
+                       sentAt: m.sentAt, receivedAt: m.receivedAt, unread: m.unread)
     }
 }
 

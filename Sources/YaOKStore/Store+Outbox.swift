@@ -22,14 +22,19 @@ package struct OutboxRow: Sendable, Equatable {
 
 /// The outbox: one row per packet, ordered by `seq` (the order the user sent them).
 extension Store {
-    private static let outboxColumns = "seq, packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms"
+    private static let outboxColumns = "seq, packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms, mac"
 
+    /// Needs the store attached (unlocked): the row's identity, recipient, expiry and packet
+    /// are MACed (not its scheduling, which changes while locked).
     package func enqueue(_ kind: OutboxRow.Kind, packetID: MessageID, contactID: Int64, packet: [UInt8],
                          now: Int64, expiresAt: Int64) throws {
+        let mac = try requireAttached().mac(.outbox(packetID: packetID.bytes, kind: kind.rawValue, contactID: contactID,
+                                                    expiresAt: expiresAt, packet: packet))
         try db.query("""
-            INSERT OR IGNORE INTO outbox (packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms)
-            VALUES (?, ?, ?, ?, 0, 0, ?, ?)
-            """, [.blob(packetID.bytes), .int(Int64(kind.rawValue)), .int(contactID), .blob(packet), .int(now), .int(expiresAt)])
+            INSERT OR IGNORE INTO outbox (packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms, mac)
+            VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?)
+            """, [.blob(packetID.bytes), .int(Int64(kind.rawValue)), .int(contactID), .blob(packet), .int(now), .int(expiresAt),
+                  .blob(mac)])
     }
 
     /// Queued rows for `contactID` that are due at `now`, in sending order.
@@ -37,18 +42,18 @@ extension Store {
         try db.rows("""
             SELECT \(Store.outboxColumns) FROM outbox
             WHERE contact_id = ? AND state = 0 AND next_attempt_ms <= ? ORDER BY seq LIMIT ?
-            """, [.int(contactID), .int(now), .int(Int64(limit))], map: Store.outboxRow)
+            """, [.int(contactID), .int(now), .int(Int64(limit))], map: outboxRow)
     }
 
     package func outboxRow(_ packetID: MessageID) throws -> OutboxRow? {
         try db.rows("SELECT \(Store.outboxColumns) FROM outbox WHERE packet_id = ?", [.blob(packetID.bytes)],
-                    map: Store.outboxRow).first
+                    map: outboxRow).first
     }
 
     /// Every row, in sending order (diagnostics, the outbox listing).
     package func outboxRows(kind: OutboxRow.Kind? = nil) throws -> [OutboxRow] {
         let filter = kind.map { " WHERE kind = \($0.rawValue)" } ?? ""
-        return try db.rows("SELECT \(Store.outboxColumns) FROM outbox\(filter) ORDER BY seq", map: Store.outboxRow)
+        return try db.rows("SELECT \(Store.outboxColumns) FROM outbox\(filter) ORDER BY seq", map: outboxRow)
     }
 
     /// The earliest `next_attempt_ms` after `now` of a queued row, for the retry timer.
@@ -77,12 +82,21 @@ extension Store {
     /// Rows whose packets expired before `now`.
     package func expiredOutbox(now: Int64) throws -> [OutboxRow] {
         try db.rows("SELECT \(Store.outboxColumns) FROM outbox WHERE expires_ms <= ? ORDER BY seq", [.int(now)],
-                    map: Store.outboxRow)
+                    map: outboxRow)
     }
 
-    private static func outboxRow(_ row: Row) throws -> OutboxRow {
+    /// Checked against its MAC whenever the store is attached (unlocked). While locked the
+    /// delivery engine reads rows it cannot check: see Store+Integrity.swift.
+    private func outboxRow(_ row: Row) throws -> OutboxRow {
         guard let kind = OutboxRow.Kind(rawValue: row.int(2)), let state = OutboxRow.State(rawValue: row.int(5)) else {
             throw YaOKError(.corruptStore, "The data store is corrupt: an outbox row has an unknown kind or state")
+        }
+        if let cipher = attached {
+            guard cipher.verify(row.isNull(9) ? nil : row.blob(9),
+                                .outbox(packetID: row.blob(1), kind: kind.rawValue, contactID: row.int64(3),
+                                        expiresAt: row.int64(8), packet: row.blob(4))) else {
+                throw YaOKError(.corruptStore, "The data store is corrupt: an outbox entry was changed outside Ya OK")
+            }
         }
         return OutboxRow(seq: row.int64(0), packetID: try MessageID(bytes: row.blob(1)), kind: kind, contactID: row.int64(3),
                          packet: row.blob(4), state: state, attempts: row.int(6), nextAttemptAt: row.int64(7),
@@ -123,6 +137,6 @@ extension Store {
 
     package func saveLinkKey(secret: [UInt8], certificate: [UInt8], cipher: FieldCipher) throws {
         try db.query("INSERT OR REPLACE INTO link_key (id, sealed_secret, certificate) VALUES (1, ?, ?)",
-                     [.blob(cipher.seal(secret, ad: RowAD.linkKey)), .blob(cipher.seal(certificate, ad: RowAD.linkCertificate))])
+                     [.blob(try cipher.seal(secret, ad: RowAD.linkKey)), .blob(try cipher.seal(certificate, ad: RowAD.linkCertificate))])
     }
 }

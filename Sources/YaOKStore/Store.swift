@@ -16,6 +16,22 @@ package final class Store {
     /// Digests of packets opened and stored (docs/PROTOCOL.md §4.8).
     package let seen: DuplicateFilter
 
+    // Integrity state (Store+Integrity.swift), in memory only: a file attacker cannot touch it.
+    /// The unlocked node's cipher, between `attach` and `detach`: writes of authenticated
+    /// columns MAC with it, reads verify with it.
+    var attached: FieldCipher?
+    /// The last security event this store wrote or verified, and its chain value: an event
+    /// removed from the file while the app runs is found at the next append or check.
+    var logAnchor: (id: Int64, chain: [UInt8])?
+    /// `db.rollbacks` when the anchor was set.
+    var anchorRollbacks = 0
+    /// What the append path found (the file's last event is not the anchor), reported at
+    /// the next check.
+    var logFindings: [String] = []
+    /// A PIN vault was saved into a store with no log seal (setup): the next attach starts
+    /// the seal instead of reporting it missing.
+    var startingLog = false
+
     package init(directory: String) throws {
         self.directory = directory
         try Store.makeDirectory(directory)

@@ -73,22 +73,39 @@ package final class VaultContents: Sendable {
     package let identitySecrets: SecureBytes
     package let databaseKey: SecureBytes
 
-    package static let databaseKeyLength = 32
+    /// The payload format the vault was opened from. 2 (written by every seal since
+    /// schema 8) says the store's clear columns are authenticated from the start; 1 is a
+    /// store set up before, whose rows are adopted at its first unlock (Store+Integrity).
+    /// Being inside the seal, the format cannot be lowered without the PIN or platform key.
+    package let format: UInt8
+    /// Set when the vault was opened from format 1: the same contents resealed in the
+    /// current format (same key, salt and costs, a fresh nonce), for the store to save.
+    package let upgradedVault: SealedVault?
 
-    package init(name: String, identitySecrets: SecureBytes, databaseKey: SecureBytes) {
+    package static let databaseKeyLength = 32
+    package static let currentFormat: UInt8 = 2
+
+    package convenience init(name: String, identitySecrets: SecureBytes, databaseKey: SecureBytes) {
+        self.init(name: name, identitySecrets: identitySecrets, databaseKey: databaseKey,
+                  format: VaultContents.currentFormat, upgradedVault: nil)
+    }
+
+    init(name: String, identitySecrets: SecureBytes, databaseKey: SecureBytes, format: UInt8, upgradedVault: SealedVault?) {
         self.name = name
         self.identitySecrets = identitySecrets
         self.databaseKey = databaseKey
+        self.format = format
+        self.upgradedVault = upgradedVault
     }
 
-    /// version (1) || identity secrets (64) || database key (32) || name (UTF-8), in
-    /// guarded memory.
+    /// format (1 byte, now 2) || identity secrets (64) || database key (32) || name (UTF-8),
+    /// in guarded memory. Format 1 had the same layout.
     func payload() throws -> SecureBytes {
         let name = Array(self.name.utf8)
         let fixed = 1 + Identity.secretsLength + Self.databaseKeyLength
         let out = try SecureBytes(count: fixed + name.count)
         out.withUnsafeMutableBytes { o in
-            o[0] = 1
+            o[0] = VaultContents.currentFormat
             identitySecrets.withUnsafeBytes { (o.baseAddress! + 1).copyMemory(from: $0.baseAddress!, byteCount: Identity.secretsLength) }
             databaseKey.withUnsafeBytes { (o.baseAddress! + 1 + Identity.secretsLength).copyMemory(from: $0.baseAddress!, byteCount: Self.databaseKeyLength) }
             for (i, b) in name.enumerated() { o[fixed + i] = b }
@@ -107,8 +124,8 @@ package final class VaultContents: Sendable {
             key.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: p[(1 + Identity.secretsLength)..<fixed])) }
             return (p[0], Array(p[fixed...]))
         }
-        guard version == 1, let name = String(validating: nameBytes, as: UTF8.self) else { throw bad }
-        return VaultContents(name: name, identitySecrets: secrets, databaseKey: key)
+        guard (1...currentFormat).contains(version), let name = String(validating: nameBytes, as: UTF8.self) else { throw bad }
+        return VaultContents(name: name, identitySecrets: secrets, databaseKey: key, format: version, upgradedVault: nil)
     }
 }
 
@@ -149,8 +166,9 @@ package struct SealedVault: Sendable {
     }
 
     /// Seals under the PIN or passphrase: Argon2id(secret NFC-normalised, fresh 16-byte salt),
-    /// mixed with `deviceSecret` if given → XChaCha20-Poly1305 key.
-    package static func seal(_ contents: VaultContents, pin: String, hashing: PINHashing,
+    /// mixed with `deviceSecret` if given → XChaCha20-Poly1305 key. The secret stays in
+    /// guarded memory from the caller to Argon2id.
+    package static func seal(_ contents: VaultContents, pin: SecureBytes, hashing: PINHashing,
                              deviceSecret: SecureBytes? = nil) throws -> SealedVault {
         guard hashing.isWithinBounds else {
             throw YaOKError(.invalidArgument, "PIN hashing costs must be 1 to \(PINHashing.maxOpsLimit) passes over 8 KiB to 256 MiB")
@@ -175,7 +193,7 @@ package struct SealedVault: Sendable {
 
     /// nil when the PIN is wrong. A bound vault needs its device secret (check it first with
     /// `deviceSecretMatches`); an unbound one ignores `deviceSecret`.
-    package func open(pin: String, deviceSecret: SecureBytes? = nil) throws -> VaultContents? {
+    package func open(pin: SecureBytes, deviceSecret: SecureBytes? = nil) throws -> VaultContents? {
         guard hashing.isWithinBounds else { throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault") }
         var key = try SealedVault.derivePINKey(pin, salt: salt, hashing: hashing)
         if isDeviceBound {
@@ -194,15 +212,10 @@ package struct SealedVault: Sendable {
     private static func seal(_ contents: VaultContents, kind: Kind, key: SecureBytes, salt: [UInt8],
                              hashing: PINHashing, deviceCheck: [UInt8]?) throws -> SealedVault {
         let payload = try contents.payload()
-        let nonce = Sodium.randomBytes(Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES))
+        let nonce = Sodium.randomBytes(Sodium.aeadNonceLength)
         let ad = associatedData(kind, hashing, deviceCheck)
-        var ciphertext = [UInt8](repeating: 0, count: payload.count + Int(crypto_aead_xchacha20poly1305_ietf_ABYTES))
-        payload.withUnsafeBytes { p in
-            key.withUnsafeBytes { k in
-                _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-                    &ciphertext, nil, p.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(p.count),
-                    ad, UInt64(ad.count), nil, nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+        let ciphertext = try payload.withUnsafeBytes { p in
+            try key.withUnsafeBytes { try Sodium.aeadSeal(p, ad: ad, nonce: nonce, key: $0) }
         }
         return SealedVault(kind: kind, salt: salt, opsLimit: hashing.opsLimit, memLimit: hashing.memLimit,
                            nonce: nonce, ciphertext: ciphertext, deviceCheck: deviceCheck)
@@ -210,21 +223,22 @@ package struct SealedVault: Sendable {
 
     /// nil when the key is wrong (or the row was altered): the caller decides what that means.
     private func open(key: SecureBytes) throws -> VaultContents? {
-        let tag = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
-        guard ciphertext.count > tag, nonce.count == Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES) else {
+        guard ciphertext.count > Sodium.aeadTagLength, nonce.count == Sodium.aeadNonceLength else {
             throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault")
         }
-        let payload = try SecureBytes(count: ciphertext.count - tag)
+        // Opened straight into guarded memory: the payload never sits in an ordinary array.
+        let payload = try SecureBytes(count: ciphertext.count - Sodium.aeadTagLength)
         let ad = SealedVault.associatedData(kind, hashing, deviceCheck)
-        let rc = payload.withUnsafeMutableBytes { p in
-            key.withUnsafeBytes { k in
-                crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    p.baseAddress!.assumingMemoryBound(to: UInt8.self), nil, nil, ciphertext, UInt64(ciphertext.count),
-                    ad, UInt64(ad.count), nonce, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+        let opened = payload.withUnsafeMutableBytes { p in
+            key.withUnsafeBytes { Sodium.aeadOpen(ciphertext[...], ad: ad, nonce: nonce, key: $0, into: p) }
         }
-        guard rc == 0 else { return nil }
-        return try VaultContents.parse(payload)
+        guard opened else { return nil }
+        let contents = try VaultContents.parse(payload)
+        guard contents.format < VaultContents.currentFormat else { return contents }
+        let upgraded = try SealedVault.seal(contents, kind: kind, key: key, salt: salt, hashing: hashing,
+                                            deviceCheck: deviceCheck)
+        return VaultContents(name: contents.name, identitySecrets: contents.identitySecrets, databaseKey: contents.databaseKey,
+                             format: contents.format, upgradedVault: upgraded)
     }
 
     /// Binds the kind, the KDF costs and, for a bound vault, the device check: lowering the
@@ -268,24 +282,33 @@ package struct SealedVault: Sendable {
     }
 
     /// crypto_pwhash with Argon2id 1.3 into guarded memory, over the secret's UTF-8 in NFC
-    /// (the same text typed on another keyboard hashes the same; digits are unchanged).
-    private static func derivePINKey(_ pin: String, salt: [UInt8], hashing: PINHashing) throws -> SecureBytes {
+    /// (the same text typed on another keyboard hashes the same). ASCII — every PIN — is its
+    /// own NFC and is read where it is; other text is normalised through a String, whose
+    /// storage the standard library does not let us wipe (docs/ABI.md, "Secrets in memory").
+    private static func derivePINKey(_ secret: SecureBytes, salt: [UInt8], hashing: PINHashing) throws -> SecureBytes {
         guard salt.count == Int(crypto_pwhash_SALTBYTES) else {
             throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault")
         }
-        var password = pin._nfcCodeUnits
-        defer { Sodium.wipe(&password) }
-        let length = password.count
-        if password.isEmpty { password = [0] }  // a valid pointer for an empty PIN; length stays 0
+        let pin = try normalised(secret)
         let key = try SecureBytes(count: 32)
         let rc = key.withUnsafeMutableBytes { k in
-            password.withUnsafeBufferPointer { pw in
+            // An empty PIN still has a valid pointer (SecureBytes allocates at least a byte).
+            pin.withUnsafeBytes { pw in
                 crypto_pwhash(k.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
-                              UnsafeRawPointer(pw.baseAddress!).assumingMemoryBound(to: CChar.self), UInt64(length),
+                              pw.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(pw.count),
                               salt, hashing.opsLimit, hashing.memLimit, crypto_pwhash_ALG_ARGON2ID13)
             }
         }
         guard rc == 0 else { throw YaOKError(.outOfMemory, "Not enough memory to check the PIN") }
         return key
+    }
+
+    /// `secret` itself when it is ASCII, else a guarded copy of its NFC form.
+    private static func normalised(_ secret: SecureBytes) throws -> SecureBytes {
+        let ascii = secret.withUnsafeBytes { $0.allSatisfy { $0 < 0x80 } }
+        guard !ascii else { return secret }
+        var nfc = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self)._nfcCodeUnits }
+        defer { Sodium.wipe(&nfc) }
+        return try SecureBytes(copying: nfc)
     }
 }

@@ -3,6 +3,10 @@
 // outgoing messages "message N" to contact 1 for ever, printing N on stdout after each
 // one is committed. The test kills it with SIGKILL mid-write and checks that every
 // printed N is in the database.
+//
+// yaok-store-writer unlock DIR PIN: opens the node in DIR, prints "ready", then tries to
+// unlock with PIN (the vault's own Argon2id costs). The test kills it while Argon2id runs
+// and checks that the attempt was already counted.
 import Glibc
 import YaOK
 
@@ -13,6 +17,17 @@ func say(_ text: String, fd: Int32 = 1) {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count == 4, arguments[1] == "unlock" {
+    do {
+        let node = try Node(dataDirectory: arguments[2])
+        say("ready\n")
+        try node.unlock(pin: arguments[3])
+        say("unlocked\n")
+    } catch {
+        say("\(error)\n")
+    }
+    exit(0)
+}
 guard arguments.count == 3 else {
     say("usage: yaok-store-writer DIR PIN\n", fd: 2)
     exit(2)

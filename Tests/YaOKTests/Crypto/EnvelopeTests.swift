@@ -101,6 +101,41 @@ import Testing
         #expect(throws: YaOKError(.senderAuthFailed)) { try Envelope.open(forged, by: bob, messageID: id, timestamp: ts) }
     }
 
+    /// An envelope that authenticates and carries a genuine sender MAC over its body, but
+    /// whose padding is wrong, is refused as malformed: the padding is checked on open.
+    @Test(arguments: [
+        "no 0x80 marker",        // zeros only after the body
+        "not a bucket size",     // correct ISO padding to 100 bytes
+        "bytes after the marker",
+    ])
+    func badPaddingIsRefused(defect: String) throws {
+        let body = Array("padded wrongly".utf8)
+        let recipient = bob.publicIdentity.encryptionKey
+        var padded: [UInt8]
+        switch defect {
+        case "no 0x80 marker": padded = body + [UInt8](repeating: 0, count: 64 - body.count)
+        case "not a bucket size": padded = body + [0x80] + [UInt8](repeating: 0, count: 100 - body.count - 1)
+        default: padded = body + [0x80] + [UInt8](repeating: 0, count: 64 - body.count - 1); padded[63] = 1
+        }
+        let eph = Sodium.randomBytes(32)
+        let e = try eph.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
+        let shared = try eph.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: recipient) }
+        let (key, nonce) = Envelope.messageKey(shared: shared, ephemeral: e, recipientKey: recipient)
+        let ad = Envelope.associatedData(recipientKey: recipient, messageID: id, timestamp: ts, ephemeral: e)
+        let auth = try alice.encryptionSecret.withUnsafeBytes {
+            try Envelope.authenticator(staticSecret: $0, peerKey: recipient, senderKey: alice.publicIdentity.encryptionKey,
+                                       recipientKey: recipient, ad: ad, body: body[...])
+        }
+        let inner = alice.publicIdentity.encryptionKey + auth + padded
+        let sealed = e + Envelope.hint(ephemeral: e, recipientKey: recipient) + (try TestAEAD.encrypt(inner, ad: ad, nonce: nonce, key: key))
+        #expect(throws: YaOKError(.malformedEnvelope)) { try Envelope.open(sealed, by: bob, messageID: id, timestamp: ts) }
+
+        // The same construction with correct padding opens: the test builds envelopes right.
+        let good = alice.publicIdentity.encryptionKey + auth + (try Padding.pad(body))
+        let fine = e + Envelope.hint(ephemeral: e, recipientKey: recipient) + (try TestAEAD.encrypt(good, ad: ad, nonce: nonce, key: key))
+        #expect(try Envelope.open(fine, by: bob, messageID: id, timestamp: ts).body == body)
+    }
+
     @Test func sizeLimits() throws {
         #expect(throws: YaOKError(.emptyMessage)) { try seal("") }
         let max = [UInt8](repeating: 0x61, count: Envelope.maxBodyLength)
@@ -137,5 +172,19 @@ import Testing
         sealed.replaceSubrange(0..<32, with: [UInt8](repeating: 0, count: 32))
         // The hint no longer matches either; both outcomes are refusals, never a crash.
         #expect(throws: YaOKError.self) { try Envelope.open(sealed, by: bob, messageID: id, timestamp: ts) }
+    }
+}
+
+/// The envelope's hashes take their inputs in parts (so that secrets are not joined into
+/// unwiped buffers): the result must equal hashing the joined bytes.
+@Suite struct PartwiseHashTests {
+    @Test func partsHashLikeTheirConcatenation() {
+        let a = Sodium.randomBytes(40), b = Sodium.randomBytes(7), c: [UInt8] = []
+        let key = Array("YaOK-test-key".utf8)
+        for length in [16, 32, 64] {
+            #expect(Sodium.blake2b([a[...], b[...], c[...]], key: key, outputLength: length)
+                    == Sodium.blake2b(a + b + c, key: key, outputLength: length))
+            #expect(Sodium.blake2b([a[5...], b[...]], outputLength: length) == Sodium.blake2b(Array(a[5...]) + b, outputLength: length))
+        }
     }
 }

@@ -123,9 +123,9 @@ import Testing
         // What an attacker with the files has: the right PIN does not open the vault.
         let store = try Store(directory: dir.path)
         let vault = try #require(try store.vault(.pin))
-        #expect(try vault.open(pin: testPIN, deviceSecret: nil) == nil)
-        #expect(try vault.open(pin: testPIN, deviceSecret: SecureBytes(copying: [UInt8](repeating: 0, count: 32))) == nil)
-        #expect(try vault.open(pin: testPIN, deviceSecret: SecureBytes(copying: secret)) != nil)
+        #expect(try vault.open(pin: try SecureBytes(utf8: testPIN), deviceSecret: nil) == nil)
+        #expect(try vault.open(pin: try SecureBytes(utf8: testPIN), deviceSecret: SecureBytes(copying: [UInt8](repeating: 0, count: 32))) == nil)
+        #expect(try vault.open(pin: try SecureBytes(utf8: testPIN), deviceSecret: SecureBytes(copying: secret)) != nil)
         store.close()
 
         let reopened = try Node(dataDirectory: dir.path, options: fastOptions())

@@ -148,7 +148,7 @@ import Testing
         #expect(eventually { threads.allSatisfy(\.isFinished) })
         #expect(try node.status().locked)
         let checked = try node.withStore { store, _ in
-            try store.securityEvents(limit: 100, before: nil).filter { $0.kind == .wrongPIN }.count
+            try store.securityEvents(limit: 100, before: nil, now: 0).filter { $0.kind == .wrongPIN }.count
         }
         #expect(checked <= Node.maxPINAttempts)
     }

@@ -69,4 +69,55 @@ import Testing
         } while cursor != nil
         for n in 1...committed { #expect(texts.contains("message \(n)"), "message \(n) lost") }
     }
+
+    /// The failure is counted before the PIN is checked: a process killed while Argon2id
+    /// runs has already counted its attempt, so killing the app during each check cannot
+    /// buy unlimited tries. The child is killed when its memory shows Argon2id filling its
+    /// 32 MiB, not after a guessed delay.
+    @Test func aPINCheckKilledDuringArgon2idIsCounted() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        var options = fastOptions()
+        options.pinHashing = PINHashing(opsLimit: 8, memLimit: 64 << 20)  // production-grade, and slow enough to be caught mid-hash
+        do {
+            let node = try Node(dataDirectory: dir.path, options: options)
+            _ = try node.setup(name: "Alice", pin: testPIN, confirmation: testPIN)
+            node.close()
+        }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: writerPath)
+        child.arguments = ["unlock", dir.path, "999999"]
+        let out = Pipe()
+        child.standardOutput = out
+        try child.run()
+        var seen = Data()
+        while !String(decoding: seen, as: UTF8.self).contains("ready") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+        let pid = child.processIdentifier
+        let baseline = residentBytes(pid)
+        var hashing = false
+        for _ in 0..<100_000 where child.isRunning {
+            if residentBytes(pid) - baseline > 16 << 20 { hashing = true; break }
+            usleep(100)
+        }
+        kill(pid, SIGKILL)
+        child.waitUntilExit()
+        #expect(hashing, "the child was not seen hashing")
+        #expect(child.terminationReason == .uncaughtSignal)
+
+        let store = try Store(directory: dir.path)
+        defer { store.close() }
+        #expect(try store.lockState()?.failures == 1)
+    }
+
+    /// Resident memory of `pid` in bytes (/proc/PID/statm, second field), 0 if unreadable.
+    private func residentBytes(_ pid: Int32) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
 }

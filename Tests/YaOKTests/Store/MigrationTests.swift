@@ -17,8 +17,13 @@ import Testing
                 INSERT INTO settings VALUES ('auto_lock_ms', 60000);
                 UPDATE lock_state SET failures = 2;
                 """)
-            // A lockout in progress, as a wall-clock deadline 20 s from now (before 7).
-            try db.execute("UPDATE lock_state SET locked_until_ms = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + 20000")
+            if version < 7 {
+                // A lockout in progress, as a wall-clock deadline 20 s from now (before 7).
+                try db.execute("UPDATE lock_state SET locked_until_ms = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + 20000")
+            } else {
+                // From 7 on, as time left on the boot clock.
+                try db.execute("UPDATE lock_state SET lockout_remaining_ms = 18000, lockout_boot_id = 'migrated'")
+            }
         }
         if version >= 4 {
             try db.execute("INSERT INTO wire_seen_ids VALUES (x'000102030405060708090a0b0c0d0e0f', 42)")

@@ -44,6 +44,22 @@ import Glibc
         #expect(decoder.bufferedByteCount == 3)
     }
 
+    /// The byte count alone cannot see memory reserved for an announced frame: look at the
+    /// capacity of the decoder's buffer (a private property, read through reflection; the
+    /// test fails loudly if it is renamed).
+    @Test func announcedFrameReservesNoCapacity() throws {
+        func capacity(_ decoder: FrameDecoder) throws -> Int {
+            let partial = Mirror(reflecting: decoder).children.first { $0.label == "partial" }?.value
+            return try #require(partial as? [UInt8], "FrameDecoder has no [UInt8] 'partial' buffer").capacity
+        }
+        var decoder = try FrameDecoder(maxLength: Frame.maxEncodableLength)
+        #expect(try decoder.feed([0xff, 0xff, 1, 2, 3]).isEmpty)  // announces 65535 bytes, sends 3
+        #expect(decoder.bufferedByteCount == 3)
+        #expect(try capacity(decoder) < 1024)
+        #expect(try decoder.feed([UInt8](repeating: 9, count: 2000)).isEmpty)
+        #expect(try capacity(decoder) < 8 * 1024)  // grows with what arrives, not what was announced
+    }
+
     @Test func frameAtTheLimitIsAccepted() throws {
         var decoder = try FrameDecoder(maxLength: 300)
         let packet = [UInt8](repeating: 7, count: 300)
