@@ -395,8 +395,11 @@ yaok_status yaok_node_set_event_callback(yaok_node *node, yaok_event_callback ca
 #define YAOK_CONTACT_DELETE_MESSAGES 1u
 
 /* Decodes and checks card text without storing anything (US-010 preview): name,
- * fingerprint, and "existing_contact_id" if this person is already a contact.
- * Bad card: YAOK_E_INVALID_CARD ("Invalid Ya OK QR code"). */
+ * fingerprint, "existing_contact_id" if this person is already a contact, and
+ * "mixed_scripts": true when the name's letters come from more than one script (such as
+ * "Аlice" with a Cyrillic "А"; Latin with Han, Hiragana, Katakana, Bopomofo or Hangul is
+ * not mixed): a hint to warn before the name is trusted; the fingerprint says who holds
+ * the keys. Bad card: YAOK_E_INVALID_CARD ("Invalid Ya OK QR code"). */
 yaok_status yaok_contact_preview(yaok_node *node, const char *card_text, char **out_json);
 
 /* Adds the person on the card; *out_json is the new contact. Already a contact:
@@ -418,7 +421,8 @@ yaok_status yaok_contact_find(yaok_node *node, const char *query, char **out_jso
 /* Marks a contact verified after an out-of-band fingerprint comparison (US-031). */
 yaok_status yaok_contact_verify(yaok_node *node, int64_t contact_id);
 
-/* Renames a contact (2 to 50 characters; else YAOK_E_INVALID_NAME). */
+/* Renames a contact: the display-name rules of docs/PROTOCOL.md §1 (2 to 50 characters,
+ * normalised to NFC, no invisible, format or control characters; else YAOK_E_INVALID_NAME). */
 yaok_status yaok_contact_rename(yaok_node *node, int64_t contact_id, const char *name);
 
 /* Deletes a contact and its public keys (US-012). With YAOK_CONTACT_DELETE_KEEP_MESSAGES

@@ -69,7 +69,7 @@ public struct ContactCard: Hashable, Sendable {
         let signingKey = Array(bytes[33..<65])
         guard Sodium.verify(signature: sig, message: Self.signatureContext + signed, publicKey: signingKey),
               let name = String(validating: bytes[fixed..<fixed + nameLength], as: UTF8.self),
-              let valid = try? DisplayName.validate(name), valid == name else { throw invalid }
+              DisplayName.isNormalForm(name) else { throw invalid }
         self.name = name
         self.publicIdentity = try PublicIdentity(encryptionKey: Array(bytes[1..<33]), signingKey: signingKey)
         self.signature = sig

@@ -152,7 +152,18 @@ static void test_contacts_and_messages(void) {
 
     CHECK(yaok_contact_preview(node, card, &json) == YAOK_OK);
     CHECK(json && strstr(json, "\"name\":\"Bob\"") && strstr(json, "\"existing_contact_id\":null"));
+    CHECK(strstr(json, "\"mixed_scripts\":false") != NULL);
     yaok_string_free(json);
+    /* A Latin name with a Cyrillic "A" (U+0410) is flagged; a right-to-left override is refused. */
+    yaok_identity *spoof = NULL;
+    char *spoof_card = NULL;
+    CHECK(yaok_identity_new("\xd0\x90lice", &spoof) == YAOK_OK && yaok_identity_card(spoof, &spoof_card) == YAOK_OK);
+    CHECK(yaok_contact_preview(node, spoof_card, &json) == YAOK_OK && strstr(json, "\"mixed_scripts\":true"));
+    yaok_string_free(json);
+    yaok_string_free(spoof_card);
+    yaok_identity_free(spoof);
+    yaok_identity *hidden = NULL;
+    CHECK(yaok_identity_new("Bob\xe2\x80\xae" "evil", &hidden) == YAOK_E_INVALID_NAME && hidden == NULL);
     CHECK(yaok_contact_add(node, card, &json) == YAOK_OK);
     long long bob_id = json_int(json, "id");
     CHECK(bob_id > 0 && strstr(json, "\"verified\":false") && strstr(json, "\"never_connected\""));

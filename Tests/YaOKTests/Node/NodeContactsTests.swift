@@ -43,6 +43,18 @@ import Testing
         #expect(try node.securityEvents().contains { $0.kind == .contactVerified })
     }
 
+    @Test func previewFlagsNamesThatMixScripts() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let spoof = try node.previewContact(card: try cardText("\u{0410}lice"))  // Cyrillic А
+        #expect(spoof.mixedScripts)
+        #expect(spoof.json.serialized.contains("\"mixed_scripts\":true"))
+        let plain = try node.previewContact(card: try cardText("Alice"))
+        #expect(!plain.mixedScripts)
+        #expect(plain.json.serialized.contains("\"mixed_scripts\":false"))
+    }
+
     /// A fingerprint prefix made only of decimal digits is still a fingerprint prefix
     /// (this once failed whenever Bob's fingerprint happened to start with 8 digits).
     @Test func numericFingerprintPrefixFindsTheContact() throws {

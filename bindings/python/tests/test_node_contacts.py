@@ -69,6 +69,28 @@ def test_bad_cards(node):
         node.add_contact(b"yaok:1:")
 
 
+def test_preview_flags_names_that_mix_scripts(node):
+    with yaok.Identity.new("\u0410lice") as spoof, yaok.Identity.new("Alice") as plain:  # Cyrillic А
+        assert node.preview_contact(spoof.card).mixed_scripts is True
+        assert node.preview_contact(plain.card).mixed_scripts is False
+
+
+@pytest.mark.parametrize("name", ["Bob\u202eevil", "Bo\u200bb", "\u2066Bob\u2069", "Bo\u3164b"])
+def test_names_with_hidden_characters_are_refused(node, name):
+    with pytest.raises(yaok.InvalidName):
+        yaok.Identity.new(name)
+    with yaok.Identity.new("Bob") as someone:
+        bob = node.add_contact(someone.card)
+    with pytest.raises(yaok.InvalidName):
+        node.rename_contact(bob.id, name)
+
+
+def test_names_are_stored_in_nfc(node):
+    with yaok.Identity.new("Zoe\u0308") as zoe:
+        assert zoe.name == "Zo\u00eb"
+        assert node.add_contact(zoe.card).name == "Zo\u00eb"
+
+
 def test_own_card_is_refused(node):
     with node.identity() as me:
         with pytest.raises(yaok.InvalidArgument):
