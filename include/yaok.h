@@ -197,12 +197,14 @@ yaok_status yaok_identity_card(const yaok_identity *identity, char **out);
 
 /* ---- contact cards ----
  * A decoded, signature-checked contact card: a preview of a person before anything is
- * stored. */
+ * stored. A card proves that its owner holds both keys it carries (docs/PROTOCOL.md §2),
+ * so nobody can pass off another person's encryption key as theirs. */
 
 typedef struct yaok_card yaok_card;
 
-/* Decodes and verifies card text. Another app's QR text, an unknown version, corrupted data
- * or a bad signature: YAOK_E_INVALID_CARD ("Invalid Ya OK QR code").
+/* Decodes and verifies card text. Another app's QR text, an unknown version, corrupted data,
+ * a bad signature or key proof, a name not in normal form, a low-order encryption key:
+ * YAOK_E_INVALID_CARD ("Invalid Ya OK QR code").
  * On success *out owns a new handle: free it with yaok_card_free(). */
 yaok_status yaok_card_decode(const char *text, yaok_card **out);
 
@@ -399,12 +401,18 @@ yaok_status yaok_node_set_event_callback(yaok_node *node, yaok_event_callback ca
  * "mixed_scripts": true when the name's letters come from more than one script (such as
  * "Аlice" with a Cyrillic "А"; Latin with Han, Hiragana, Katakana, Bopomofo or Hangul is
  * not mixed): a hint to warn before the name is trusted; the fingerprint says who holds
- * the keys. Bad card: YAOK_E_INVALID_CARD ("Invalid Ya OK QR code"). */
+ * the keys. "existing_contact_id" is the contact with the same keys, or one that shares
+ * either key (which yaok_contact_add refuses). Bad card: YAOK_E_INVALID_CARD ("Invalid Ya OK
+ * QR code"); one's own card (or one sharing a key with it): YAOK_E_INVALID_ARGUMENT ("This
+ * is your own contact card"). */
 yaok_status yaok_contact_preview(yaok_node *node, const char *card_text, char **out_json);
 
-/* Adds the person on the card; *out_json is the new contact. Already a contact:
- * YAOK_E_CONTACT_EXISTS ("<name> is already in your contacts") and nothing changes. One's
- * own card: YAOK_E_INVALID_ARGUMENT. */
+/* Adds the person on the card; *out_json is the new contact. Each encryption key and each
+ * signing key belongs to one contact at most, so a message's sender names one contact:
+ * already a contact, YAOK_E_CONTACT_EXISTS ("<name> is already in your contacts"); a card
+ * that shares one key with a contact, YAOK_E_CONTACT_EXISTS ("This card shares a key with
+ * <name>, who is already in your contacts"); nothing changes. One's own card (or one sharing
+ * a key with it): YAOK_E_INVALID_ARGUMENT ("This is your own contact card"). */
 yaok_status yaok_contact_add(yaok_node *node, const char *card_text, char **out_json);
 
 /* Every contact, sorted by name: a JSON array of contacts. */

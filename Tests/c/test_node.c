@@ -162,6 +162,16 @@ static void test_contacts_and_messages(void) {
     yaok_string_free(json);
     yaok_string_free(spoof_card);
     yaok_identity_free(spoof);
+    /* One's own card: the preview says so, as the add does. */
+    yaok_identity *me = NULL;
+    char *own = NULL;
+    CHECK(yaok_node_identity(node, &me) == YAOK_OK && yaok_identity_card(me, &own) == YAOK_OK);
+    json = NULL;
+    CHECK(yaok_contact_preview(node, own, &json) == YAOK_E_INVALID_ARGUMENT && json == NULL);
+    CHECK(strcmp(yaok_last_error_message(), "This is your own contact card") == 0);
+    CHECK(yaok_contact_add(node, own, &json) == YAOK_E_INVALID_ARGUMENT && json == NULL);
+    yaok_string_free(own);
+    yaok_identity_free(me);
     yaok_identity *hidden = NULL;
     CHECK(yaok_identity_new("Bob\xe2\x80\xae" "evil", &hidden) == YAOK_E_INVALID_NAME && hidden == NULL);
     CHECK(yaok_contact_add(node, card, &json) == YAOK_OK);

@@ -127,14 +127,15 @@ import Testing
     }
 }
 
-/// Builds card payloads the way ContactCard does, but with any name and keys: for tests of
-/// what a decoder must refuse.
+/// Builds card payloads the way ContactCard does, but with any name, keys and key proof: for
+/// tests of what a decoder must refuse.
 enum CardForge {
-    static func payload(_ signer: Identity, name: String, keys: PublicIdentity? = nil) -> [UInt8] {
+    static func payload(_ signer: Identity, name: String, keys: PublicIdentity? = nil, keyProof: [UInt8]? = nil) -> [UInt8] {
         let keys = keys ?? signer.publicIdentity
         let nameBytes = Array(name.utf8)
         var signed: [UInt8] = [ContactCard.version] + keys.encryptionKey + keys.signingKey
         signed += [UInt8(nameBytes.count >> 8), UInt8(nameBytes.count & 0xff)] + nameBytes
+        signed += keyProof ?? signer.keyProof
         return signed + signer.sign(ContactCard.signatureContext + signed)
     }
 }

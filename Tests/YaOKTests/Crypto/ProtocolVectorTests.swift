@@ -39,6 +39,24 @@ import Testing
         let decoded = try ContactCard(text: text)
         #expect(decoded.name == id.name)
         #expect(decoded.publicIdentity == id.publicIdentity)
+        #expect(XEdDSA.edwardsKey(x25519Public: id.publicIdentity.encryptionKey) == (try v.hex("edwards_key")))
+        #expect(id.keyProof == (try v.hex("key_proof")))
+        #expect(decoded.keyProof == (try v.hex("key_proof")))
+    }
+
+    @Test func cardRejectVectors() throws {
+        let vectors = try ProtocolVector.named("card-reject-")
+        #expect(vectors.count == 2)
+        for v in vectors {
+            #expect(try v.string("error") == "invalidCard")
+            // A well-formed card, validly signed by its signer: only its X25519 key is wrong.
+            let (signer, _) = try identity(try v.string("signer"))
+            let payload = try #require(Base64URL.decode(String(try v.string("text").dropFirst(ContactCard.scheme.count))))
+            let signed = Array(payload.dropLast(64))
+            #expect(Sodium.verify(signature: Array(payload.suffix(64)), message: ContactCard.signatureContext + signed,
+                                  publicKey: signer.publicIdentity.signingKey))
+            #expect(throws: YaOKError(.invalidCard)) { try ContactCard(text: try v.string("text")) }
+        }
     }
 
     @Test func envelopeVector() throws {

@@ -93,8 +93,22 @@ def test_names_are_stored_in_nfc(node):
 
 def test_own_card_is_refused(node):
     with node.identity() as me:
-        with pytest.raises(yaok.InvalidArgument):
+        with pytest.raises(yaok.InvalidArgument, match="^This is your own contact card$"):
             node.add_contact(me.card)
+        with pytest.raises(yaok.InvalidArgument, match="^This is your own contact card$"):
+            node.preview_contact(me.card)
+
+
+def test_a_key_belongs_to_one_contact_at_most(node):
+    x1, x2, e1, e2 = (bytes([i]) * 32 for i in (1, 2, 3, 4))
+    with yaok.Identity.restore("Bob", x1 + e1) as bob, yaok.Identity.restore("Robert", x1 + e2) as same_x, \
+            yaok.Identity.restore("Rob", x2 + e1) as same_ed:
+        added = node.add_contact(bob.card)
+        for other in (same_x, same_ed):
+            assert node.preview_contact(other.card).existing_contact_id == added.id
+            with pytest.raises(yaok.ContactExists, match="^This card shares a key with Bob, who is already in your contacts$"):
+                node.add_contact(other.card)
+    assert [c.name for c in node.contacts()] == ["Bob"]
 
 
 def test_integer_arguments_are_checked_before_the_call(node):
