@@ -247,7 +247,9 @@ yaok_status yaok_envelope_seal(const yaok_identity *sender, const yaok_card *rec
  * YAOK_E_NOT_FOR_ME, YAOK_E_TAMPERED, YAOK_E_SENDER_AUTH_FAILED, YAOK_E_UNKNOWN_SENDER
  * (authentic, but from no card in `senders`), YAOK_E_MALFORMED_ENVELOPE.
  * On success *out_body (*out_body_len bytes) is the plaintext: free it with
- * yaok_bytes_free(), which wipes it; *out_sender_index is the sender's index in `senders`. */
+ * yaok_bytes_free(), which wipes it; *out_sender_index is the sender's index in `senders`
+ * (the first, if the same card is listed twice). Two different cards in `senders` with the
+ * sender's encryption key make the sender ambiguous: YAOK_E_INVALID_ARGUMENT. */
 yaok_status yaok_envelope_open(const yaok_identity *recipient,
                                const yaok_card *const *senders, size_t senders_count,
                                const uint8_t *sealed, size_t sealed_len,

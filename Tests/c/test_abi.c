@@ -126,6 +126,36 @@ static void test_envelope(void) {
                              &index) == YAOK_E_MALFORMED_ENVELOPE);
     yaok_bytes_free(sealed, sealed_len);
 
+    /* Two identities with one encryption key (only its owner can make both cards): the
+     * sender is ambiguous and refused; the same card listed twice is not. */
+    uint8_t secrets_a[YAOK_IDENTITY_SECRET_BYTES], secrets_b[YAOK_IDENTITY_SECRET_BYTES];
+    for (size_t i = 0; i < sizeof secrets_a; i++) {
+        secrets_a[i] = (uint8_t)(i + 1);
+        secrets_b[i] = (uint8_t)(i < 32 ? i + 1 : 200 - i);
+    }
+    yaok_identity *twin_a = NULL, *twin_b = NULL;
+    CHECK(yaok_identity_restore("Twin", secrets_a, sizeof secrets_a, &twin_a) == YAOK_OK);
+    CHECK(yaok_identity_restore("Twin", secrets_b, sizeof secrets_b, &twin_b) == YAOK_OK);
+    yaok_card *twin_a_card = card_of(twin_a), *twin_b_card = card_of(twin_b);
+    CHECK(twin_a_card && twin_b_card);
+    sealed = NULL;
+    CHECK(yaok_envelope_seal(twin_a, bob_card, (const uint8_t *)msg, strlen(msg), id, 1700000000000u,
+                             &sealed, &sealed_len) == YAOK_OK);
+    const yaok_card *twins[] = {eve_card, twin_a_card, twin_b_card};
+    body = NULL;
+    CHECK(yaok_envelope_open(bob, twins, 3, sealed, sealed_len, id, 1700000000000u, &body, &body_len,
+                             &index) == YAOK_E_INVALID_ARGUMENT && body == NULL);
+    CHECK(strstr(yaok_last_error_message(), "ambiguous") != NULL);
+    const yaok_card *same_twice[] = {twin_a_card, twin_a_card};
+    CHECK(yaok_envelope_open(bob, same_twice, 2, sealed, sealed_len, id, 1700000000000u, &body,
+                             &body_len, &index) == YAOK_OK && index == 0);
+    yaok_bytes_free(body, body_len);
+    yaok_bytes_free(sealed, sealed_len);
+    yaok_card_free(twin_a_card);
+    yaok_card_free(twin_b_card);
+    yaok_identity_free(twin_a);
+    yaok_identity_free(twin_b);
+
     static uint8_t big[YAOK_MAX_MESSAGE_BYTES + 1];
     sealed = NULL;
     CHECK(yaok_envelope_seal(alice, bob_card, big, sizeof big, id, 1, &sealed, &sealed_len) ==
