@@ -61,10 +61,18 @@ extension Node {
         try withUnlocked { store, keys, s in try loadContact(id, store, keys, s) }
     }
 
+    /// The longest query `findContact` takes (UTF-8 bytes): more than any name, user ID or
+    /// fingerprint with white space around it. Longer is refused before any work.
+    public static let maxQueryBytes = 4096
+
     /// The one contact that `query` names: its id (digits), user ID, a fingerprint prefix of
     /// at least 4 hex digits (spaces ignored), or its name (case-insensitive). None:
-    /// `notFound`; several: `invalidArgument` asking for something more specific.
+    /// `notFound`; several: `invalidArgument` asking for something more specific; a query
+    /// over `maxQueryBytes`: `invalidArgument`.
     public func findContact(_ query: String) throws -> Contact {
+        guard query.utf8.count <= Node.maxQueryBytes else {
+            throw YaOKError(.invalidArgument, "A contact query is at most \(Node.maxQueryBytes) bytes")
+        }
         let q = query.trimmingWhitespace()
         let all = try contacts()
         // Digits name an ID first; a fingerprint prefix can be all digits too ("1234ABCD…"

@@ -67,6 +67,14 @@ static void test_identity_and_card(void) {
     CHECK(yaok_card_decode(text, &broken) == YAOK_E_INVALID_CARD && broken == NULL);
     CHECK(strcmp(yaok_last_error_message(), "Invalid Ya OK QR code") == 0);
     CHECK(yaok_card_decode("https://example.com/not-a-card", &broken) == YAOK_E_INVALID_CARD);
+    /* Not UTF-8: the header's convention, as for every text argument. */
+    CHECK(yaok_card_decode("yaok:1:\xff\xfe", &broken) == YAOK_E_INVALID_UTF8 && broken == NULL);
+    /* Over YAOK_MAX_TEXT_BYTES: refused before decoding, as every defect of a card is. */
+    static char long_text[YAOK_MAX_TEXT_BYTES + 2];
+    memset(long_text, ' ', sizeof long_text - 1);
+    CHECK(yaok_card_decode(long_text, &broken) == YAOK_E_INVALID_CARD && broken == NULL);
+    yaok_identity *long_name = NULL;
+    CHECK(yaok_identity_new(long_text, &long_name) == YAOK_E_INVALID_ARGUMENT && long_name == NULL);
 
     yaok_string_free(name);
     yaok_string_free(uid);

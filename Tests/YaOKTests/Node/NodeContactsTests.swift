@@ -96,6 +96,22 @@ import Testing
         #expect(try node.contacts().isEmpty)
     }
 
+    /// Text inputs are bounded (issue 8 §9): a query over 4096 bytes is refused before any
+    /// matching (a 10 MB one took 1.7 s), and so is card text, even if trimming would save it.
+    @Test func textInputsAreBounded() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        _ = try node.addContact(card: try cardText("Bob"))
+        #expect(throws: YaOKError(.invalidArgument)) { try node.findContact(String(repeating: "a", count: Node.maxQueryBytes + 1)) }
+        #expect(throws: YaOKError(.notFound)) { try node.findContact(String(repeating: "a", count: Node.maxQueryBytes)) }
+        let card = try cardText("Carol")
+        let padded = card + String(repeating: " ", count: ContactCard.maxTextBytes - card.utf8.count)
+        #expect(try node.previewContact(card: padded).name == "Carol")
+        #expect(throws: YaOKError(.invalidCard)) { try node.previewContact(card: padded + " ") }
+        #expect(throws: YaOKError(.invalidCard)) { try ContactCard(text: padded + " ") }
+    }
+
     /// A fingerprint prefix made only of decimal digits is still a fingerprint prefix
     /// (this once failed whenever Bob's fingerprint happened to start with 8 digits).
     @Test func numericFingerprintPrefixFindsTheContact() throws {

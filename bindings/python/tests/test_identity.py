@@ -139,8 +139,15 @@ def test_invalid_utf8_is_refused_by_the_library():
     with pytest.raises(yaok.InvalidUTF8) as info:
         yaok.Identity.new("Al\udcffice")  # a lone surrogate: not encodable as valid UTF-8
     assert info.value.status == 102
-    with pytest.raises(yaok.InvalidCard):
+    with pytest.raises(yaok.InvalidUTF8):  # the header's convention, for card text too
         yaok.Card.decode("yaok:1:\udcff")
+
+
+def test_text_over_the_bound_is_refused():
+    with pytest.raises(yaok.InvalidCard):
+        yaok.Card.decode(" " * 4097)  # YAOK_MAX_TEXT_BYTES + 1
+    with pytest.raises(yaok.InvalidArgument, match="longer than 4096 bytes"):
+        yaok.Identity.new("A" * 4097)
 
 
 def test_close_twice_and_use_after_close():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -89,6 +90,24 @@ def test_names_are_stored_in_nfc(node):
     with yaok.Identity.new("Zoe\u0308") as zoe:
         assert zoe.name == "Zo\u00eb"
         assert node.add_contact(zoe.card).name == "Zo\u00eb"
+
+
+def test_card_text_that_is_not_utf8_is_invalid_utf8(node):
+    for call in (node.preview_contact, node.add_contact):
+        with pytest.raises(yaok.InvalidUTF8):
+            call("yaok:1:\udcff")
+
+
+def test_a_huge_query_is_refused_at_once(node):
+    huge = "a" * 10_000_000
+    started = time.monotonic()
+    with pytest.raises(yaok.InvalidArgument):
+        node.find_contact(huge)
+    with pytest.raises(yaok.InvalidCard):
+        node.preview_contact(huge)
+    assert time.monotonic() - started < 0.5  # scanning it took 1.7 s
+    with pytest.raises(yaok.NotFound):
+        node.find_contact("a" * 4096)
 
 
 def test_own_card_is_refused(node):
