@@ -186,13 +186,21 @@ def pad(body: bytes) -> bytes:
     return body + b"\x80" + bytes(size - len(body) - 1)
 
 
+MAX_BODY = 10240
+
+
 def unpad(padded: bytes) -> Optional[bytes]:
+    """The body, if `padded` is exactly what pad() makes of it: ISO/IEC 7816-4 in the
+    smallest bucket, the body 1 to 10240 bytes (PROTOCOL.md §3, opening step 4)."""
     if len(padded) not in BUCKETS:
         return None
     stripped = padded.rstrip(b"\x00")
     if not stripped.endswith(b"\x80"):
         return None
-    return stripped[:-1]
+    body = stripped[:-1]
+    if not 1 <= len(body) <= MAX_BODY or next(b for b in BUCKETS if b >= len(body) + 1) != len(padded):
+        return None
+    return body
 
 
 def associated_data(recipient: bytes, message_id: bytes, timestamp_ms: int, ephemeral: bytes,

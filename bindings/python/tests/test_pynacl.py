@@ -172,6 +172,18 @@ def test_bad_padding_is_malformed(alice_keys, bob_keys, bob, alice_card):
             envelope.open(bob, [alice_card], sealed, MESSAGE_ID, TIMESTAMP_MS)
 
 
+@pytest.mark.parametrize("body, size", [(b"hi", 128), (b"hi", 16384), (b"x" * 12000, 16384)])
+def test_padding_must_be_the_smallest_bucket_and_the_body_at_most_10_kib(alice_keys, bob_keys, bob, alice_card,
+                                                                        body, size):
+    """PROTOCOL.md §3: open accepts exactly what seal makes (issue 8 §10)."""
+    padded = body + b"\x80" + bytes(size - len(body) - 1)
+    assert ref.unpad(padded) is None
+    sealed = ref.seal(alice_keys, bob_keys.x25519_public, body, MESSAGE_ID, TIMESTAMP_MS, EPHEMERAL_SECRET,
+                      padded_override=padded)
+    with pytest.raises(yaok.MalformedEnvelope):
+        envelope.open(bob, [alice_card], sealed, MESSAGE_ID, TIMESTAMP_MS)
+
+
 def test_pynacl_envelope_with_other_associated_data_is_tampered(alice_keys, bob_keys, bob, alice_card):
     sealed = ref.seal(alice_keys, bob_keys.x25519_public, b"hi", MESSAGE_ID, TIMESTAMP_MS, EPHEMERAL_SECRET)
     with pytest.raises(yaok.Tampered):
