@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import YaOKSupport
 @testable import YaOKLoop
@@ -20,6 +21,37 @@ import Testing
         #expect(id.publicIdentity.signingKey == (try v.hex("ed25519_public")))
         #expect(id.publicIdentity.userID == (try v.string("user_id")))
         #expect(id.publicIdentity.fingerprint.hex == (try v.string("fingerprint")))
+    }
+
+    /// Every vector block keeps to the syntax PROTOCOL.md's conventions define, so that a
+    /// second implementation's parser reads what ours does: `key: value` lines and
+    /// continuation lines of two spaces, a unique name each.
+    @Test func vectorBlocksKeepToTheDocumentedSyntax() throws {
+        var root = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { root.deleteLastPathComponent() }
+        let doc = try String(contentsOf: root.appendingPathComponent("docs/PROTOCOL.md"), encoding: .utf8)
+        var inside = false
+        var names: [String] = []
+        for line in doc.split(separator: "\n", omittingEmptySubsequences: false) {
+            if !inside { inside = line == "```vector"; continue }
+            if line == "```" { inside = false; continue }
+            let isField = line.firstIndex(of: ":").map { colon in
+                !line[..<colon].isEmpty && line[..<colon].allSatisfy { $0.isLowercase || $0.isNumber || $0 == "_" }
+            } ?? false
+            let isContinuation = line.hasPrefix("  ") && !line.dropFirst(2).hasPrefix(" ") && line.count > 2
+            #expect(isField || isContinuation, "not a vector line: \(line)")
+            if line.hasPrefix("name: ") { names.append(String(line.dropFirst(6))) }
+        }
+        #expect(!inside)
+        #expect(Set(names).count == names.count)
+        #expect(names.count == (try ProtocolVector.all()).count)
+    }
+
+    /// BLAKE2b-N means the digest length N/8 in BLAKE2b's parameter block (libsodium's
+    /// outlen), not a truncation: PROTOCOL.md's conventions say so for a second implementer.
+    @Test func shortBlake2bIsNotATruncation() {
+        let data = Array("Ya OK".utf8), key = Array("YaOK-hint-v1".utf8)
+        #expect(Sodium.blake2b(data, key: key, outputLength: 8) != Array(Sodium.blake2b(data, key: key, outputLength: 64).prefix(8)))
     }
 
     @Test func documentHasVectors() throws {
