@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode"]),
         .target(
             name: "YaOKFFI",
-            dependencies: ["YaOK", "CYaOK"],
+            dependencies: ["YaOK", "YaOKSupport", "CYaOK"],
             linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libyaok.so.\(abiVersion)"])]
         ),
         .executableTarget(

@@ -73,7 +73,7 @@ private func reassemble(_ units: [[UInt8]]) {
     guard var reassembler = try? Reassembler(budget: budget, timeoutMs: 50) else { fatalError("reassembler init") }
     for (t, unit) in units.enumerated() {
         guard case .fragment(let fragment)? = try? Packet.decode(unit) else { continue }
-        if let packet = try? reassembler.receive(fragment, nowMs: UInt64(t * 7)) {
+        if let packet = try? reassembler.receive(fragment, nowMs: Int64(t * 7)) {
             guard packet.count <= Wire.maxPacketLength else { fatalError("reassembled past the packet limit") }
             checkPacketDecoding(packet[...])
         }

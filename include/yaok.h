@@ -90,7 +90,8 @@ enum {
     YAOK_E_LOCKED = 400,
     YAOK_E_WRONG_PIN = 401,             /* "Incorrect PIN" */
     YAOK_E_LOCKED_OUT = 402,            /* "Too many attempts. Try again in N seconds." */
-    YAOK_E_PIN_TOO_SHORT = 403,         /* "PIN must be at least 6 digits" */
+    YAOK_E_PIN_TOO_SHORT = 403,         /* "PIN must be at least 6 digits" (digits only), or
+                                           "Passphrase must be at least 6 characters" */
     YAOK_E_PIN_MISMATCH = 404,          /* "PINs do not match" */
     YAOK_E_STORAGE = 405,
     YAOK_E_DISK_FULL = 406,
@@ -103,6 +104,9 @@ enum {
     YAOK_E_CLOSED = 413,                /* the node was closed (internal use after free) */
     YAOK_E_BUSY = 414,                  /* the data directory is open in another node (this or
                                            another process): one node per directory */
+    YAOK_E_ALREADY_UNLOCKED = 415,      /* an unlock on an unlocked node: refused, not counted */
+    YAOK_E_DEVICE_SECRET_REQUIRED = 416,/* the vault is bound to a device secret that is not set */
+    YAOK_E_WRONG_DEVICE_SECRET = 417,   /* the device secret set is not the vault's */
 
     /* 5xx: wire protocol */
     YAOK_E_MALFORMED_PACKET = 500,
@@ -237,16 +241,20 @@ yaok_status yaok_card_public_keys(const yaok_card *card, uint8_t *out_encryption
                                   uint8_t *out_signing_key);
 
 /* ---- message envelope ----
- * The end-to-end encryption of one message (docs/PROTOCOL.md, "Message envelope").
- * message_id (YAOK_MESSAGE_ID_BYTES) and timestamp_ms travel in the packet header; they
- * are bound into the envelope, so opening with other values fails as YAOK_E_TAMPERED. */
+ * The end-to-end encryption of one message (docs/PROTOCOL.md §3): a PRIMITIVE, for test
+ * vectors and interoperability checks. It is not the wire format and sends nothing: apps
+ * send with yaok_message_send, and the node seals packets (§4.2, which also binds the
+ * packet header) and delivers them. message_id (YAOK_MESSAGE_ID_BYTES) and timestamp_ms
+ * (milliseconds since 1970, 0 to 2^48-1, like every time in this header a signed 64-bit
+ * count of milliseconds) are bound into the envelope, so opening with other values fails
+ * as YAOK_E_TAMPERED; a negative time is YAOK_E_INVALID_ARGUMENT. */
 
 /* Seals `body` (1 to YAOK_MAX_MESSAGE_BYTES bytes) from `sender` to `recipient`.
  * Errors: YAOK_E_EMPTY_MESSAGE, YAOK_E_MESSAGE_TOO_LARGE.
  * *out_sealed (*out_sealed_len bytes): free with yaok_bytes_free(). */
 yaok_status yaok_envelope_seal(const yaok_identity *sender, const yaok_card *recipient,
                                const uint8_t *body, size_t body_len,
-                               const uint8_t *message_id, uint64_t timestamp_ms,
+                               const uint8_t *message_id, int64_t timestamp_ms,
                                uint8_t **out_sealed, size_t *out_sealed_len);
 
 /* Opens an envelope addressed to `recipient`. `senders` lists the known contacts
@@ -260,7 +268,7 @@ yaok_status yaok_envelope_seal(const yaok_identity *sender, const yaok_card *rec
 yaok_status yaok_envelope_open(const yaok_identity *recipient,
                                const yaok_card *const *senders, size_t senders_count,
                                const uint8_t *sealed, size_t sealed_len,
-                               const uint8_t *message_id, uint64_t timestamp_ms,
+                               const uint8_t *message_id, int64_t timestamp_ms,
                                uint8_t **out_body, size_t *out_body_len, size_t *out_sender_index);
 
 /* ---- node ----
@@ -278,15 +286,40 @@ yaok_status yaok_envelope_open(const yaok_identity *recipient,
  * Every call that needs the keys returns YAOK_E_LOCKED while locked.
  *
  * On disk nothing secret is in clear: the identity's secret keys and a random database key
- * are sealed (XChaCha20-Poly1305) under a key derived from the PIN with Argon2id (64 MiB,
- * 2 passes); contact names, contact keys and message bodies are encrypted per row. */
+ * are sealed (XChaCha20-Poly1305) under a key derived from the PIN or passphrase with
+ * Argon2id (64 MiB, 2 passes), optionally mixed with a device secret; contact names, contact
+ * keys and message bodies are encrypted per row.
+ *
+ * PINs and passphrases: at least 6 characters, at most 256 bytes of UTF-8, any printable
+ * characters (letters, digits, spaces, punctuation, emoji; no control characters or line
+ * breaks), compared in Unicode NFC. Digits only is a PIN. yaok_secret_check says whether one
+ * is acceptable and how strong it looks.
+ *
+ * Offline guessing — what someone who copies the data directory can do: the lockout does
+ * not apply to a copy. Without a device secret the copy holds everything needed to test
+ * PINs offline, one Argon2id evaluation (64 MiB, 2 passes) per guess: 110 ms on one core of
+ * an x86-64 server (yaok-bench kdf; docs/ABI.md, "Offline guessing"). On average, half the
+ * space:
+ *     6-digit PIN             ~ 15 core-hours          (under a minute on 1,000 cores)
+ *     10-digit PIN            ~ 17 core-years          (about 6 days on 1,000 cores)
+ *     4 random words (52 bit) ~ 6 million core-years
+ *     60-bit passphrase       ~ 2 billion core-years
+ * A successful guess opens the identity keys and every message. PINs protect against a
+ * person with the phone (the lockout), not against a copy of the files: bind the vault to a
+ * device secret (yaok_node_set_device_secret) so that the copy alone is useless, and
+ * encourage passphrases. */
 
 typedef struct yaok_node yaok_node;
 
 /* yaok_node_open flags. */
 #define YAOK_NODE_OPEN_DEFAULT 0u
 /* TEST ONLY: seal new PINs with libsodium's minimum Argon2id costs (8 KiB, 1 pass) so
- * test suites stay fast. Offers no protection to the PIN; never use it for real data. */
+ * test suites stay fast. Refused (YAOK_E_INVALID_ARGUMENT) unless the environment has
+ * YAOK_TEST_INSECURE_KDF=1 (read once per process): a production process never sets it.
+ * The same variable is what lets a process open any vault sealed below the production
+ * minimum (64 MiB, 2 passes); without it such a vault is refused at unlock
+ * (YAOK_E_CORRUPT_STORE) and "meets_production_minimum" is false in the status. Offers no
+ * protection to the PIN; never use it for real data. */
 #define YAOK_NODE_OPEN_TEST_FAST_KDF 1u
 
 /* Warning bits (uint32_t *out_warnings): conditions the app must show the user. */
@@ -294,6 +327,15 @@ typedef struct yaok_node yaok_node;
                                                accepted, but weak */
 #define YAOK_WARNING_AUTO_LOCK_DISABLED 2u  /* "App will not auto-lock. Anyone with access
                                                to your phone can read your messages." */
+
+/* Strength classes (uint32_t *out_strength) of a PIN or passphrase, from an estimate of the
+ * bits of guessing work (*out_estimated_bits): weak below 40 bits (every PIN of up to 12
+ * digits), fair below 60, strong from 60. The estimate is rough and conservative: a run
+ * of letters counts as one word from a 4,096-word list, so several random words score well
+ * and random characters score low. A guide for a meter, not a guarantee. */
+#define YAOK_STRENGTH_WEAK 1u
+#define YAOK_STRENGTH_FAIR 2u
+#define YAOK_STRENGTH_STRONG 3u
 
 /* yaok_node_set_auto_lock: never lock automatically. */
 #define YAOK_AUTO_LOCK_NEVER (-1)
@@ -303,6 +345,9 @@ typedef struct yaok_node yaok_node;
 
 /* Length of a platform key. */
 #define YAOK_PLATFORM_KEY_BYTES 32
+
+/* Length of a device secret. */
+#define YAOK_DEVICE_SECRET_BYTES 32
 
 /* Opens (creating it and the directory, mode 0700, if needed) the node stored in
  * `data_dir`, locked. An older store is migrated; one from a newer version or damaged:
@@ -315,26 +360,74 @@ yaok_status yaok_node_open(const char *data_dir, uint32_t flags, yaok_node **out
  * from the node's own event callback. NULL is a no-op. */
 void yaok_node_free(yaok_node *node);
 
-/* First-time setup (US-002): creates the identity `name`, seals it under `pin` and leaves
- * the node unlocked. Errors, checked in this order: YAOK_E_INVALID_NAME,
- * YAOK_E_PIN_TOO_SHORT ("PIN must be at least 6 digits": 6 to 64 ASCII digits),
- * YAOK_E_PIN_MISMATCH ("PINs do not match"), YAOK_E_ALREADY_INITIALIZED.
- * *out_warnings: YAOK_WARNING_* bits (YAOK_WARNING_ALL_ZERO_PIN for "000000"). */
+/* First-time setup (US-002): creates the identity `name`, seals it under `pin` (a PIN or a
+ * passphrase, see above) and leaves the node unlocked. With a device secret set
+ * (yaok_node_set_device_secret), the vault is bound to it. Errors, checked in this order:
+ * YAOK_E_INVALID_NAME, YAOK_E_PIN_TOO_SHORT ("PIN must be at least 6 digits" for digits
+ * only, else "Passphrase must be at least 6 characters"), YAOK_E_INVALID_ARGUMENT (more
+ * than 256 bytes, or control characters), YAOK_E_PIN_MISMATCH ("PINs do not match"),
+ * YAOK_E_ALREADY_INITIALIZED.
+ * *out_warnings: YAOK_WARNING_* bits (YAOK_WARNING_ALL_ZERO_PIN for "000000").
+ * yaok_node_setup_v2 also reports the strength. */
 yaok_status yaok_node_setup(yaok_node *node, const char *name, const char *pin,
                             const char *pin_confirmation, uint32_t *out_warnings);
 
-/* Unlocks with the PIN (US-030). Wrong PIN: YAOK_E_WRONG_PIN ("Incorrect PIN"). The third
- * wrong PIN in a row starts a 30-second lockout; it and every attempt during the lockout
- * return YAOK_E_LOCKED_OUT ("Too many attempts. Try again in N seconds.", N the seconds
- * left) without checking the PIN. Each further lockout before a successful unlock lasts
- * twice as long as the one before, up to one hour (brute-force protection). The count and the deadline are stored, and the count is
- * written before the PIN is checked, so neither a restart nor a kill resets them.
- * Not set up: YAOK_E_NOT_INITIALIZED. Takes about 0.1 s (Argon2id). */
+/* yaok_node_setup, and the strength of the chosen `secret` for the app to show:
+ * *out_strength is YAOK_STRENGTH_*, *out_estimated_bits the estimate it comes from (see
+ * YAOK_STRENGTH_WEAK). Neither is stored. Outputs written only on success. */
+yaok_status yaok_node_setup_v2(yaok_node *node, const char *name, const char *secret,
+                               const char *confirmation, uint32_t *out_warnings,
+                               uint32_t *out_strength, uint32_t *out_estimated_bits);
+
+/* Whether `secret` is an acceptable PIN or passphrase (the errors setup would give:
+ * YAOK_E_PIN_TOO_SHORT, YAOK_E_INVALID_ARGUMENT, YAOK_E_INVALID_UTF8), and how strong it
+ * looks: *out_strength YAOK_STRENGTH_*, *out_estimated_bits. For a strength meter while the
+ * person types; needs no node. */
+yaok_status yaok_secret_check(const char *secret, uint32_t *out_strength, uint32_t *out_estimated_bits);
+
+/* Sets the device secret this node mixes into the PIN vault's key (`secret`,
+ * YAOK_DEVICE_SECRET_BYTES bytes, borrowed: wipe your copy), or clears it (`secret` NULL and
+ * `secret_len` 0). Other lengths: YAOK_E_INVALID_ARGUMENT. Works locked or unlocked; held
+ * in guarded memory until cleared or yaok_node_free.
+ * A setup made while it is set binds the vault to it: the vault key becomes
+ * BLAKE2b(Argon2id(PIN) || device secret), so the data directory alone, without the secret,
+ * opens nothing however the PIN is guessed. A bound vault unlocks only after the same
+ * secret is set: unset, YAOK_E_DEVICE_SECRET_REQUIRED; different,
+ * YAOK_E_WRONG_DEVICE_SECRET (neither counts as a wrong PIN). A vault not bound ignores it.
+ * Losing the secret (keystore wiped, app data moved to another device) loses the vault:
+ * only yaok_node_reset remains. "device_bound" in the status says whether the vault needs it.
+ * How a platform layer derives it (call this after yaok_node_open, before setup or unlock):
+ *   Android: an HMAC-SHA256 key in the Android Keystore (StrongBox if available, not
+ *     exportable, no user authentication), secret = HMAC(key, "yaok-device-secret-v1").
+ *   iOS/macOS: a Secure Enclave P-256 key; secret = SHA-256 of its ECDH agreement with a
+ *     fixed public key the app ships (or a random secret in the Keychain,
+ *     ThisDeviceOnly).
+ *   Linux with a TPM 2.0: an HMAC key or sealed random secret under the TPM's storage
+ *     hierarchy (tpm2_hmac / tpm2_unseal), secret = its 32-byte output.
+ * The secret must be the same on every run: derive it, do not generate it anew. */
+yaok_status yaok_node_set_device_secret(yaok_node *node, const uint8_t *secret, size_t secret_len);
+
+/* Unlocks with the PIN or passphrase (US-030). Wrong PIN: YAOK_E_WRONG_PIN ("Incorrect
+ * PIN"). The third wrong PIN in a row starts a 30-second lockout; it and every attempt
+ * during the lockout return YAOK_E_LOCKED_OUT ("Too many attempts. Try again in N
+ * seconds.", N the seconds left) without checking the PIN. Each further lockout before a
+ * successful unlock lasts twice as long as the one before, up to one hour (brute-force
+ * protection). The count and the lockout's time left are stored, and the count is written
+ * before the PIN is checked, so neither a restart nor a kill resets them. The lockout is
+ * measured with CLOCK_BOOTTIME (it counts through suspend and cannot be set): moving the
+ * wall clock does not shorten it, and after a reboot it resumes from what it had left. A
+ * missing or unreadable lock state counts as locked out (one hour).
+ * Refused without counting a wrong attempt: input setup would refuse (empty, too short,
+ * too long, control characters: the same statuses as setup), YAOK_E_ALREADY_UNLOCKED,
+ * YAOK_E_NOT_INITIALIZED, YAOK_E_DEVICE_SECRET_REQUIRED, YAOK_E_WRONG_DEVICE_SECRET, and
+ * YAOK_E_CORRUPT_STORE for a vault sealed with costs out of bounds or below the production
+ * minimum (see YAOK_NODE_OPEN_TEST_FAST_KDF). Takes about 0.1 s (Argon2id). */
 yaok_status yaok_node_unlock(yaok_node *node, const char *pin);
 
 /* Unlocks with the platform key registered earlier (`key`, YAOK_PLATFORM_KEY_BYTES bytes,
  * borrowed; wipe your copy). Not subject to the PIN lockout: it has full entropy.
- * YAOK_E_NO_PLATFORM_KEY if none is registered, YAOK_E_WRONG_PLATFORM_KEY if it differs. */
+ * YAOK_E_NO_PLATFORM_KEY if none is registered, YAOK_E_WRONG_PLATFORM_KEY if it differs,
+ * YAOK_E_ALREADY_UNLOCKED if the node is unlocked. */
 yaok_status yaok_node_unlock_platform_key(yaok_node *node, const uint8_t *key, size_t key_len);
 
 /* Registers a platform key (32 bytes from the OS keystore, released e.g. by biometrics) as
@@ -355,7 +448,8 @@ yaok_status yaok_node_lock(yaok_node *node);
  * "auto_lock". */
 yaok_status yaok_node_set_auto_lock(yaok_node *node, int64_t timeout_ms, uint32_t *out_warnings);
 
-/* The lock state as a JSON object (docs/ABI.md, "status"); works while locked.
+/* The lock state and the vault's key-derivation costs as a JSON object (docs/ABI.md,
+ * "status"); works while locked.
  * *out_json: free with yaok_string_free(). */
 yaok_status yaok_node_status(yaok_node *node, char **out_json);
 
@@ -454,10 +548,10 @@ yaok_status yaok_contact_rename(yaok_node *node, int64_t contact_id, const char 
  * outgoing messages; with YAOK_CONTACT_DELETE_MESSAGES its messages go too. */
 yaok_status yaok_contact_delete(yaok_node *node, int64_t contact_id, uint32_t flags);
 
-/* The public keys of a contact, read back from the encrypted store, so an app need not
- * keep cards: a JSON object {"name", "encryption_key", "signing_key"} (keys as 64 lower-case
- * hex characters). (It is not a card: a card is signed by its owner's secret key, which
- * this node does not have.) None with that id: YAOK_E_NOT_FOUND. */
+/* A contact's card and public keys, read back from the encrypted store, so an app never
+ * needs to keep cards itself: a JSON object {"name", "encryption_key", "signing_key",
+ * "card"} (keys as 64 lower-case hex characters; "card" the signed card text it was added
+ * with, which yaok_card_decode accepts). None with that id: YAOK_E_NOT_FOUND. */
 yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_json);
 
 /* ---- messages ----

@@ -29,7 +29,7 @@ public enum DeliveryAck {
     }
 
     /// An ack packet for `ids` (1 to 255) to `recipientKey`, sealed under `key`.
-    public static func seal(_ ids: [MessageID], key: SecureBytes, to recipientKey: [UInt8], createdMs: UInt64,
+    public static func seal(_ ids: [MessageID], key: SecureBytes, to recipientKey: [UInt8], createdMs: Int64,
                             lifetimeMinutes: UInt16 = SealedMessage.defaultLifetimeMinutes) throws -> (header: RoutedHeader, packet: [UInt8]) {
         guard (1...maxIDs).contains(ids.count) else { throw YaOKError(.invalidArgument, "An ack carries 1 to \(maxIDs) message IDs") }
         let header = try RoutedHeader.new(type: .ack, recipientKey: recipientKey, createdMs: createdMs,

@@ -39,7 +39,7 @@ public enum Envelope {
     /// (`RoutedHeader.authenticatedBytes`), or nothing for a bare envelope. A low-order
     /// recipient key (every X25519 output all zero) is `invalidArgument`.
     public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
-                            messageID: [UInt8], timestamp: UInt64, associatedData: [UInt8] = []) throws -> [UInt8] {
+                            messageID: [UInt8], timestamp: Int64, associatedData: [UInt8] = []) throws -> [UInt8] {
         try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
                  associatedData: associatedData, ephemeralSecret: Sodium.randomBytes(32))
     }
@@ -56,12 +56,13 @@ public enum Envelope {
 
     /// Sealing with a given ephemeral secret: only for test vectors, which must be reproducible.
     static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
-                     messageID: [UInt8], timestamp: UInt64, associatedData extra: [UInt8] = [],
+                     messageID: [UInt8], timestamp: Int64, associatedData extra: [UInt8] = [],
                      ephemeralSecret secret: [UInt8]) throws -> [UInt8] {
         guard !body.isEmpty else { throw YaOKError(.emptyMessage) }
         guard body.count <= maxBodyLength else { throw YaOKError(.messageTooLarge) }
         guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
         guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
+        guard timestamp >= 0 else { throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, not negative") }
         try Sodium.ensureInitialized()
 
         var ephemeralSecret = secret
@@ -105,10 +106,11 @@ public enum Envelope {
     /// short, a low-order ephemeral key, padding that is not ISO/IEC 7816-4 in the smallest
     /// bucket for the body, an empty body or one over 10 KiB).
     /// `associatedData` must be what the sender bound in (else `tampered`).
-    public static func open(_ sealed: [UInt8], by recipient: Identity, messageID: [UInt8], timestamp: UInt64,
+    public static func open(_ sealed: [UInt8], by recipient: Identity, messageID: [UInt8], timestamp: Int64,
                             associatedData extra: [UInt8] = [],
                             isKnownSender: ([UInt8]) -> Bool = { _ in true }) throws -> Opened {
         guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
+        guard timestamp >= 0 else { throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, not negative") }
         let minInner = senderKeyLength + authLength + Padding.buckets[0]
         guard sealed.count >= ephemeralLength + hintLength + minInner + tagLength else {
             throw YaOKError(.malformedEnvelope, "Envelope too short")
@@ -160,7 +162,7 @@ public enum Envelope {
 
     /// version || recipient key || message ID || timestamp (u64 BE, ms) || ephemeral key;
     /// the caller's extra associated data follows it.
-    static func associatedData(recipientKey: [UInt8], messageID: [UInt8], timestamp: UInt64, ephemeral: [UInt8]) -> [UInt8] {
+    static func associatedData(recipientKey: [UInt8], messageID: [UInt8], timestamp: Int64, ephemeral: [UInt8]) -> [UInt8] {
         var ad: [UInt8] = [version]
         ad.reserveCapacity(1 + 32 + 16 + 8 + 32)
         ad += recipientKey

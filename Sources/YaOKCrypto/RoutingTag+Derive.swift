@@ -24,7 +24,7 @@ extension RoutingTag {
     }
 
     /// The tag a packet created at `createdMs` must carry for `recipientKey`.
-    public static func derive(recipientKey: [UInt8], createdMs: UInt64) throws -> RoutingTag {
+    public static func derive(recipientKey: [UInt8], createdMs: Int64) throws -> RoutingTag {
         try derive(recipientKey: recipientKey, day: day(ofMs: createdMs))
     }
 
@@ -39,7 +39,7 @@ extension RoutedHeader {
     /// A new routed header for `recipientKey`: the given message ID (a fresh random one by
     /// default), a random first hop limit (HopLimit.initialRange), and the routing tag for
     /// the creation day.
-    public static func new(type: PacketType, recipientKey: [UInt8], createdMs: UInt64, messageID: MessageID = .random(),
+    public static func new(type: PacketType, recipientKey: [UInt8], createdMs: Int64, messageID: MessageID = .random(),
                            lifetimeMinutes: UInt16) throws -> RoutedHeader {
         try RoutedHeader(type: type, hopLimit: HopLimit.initial(), messageID: messageID, createdMs: createdMs,
                          lifetimeMinutes: lifetimeMinutes,

@@ -12,7 +12,7 @@ public enum SealedMessage {
     /// Seals `body` from `sender` to the holder of `recipientKey`: the message's ID (the one
     /// stored in the outbox; a fresh random one by default), a random first hop limit, the
     /// routing tag of the creation day. Returns the header (ID, expiry) and the encoded packet.
-    public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8], createdMs: UInt64,
+    public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8], createdMs: Int64,
                             messageID: MessageID = .random(),
                             lifetimeMinutes: UInt16 = defaultLifetimeMinutes) throws -> (header: RoutedHeader, packet: [UInt8]) {
         let header = try RoutedHeader.new(type: .message, recipientKey: recipientKey, createdMs: createdMs,

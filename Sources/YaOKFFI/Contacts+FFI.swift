@@ -1,4 +1,5 @@
 import YaOK
+import YaOKSupport
 
 /* ---- contacts ---- */
 
@@ -84,15 +85,8 @@ public func yaok_contact_keys(_ node: OpaquePointer?, _ contactID: Int64,
         let out = try required(out, "out_json")
         let contact = try n.contact(contactID)
         let keys = contact.publicIdentity
-        try give(JSON.object([("name", .string(contact.name)), ("encryption_key", .string(hex(keys.encryptionKey))),
-                              ("signing_key", .string(hex(keys.signingKey)))]).serialized, to: out)
+        try give(JSON.object([("name", .string(contact.name)), ("encryption_key", .string(Hex.encode(keys.encryptionKey))),
+                              ("signing_key", .string(Hex.encode(keys.signingKey))),
+                              ("card", .string(try n.contactCard(contactID)))]).serialized, to: out)
     }
-}
-
-private func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes { out += [digits[Int(b >> 4)], digits[Int(b & 15)]] }
-    return String(decoding: out, as: UTF8.self)
 }

@@ -5,7 +5,7 @@ import YaOK
 @_cdecl("yaok_envelope_seal")
 public func yaok_envelope_seal(_ sender: OpaquePointer?, _ recipient: OpaquePointer?,
                                _ body: UnsafePointer<UInt8>?, _ bodyLength: Int,
-                               _ messageID: UnsafePointer<UInt8>?, _ timestampMs: UInt64,
+                               _ messageID: UnsafePointer<UInt8>?, _ timestampMs: Int64,
                                _ outSealed: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
                                _ outSealedLength: UnsafeMutablePointer<Int>?) -> Int32 {
     boundary {
@@ -26,7 +26,7 @@ public func yaok_envelope_seal(_ sender: OpaquePointer?, _ recipient: OpaquePoin
 public func yaok_envelope_open(_ recipient: OpaquePointer?,
                                _ senders: UnsafePointer<OpaquePointer?>?, _ senderCount: Int,
                                _ sealed: UnsafePointer<UInt8>?, _ sealedLength: Int,
-                               _ messageID: UnsafePointer<UInt8>?, _ timestampMs: UInt64,
+                               _ messageID: UnsafePointer<UInt8>?, _ timestampMs: Int64,
                                _ outBody: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
                                _ outBodyLength: UnsafeMutablePointer<Int>?,
                                _ outSenderIndex: UnsafeMutablePointer<Int>?) -> Int32 {

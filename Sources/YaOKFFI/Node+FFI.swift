@@ -26,7 +26,15 @@ public func yaok_node_open(_ dataDir: UnsafePointer<CChar>?, _ flags: UInt32,
         let dir = try string(dataDir, "data_dir")
         guard flags & ~nodeOpenTestFastKDF == 0 else { throw YaOKError(.invalidArgument, "Unknown flags \(flags)") }
         var options = Node.Options()
-        if flags & nodeOpenTestFastKDF != 0 { options.pinHashing = .insecureFastForTestsOnly }
+        if flags & nodeOpenTestFastKDF != 0 {
+            // Test-only costs need the process's test-only opt-in: a production build that
+            // passes the flag by mistake gets an error, not weak vaults.
+            guard PINHashing.testCostsAllowedByEnvironment else {
+                throw YaOKError(.invalidArgument, "YAOK_NODE_OPEN_TEST_FAST_KDF is for tests only: it needs \(PINHashing.testCostsVariable)=1 in the environment")
+            }
+            options.pinHashing = .insecureFastForTestsOnly
+            options.allowTestOnlyKDFCosts = true
+        }
         out.pointee = Handles.make(NodeHandle(try Node(dataDirectory: dir, options: options)))
     }
 }
@@ -47,6 +55,51 @@ public func yaok_node_setup(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>
         let result = try n.setup(name: try string(name, "name"), pin: try string(pin, "pin"),
                                  confirmation: try string(confirmation, "pin_confirmation"))
         out.pointee = result.warnings.rawValue
+    }
+}
+
+@_cdecl("yaok_node_setup_v2")
+public func yaok_node_setup_v2(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ secret: UnsafePointer<CChar>?,
+                               _ confirmation: UnsafePointer<CChar>?, _ outWarnings: UnsafeMutablePointer<UInt32>?,
+                               _ outStrength: UnsafeMutablePointer<UInt32>?,
+                               _ outEstimatedBits: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let warnings = try required(outWarnings, "out_warnings")
+        let strength = try required(outStrength, "out_strength")
+        let bits = try required(outEstimatedBits, "out_estimated_bits")
+        let result = try n.setup(name: try string(name, "name"), pin: try string(secret, "secret"),
+                                 confirmation: try string(confirmation, "confirmation"))
+        warnings.pointee = result.warnings.rawValue
+        strength.pointee = result.strength.level.rank
+        bits.pointee = UInt32(clamping: result.strength.estimatedBits)
+    }
+}
+
+@_cdecl("yaok_secret_check")
+public func yaok_secret_check(_ secret: UnsafePointer<CChar>?, _ outStrength: UnsafeMutablePointer<UInt32>?,
+                              _ outEstimatedBits: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let strength = try required(outStrength, "out_strength")
+        let bits = try required(outEstimatedBits, "out_estimated_bits")
+        let result = try SecretStrength.check(try string(secret, "secret"))
+        strength.pointee = result.level.rank
+        bits.pointee = UInt32(clamping: result.estimatedBits)
+    }
+}
+
+@_cdecl("yaok_node_set_device_secret")
+public func yaok_node_set_device_secret(_ node: OpaquePointer?, _ secret: UnsafePointer<UInt8>?, _ secretLength: Int) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        if secret == nil && secretLength == 0 {
+            try n.setDeviceSecret(nil)
+            return
+        }
+        guard secretLength == 32 else { throw YaOKError(.invalidArgument, "A device secret is 32 bytes") }
+        var bytes = try fixedBytes(secret, 32, "secret")
+        defer { Secrets.wipe(&bytes, bytes.count) }
+        try n.setDeviceSecret(bytes)
     }
 }
 

@@ -16,10 +16,19 @@ final class DirectoryLock: Sendable {
         guard descriptor >= 0 else {
             throw YaOKError(errno == ENOSPC ? .diskFull : .storage, "Cannot open \(path): \(String(cString: strerror(errno)))")
         }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let busy = errno == EWOULDBLOCK
-            Glibc.close(descriptor)
-            throw busy ? YaOKError(.busy) : YaOKError(.storage, "Cannot lock \(path): \(String(cString: strerror(errno)))")
+        // A process being spawned anywhere in this process holds a copy of every descriptor
+        // between its fork and its exec (O_CLOEXEC acts only at exec), so a lock released
+        // a moment ago can still look held: retry briefly before calling the directory busy.
+        var attempts = 0
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            attempts += 1
+            guard code == EWOULDBLOCK || code == EINTR, attempts < 50 else {
+                Glibc.close(descriptor)
+                throw code == EWOULDBLOCK ? YaOKError(.busy)
+                    : YaOKError(.storage, "Cannot lock \(path): \(String(cString: strerror(code)))")
+            }
+            usleep(5_000)
         }
         fd = Locked(descriptor)
     }

@@ -56,6 +56,17 @@ extension Node {
         }
     }
 
+    /// The signed contact card of contact `id`, as it was scanned, read back from the
+    /// encrypted store (apps need not keep cards themselves). `notFound` if there is none.
+    public func contactCard(_ id: Int64) throws -> String {
+        try withUnlocked { store, keys, _ in
+            guard let card = try store.contactCard(id, cipher: keys.cipher) else {
+                throw YaOKError(.notFound, "No such contact")
+            }
+            return card
+        }
+    }
+
     /// One contact; `notFound` if there is none with `id`.
     public func contact(_ id: Int64) throws -> Contact {
         try withUnlocked { store, keys, s in try loadContact(id, store, keys, s) }

@@ -9,74 +9,113 @@ import YaOKStore
 extension Node {
     // MARK: - Setup
 
-    /// Creates the identity and seals it under `pin`; leaves the node unlocked (AC-002-01).
+    /// Creates the identity and seals it under `pin`, a PIN or a passphrase (see
+    /// `SecretStrength` for what is accepted); leaves the node unlocked (AC-002-01). With a
+    /// device secret set (`setDeviceSecret`), the vault is bound to it.
     /// Errors, in this order: `invalidName`, `pinTooShort` ("PIN must be at least 6
-    /// digits"), `pinMismatch` ("PINs do not match"), `alreadyInitialized`.
-    /// An all-zero PIN is accepted with `Warnings.allZeroPIN`.
+    /// digits", or "Passphrase must be at least 6 characters" when it is not all digits),
+    /// `invalidArgument` (longer than 256 bytes, or control characters), `pinMismatch`
+    /// ("PINs do not match"), `alreadyInitialized`; `invalidArgument` also when the
+    /// configured costs are below the production minimum and this process has not opted in
+    /// to test-only costs. An all-zero PIN is accepted with `Warnings.allZeroPIN`.
     public func setup(name: String, pin: String, confirmation: String) throws -> SetupResult {
         let name = try DisplayName.validate(name)
-        try Node.validateNewPIN(pin)
+        let strength = try SecretStrength.check(pin)
         guard pin == confirmation else { throw YaOKError(.pinMismatch) }
-        let generation = try withStore { store, s -> Int in
+        guard options.pinHashing.meetsProductionMinimum || testOnlyKDFCostsAllowed else {
+            throw YaOKError(.invalidArgument, "PIN hashing costs below the production minimum are for tests only")
+        }
+        let (generation, deviceSecret) = try withStore { store, s -> (Int, SecureBytes?) in
             guard try store.vault(.pin) == nil else { throw YaOKError(.alreadyInitialized) }
-            return s.generation
+            return (s.generation, s.deviceSecret)
         }
         // The slow part (Argon2id) runs without the node's lock so status calls stay quick.
         let identity = try Identity(name: name)
         let contents = VaultContents(name: name, identitySecrets: try identity.exportSecrets(),
                                      databaseKey: try SecureBytes.random(count: VaultContents.databaseKeyLength))
-        let sealed = try SealedVault.seal(contents, pin: pin, hashing: options.pinHashing)
+        let sealed = try SealedVault.seal(contents, pin: pin, hashing: options.pinHashing, deviceSecret: deviceSecret)
         let keys = try UnlockedKeys(contents)
         try withStore { store, s in
             guard s.generation == generation, try store.vault(.pin) == nil else { throw YaOKError(.alreadyInitialized) }
             try store.db.transaction {
                 try store.saveVault(sealed)
-                try store.setLockState(.init(failures: 0, lockedUntil: 0))
+                try store.replaceLockState(.init())
                 try logSecurityEvent(store, .pinSetUp)
             }
             try install(keys, store, in: &s)
         }
         events.emit(.unlocked(method: "setup"))
-        return SetupResult(identity: keys.identity, warnings: Node.isAllZero(pin) ? .allZeroPIN : [])
-    }
-
-    static func validateNewPIN(_ pin: String) throws {
-        guard pin.utf8.count >= 6, pin.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
-            throw YaOKError(.pinTooShort)
-        }
-        guard pin.utf8.count <= 64 else { throw YaOKError(.invalidArgument, "PIN must be at most 64 digits") }
+        return SetupResult(identity: keys.identity, warnings: Node.isAllZero(pin) ? .allZeroPIN : [],
+                           strength: strength, deviceBound: sealed.isDeviceBound)
     }
 
     static func isAllZero(_ pin: String) -> Bool { pin.utf8.allSatisfy { $0 == UInt8(ascii: "0") } }
 
+    // MARK: - Device secret
+
+    /// Sets the device secret (32 bytes; nil clears it) that this node mixes into the PIN
+    /// vault's key: a setup made while it is set binds the vault to it, and a bound vault
+    /// then unlocks only with it. Meant for a secret the app keeps in hardware (Android
+    /// Keystore/StrongBox, Secure Enclave, TPM), so that a copy of the data directory alone
+    /// cannot be searched for the PIN. Kept in guarded memory until cleared or the node
+    /// closes; works locked or unlocked; a bound vault that is already unlocked is not
+    /// affected until its next unlock. docs/ABI.md, "Device secret", says how a platform
+    /// layer derives it.
+    public func setDeviceSecret(_ secret: [UInt8]?) throws {
+        var copy: SecureBytes?
+        if let secret {
+            guard secret.count == SealedVault.deviceSecretLength else {
+                throw YaOKError(.invalidArgument, "A device secret is \(SealedVault.deviceSecretLength) bytes")
+            }
+            copy = try SecureBytes(copying: secret)
+        }
+        try withStore { _, s in s.deviceSecret = copy }
+    }
+
     // MARK: - Unlock
 
-    /// Unlocks with the PIN. Wrong: `wrongPIN` ("Incorrect PIN"). The third wrong PIN in a
-    /// row, and every try during the 30 s that follow, is `lockedOut` ("Too many attempts.
-    /// Try again in N seconds."); each further lockout before a successful unlock lasts twice
-    /// as long, up to an hour. The failure is written before the PIN is checked, so
-    /// killing the process during the check still counts it. Not set up: `notInitialized`.
+    /// Unlocks with the PIN or passphrase. Wrong: `wrongPIN` ("Incorrect PIN"). The third
+    /// wrong PIN in a row, and every try during the 30 s that follow, is `lockedOut` ("Too
+    /// many attempts. Try again in N seconds."); each further lockout before a successful
+    /// unlock lasts twice as long, up to an hour. The failure is written before the PIN is
+    /// checked, so killing the process during the check still counts it. The lockout runs
+    /// on the boot clock: changing the wall clock or restarting does not shorten it. A
+    /// missing or unreadable lock state counts as locked out (the longest lockout).
     /// At most three PINs are checked per lockout window, even when calls overlap: a try
     /// that finds three failures already counted (still being checked on other threads, or
     /// cut short by a kill) starts the lockout instead of checking a fourth PIN.
+    ///
+    /// Refused without counting a failure: input that setup would refuse (empty, too short,
+    /// too long, control characters: the same errors as setup), `alreadyUnlocked` when the
+    /// node is unlocked, `notInitialized`, `deviceSecretRequired` / `wrongDeviceSecret` for
+    /// a vault bound to a device secret that is not set / differs, and `corruptStore` for a
+    /// vault whose costs are outside the bounds or below the production minimum (unless this
+    /// process opted in to test-only costs).
     public func unlock(pin: String) throws {
-        let (vault, generation) = try withStore { store, s -> (SealedVault, Int) in
+        try SecretStrength.validate(pin)
+        let (vault, generation, deviceSecret) = try withStore { store, s -> (SealedVault, Int, SecureBytes?) in
             guard let vault = try store.vault(.pin) else { throw YaOKError(.notInitialized) }
-            var lock = try store.lockState()
+            guard s.keys == nil else { throw YaOKError(.alreadyUnlocked) }
+            try checkCosts(vault)
+            if vault.isDeviceBound {
+                guard let secret = s.deviceSecret else { throw YaOKError(.deviceSecretRequired) }
+                guard vault.deviceSecretMatches(secret) else { throw YaOKError(.wrongDeviceSecret) }
+            }
+            var lock = try lockState(store)
             try checkLockout(lock, store)
             guard lock.failures < Node.maxPINAttempts else {
                 throw Node.lockedOutError(milliseconds: try store.db.transaction { try startLockout(lock, store) })
             }
             lock.failures += 1  // assume failure until the PIN proves right
             try store.setLockState(lock)
-            return (vault, s.generation)
+            return (vault, s.generation, vault.isDeviceBound ? s.deviceSecret : nil)
         }
-        let contents = try vault.open(pin: pin)
+        let contents = try vault.open(pin: pin, deviceSecret: deviceSecret)
         try withStore { store, s in
             guard s.generation == generation else { throw YaOKError(.notInitialized) }
-            let lock = try store.lockState()
+            let lock = try lockState(store)
             guard let contents else {
-                if lock.lockedUntil > now {
+                if remainingLockout(lock) > 0 {
                     // An overlapping try started the lockout while this PIN was checked.
                     try logSecurityEvent(store, .wrongPIN, "attempt \(Node.maxPINAttempts) of \(Node.maxPINAttempts)")
                     try checkLockout(lock, store)
@@ -93,7 +132,7 @@ extension Node {
             }
             let keys = try UnlockedKeys(contents)
             try store.db.transaction {
-                try store.setLockState(.init(failures: 0, lockedUntil: 0))
+                try store.replaceLockState(.init())
                 try logSecurityEvent(store, .unlocked)
             }
             try install(keys, store, in: &s)
@@ -102,12 +141,14 @@ extension Node {
     }
 
     /// Unlocks with the platform key registered earlier (e.g. released by biometrics).
-    /// `noPlatformKey` if none is registered, `wrongPlatformKey` if it does not match.
-    /// A platform key has full entropy, so it is not subject to the PIN lockout.
+    /// `noPlatformKey` if none is registered, `wrongPlatformKey` if it does not match,
+    /// `alreadyUnlocked` if the node is unlocked. A platform key has full entropy, so it is
+    /// not subject to the PIN lockout.
     public func unlock(platformKey: [UInt8]) throws {
         let key = try Node.platformKey(platformKey)
         let (vault, generation) = try withStore { store, s -> (SealedVault, Int) in
             guard try store.vault(.pin) != nil else { throw YaOKError(.notInitialized) }
+            guard s.keys == nil else { throw YaOKError(.alreadyUnlocked) }
             guard let vault = try store.vault(.platform) else { throw YaOKError(.noPlatformKey) }
             return (vault, s.generation)
         }
@@ -123,6 +164,16 @@ extension Node {
             try install(keys, store, in: &s)
         }
         events.emit(.unlocked(method: "platform_key"))
+    }
+
+    /// Bounds (a tampered file) and the production minimum (a test vault), before any
+    /// failure is counted or any hashing is done.
+    private func checkCosts(_ vault: SealedVault) throws {
+        let hashing = vault.hashing
+        guard hashing.isWithinBounds else { throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault") }
+        guard hashing.meetsProductionMinimum || testOnlyKDFCostsAllowed else {
+            throw YaOKError(.corruptStore, "The vault was sealed with test-only PIN hashing costs (\(hashing.opsLimit) passes, \(hashing.memLimit / 1024) KiB), below the production minimum: refused")
+        }
     }
 
     /// Registers a 32-byte platform key as a second way to unlock (the PIN keeps working),
@@ -156,15 +207,51 @@ extension Node {
         return try SecureBytes(copying: bytes)
     }
 
-    private func checkLockout(_ lock: Store.LockState, _ store: Store) throws {
-        let remaining = lock.lockedUntil - now
-        guard lock.lockedUntil > 0, remaining > 0 else { return }
-        // A clock set backwards must not stretch the lockout past its length.
-        let bounded = min(remaining, Node.lockoutMilliseconds(lockout: lock.lockouts))
-        if bounded < remaining {
-            try store.setLockState(.init(failures: lock.failures, lockedUntil: now + bounded, lockouts: lock.lockouts))
+    /// The stored lock state. A missing or unreadable row (deleted or altered by someone
+    /// with file access) counts as locked out: the row is rebuilt with the longest lockout,
+    /// logged, and returned, so the caller refuses the try.
+    func lockState(_ store: Store) throws -> Store.LockState {
+        if let lock = try store.lockState() { return lock }
+        let lock = Store.LockState(failures: 0, lockouts: Node.lockoutsAtMaximum,
+                                   remaining: Node.maxLockoutMilliseconds, boot: bootNow)
+        try store.db.transaction {
+            try store.replaceLockState(lock)
+            try logSecurityEvent(store, .lockout, "\(Node.maxLockoutMilliseconds / 1000) seconds (lock state missing or unreadable)")
         }
-        throw Node.lockedOutError(milliseconds: bounded)
+        return lock
+    }
+
+    /// The lockout left now, in milliseconds: what was stored, less the boot-clock time
+    /// since it was stored if that was in this boot. Never more than the lockout's length
+    /// (the row may have been altered).
+    func remainingLockout(_ lock: Store.LockState) -> Int64 {
+        guard lock.remaining > 0 else { return 0 }
+        let bounded = min(lock.remaining, Node.lockoutMilliseconds(lockout: lock.lockouts))
+        let now = bootNow
+        guard lock.boot.bootID == now.bootID, now.milliseconds >= lock.boot.milliseconds else { return bounded }
+        return max(0, bounded - (now.milliseconds - lock.boot.milliseconds))
+    }
+
+    /// Throws `lockedOut` while a lockout runs.
+    private func checkLockout(_ lock: Store.LockState, _ store: Store) throws {
+        let remaining = remainingLockout(lock)
+        guard remaining > 0 else { return }
+        try reanchor(lock, remaining, store)
+        throw Node.lockedOutError(milliseconds: remaining)
+    }
+
+    /// Stores the lockout as measured now, so that what a reboot (whose boot clock cannot be
+    /// compared) resumes from is what was left at the last look, a lockout stored in another
+    /// boot counts down in this one, and an altered value too long for its lockout is
+    /// replaced. Within one boot at most every 5 s, so that an app polling the status does
+    /// not write (and sync) the database each time.
+    private func reanchor(_ lock: Store.LockState, _ remaining: Int64, _ store: Store) throws {
+        let now = bootNow
+        let sameBoot = lock.boot.bootID == now.bootID && now.milliseconds >= lock.boot.milliseconds
+        let stale = !sameBoot || now.milliseconds - lock.boot.milliseconds >= 5_000
+            || lock.remaining > Node.lockoutMilliseconds(lockout: lock.lockouts)
+        guard stale else { return }
+        try store.setLockState(.init(failures: lock.failures, lockouts: lock.lockouts, remaining: remaining, boot: now))
     }
 
     /// Starts the next lockout (each one twice as long as the last) and logs it; returns
@@ -172,7 +259,7 @@ extension Node {
     private func startLockout(_ lock: Store.LockState, _ store: Store) throws -> Int64 {
         let lockouts = lock.lockouts + 1
         let duration = Node.lockoutMilliseconds(lockout: lockouts)
-        try store.setLockState(.init(failures: 0, lockedUntil: now + duration, lockouts: lockouts))
+        try store.setLockState(.init(failures: 0, lockouts: lockouts, remaining: duration, boot: bootNow))
         try logSecurityEvent(store, .lockout, "\(duration / 1000) seconds")
         return duration
     }
@@ -297,16 +384,26 @@ extension Node {
 
     // MARK: - Status and reset
 
-    /// Lock state, lockout and settings; works while locked.
+    /// Lock state, lockout, settings and the vault's costs; works while locked.
     public func status() throws -> NodeStatus {
         try withStore { store, s in
-            let lock = try store.lockState()
-            let remaining = lock.lockedUntil > 0
-                ? min(max(0, lock.lockedUntil - now), Node.lockoutMilliseconds(lockout: lock.lockouts)) : 0
-            return NodeStatus(initialized: try store.vault(.pin) != nil, locked: s.keys == nil,
+            let vault = try store.vault(.pin)
+            var remaining: Int64 = 0
+            var failures = 0
+            if vault != nil {
+                let lock = try lockState(store)
+                remaining = remainingLockout(lock)
+                failures = lock.failures
+                if remaining > 0 { try reanchor(lock, remaining, store) }
+            }
+            return NodeStatus(initialized: vault != nil, locked: s.keys == nil,
                               lockoutSecondsRemaining: Int((remaining + 999) / 1000),
-                              failedAttempts: lock.failures, autoLock: s.autoLock,
-                              platformKeyRegistered: try store.vault(.platform) != nil)
+                              failedAttempts: failures, autoLock: s.autoLock,
+                              platformKeyRegistered: try store.vault(.platform) != nil,
+                              vault: vault.map {
+                                  VaultStatus(pinHashing: $0.hashing, meetsProductionMinimum: $0.hashing.meetsProductionMinimum,
+                                              deviceBound: $0.isDeviceBound)
+                              })
         }
     }
 

@@ -16,12 +16,22 @@ import YaOKStore
 /// Every method that needs keys throws `YaOKError(.locked)` while locked.
 public final class Node: Sendable {
     public struct Options: Sendable {
-        /// Argon2id costs for a new PIN. Keep `.standard`; tests may use
-        /// `.insecureFastForTestsOnly`. An existing vault keeps the costs it was sealed with.
+        /// Argon2id costs for a new PIN. Keep `.standard`, or raise it; costs below it
+        /// (`PINHashing.meetsProductionMinimum`) are refused at setup and unlock unless the
+        /// process opted in to test-only costs. An existing vault keeps the costs it was
+        /// sealed with.
         public var pinHashing: PINHashing = .standard
-        /// Wall clock in milliseconds since 1970, for stored times and the lockout deadline.
-        /// Injectable so that tests can move time; the default is CLOCK_REALTIME.
+        /// Wall clock in milliseconds since 1970, for stored times (the lockout uses the
+        /// boot clock instead). Injectable so that tests can move time; the default is
+        /// CLOCK_REALTIME.
         public var clock: @Sendable () -> Int64 = Node.systemClock
+        /// The boot clock the lockout is measured with (CLOCK_BOOTTIME and the boot ID).
+        /// Package-only, for tests that move time or simulate a reboot.
+        package var bootClock: @Sendable () -> BootTime = { BootTime.now() }
+        /// TEST ONLY, package-only: lets this node seal and open vaults below the production
+        /// minimum (the test suites' fast costs). C and Python tests opt in through
+        /// YAOK_TEST_INSECURE_KDF=1 instead.
+        package var allowTestOnlyKDFCosts = false
 
         public init() {}
     }
@@ -31,6 +41,9 @@ public final class Node: Sendable {
     public static let lockoutMilliseconds: Int64 = 30_000
     /// The longest lockout: one hour.
     public static let maxLockoutMilliseconds: Int64 = 3_600_000
+    /// The lockout count from which every lockout is the longest (30 s doubled 7 times
+    /// exceeds an hour).
+    static let lockoutsAtMaximum = 8
 
     /// How long the `n`th lockout since the last successful unlock lasts (n ≥ 1): 30 s, then
     /// doubling up to an hour. A 6-digit PIN has only 10^6 values; at a constant 3 tries per
@@ -72,6 +85,7 @@ public final class Node: Sendable {
         loop.stop()
         state.withLock { s in
             s.dropKeys(loop: loop)
+            s.deviceSecret = nil
             s.store?.close()
             s.store = nil
             s.delivery.linkKey = nil
@@ -95,6 +109,10 @@ public final class Node: Sendable {
     // MARK: - Internal helpers shared by the Node+*.swift files
 
     var now: Int64 { options.clock() }
+    var bootNow: BootTime { options.bootClock() }
+
+    /// Whether vaults below the production minimum may be sealed and opened here.
+    var testOnlyKDFCostsAllowed: Bool { options.allowTestOnlyKDFCosts || PINHashing.testCostsAllowedByEnvironment }
 
     /// Runs `body` under the node's lock with the open store.
     func withStore<R: Sendable>(_ body: (Store, inout NodeState) throws -> R) throws -> R {
@@ -158,6 +176,8 @@ struct NodeState {
     var online: [Int64: String] = [:]
     /// Outbox, links, acks, retries and transports (Delivery/).
     var delivery = DeliveryState()
+    /// The app's device secret (setDeviceSecret), in guarded memory until cleared or closed.
+    var deviceSecret: SecureBytes?
 
     init(store: Store, autoLock: AutoLock) {
         self.store = store

@@ -143,6 +143,29 @@ extension NodeStatus {
             ("failed_attempts", .int(Int64(failedAttempts))),
             ("auto_lock_ms", autoLockSeconds),
             ("platform_key_registered", .bool(platformKeyRegistered)),
+            ("vault", vault.map(\.json) ?? .null),
+        ])
+    }
+}
+
+extension VaultStatus {
+    public var json: JSON {
+        .object([
+            ("kdf", .string("argon2id13")),
+            ("ops_limit", .int(Int64(pinHashing.opsLimit))),
+            ("mem_limit", .int(Int64(pinHashing.memLimit))),
+            ("meets_production_minimum", .bool(meetsProductionMinimum)),
+            ("device_bound", .bool(deviceBound)),
+        ])
+    }
+}
+
+extension SecretStrength {
+    public var json: JSON {
+        .object([
+            ("strength", .string(level.rawValue)),
+            ("estimated_bits", .int(Int64(estimatedBits))),
+            ("is_pin", .bool(isPIN)),
         ])
     }
 }

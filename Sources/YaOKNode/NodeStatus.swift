@@ -15,6 +15,19 @@ public struct NodeStatus: Sendable, Equatable {
     public let failedAttempts: Int
     public let autoLock: AutoLock
     public let platformKeyRegistered: Bool
+    /// The PIN vault's key derivation; nil before setup.
+    public let vault: VaultStatus?
+}
+
+/// How the PIN vault is sealed (readable while locked; nothing secret).
+public struct VaultStatus: Sendable, Equatable {
+    /// The Argon2id costs the vault was sealed with.
+    public let pinHashing: PINHashing
+    /// At least `PINHashing.standard` in passes and memory. A vault below it (sealed with
+    /// test-only costs) opens only in a process that opted in to test-only costs.
+    public let meetsProductionMinimum: Bool
+    /// Bound to a device secret: unlocking needs `setDeviceSecret` first.
+    public let deviceBound: Bool
 }
 
 /// When an unlocked node locks itself (US-051).
@@ -39,8 +52,12 @@ public struct Warnings: OptionSet, Sendable, Equatable {
     public static let autoLockDisabled = Warnings(rawValue: 1 << 1)
 }
 
-/// What setup returns: the new identity and any warnings.
+/// What setup returns: the new identity, any warnings, and how strong the chosen PIN or
+/// passphrase looks (for a meter; it is not stored anywhere).
 public struct SetupResult: Sendable {
     public let identity: Identity
     public let warnings: Warnings
+    public let strength: SecretStrength
+    /// The vault was bound to the device secret set with `setDeviceSecret`.
+    public let deviceBound: Bool
 }

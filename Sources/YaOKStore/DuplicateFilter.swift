@@ -27,7 +27,7 @@ public final class DuplicateFilter {
     /// The longest an ID is kept: the longest lifetime plus the allowed clock skew. Caps
     /// what a packet with a far-future expiry can cost in storage.
     /// Fourteen days (the longest lifetime a node accepts from a peer) plus the skew.
-    public static let maxRetentionMs = UInt64(14 * 24 * 60) * 60_000 + HopLimit.defaultMaxClockSkewMs
+    public static let maxRetentionMs = Int64(14 * 24 * 60) * 60_000 + HopLimit.defaultMaxClockSkewMs
     /// Expired rows are deleted after this many new IDs (and by `purge`).
     public static let purgeInterval = 1024
     /// The most rows kept: past it the soonest-expiring go first. At ~63 bytes a row this
@@ -63,7 +63,7 @@ public final class DuplicateFilter {
     /// The in-memory front assumes that transaction commits: if the caller rolls it back, it
     /// must call `dropFront()`, or a retry of the same packet would be taken for a duplicate
     /// and acknowledged without being delivered.
-    public func check(_ id: MessageID, expiresAtMs: UInt64, nowMs: UInt64) throws -> Verdict {
+    public func check(_ id: MessageID, expiresAtMs: Int64, nowMs: Int64) throws -> Verdict {
         guard nowMs < expiresAtMs else { return .expired }
         if front.contains(id) { return .duplicate }
         if insertsSincePurge >= Self.purgeInterval {
@@ -73,7 +73,7 @@ public final class DuplicateFilter {
         }
         let keepUntil = min(expiresAtMs, nowMs &+ Self.maxRetentionMs)
         try db.query("INSERT OR IGNORE INTO wire_seen_ids (id, expires_at) VALUES (?, ?)",
-                     [.blob(id.bytes), .int(Int64(clamping: keepUntil))])
+                     [.blob(id.bytes), .int(keepUntil)])
         let inserted = db.changes > 0
         front.insert(id)
         guard inserted else { return .duplicate }
@@ -81,7 +81,7 @@ public final class DuplicateFilter {
         return .new
     }
 
-    public func check(_ header: RoutedHeader, nowMs: UInt64) throws -> Verdict {
+    public func check(_ header: RoutedHeader, nowMs: Int64) throws -> Verdict {
         try check(header.messageID, expiresAtMs: header.expiresAtMs, nowMs: nowMs)
     }
 
@@ -96,9 +96,9 @@ public final class DuplicateFilter {
     /// Deletes IDs whose packets have expired, then, above `maxEntries`, the ones that
     /// expire soonest (they are the least useful to keep); returns how many went.
     @discardableResult
-    public func purge(nowMs: UInt64) throws -> Int {
+    public func purge(nowMs: Int64) throws -> Int {
         insertsSincePurge = 0
-        try db.query("DELETE FROM wire_seen_ids WHERE expires_at <= ?", [.int(Int64(clamping: nowMs))])
+        try db.query("DELETE FROM wire_seen_ids WHERE expires_at <= ?", [.int(nowMs)])
         var removed = db.changes
         let excess = try storedCount() - maxEntries
         if excess > 0 {
@@ -114,7 +114,7 @@ public final class DuplicateFilter {
 
     /// Records `key` (a packet digest) after the packet was opened and stored, in the same
     /// transaction. Retention is capped at `maxRetentionMs`.
-    public func record(_ key: MessageID, expiresAtMs: UInt64, nowMs: UInt64) throws {
+    public func record(_ key: MessageID, expiresAtMs: Int64, nowMs: Int64) throws {
         _ = try check(key, expiresAtMs: expiresAtMs, nowMs: nowMs)
     }
 

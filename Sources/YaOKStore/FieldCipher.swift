@@ -120,6 +120,9 @@ enum RowAD {
     static func contactKeys(_ lookup: [UInt8], id: Int64) -> [UInt8] {
         Array("YaOK-contact-keys-v2".utf8) + lookup + bigEndian(UInt64(bitPattern: id))
     }
+    static func contactCard(_ lookup: [UInt8], id: Int64) -> [UInt8] {
+        Array("YaOK-contact-card-v1".utf8) + lookup + bigEndian(UInt64(bitPattern: id))
+    }
     static func conversationTitle(_ lookup: [UInt8], id: Int64) -> [UInt8] {
         Array("YaOK-conversation-title-v2".utf8) + lookup + bigEndian(UInt64(bitPattern: id))
     }

@@ -83,7 +83,8 @@ enum Schema {
         // owe) until they are confirmed: end-to-end ciphertext, so nothing here is readable
         // without the recipient's key. held_packets keeps what arrives while the node is
         // locked, to open on unlock. link_key is the node's link static key, sealed under the
-        // database key, with its certificate (docs/PROTOCOL.md §5).
+        // database key, with its certificate (docs/PROTOCOL.md §5). contacts.card keeps the
+        // contact's signed card, sealed, so apps never keep cards outside the encrypted store.
         """
         CREATE TABLE outbox (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -97,6 +98,9 @@ enum Schema {
             expires_ms INTEGER NOT NULL
         );
         CREATE INDEX outbox_by_contact ON outbox (contact_id, seq);
+        CREATE INDEX outbox_due ON outbox (state, next_attempt_ms);
+        CREATE INDEX outbox_expiry ON outbox (expires_ms);
+        ALTER TABLE contacts ADD COLUMN card BLOB;
         CREATE TABLE held_packets (
             id INTEGER PRIMARY KEY,
             digest BLOB NOT NULL UNIQUE,
@@ -108,6 +112,23 @@ enum Schema {
             sealed_secret BLOB NOT NULL,
             certificate BLOB NOT NULL
         );
+        """,
+        // 7: lock hardening (issue 8). The lockout is kept as the time it has left on the
+        // boot clock (CLOCK_BOOTTIME) with the boot it was measured in, not as a wall-clock
+        // deadline; locked_until_ms is retired (written 0). A lockout in progress carries
+        // over what it has left (at most the longest lockout) and restarts its count in
+        // this boot. device_check marks a PIN vault bound to a device secret: a keyed hash
+        // of the salt under that secret (NULL: not bound).
+        """
+        ALTER TABLE lock_state ADD COLUMN lockout_remaining_ms INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE lock_state ADD COLUMN lockout_boot_id TEXT NOT NULL DEFAULT '';
+        ALTER TABLE lock_state ADD COLUMN lockout_boot_ms INTEGER NOT NULL DEFAULT 0;
+        UPDATE lock_state SET
+            lockout_remaining_ms = max(0, min(locked_until_ms
+                - CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER), 3600000)),
+            lockout_boot_id = 'migrated',
+            locked_until_ms = 0;
+        ALTER TABLE vault ADD COLUMN device_check BLOB;
         """,
     ]
 

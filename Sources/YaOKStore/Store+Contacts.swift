@@ -34,10 +34,10 @@ extension Store {
             }
             let title = cipher.seal(Array(card.name.utf8), ad: RowAD.conversationTitle(lookup, id: id))
             try db.query("UPDATE conversations SET title = ? WHERE id = ?", [.blob(title), .int(id)])
-            try db.query("INSERT INTO contacts (id, name, keys, verified, added_ms) VALUES (?, ?, ?, 0, ?)",
+            try db.query("INSERT INTO contacts (id, name, keys, verified, added_ms, card) VALUES (?, ?, ?, 0, ?, ?)",
                          [.int(id), .blob(cipher.seal(Array(card.name.utf8), ad: RowAD.contactName(lookup, id: id))),
                           .blob(cipher.seal(card.publicIdentity.keyBytes, ad: RowAD.contactKeys(lookup, id: id))),
-                          .int(now)])
+                          .int(now), .blob(cipher.seal(Array(card.text.utf8), ad: RowAD.contactCard(lookup, id: id)))])
             return id
         }
     }
@@ -69,6 +69,15 @@ extension Store {
                 lastTransport: row.isNull(7) ? nil : row.text(7)))
         }
         return records
+    }
+
+    /// The signed card the contact was added with (nil for a contact stored before cards were kept).
+    package func contactCard(_ id: Int64, cipher: FieldCipher) throws -> String? {
+        try db.rows("SELECT v.peer_lookup, c.card FROM contacts c JOIN conversations v ON v.id = c.id WHERE c.id = ?",
+                    [.int(id)]) { row -> String? in
+            guard !row.isNull(1) else { return nil }
+            return try cipher.openString(row.blob(1), ad: RowAD.contactCard(row.blob(0), id: id))
+        }.first ?? nil
     }
 
     package func setContactVerified(_ id: Int64) throws {

@@ -51,9 +51,12 @@ extension Store {
         return try db.rows("SELECT \(Store.outboxColumns) FROM outbox\(filter) ORDER BY seq", map: Store.outboxRow)
     }
 
-    /// The earliest `next_attempt_ms` of a queued row, for the retry timer.
-    package func nextOutboxAttempt() throws -> Int64? {
-        try db.rows("SELECT min(next_attempt_ms) FROM outbox WHERE state = 0") { $0.isNull(0) ? nil : $0.int64(0) }.first ?? nil
+    /// The earliest `next_attempt_ms` after `now` of a queued row, for the retry timer.
+    /// Rows already due wait for a link, and a link that opens pumps them itself.
+    package func nextOutboxAttempt(after now: Int64) throws -> Int64? {
+        try db.rows("SELECT min(next_attempt_ms) FROM outbox WHERE state = 0 AND next_attempt_ms > ?", [.int(now)]) {
+            $0.isNull(0) ? nil : $0.int64(0)
+        }.first ?? nil
     }
 
     package func setOutbox(_ packetID: MessageID, state: OutboxRow.State, attempts: Int, nextAttemptAt: Int64) throws {

@@ -1,4 +1,5 @@
 internal import CSodium
+import Glibc
 import YaOKSupport
 import YaOKWire
 import YaOKCrypto
@@ -37,10 +38,32 @@ public struct PINHashing: Sendable, Equatable {
             && (Int(crypto_pwhash_MEMLIMIT_MIN)...PINHashing.maxMemLimit).contains(memLimit)
     }
 
+    /// Whether these costs are at least the production minimum (`.standard` in both passes
+    /// and memory). A vault below it is refused, at setup and at unlock, unless the process
+    /// opted in to test-only costs (`testCostsAllowedByEnvironment`, or the package-only
+    /// `Node.Options.allowTestOnlyKDFCosts` that the test suites set).
+    public var meetsProductionMinimum: Bool {
+        opsLimit >= PINHashing.standard.opsLimit && memLimit >= PINHashing.standard.memLimit
+    }
+
     /// TEST ONLY: libsodium's minimum costs (1 pass, 8 KiB), so test suites that set up
-    /// many nodes stay fast. Offers no protection to a PIN; never use it for real data.
-    public static let insecureFastForTestsOnly = PINHashing(opsLimit: UInt64(crypto_pwhash_OPSLIMIT_MIN),
-                                                            memLimit: Int(crypto_pwhash_MEMLIMIT_MIN))
+    /// many nodes stay fast. Offers no protection to a PIN; a vault sealed with it opens only
+    /// in a process that opted in to test-only costs. Not part of the public API.
+    package static let insecureFastForTestsOnly = PINHashing(opsLimit: UInt64(crypto_pwhash_OPSLIMIT_MIN),
+                                                             memLimit: Int(crypto_pwhash_MEMLIMIT_MIN))
+
+    /// The test-only opt-in for C and Python test suites: `YAOK_TEST_INSECURE_KDF=1` in the
+    /// environment, read once, at the first use. Never set it for real data: it lets a vault
+    /// sealed with costs below the production minimum be created and opened.
+    package static let testCostsAllowedByEnvironment: Bool = {
+        guard let value = getenv(testCostsVariable) else { return false }
+        return testCostsAllowed(environmentValue: String(validatingCString: value))
+    }()
+
+    package static let testCostsVariable = "YAOK_TEST_INSECURE_KDF"
+
+    /// Only the exact value "1" opts in.
+    package static func testCostsAllowed(environmentValue: String?) -> Bool { environmentValue == "1" }
 }
 
 /// What the vault protects: the identity's secret keys, the random database key that all
@@ -92,6 +115,13 @@ package final class VaultContents: Sendable {
 /// One sealed copy of the vault contents, as stored in the `vault` table. There are at most
 /// two: under the PIN (always) and under a platform key (optional). Opening the PIN copy is
 /// the PIN check, so the store holds no separate verifier and certainly not the PIN.
+///
+/// The PIN copy may be bound to a device secret that the app keeps in hardware (Android
+/// Keystore, Secure Enclave, TPM): its key is then BLAKE2b-256 keyed with
+/// "YaOK-vault-device-v1" over Argon2id(PIN) || device secret, so the file alone is useless
+/// to an offline PIN search. `deviceCheck` (BLAKE2b-128 keyed with the device secret over
+/// "YaOK-device-check-v1" || salt) tells a missing or wrong device secret apart from a wrong
+/// PIN without saying anything about the PIN.
 package struct SealedVault: Sendable {
     package enum Kind: String, Sendable { case pin, platform }
 
@@ -101,30 +131,58 @@ package struct SealedVault: Sendable {
     let memLimit: Int
     let nonce: [UInt8]
     let ciphertext: [UInt8]
+    /// nil: not bound to a device secret.
+    let deviceCheck: [UInt8]?
 
     package static let platformKeyLength = 32
+    package static let deviceSecretLength = 32
 
-    /// Seals under the PIN: Argon2id(PIN, fresh 16-byte salt) → XChaCha20-Poly1305 key.
-    package static func seal(_ contents: VaultContents, pin: String, hashing: PINHashing) throws -> SealedVault {
+    package var hashing: PINHashing { PINHashing(opsLimit: opsLimit, memLimit: memLimit) }
+    package var isDeviceBound: Bool { deviceCheck != nil }
+
+    /// Whether `deviceSecret` is the one this vault is bound to (true for a vault that is
+    /// not bound, whatever is passed).
+    package func deviceSecretMatches(_ deviceSecret: SecureBytes) -> Bool {
+        guard let deviceCheck else { return true }
+        let expected = SealedVault.deviceCheck(deviceSecret, salt: salt)
+        return expected.count == deviceCheck.count && sodium_memcmp(expected, deviceCheck, expected.count) == 0
+    }
+
+    /// Seals under the PIN or passphrase: Argon2id(secret NFC-normalised, fresh 16-byte salt),
+    /// mixed with `deviceSecret` if given → XChaCha20-Poly1305 key.
+    package static func seal(_ contents: VaultContents, pin: String, hashing: PINHashing,
+                             deviceSecret: SecureBytes? = nil) throws -> SealedVault {
         guard hashing.isWithinBounds else {
             throw YaOKError(.invalidArgument, "PIN hashing costs must be 1 to \(PINHashing.maxOpsLimit) passes over 8 KiB to 256 MiB")
         }
         let salt = Sodium.randomBytes(Int(crypto_pwhash_SALTBYTES))
-        let key = try derivePINKey(pin, salt: salt, hashing: hashing)
-        return try seal(contents, kind: .pin, key: key, salt: salt, hashing: hashing)
+        var key = try derivePINKey(pin, salt: salt, hashing: hashing)
+        var check: [UInt8]?
+        if let deviceSecret {
+            key = try bind(key, to: deviceSecret)
+            check = deviceCheck(deviceSecret, salt: salt)
+        }
+        return try seal(contents, kind: .pin, key: key, salt: salt, hashing: hashing, deviceCheck: check)
     }
 
     /// Seals under a platform key (32 random bytes from the OS keystore): it has full
     /// entropy already, so a keyed BLAKE2b is enough to turn it into a vault key.
     package static func seal(_ contents: VaultContents, platformKey: SecureBytes) throws -> SealedVault {
         let key = try FieldCipher.derive(from: platformKey, label: "YaOK-vault-platform-v1")
-        return try seal(contents, kind: .platform, key: key, salt: [], hashing: PINHashing(opsLimit: 0, memLimit: 0))
+        return try seal(contents, kind: .platform, key: key, salt: [], hashing: PINHashing(opsLimit: 0, memLimit: 0),
+                        deviceCheck: nil)
     }
 
-    package func open(pin: String) throws -> VaultContents? {
-        let hashing = PINHashing(opsLimit: opsLimit, memLimit: memLimit)
+    /// nil when the PIN is wrong. A bound vault needs its device secret (check it first with
+    /// `deviceSecretMatches`); an unbound one ignores `deviceSecret`.
+    package func open(pin: String, deviceSecret: SecureBytes? = nil) throws -> VaultContents? {
         guard hashing.isWithinBounds else { throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault") }
-        return try open(key: try SealedVault.derivePINKey(pin, salt: salt, hashing: hashing))
+        var key = try SealedVault.derivePINKey(pin, salt: salt, hashing: hashing)
+        if isDeviceBound {
+            guard let deviceSecret else { return nil }
+            key = try SealedVault.bind(key, to: deviceSecret)
+        }
+        return try open(key: key)
     }
 
     package func open(platformKey: SecureBytes) throws -> VaultContents? {
@@ -134,10 +192,10 @@ package struct SealedVault: Sendable {
     // MARK: -
 
     private static func seal(_ contents: VaultContents, kind: Kind, key: SecureBytes, salt: [UInt8],
-                             hashing: PINHashing) throws -> SealedVault {
+                             hashing: PINHashing, deviceCheck: [UInt8]?) throws -> SealedVault {
         let payload = try contents.payload()
         let nonce = Sodium.randomBytes(Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES))
-        let ad = associatedData(kind, hashing)
+        let ad = associatedData(kind, hashing, deviceCheck)
         var ciphertext = [UInt8](repeating: 0, count: payload.count + Int(crypto_aead_xchacha20poly1305_ietf_ABYTES))
         payload.withUnsafeBytes { p in
             key.withUnsafeBytes { k in
@@ -147,7 +205,7 @@ package struct SealedVault: Sendable {
             }
         }
         return SealedVault(kind: kind, salt: salt, opsLimit: hashing.opsLimit, memLimit: hashing.memLimit,
-                           nonce: nonce, ciphertext: ciphertext)
+                           nonce: nonce, ciphertext: ciphertext, deviceCheck: deviceCheck)
     }
 
     /// nil when the key is wrong (or the row was altered): the caller decides what that means.
@@ -157,7 +215,7 @@ package struct SealedVault: Sendable {
             throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault")
         }
         let payload = try SecureBytes(count: ciphertext.count - tag)
-        let ad = SealedVault.associatedData(kind, PINHashing(opsLimit: opsLimit, memLimit: memLimit))
+        let ad = SealedVault.associatedData(kind, hashing, deviceCheck)
         let rc = payload.withUnsafeMutableBytes { p in
             key.withUnsafeBytes { k in
                 crypto_aead_xchacha20poly1305_ietf_decrypt(
@@ -169,17 +227,53 @@ package struct SealedVault: Sendable {
         return try VaultContents.parse(payload)
     }
 
-    /// Binds the kind and the KDF costs: lowering the stored costs breaks the seal.
-    private static func associatedData(_ kind: Kind, _ hashing: PINHashing) -> [UInt8] {
-        Array("YaOK-vault-v1:\(kind.rawValue)".utf8) + RowAD.bigEndian(hashing.opsLimit) + RowAD.bigEndian(UInt64(hashing.memLimit))
+    /// Binds the kind, the KDF costs and, for a bound vault, the device check: lowering the
+    /// stored costs, or unbinding the vault, breaks the seal. (An unbound vault's associated
+    /// data is the same as before device binding existed.)
+    private static func associatedData(_ kind: Kind, _ hashing: PINHashing, _ deviceCheck: [UInt8]?) -> [UInt8] {
+        var ad = Array("YaOK-vault-v1:\(kind.rawValue)".utf8) + RowAD.bigEndian(hashing.opsLimit)
+            + RowAD.bigEndian(UInt64(hashing.memLimit))
+        if let deviceCheck { ad += Array(":device".utf8) + deviceCheck }
+        return ad
     }
 
-    /// crypto_pwhash with Argon2id 1.3 into guarded memory.
+    /// BLAKE2b-256, keyed with "YaOK-vault-device-v1", over Argon2id output || device secret.
+    private static func bind(_ pinKey: SecureBytes, to deviceSecret: SecureBytes) throws -> SecureBytes {
+        let input = try SecureBytes(count: pinKey.count + deviceSecret.count)
+        input.withUnsafeMutableBytes { i in
+            pinKey.withUnsafeBytes { i.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            deviceSecret.withUnsafeBytes { (i.baseAddress! + pinKey.count).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        }
+        let label = Array("YaOK-vault-device-v1".utf8)
+        let out = try SecureBytes(count: 32)
+        out.withUnsafeMutableBytes { o in
+            input.withUnsafeBytes { i in
+                _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
+                                       i.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(i.count),
+                                       label, label.count)
+            }
+        }
+        return out
+    }
+
+    /// BLAKE2b-128 keyed with the device secret over "YaOK-device-check-v1" || salt.
+    private static func deviceCheck(_ deviceSecret: SecureBytes, salt: [UInt8]) -> [UInt8] {
+        let input = Array("YaOK-device-check-v1".utf8) + salt
+        var out = [UInt8](repeating: 0, count: 16)
+        deviceSecret.withUnsafeBytes { k in
+            _ = crypto_generichash(&out, 16, input, UInt64(input.count),
+                                   k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+        }
+        return out
+    }
+
+    /// crypto_pwhash with Argon2id 1.3 into guarded memory, over the secret's UTF-8 in NFC
+    /// (the same text typed on another keyboard hashes the same; digits are unchanged).
     private static func derivePINKey(_ pin: String, salt: [UInt8], hashing: PINHashing) throws -> SecureBytes {
         guard salt.count == Int(crypto_pwhash_SALTBYTES) else {
             throw YaOKError(.corruptStore, "The data store is corrupt: unreadable vault")
         }
-        var password = Array(pin.utf8)
+        var password = pin._nfcCodeUnits
         defer { Sodium.wipe(&password) }
         let length = password.count
         if password.isEmpty { password = [0] }  // a valid pointer for an empty PIN; length stays 0

@@ -55,6 +55,9 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
         case wrongPlatformKey = 412
         case closed = 413
         case busy = 414
+        case alreadyUnlocked = 415
+        case deviceSecretRequired = 416
+        case wrongDeviceSecret = 417
 
         // 5xx: wire protocol
         case malformedPacket = 500
@@ -103,6 +106,9 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
             case .wrongPlatformKey: return "Incorrect platform key"
             case .closed: return "The node has been closed"
             case .busy: return "This data directory is already open in another Ya OK node"
+            case .alreadyUnlocked: return "Already unlocked"
+            case .deviceSecretRequired: return "This vault is bound to a device secret: set it before unlocking"
+            case .wrongDeviceSecret: return "The device secret does not match this vault"
             case .malformedPacket: return "Malformed packet"
             case .unsupportedVersion: return "Unsupported protocol version"
             case .unknownPacketType: return "Unknown packet type"

@@ -9,7 +9,7 @@ public enum HopLimit {
     /// Forwarders clamp anything larger to this (a peer cannot buy extra reach).
     public static var maximum: UInt8 { initialRange.upperBound }
     /// How far ahead of our clock a packet's creation time may be before we drop it.
-    public static let defaultMaxClockSkewMs: UInt64 = 15 * 60_000
+    public static let defaultMaxClockSkewMs: Int64 = 15 * 60_000
 
     public static func initial<R: RandomNumberGenerator>(using rng: inout R) -> UInt8 {
         UInt8.random(in: initialRange, using: &rng)

@@ -21,7 +21,7 @@ public struct Reassembler {
     public static let groupCost = 256
 
     public let budget: Int
-    public let timeoutMs: UInt64
+    public let timeoutMs: Int64
     public private(set) var memoryInUse = 0
 
     private struct Group {
@@ -31,22 +31,22 @@ public struct Reassembler {
         var lastLength: Int?
         var pieces: [UInt16: [UInt8]] = [:]
         var cost: Int
-        var lastProgressMs: UInt64
+        var lastProgressMs: Int64
     }
     private var groups: [UInt16: Group] = [:]
     /// Recently completed groups and when: a duplicate fragment that arrives after its
     /// packet completed is ignored instead of starting a group that can never complete.
-    private var completed: [UInt16: UInt64] = [:]
+    private var completed: [UInt16: Int64] = [:]
     /// No group or completed record can time out before this instant, so `expire` skips its
     /// scan until then (a lower bound: progress only pushes deadlines later).
-    private var nextExpiryMs: UInt64 = .max
+    private var nextExpiryMs: Int64 = .max
     static let maxCompletedRemembered = 64
 
     /// `budget` must hold at least one maximal packet in fragments of the minimum MTU.
     public static let defaultBudget = 256 * 1024
-    public static let defaultTimeoutMs: UInt64 = 30_000
+    public static let defaultTimeoutMs: Int64 = 30_000
 
-    public init(budget: Int = defaultBudget, timeoutMs: UInt64 = defaultTimeoutMs) throws {
+    public init(budget: Int = defaultBudget, timeoutMs: Int64 = defaultTimeoutMs) throws {
         guard budget >= Self.groupCost + Self.fragmentCost + 1 else {
             throw YaOKError(.invalidArgument, "Reassembly budget is too small")
         }
@@ -61,7 +61,7 @@ public struct Reassembler {
     /// nil otherwise (stored, or a duplicate). Throws `fragmentInvalid` when it contradicts
     /// what is stored for its group (other count, other length, other bytes for an index
     /// already held), or when the group could never fit the budget; the group is dropped.
-    public mutating func receive(_ fragment: Fragment, nowMs: UInt64) throws -> [UInt8]? {
+    public mutating func receive(_ fragment: Fragment, nowMs: Int64) throws -> [UInt8]? {
         expire(nowMs: nowMs)
         if completed[fragment.group] != nil { return nil }
         let isLast = fragment.index == fragment.count - 1
@@ -147,7 +147,7 @@ public struct Reassembler {
 
     /// Drops groups with no new fragment for `timeoutMs`. `receive` calls it; call it from
     /// a timer too, so that a silent peer's leftovers are released.
-    public mutating func expire(nowMs: UInt64) {
+    public mutating func expire(nowMs: Int64) {
         guard nowMs >= nextExpiryMs else { return }
         nextExpiryMs = .max
         for (id, group) in groups where nowMs >= group.lastProgressMs && nowMs - group.lastProgressMs >= timeoutMs {
@@ -160,13 +160,13 @@ public struct Reassembler {
         for at in completed.values { noteDeadline(from: at) }
     }
 
-    private mutating func noteDeadline(from startMs: UInt64) {
+    private mutating func noteDeadline(from startMs: Int64) {
         let (deadline, overflow) = startMs.addingReportingOverflow(timeoutMs)
         nextExpiryMs = min(nextExpiryMs, overflow ? .max : deadline)
     }
 
     /// Bounded by count (oldest forgotten first) and by `timeoutMs` (in `expire`).
-    private mutating func remember(_ id: UInt16, nowMs: UInt64) {
+    private mutating func remember(_ id: UInt16, nowMs: Int64) {
         if completed.count >= Self.maxCompletedRemembered,
            let oldest = completed.min(by: { $0.value < $1.value }) {
             completed.removeValue(forKey: oldest.key)

@@ -19,23 +19,23 @@ public struct RoutedHeader: Equatable, Sendable {
     public static let length = 37
     static let hopLimitOffset = 2
     /// 2^48 ms is about the year 10889: six bytes are enough and save two per packet.
-    public static let maxCreatedMs: UInt64 = (1 << 48) - 1
-    static let minuteMs: UInt64 = 60_000
+    public static let maxCreatedMs: Int64 = (1 << 48) - 1
+    static let minuteMs: Int64 = 60_000
 
     public var type: PacketType
     public var hopLimit: UInt8
     public var messageID: MessageID
-    public var createdMs: UInt64
+    public var createdMs: Int64
     public var lifetimeMinutes: UInt16
     public var routingTag: RoutingTag
 
     /// Throws `invalidArgument` for a type that is not routed, a zero lifetime, or a time
     /// that does not fit 48 bits, so that nothing unencodable can be built.
-    public init(type: PacketType, hopLimit: UInt8, messageID: MessageID, createdMs: UInt64,
+    public init(type: PacketType, hopLimit: UInt8, messageID: MessageID, createdMs: Int64,
                 lifetimeMinutes: UInt16, routingTag: RoutingTag) throws {
         guard type.isRouted else { throw YaOKError(.invalidArgument, "Packet type \(type) has no routed header") }
         guard lifetimeMinutes >= 1 else { throw YaOKError(.invalidArgument, "Lifetime must be at least 1 minute") }
-        guard createdMs <= Self.maxCreatedMs else { throw YaOKError(.invalidArgument, "Creation time does not fit 48 bits") }
+        guard (0...Self.maxCreatedMs).contains(createdMs) else { throw YaOKError(.invalidArgument, "Creation time must be 0 to 2^48-1 ms") }
         self.type = type
         self.hopLimit = hopLimit
         self.messageID = messageID
@@ -45,7 +45,7 @@ public struct RoutedHeader: Equatable, Sendable {
     }
 
     /// The first instant (ms) at which the packet is expired and must be dropped.
-    public var expiresAtMs: UInt64 { createdMs + UInt64(lifetimeMinutes) * Self.minuteMs }
+    public var expiresAtMs: Int64 { createdMs + Int64(lifetimeMinutes) * Self.minuteMs }
 
     /// Appends the header for a payload of `payloadLength` bytes.
     func write(payloadLength: Int, to out: inout [UInt8]) {
@@ -59,7 +59,7 @@ public struct RoutedHeader: Equatable, Sendable {
     private func writeAuthenticatedTail(payloadLength: Int, to out: inout [UInt8]) {
         out.appendBigEndian(messageID.high, count: 8)
         out.appendBigEndian(messageID.low, count: 8)
-        out.appendBigEndian(createdMs, count: 6)
+        out.appendBigEndian(UInt64(createdMs), count: 6)
         out.appendBigEndian(UInt64(lifetimeMinutes), count: 2)
         out.appendBigEndian(routingTag.value, count: 8)
         out.appendBigEndian(UInt64(payloadLength), count: 2)
@@ -108,7 +108,7 @@ public struct RoutedHeader: Equatable, Sendable {
         let tag = try r.uint(8, "routing tag")
         // Cannot fail: every field was range-checked above, and the initialiser checks the same.
         return try RoutedHeader(type: type, hopLimit: hop, messageID: MessageID(high: high, low: low),
-                                createdMs: created, lifetimeMinutes: lifetime, routingTag: RoutingTag(value: tag))
+                                createdMs: Int64(created), lifetimeMinutes: lifetime, routingTag: RoutingTag(value: tag))
     }
 
     /// The length field must describe exactly the bytes that follow, within the packet limit.
@@ -128,7 +128,7 @@ public struct RoutedHeader: Equatable, Sendable {
     /// mean "drop, no ack"). Dropping future packets matters for
     /// duplicate detection: an ID is remembered until its packet expires, so a far-future
     /// creation time would otherwise pin it in storage for years.
-    public func checkTime(nowMs: UInt64, maxSkewMs: UInt64 = HopLimit.defaultMaxClockSkewMs) throws {
+    public func checkTime(nowMs: Int64, maxSkewMs: Int64 = HopLimit.defaultMaxClockSkewMs) throws {
         guard nowMs < expiresAtMs else { throw YaOKError(.expired) }
         // Written as a difference so that no sum can overflow.
         guard createdMs <= nowMs || createdMs - nowMs <= maxSkewMs else {

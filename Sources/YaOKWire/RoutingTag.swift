@@ -5,7 +5,7 @@ import YaOKSupport
 public struct RoutingTag: Hashable, Sendable, CustomStringConvertible {
     public static let length = 8
     /// Milliseconds in a UTC day: the tag rotates at every UTC midnight.
-    public static let dayMs: UInt64 = 86_400_000
+    public static let dayMs: Int64 = 86_400_000
 
     public let value: UInt64
 
@@ -25,7 +25,7 @@ public struct RoutingTag: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The UTC day number (days since 1970-01-01) that a tag for `createdMs` is bound to.
-    public static func day(ofMs createdMs: UInt64) -> UInt32 {
+    public static func day(ofMs createdMs: Int64) -> UInt32 {
         UInt32(truncatingIfNeeded: createdMs / dayMs)
     }
 

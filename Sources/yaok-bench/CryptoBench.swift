@@ -65,7 +65,7 @@ enum CryptoBench {
         let aliceKey = alice.publicIdentity.encryptionKey
         let body = randomBytes(bodySize)
         let messageID = randomBytes(16)
-        let timestamp: UInt64 = 1_700_000_000_000
+        let timestamp: Int64 = 1_700_000_000_000
 
         let raw = RawEnvelope(senderSecret: Array(aliceSecrets[0..<32]), senderKey: aliceKey,
                               recipientSecret: Array(bobSecrets[0..<32]), recipientKey: bobKey)
@@ -145,7 +145,7 @@ final class RawEnvelope {
         for p in [e, shared, ss, scratch, ad, authKey, auth, hint, okm, inner, out] { p.deallocate() }
     }
 
-    private func fillAD(messageID: [UInt8], timestamp: UInt64, ephemeral: UnsafePointer<UInt8>) {
+    private func fillAD(messageID: [UInt8], timestamp: Int64, ephemeral: UnsafePointer<UInt8>) {
         ad[0] = 1
         (ad + 1).update(from: recipientKey, count: 32)
         (ad + 33).update(from: messageID, count: 16)
@@ -170,7 +170,7 @@ final class RawEnvelope {
         sodium_memzero(authKey, 32)
     }
 
-    func seal(_ body: [UInt8], messageID: [UInt8], timestamp: UInt64) -> [UInt8] {
+    func seal(_ body: [UInt8], messageID: [UInt8], timestamp: Int64) -> [UInt8] {
         randombytes_buf(e, 32)
         _ = crypto_scalarmult_base(out, e)  // E, at the start of the output
         let E = UnsafePointer(out)
@@ -207,7 +207,7 @@ final class RawEnvelope {
     }
 
     /// The body, or nil when any check fails.
-    func open(_ sealed: [UInt8], messageID: [UInt8], timestamp: UInt64) -> [UInt8]? {
+    func open(_ sealed: [UInt8], messageID: [UInt8], timestamp: Int64) -> [UInt8]? {
         sealed.withUnsafeBufferPointer { s in
             recipientKey.withUnsafeBufferPointer { r in
                 recipientSecret.withUnsafeBufferPointer { rSecret in

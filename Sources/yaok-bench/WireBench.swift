@@ -31,7 +31,7 @@ enum WireBench {
         }
         Measure.report("routed header parses/s", rate(1 / t), target: "≥ 1,000,000")
         let d = try Measure.perIteration(n / 4, warmup: 1000) {
-            if case .routed(let h, let payload) = try Packet.decode(packet) { sink &+= h.createdMs &+ UInt64(payload.count) }
+            if case .routed(let h, let payload) = try Packet.decode(packet) { sink &+= UInt64(h.createdMs) &+ UInt64(payload.count) }
         }
         Measure.report("full packet decodes/s (payload copied)", rate(1 / d))
         keep(sink)
@@ -78,7 +78,7 @@ enum WireBench {
         }
         let db = try Database(path: path)
         let filter = try DuplicateFilter(database: db, frontCapacity: 1024)
-        var now: UInt64 = 1_000
+        var now: Int64 = 1_000
 
         // Each new ID is one committed INSERT (synchronous=FULL: an fsync each).
         let single = 300
@@ -120,7 +120,7 @@ enum WireBench {
         let packet = try samplePacket(payloadLength: 10 * 1024)
         var fragmenter = try Fragmenter(mtu: 185)
         var reassembler = try Reassembler()
-        var now: UInt64 = 0
+        var now: Int64 = 0
         var done = 0
         let units = try fragmenter.split(packet).count
         let t = try Measure.perIteration(2000, warmup: 20) {

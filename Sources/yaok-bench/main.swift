@@ -6,6 +6,8 @@ let suites: [(name: String, run: () throws -> Void)] = [
     ("crypto", CryptoBench.run),
     ("store", StoreBench.run),
     ("wire", WireBench.run),
+    ("delivery", DeliveryBench.run),
+    ("kdf", KDFBench.run),
 ]
 
 let wanted = Array(CommandLine.arguments.dropFirst())

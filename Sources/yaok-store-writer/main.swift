@@ -19,6 +19,7 @@ guard arguments.count == 3 else {
 }
 var options = Node.Options()
 options.pinHashing = .insecureFastForTestsOnly
+options.allowTestOnlyKDFCosts = true
 do {
     let node = try Node(dataDirectory: arguments[1], options: options)
     try node.unlock(pin: arguments[2])

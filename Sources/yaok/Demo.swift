@@ -53,7 +53,7 @@ struct Demo: ParsableCommand {
                 print("   Bob's conversation with \(aliceForBob.name): \"\(m.text)\" (authenticated, unread: \(m.unread))")
             }
             let (_, packet) = try SealedMessage.seal(Array(message.utf8), from: a, to: bobForAlice.publicIdentity.encryptionKey,
-                                                     createdMs: UInt64(outgoing.senderTimestamp))
+                                                     createdMs: outgoing.senderTimestamp)
             guard case .routed(let received, let payload) = try Packet.decode(packet) else { return }
 
             print("\n5. Anyone else gets a clear refusal, never the text")

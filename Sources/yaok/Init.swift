@@ -24,8 +24,10 @@ struct Init: ParsableCommand {
                 ("user_id", .string(id.userID)),
                 ("fingerprint", .string(id.fingerprint.hex)),
                 ("warnings", .array(warnings.map { .string($0) })),
+                ("strength", result.strength.json),
             ]), asJSON: options.json) {
-                (["Created \(result.identity.name)", "  user ID      \(id.userID)", "  fingerprint  \(id.fingerprint)"]
+                (["Created \(result.identity.name)", "  user ID      \(id.userID)", "  fingerprint  \(id.fingerprint)",
+                  "  PIN strength \(result.strength.level.rawValue) (about \(result.strength.estimatedBits) bits)"]
                     + warnings.map { "warning: \($0)" }).joined(separator: "\n")
             }
         }

@@ -18,6 +18,12 @@ struct Status: ParsableCommand {
                 } else if status.failedAttempts > 0 {
                     lines.append("\(status.failedAttempts) wrong PIN attempt(s)")
                 }
+                if let vault = status.vault {
+                    let memory = vault.pinHashing.memLimit % (1 << 20) == 0 ? "\(vault.pinHashing.memLimit >> 20) MiB" : "\(vault.pinHashing.memLimit >> 10) KiB"
+                    let costs = "PIN hashing: Argon2id, \(vault.pinHashing.opsLimit) passes, \(memory)"
+                    lines.append(costs + (vault.meetsProductionMinimum ? "" : " (below the production minimum: test only)"))
+                    if vault.deviceBound { lines.append("Bound to a device secret") }
+                }
                 return lines.joined(separator: "\n")
             }
         }

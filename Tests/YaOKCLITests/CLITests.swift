@@ -96,7 +96,12 @@ struct CLI {
         let mismatch = try cli.run(["init", "--name", "Alice"], environment: ["YAOK_PIN_CONFIRM": "654321"])
         #expect(mismatch.stderr.contains("PINs do not match"))
         #expect(try cli.run(["status", "--json"]).stdout.contains("\"initialized\":false"))
-        #expect(try cli.run(["init", "--name", "Alice"]).status == 0)
+        let created = try cli.run(["init", "--name", "Alice"])
+        #expect(created.status == 0)
+        #expect(created.stdout.contains("PIN strength weak"))
+        // The vault's costs: the production ones, as the CLI has no test-only switch.
+        #expect(try cli.run(["status"]).stdout.contains("PIN hashing: Argon2id, 2 passes, 64 MiB"))
+        #expect(try cli.run(["status", "--json"]).stdout.contains("\"meets_production_minimum\":true"))
         let bad = try cli.run(["contacts", "add", "https://example.com", "--json"])
         #expect(bad.status != 0)
         #expect((bad.json as? [String: Any])?["error"] as? String == "Invalid Ya OK QR code")

@@ -58,11 +58,14 @@ import YaOKFFI
         do { var f = CYaOK.yaok_node_reset; f = YaOKFFI.yaok_node_reset; _ = f }
         do { var f = CYaOK.yaok_node_set_auto_lock; f = YaOKFFI.yaok_node_set_auto_lock; _ = f }
         do { var f = CYaOK.yaok_node_set_event_callback; f = YaOKFFI.yaok_node_set_event_callback; _ = f }
+        do { var f = CYaOK.yaok_node_set_device_secret; f = YaOKFFI.yaok_node_set_device_secret; _ = f }
         do { var f = CYaOK.yaok_node_setup; f = YaOKFFI.yaok_node_setup; _ = f }
+        do { var f = CYaOK.yaok_node_setup_v2; f = YaOKFFI.yaok_node_setup_v2; _ = f }
         do { var f = CYaOK.yaok_node_status; f = YaOKFFI.yaok_node_status; _ = f }
         do { var f = CYaOK.yaok_node_unlock; f = YaOKFFI.yaok_node_unlock; _ = f }
         do { var f = CYaOK.yaok_node_unlock_platform_key; f = YaOKFFI.yaok_node_unlock_platform_key; _ = f }
         do { var f = CYaOK.yaok_outbox; f = YaOKFFI.yaok_outbox; _ = f }
+        do { var f = CYaOK.yaok_secret_check; f = YaOKFFI.yaok_secret_check; _ = f }
         do { var f = CYaOK.yaok_security_events; f = YaOKFFI.yaok_security_events; _ = f }
         do { var f = CYaOK.yaok_status_str; f = YaOKFFI.yaok_status_str; _ = f }
         do { var f = CYaOK.yaok_string_free; f = YaOKFFI.yaok_string_free; _ = f }
@@ -131,11 +134,14 @@ import YaOKFFI
         "yaok_node_reset",
         "yaok_node_set_auto_lock",
         "yaok_node_set_event_callback",
+        "yaok_node_set_device_secret",
         "yaok_node_setup",
+        "yaok_node_setup_v2",
         "yaok_node_status",
         "yaok_node_unlock",
         "yaok_node_unlock_platform_key",
         "yaok_outbox",
+        "yaok_secret_check",
         "yaok_security_events",
         "yaok_status_str",
         "yaok_string_free",

@@ -25,4 +25,13 @@ static void remove_dir(const char *path) {
     rmdir(path);
 }
 
+/* The test-only opt-in that YAOK_NODE_OPEN_TEST_FAST_KDF needs. The library reads it once,
+ * at its first use: call this first thing in main. */
+static void opt_in_to_test_kdf(void) {
+    if (setenv("YAOK_TEST_INSECURE_KDF", "1", 1) != 0) {
+        perror("setenv");
+        exit(1);
+    }
+}
+
 #endif

@@ -109,28 +109,31 @@ static void test_envelope(void) {
     const char *msg = "Hello, Bob!";
     uint8_t *sealed = NULL;
     size_t sealed_len = 0;
-    CHECK(yaok_envelope_seal(alice, bob_card, (const uint8_t *)msg, strlen(msg), id, 1700000000000u,
+    CHECK(yaok_envelope_seal(alice, bob_card, (const uint8_t *)msg, strlen(msg), id, 1700000000000,
                              &sealed, &sealed_len) == YAOK_OK);
 
     const yaok_card *contacts[] = {eve_card, alice_card};
     uint8_t *body = NULL;
     size_t body_len = 0, index = 99;
-    CHECK(yaok_envelope_open(bob, contacts, 2, sealed, sealed_len, id, 1700000000000u, &body,
+    /* Times are signed milliseconds since 1970: a negative one is refused. */
+    uint8_t *neg = NULL; size_t neg_len = 0;
+    CHECK(yaok_envelope_seal(alice, bob_card, (const uint8_t *)msg, strlen(msg), id, -1, &neg, &neg_len) == YAOK_E_INVALID_ARGUMENT && neg == NULL);
+    CHECK(yaok_envelope_open(bob, contacts, 2, sealed, sealed_len, id, 1700000000000, &body,
                              &body_len, &index) == YAOK_OK);
     CHECK(body_len == strlen(msg) && memcmp(body, msg, body_len) == 0 && index == 1);
     yaok_bytes_free(body, body_len);
 
     body = NULL;
-    CHECK(yaok_envelope_open(eve, contacts, 2, sealed, sealed_len, id, 1700000000000u, &body,
+    CHECK(yaok_envelope_open(eve, contacts, 2, sealed, sealed_len, id, 1700000000000, &body,
                              &body_len, &index) == YAOK_E_NOT_FOR_ME && body == NULL);
-    CHECK(yaok_envelope_open(bob, contacts, 1, sealed, sealed_len, id, 1700000000000u, &body,
+    CHECK(yaok_envelope_open(bob, contacts, 1, sealed, sealed_len, id, 1700000000000, &body,
                              &body_len, &index) == YAOK_E_UNKNOWN_SENDER);
     CHECK(yaok_envelope_open(bob, contacts, 2, sealed, sealed_len, id, 1700000000001u, &body,
                              &body_len, &index) == YAOK_E_TAMPERED);
     sealed[sealed_len - 1] ^= 1;
-    CHECK(yaok_envelope_open(bob, contacts, 2, sealed, sealed_len, id, 1700000000000u, &body,
+    CHECK(yaok_envelope_open(bob, contacts, 2, sealed, sealed_len, id, 1700000000000, &body,
                              &body_len, &index) == YAOK_E_TAMPERED);
-    CHECK(yaok_envelope_open(bob, contacts, 2, sealed, 10, id, 1700000000000u, &body, &body_len,
+    CHECK(yaok_envelope_open(bob, contacts, 2, sealed, 10, id, 1700000000000, &body, &body_len,
                              &index) == YAOK_E_MALFORMED_ENVELOPE);
     yaok_bytes_free(sealed, sealed_len);
 

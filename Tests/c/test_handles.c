@@ -85,6 +85,7 @@ static void test_free_of_wrong_type(void) {
 }
 
 int main(void) {
+    opt_in_to_test_kdf();
     test_freed_handle();
     test_foreign_pointer();
     test_free_of_wrong_type();

@@ -220,7 +220,8 @@ static void test_delivery(void) {
           strstr(json, "\"transport\":\"memory\"") && strstr(json, "\"held_packets\":0"));
     yaok_string_free(json);
     CHECK(yaok_contact_keys(alice, bob_id, &json) == YAOK_OK && strstr(json, "\"name\":\"Bob\"") &&
-          strstr(json, "\"encryption_key\":\"") && strstr(json, "\"signing_key\":\""));
+          strstr(json, "\"encryption_key\":\"") && strstr(json, "\"signing_key\":\"") &&
+          strstr(json, "\"card\":\"yaok:1:"));
     yaok_string_free(json);
     CHECK(yaok_contact_keys(alice, 999, &json) == YAOK_E_NOT_FOUND);
     CHECK(yaok_transport_set_enabled(alice, "lan", 1) == YAOK_E_NOT_FOUND);
@@ -316,6 +317,7 @@ static void test_misuse(void) {
 }
 
 int main(void) {
+    opt_in_to_test_kdf();
     test_delivery();
     test_misuse();
     return REPORT();

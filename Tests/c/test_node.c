@@ -1,6 +1,7 @@
 /* The node, contacts, messages and security log through the C ABI, as an embedder sees
  * them: compiled with -std=c11 -Wall -Wextra -Werror -pedantic under ASan/UBSan and linked
- * to libyaok.so. Uses YAOK_NODE_OPEN_TEST_FAST_KDF so that PIN checks are quick.
+ * to libyaok.so. Uses YAOK_NODE_OPEN_TEST_FAST_KDF (with the test-only opt-in,
+ * YAOK_TEST_INSECURE_KDF=1) so that PIN checks are quick.
  * Prints "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -8,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -63,6 +65,9 @@ static void test_setup_lock_unlock(void) {
 
     CHECK(yaok_node_setup(node, "Alice", "12345", "12345", &warnings) == YAOK_E_PIN_TOO_SHORT);
     CHECK(strcmp(yaok_last_error_message(), "PIN must be at least 6 digits") == 0);
+    CHECK(yaok_node_setup(node, "Alice", "abc", "abc", &warnings) == YAOK_E_PIN_TOO_SHORT);
+    CHECK(strcmp(yaok_last_error_message(), "Passphrase must be at least 6 characters") == 0);
+    CHECK(yaok_node_setup(node, "Alice", "abc\tdef", "abc\tdef", &warnings) == YAOK_E_INVALID_ARGUMENT);
     CHECK(yaok_node_setup(node, "Alice", "123456", "654321", &warnings) == YAOK_E_PIN_MISMATCH);
     CHECK(strcmp(yaok_last_error_message(), "PINs do not match") == 0);
     CHECK(warnings == 99); /* outputs untouched on failure */
@@ -84,7 +89,19 @@ static void test_setup_lock_unlock(void) {
     yaok_string_free(name);
     yaok_identity_free(me);
 
+    /* An unlock on an unlocked node, or with input that cannot be a PIN, is refused and not
+     * counted. */
+    CHECK(yaok_node_unlock(node, "000000") == YAOK_E_ALREADY_UNLOCKED);
+    CHECK(yaok_node_unlock(node, PIN) == YAOK_E_ALREADY_UNLOCKED);
     CHECK(yaok_node_lock(node) == YAOK_OK);
+    CHECK(yaok_node_unlock(node, "") == YAOK_E_PIN_TOO_SHORT);
+    CHECK(yaok_node_unlock(node, "x\n") == YAOK_E_PIN_TOO_SHORT);
+    CHECK(yaok_node_status(node, &json) == YAOK_OK);
+    CHECK(json && json_int(json, "failed_attempts") == 0);
+    /* The vault's costs: the test-only ones here. */
+    CHECK(json && strstr(json, "\"vault\":{\"kdf\":\"argon2id13\",\"ops_limit\":1,\"mem_limit\":8192,"
+                               "\"meets_production_minimum\":false,\"device_bound\":false}"));
+    yaok_string_free(json);
     profile = NULL;
     CHECK(yaok_node_profile(node, &profile) == YAOK_E_LOCKED && profile == NULL);
     me = NULL;
@@ -136,6 +153,72 @@ static void test_setup_lock_unlock(void) {
     CHECK(warnings == YAOK_WARNING_ALL_ZERO_PIN);
     yaok_node_free(node);
     remove_dir(dir);
+}
+
+/* Passphrases and their strength; a vault bound to a device secret. */
+static void test_passphrase_and_device_secret(void) {
+    uint32_t strength = 99, bits = 99;
+    CHECK(yaok_secret_check(NULL, &strength, &bits) == YAOK_E_NULL_ARGUMENT);
+    CHECK(yaok_secret_check("123", &strength, &bits) == YAOK_E_PIN_TOO_SHORT && strength == 99);
+    CHECK(yaok_secret_check("\xff\xfe\xfd\xfc\xfb\xfa", &strength, &bits) == YAOK_E_INVALID_UTF8);
+    CHECK(yaok_secret_check("135790", &strength, &bits) == YAOK_OK && strength == YAOK_STRENGTH_WEAK && bits == 19);
+    CHECK(yaok_secret_check("correct horse battery staple cloud", &strength, &bits) == YAOK_OK &&
+          strength == YAOK_STRENGTH_STRONG && bits == 68);
+
+    char dir[64];
+    yaok_node *node = new_node(dir, sizeof dir);
+    uint8_t secret[YAOK_DEVICE_SECRET_BYTES];
+    memset(secret, 0xA5, sizeof secret);
+    CHECK(yaok_node_set_device_secret(node, secret, 5) == YAOK_E_INVALID_ARGUMENT);
+    CHECK(yaok_node_set_device_secret(node, NULL, 32) == YAOK_E_NULL_ARGUMENT);
+    CHECK(yaok_node_set_device_secret(node, secret, sizeof secret) == YAOK_OK);
+    uint32_t warnings = 99;
+    const char *phrase = "correct horse battery staple";
+    CHECK(yaok_node_setup_v2(node, "Alice", phrase, phrase, &warnings, NULL, &bits) == YAOK_E_NULL_ARGUMENT);
+    CHECK(yaok_node_setup_v2(node, "Alice", phrase, phrase, &warnings, &strength, &bits) == YAOK_OK);
+    CHECK(warnings == 0 && strength == YAOK_STRENGTH_FAIR && bits == 55);
+    char *json = NULL;
+    CHECK(yaok_node_status(node, &json) == YAOK_OK && json && strstr(json, "\"device_bound\":true"));
+    yaok_string_free(json);
+    yaok_node_free(node);
+
+    /* Reopened: the vault needs the device secret, and neither its absence nor a wrong one
+     * counts as a wrong PIN. */
+    node = NULL;
+    CHECK(yaok_node_open(dir, YAOK_NODE_OPEN_TEST_FAST_KDF, &node) == YAOK_OK);
+    CHECK(yaok_node_unlock(node, phrase) == YAOK_E_DEVICE_SECRET_REQUIRED);
+    secret[0] ^= 1;
+    CHECK(yaok_node_set_device_secret(node, secret, sizeof secret) == YAOK_OK);
+    CHECK(yaok_node_unlock(node, phrase) == YAOK_E_WRONG_DEVICE_SECRET);
+    secret[0] ^= 1;
+    CHECK(yaok_node_set_device_secret(node, secret, sizeof secret) == YAOK_OK);
+    CHECK(yaok_node_unlock(node, "correct horse battery stapler") == YAOK_E_WRONG_PIN);
+    CHECK(yaok_node_unlock(node, phrase) == YAOK_OK);
+    CHECK(yaok_node_set_device_secret(node, NULL, 0) == YAOK_OK);
+    CHECK(yaok_node_status(node, &json) == YAOK_OK && json && json_int(json, "failed_attempts") == 0);
+    yaok_string_free(json);
+    yaok_node_free(node);
+    remove_dir(dir);
+}
+
+/* Without YAOK_TEST_INSECURE_KDF=1 (read once per process), the test-only flag is refused:
+ * checked in a child forked before anything in this process used the library. */
+static void test_fast_kdf_needs_the_test_opt_in(void) {
+    pid_t child = fork();
+    if (child == 0) {
+        unsetenv("YAOK_TEST_INSECURE_KDF");
+        char dir[64];
+        make_dir(dir, sizeof dir);
+        yaok_node *node = NULL;
+        yaok_status refused = yaok_node_open(dir, YAOK_NODE_OPEN_TEST_FAST_KDF, &node);
+        yaok_status plain = yaok_node_open(dir, YAOK_NODE_OPEN_DEFAULT, &node);
+        yaok_node_free(node);
+        remove_dir(dir);
+        _exit(refused == YAOK_E_INVALID_ARGUMENT && plain == YAOK_OK ? 0 : 1);
+    }
+    int status = -1;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 static void test_contacts_and_messages(void) {
@@ -366,7 +449,10 @@ static void test_two_nodes(void) {
 }
 
 int main(void) {
+    test_fast_kdf_needs_the_test_opt_in();
+    opt_in_to_test_kdf();
     test_arguments();
+    test_passphrase_and_device_secret();
     test_setup_lock_unlock();
     test_contacts_and_messages();
     test_event_callbacks();

@@ -25,6 +25,8 @@ struct DeliveryState {
     /// a burst costs one disk sync, not one per packet.
     var inbound: [(link: UInt64, unit: [UInt8])] = []
     var drainPosted = false
+    /// The sender time of the last message sent (they strictly increase).
+    var lastSentAt: Int64 = 0
 }
 
 /// One link's protocol state.

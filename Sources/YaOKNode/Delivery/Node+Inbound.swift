@@ -14,7 +14,7 @@ extension Node {
     func receiveRouted(_ bytes: [UInt8], on linkID: UInt64, _ store: Store, _ s: inout NodeState,
                        _ effects: inout Effects) throws {
         let (header, range) = try RoutedHeader.parse(bytes)
-        try header.checkTime(nowMs: UInt64(clamping: now))
+        try header.checkTime(nowMs: now)
         guard header.lifetimeMinutes <= Node.maxAcceptedLifetimeMinutes else {
             throw YaOKError(.malformedPacket, "Packet lifetime \(header.lifetimeMinutes) minutes exceeds the accepted maximum")
         }
@@ -68,7 +68,7 @@ extension Node {
                 try logAndEmit(store, .tamperedMessage, "A message whose text is not UTF-8 was rejected", &effects)
                 return false
             }
-            let sentAt = Int64(clamping: header.createdMs)
+            let sentAt = header.createdMs
             let t = now
             if let stored = try store.insertMessage(conversation: peer.contactID, messageID: header.messageID.bytes,
                                                      direction: .incoming, status: .delivered, text: text,
@@ -80,9 +80,9 @@ extension Node {
             // New or a retransmission: either way the sender gets (again) our ack.
             let (ackHeader, ackPacket) = try DeliveryAck.seal([header.messageID], key: peer.outgoingAckKey,
                                                               to: peer.identity.encryptionKey,
-                                                              createdMs: UInt64(clamping: t))
+                                                              createdMs: t)
             try store.enqueue(.ack, packetID: ackHeader.messageID, contactID: peer.contactID, packet: ackPacket,
-                              now: t, expiresAt: Int64(clamping: ackHeader.expiresAtMs))
+                              now: t, expiresAt: ackHeader.expiresAtMs)
             return true
         case .ack:
             guard RoutingTag.matches(header, recipientKey: keys.identity.publicIdentity.encryptionKey) else { return false }
@@ -108,7 +108,7 @@ extension Node {
             link.recordsThisMinute += 1
             s.delivery.links[linkID] = link
         }
-        try seen.record(digest.value, expiresAtMs: header.expiresAtMs, nowMs: UInt64(clamping: now))
+        try seen.record(digest.value, expiresAtMs: header.expiresAtMs, nowMs: now)
     }
 
     private func sendReceipt(_ ids: [MessageID], on linkID: UInt64, _ s: inout NodeState, _ effects: inout Effects) throws {
@@ -132,17 +132,17 @@ extension Node {
                 for (id, bytes) in batch {
                     if let (header, range) = try? RoutedHeader.parse(bytes) {
                         let payload = Array(bytes[range])
-                        if (try? header.checkTime(nowMs: UInt64(clamping: now))) != nil,
+                        if (try? header.checkTime(nowMs: now)) != nil,
                            try process(header, payload, store, &s, &effects) {
                             try store.seen.record(PacketDigest.of(header, payload: payload).value,
                                                                      expiresAtMs: header.expiresAtMs,
-                                                                     nowMs: UInt64(clamping: now))
+                                                                     nowMs: now)
                         }
                     }
                     try store.removeHeld(id)
                 }
             }
-            try pump(store, &s, &effects)
+            try pump(store, &s, &effects, sweep: true)
             return batch.count == 200
         }) ?? false
         perform(effects)

@@ -133,7 +133,7 @@ extension Node {
         let packet: [UInt8]
         switch try Packet.decode(unit) {
         case .fragment(let fragment):
-            guard let whole = try s.delivery.links[linkID]?.reassembler.receive(fragment, nowMs: UInt64(clamping: now)) else { return }
+            guard let whole = try s.delivery.links[linkID]?.reassembler.receive(fragment, nowMs: now) else { return }
             packet = whole
         default:
             packet = unit

@@ -17,33 +17,52 @@ extension Node {
     /// Errors: `emptyMessage`, `messageTooLarge` ("Message too large (max 10KB)"), `notFound`.
     @discardableResult
     public func send(to contactID: Int64, text: String) throws -> Message {
-        try MessageText.validate(text)
+        try send([(contactID, text)])[0]
+    }
+
+    /// Sends several messages in one transaction: one disk sync for all of them (an app
+    /// that sends a batch, or forwards a backlog). All or nothing: if one is refused,
+    /// none is stored. Same rules and statuses as `send(to:text:)`.
+    @discardableResult
+    public func send(_ batch: [(contactID: Int64, text: String)]) throws -> [Message] {
+        guard !batch.isEmpty else { return [] }
+        for item in batch { try MessageText.validate(item.text) }
         var effects = Effects()
-        let message = try withUnlocked { store, keys, s -> Message in
-            guard let peer = try peers(store, &s)?.byContact[contactID] else {
-                throw YaOKError(.notFound, try store.conversationExists(contactID)
-                                ? "This contact was deleted and can no longer be messaged" : "No such contact")
-            }
-            let t = now
-            let (header, packet) = try SealedMessage.seal(Array(text.utf8), from: keys.identity, to: peer.identity.encryptionKey,
-                                                          createdMs: UInt64(clamping: t))
-            let message = try store.db.transaction { () -> Message in
-                guard let m = try store.insertMessage(conversation: contactID, messageID: header.messageID.bytes,
-                                                      direction: .outgoing, status: .pending, text: text,
-                                                      senderTimestamp: t, createdAt: t, receivedAt: nil,
-                                                      unread: false, cipher: keys.cipher) else {
-                    throw YaOKError(.internal, "A fresh message ID collided")
+        let messages = try withUnlocked { store, keys, s -> [Message] in
+            let directory = try peers(store, &s)
+            let sealed = try batch.map { item -> (Int64, String, RoutedHeader, [UInt8]) in
+                guard let peer = directory?.byContact[item.contactID] else {
+                    throw YaOKError(.notFound, try store.conversationExists(item.contactID)
+                                    ? "This contact was deleted and can no longer be messaged" : "No such contact")
                 }
-                try store.enqueue(.message, packetID: header.messageID, contactID: contactID, packet: packet,
-                                  now: t, expiresAt: Int64(clamping: header.expiresAtMs))
-                return m
+                // Strictly increasing sender times: the recipient orders by them, so
+                // messages sent within one millisecond still show in the order written.
+                let t = max(now, s.delivery.lastSentAt + 1)
+                s.delivery.lastSentAt = t
+                let (header, packet) = try SealedMessage.seal(Array(item.text.utf8), from: keys.identity,
+                                                              to: peer.identity.encryptionKey, createdMs: t)
+                return (item.contactID, item.text, header, packet)
             }
-            effects.events.append(.messageStored(message))
+            let messages = try store.db.transaction {
+                try sealed.map { contactID, text, header, packet -> Message in
+                    let t = header.createdMs
+                    guard let m = try store.insertMessage(conversation: contactID, messageID: header.messageID.bytes,
+                                                          direction: .outgoing, status: .pending, text: text,
+                                                          senderTimestamp: t, createdAt: t, receivedAt: nil,
+                                                          unread: false, cipher: keys.cipher) else {
+                        throw YaOKError(.internal, "A fresh message ID collided")
+                    }
+                    try store.enqueue(.message, packetID: header.messageID, contactID: contactID, packet: packet,
+                                      now: t, expiresAt: header.expiresAtMs)
+                    return m
+                }
+            }
+            effects.events += messages.map { .messageStored($0) }
             try pump(store, &s, &effects)
-            return message
+            return messages
         }
         perform(effects)
-        return message
+        return messages
     }
 
     /// Tries a pending or failed message again now. One whose packet expired is sealed
@@ -68,9 +87,9 @@ extension Node {
                 }
                 let (header, packet) = try SealedMessage.seal(Array(message.text.utf8), from: keys.identity,
                                                               to: peer.identity.encryptionKey,
-                                                              createdMs: UInt64(clamping: t), messageID: messageID)
+                                                              createdMs: t, messageID: messageID)
                 try store.enqueue(.message, packetID: messageID, contactID: message.conversationID, packet: packet,
-                                  now: t, expiresAt: Int64(clamping: header.expiresAtMs))
+                                  now: t, expiresAt: header.expiresAtMs)
             }
             let updated = try setStatus(messageID, .pending, store, keys, &effects) ?? message
             try pump(store, &s, &effects)
@@ -98,9 +117,10 @@ extension Node {
 
     /// Hands every due packet to an open link to its recipient, fails attempts whose
     /// receipt is overdue, expires what is too old, and sets the timer for the next due time.
-    func pump(_ store: Store, _ s: inout NodeState, _ effects: inout Effects) throws {
+    func pump(_ store: Store, _ s: inout NodeState, _ effects: inout Effects, sweep: Bool = false) throws {
         let t = now
-        if s.keys != nil {
+        // Deadlines and expiry are the timer's work: a send or a receipt only dispatches.
+        if sweep, s.keys != nil {
             for (id, flight) in s.delivery.inflight where flight.deadline <= t {
                 s.delivery.inflight[id] = nil
                 try failAttempt(id, store, &s, &effects)
@@ -172,7 +192,9 @@ extension Node {
     /// The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
     /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
     private func scheduleDeliveryTimer(_ store: Store, _ s: inout NodeState) {
-        let deadlines = [try? store.nextOutboxAttempt(), s.delivery.inflight.values.map(\.deadline).min()].compactMap { $0 }
+        // An hourly sweep at the latest, for expiry.
+        let deadlines = [try? store.nextOutboxAttempt(after: now), s.delivery.inflight.values.map(\.deadline).min(),
+                         now + 3_600_000].compactMap { $0 }
         guard let due = deadlines.min() else { return }
         if let current = s.delivery.timerDue, current <= due, s.delivery.timer != nil { return }
         if let timer = s.delivery.timer { loop.cancel(timer) }
@@ -187,7 +209,7 @@ extension Node {
         try? withStore { store, s in
             s.delivery.timer = nil
             s.delivery.timerDue = nil
-            try pump(store, &s, &effects)
+            try pump(store, &s, &effects, sweep: true)
         }
         perform(effects)
     }

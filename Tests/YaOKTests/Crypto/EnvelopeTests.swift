@@ -11,7 +11,7 @@ import Testing
     let bob = try! Identity(name: "Bob")
     let eve = try! Identity(name: "Eve")
     let id: [UInt8] = Array(0..<16)
-    let ts: UInt64 = 1_700_000_000_000
+    let ts: Int64 = 1_700_000_000_000
 
     func seal(_ text: String = "Hello, Bob!") throws -> [UInt8] {
         try Envelope.seal(Array(text.utf8), from: alice, to: bob.publicIdentity.encryptionKey, messageID: id, timestamp: ts)
@@ -126,7 +126,7 @@ import Testing
             let n = Int.random(in: 1...Envelope.maxBodyLength, using: &rng)
             let body = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
             let msgID = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            let t = UInt64.random(in: 0...UInt64.max, using: &rng)
+            let t = Int64.random(in: 0...Int64.max, using: &rng)
             let sealed = try Envelope.seal(body, from: alice, to: bob.publicIdentity.encryptionKey, messageID: msgID, timestamp: t)
             #expect(try Envelope.open(sealed, by: bob, messageID: msgID, timestamp: t).body == body)
         }

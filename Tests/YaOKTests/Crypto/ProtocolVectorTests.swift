@@ -97,7 +97,7 @@ import Testing
         let (bob, _) = try identity(try v.string("recipient"))
         let body = Array(try v.string("body_utf8").utf8)
         let id = try v.hex("message_id")
-        let ts = try v.uint64("timestamp_ms")
+        let ts = try v.int64("timestamp_ms")
         let sealed = try Envelope.seal(body, from: alice, to: bob.publicIdentity.encryptionKey, messageID: id,
                                        timestamp: ts, ephemeralSecret: try v.hex("ephemeral_secret"))
         #expect(sealed == (try v.hex("sealed")))

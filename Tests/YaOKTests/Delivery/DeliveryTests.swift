@@ -77,3 +77,14 @@ import Testing
         #expect(try pair.bob.texts(pair.aliceID).isEmpty)
     }
 }
+
+@Suite struct ContactCardReadBackTests {
+    @Test func cardIsReadBackFromTheStore() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let card = try pair.alice.contactCard(pair.bobID)
+        #expect(card == (try pair.bob.profile().text))
+        #expect(try ContactCard(text: card).publicIdentity == (try pair.alice.contact(pair.bobID).publicIdentity))
+        #expect(throws: YaOKError(.notFound)) { try pair.alice.contactCard(4242) }
+    }
+}

@@ -15,7 +15,7 @@ import Testing
         defer { pair.close() }
         let bobKey = try pair.bob.profile().publicIdentity.encryptionKey
         let aliceIdentity = try pair.alice.identity()
-        let now = UInt64(Clock.milliseconds())
+        let now = Clock.milliseconds()
         let (genuineHeader, genuine) = try SealedMessage.seal(Array("the real one".utf8), from: aliceIdentity, to: bobKey,
                                                               createdMs: now)
         var junkHeader = genuineHeader
@@ -36,7 +36,7 @@ import Testing
         let filter = try DuplicateFilter(database: store.db, maxEntries: 100)
         try store.db.transaction {
             for i in 0..<(DuplicateFilter.purgeInterval + 50) {
-                try filter.record(MessageID(high: 1, low: UInt64(i)), expiresAtMs: 10_000_000 + UInt64(i), nowMs: 1)
+                try filter.record(MessageID(high: 1, low: UInt64(i)), expiresAtMs: 10_000_000 + Int64(i), nowMs: 1)
             }
         }
         try filter.purge(nowMs: 1)
@@ -53,7 +53,7 @@ import Testing
         defer { pair.close() }
         let bobKey = try pair.bob.profile().publicIdentity.encryptionKey
         let (_, packet) = try SealedMessage.seal(Array("once".utf8), from: try pair.alice.identity(), to: bobKey,
-                                                 createdMs: UInt64(Clock.milliseconds()))
+                                                 createdMs: Clock.milliseconds())
         try pair.bob.injectRouted(packet)
         try pair.bob.injectRouted(packet)
         #expect(try pair.bob.texts(pair.aliceID) == ["once"])
@@ -66,7 +66,7 @@ import Testing
         defer { pair.close() }
         let bobKey = try pair.bob.profile().publicIdentity.encryptionKey
         let (_, packet) = try SealedMessage.seal(Array("x".utf8), from: try pair.alice.identity(), to: bobKey,
-                                                 createdMs: UInt64(Clock.milliseconds()),
+                                                 createdMs: Clock.milliseconds(),
                                                  lifetimeMinutes: Node.maxAcceptedLifetimeMinutes + 1)
         #expect(throws: YaOKError(.malformedPacket)) { try pair.bob.injectRouted(packet) }
     }

@@ -14,14 +14,16 @@ import Testing
         let node = try Node(dataDirectory: dir.path, options: fastOptions())
         #expect(try node.status().initialized == false)
         #expect(throws: YaOKError(.pinTooShort)) { try node.setup(name: "Alice", pin: "12345", confirmation: "12345") }
-        #expect(throws: YaOKError(.pinTooShort)) { try node.setup(name: "Alice", pin: "12a456", confirmation: "12a456") }
+        #expect(throws: YaOKError(.pinTooShort)) { try node.setup(name: "Alice", pin: "12a45", confirmation: "12a45") }
         #expect(throws: YaOKError(.pinMismatch)) { try node.setup(name: "Alice", pin: "123456", confirmation: "654321") }
         #expect(throws: YaOKError(.invalidName)) { try node.setup(name: "A", pin: "123456", confirmation: "123456") }
         let result = try node.setup(name: "Alice", pin: "000000", confirmation: "000000")
         #expect(result.warnings == .allZeroPIN)
         #expect(result.identity.name == "Alice")
         #expect(try node.status() == NodeStatus(initialized: true, locked: false, lockoutSecondsRemaining: 0,
-                                                failedAttempts: 0, autoLock: .standard, platformKeyRegistered: false))
+                                                failedAttempts: 0, autoLock: .standard, platformKeyRegistered: false,
+                                                vault: VaultStatus(pinHashing: .insecureFastForTestsOnly,
+                                                                   meetsProductionMinimum: false, deviceBound: false)))
         #expect(throws: YaOKError(.alreadyInitialized)) { try node.setup(name: "Bob", pin: "123456", confirmation: "123456") }
     }
 
@@ -104,7 +106,7 @@ import Testing
         defer { dir.remove() }
         try makeNode(dir).close()
         let store = try Store(directory: dir.path)
-        try store.setLockState(.init(failures: 2, lockedUntil: 0))
+        try store.setLockState(.init(failures: 2))
         store.close()
         let node = try Node(dataDirectory: dir.path, options: fastOptions())
         #expect(try node.status().failedAttempts == 2)
@@ -118,7 +120,7 @@ import Testing
         defer { dir.remove() }
         try makeNode(dir).close()
         let store = try Store(directory: dir.path)
-        try store.setLockState(.init(failures: 3, lockedUntil: 0))
+        try store.setLockState(.init(failures: 3))
         store.close()
         let node = try Node(dataDirectory: dir.path, options: fastOptions())
         #expect(errorMessage { try node.unlock(pin: testPIN) } == "Too many attempts. Try again in 30 seconds.")
@@ -157,8 +159,8 @@ import Testing
         let clock = TestClock()
         let node = try makeNode(dir, clock: clock)
         try node.lock()
-        for pin in ["1", "2", "3"] { _ = try? node.unlock(pin: pin) }
-        clock.advance(seconds: -3600)
+        for pin in ["100001", "100002", "100003"] { _ = try? node.unlock(pin: pin) }
+        clock.moveWallClock(seconds: -3600)
         #expect(try node.status().lockoutSecondsRemaining == 30)
     }
 

@@ -18,19 +18,41 @@ struct TempDir {
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// A wall clock tests can move.
+/// A wall clock and a boot clock that tests can move: `advance` is time passing (both
+/// move), `setWallClock` a clock change (the boot clock does not move), `reboot` a restart
+/// of the device (a new boot ID, the boot clock back near zero).
 final class TestClock: Sendable {
-    private let ms = Mutex<Int64>(1_800_000_000_000)
-    var now: Int64 { ms.withLock { $0 } }
-    func advance(seconds: Int64) { ms.withLock { $0 += seconds * 1000 } }
+    private struct Times { var wall: Int64 = 1_800_000_000_000; var boot = BootTime(bootID: "boot-1", milliseconds: 5_000) }
+    private let times = Mutex(Times())
+    var now: Int64 { times.withLock { $0.wall } }
+    var boot: BootTime { times.withLock { $0.boot } }
+    func advance(seconds: Int64) {
+        times.withLock {
+            $0.wall += seconds * 1000
+            $0.boot = BootTime(bootID: $0.boot.bootID, milliseconds: $0.boot.milliseconds + seconds * 1000)
+        }
+    }
+    func moveWallClock(seconds: Int64) { times.withLock { $0.wall += seconds * 1000 } }
+    func reboot() {
+        times.withLock {
+            let n = (Int($0.boot.bootID.dropFirst(5)) ?? 1) + 1
+            $0.boot = BootTime(bootID: "boot-\(n)", milliseconds: 1_000)
+        }
+    }
     var function: @Sendable () -> Int64 { { [self] in self.now } }
+    var bootFunction: @Sendable () -> BootTime { { [self] in self.boot } }
 }
 
-/// Options with the test-only cheap Argon2id and an optional test clock.
+/// Options with the test-only cheap Argon2id (and the opt-in it needs) and an optional
+/// test clock.
 func fastOptions(clock: TestClock? = nil) -> Node.Options {
     var options = Node.Options()
     options.pinHashing = .insecureFastForTestsOnly
-    if let clock { options.clock = clock.function }
+    options.allowTestOnlyKDFCosts = true
+    if let clock {
+        options.clock = clock.function
+        options.bootClock = clock.bootFunction
+    }
     return options
 }
 

@@ -17,6 +17,8 @@ import Testing
                 INSERT INTO settings VALUES ('auto_lock_ms', 60000);
                 UPDATE lock_state SET failures = 2;
                 """)
+            // A lockout in progress, as a wall-clock deadline 20 s from now (before 7).
+            try db.execute("UPDATE lock_state SET locked_until_ms = CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER) + 20000")
         }
         if version >= 4 {
             try db.execute("INSERT INTO wire_seen_ids VALUES (x'000102030405060708090a0b0c0d0e0f', 42)")
@@ -47,6 +49,16 @@ import Testing
         if version >= 4 {
             #expect(try db.rows("SELECT expires_at FROM wire_seen_ids") { $0.int(0) } == [42])
         }
+        // 7: the lockout in progress carries over as time left, to count down in this boot.
+        let lockout = try db.rows("SELECT lockout_remaining_ms, lockout_boot_id, locked_until_ms FROM lock_state") {
+            [$0.int(0), $0.text(1) == "migrated" ? 1 : 0, $0.int(2)]
+        }
+        if version >= 1 {
+            #expect(lockout.count == 1 && (15_000...20_000).contains(lockout[0][0]) && lockout[0][1] == 1 && lockout[0][2] == 0)
+        } else {
+            #expect(lockout == [[0, 1, 0]])
+        }
+        #expect(try db.rows("SELECT count(*) FROM vault WHERE device_check IS NOT NULL") { $0.int(0) } == [0])
         // The latest schema's columns and tables are usable.
         try db.execute("INSERT INTO wire_seen_ids VALUES (x'ffffffffffffffffffffffffffffffff', 1)")
         try db.execute("UPDATE contacts SET last_seen_ms = 5, last_transport = 'LAN'")

@@ -43,8 +43,8 @@ import Testing
         defer { dir.remove() }
         _ = try makeNode(dir).close()
         let store = try Store(directory: dir.path)
-        try store.db.query("UPDATE lock_state SET failures = ?, locked_until_ms = ?, lockouts = ?",
-                           [.int(failures), .int(lockedUntil), .int(lockouts)])
+        try store.db.query("UPDATE lock_state SET failures = ?, locked_until_ms = ?, lockout_remaining_ms = ?, lockouts = ?",
+                           [.int(failures), .int(lockedUntil), .int(lockedUntil), .int(lockouts)])
         store.close()
         let node = try Node(dataDirectory: dir.path, options: fastOptions())
         var wrong = 0

@@ -26,6 +26,11 @@ struct ProtocolVector {
         return out
     }
 
+    func int64(_ key: String) throws -> Int64 {
+        guard let v = Int64(try string(key)) else { throw VectorError.missing(key, name) }
+        return v
+    }
+
     func uint64(_ key: String) throws -> UInt64 {
         guard let v = UInt64(try string(key)) else { throw VectorError.missing(key, name) }
         return v

@@ -43,15 +43,15 @@ import Foundation
     @Test func farFutureExpiryIsCappedInStorage() throws {
         let db = try Database(path: ":memory:")
         let filter = try DuplicateFilter(database: db)
-        #expect(try filter.check(MessageID.random(), expiresAtMs: UInt64.max, nowMs: 1000) == .new)
+        #expect(try filter.check(MessageID.random(), expiresAtMs: Int64.max, nowMs: 1000) == .new)
         var stored: Int64 = 0
         try db.query("SELECT expires_at FROM wire_seen_ids") { stored = $0.int64(0) }
-        #expect(UInt64(stored) == 1000 + DuplicateFilter.maxRetentionMs)
+        #expect(Int64(stored) == 1000 + DuplicateFilter.maxRetentionMs)
     }
 
     @Test func expiredRowsArePurgedAutomatically() throws {
         let filter = try DuplicateFilter(database: try Database(path: ":memory:"))
-        for i in 0..<10 { _ = try filter.check(MessageID.random(), expiresAtMs: 100 + UInt64(i), nowMs: 0) }
+        for i in 0..<10 { _ = try filter.check(MessageID.random(), expiresAtMs: 100 + Int64(i), nowMs: 0) }
         // Later arrivals, after those expired: the periodic purge removes them.
         for _ in 0..<DuplicateFilter.purgeInterval {
             _ = try filter.check(MessageID.random(), expiresAtMs: 100_000, nowMs: 1000)

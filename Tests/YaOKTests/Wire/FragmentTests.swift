@@ -8,7 +8,7 @@ import Testing
 
 @Suite struct FragmentTests {
     /// Feeds link units to a reassembler; returns the packets that came out.
-    func deliver(_ units: [[UInt8]], to reassembler: inout Reassembler, nowMs: UInt64 = 0) throws -> [[UInt8]] {
+    func deliver(_ units: [[UInt8]], to reassembler: inout Reassembler, nowMs: Int64 = 0) throws -> [[UInt8]] {
         var out: [[UInt8]] = []
         for unit in units {
             switch try Packet.decode(unit) {
@@ -155,7 +155,7 @@ import Testing
             let fragment = try Fragment(group: UInt16.random(in: 0...UInt16.max, using: &rng),
                                         index: UInt16.random(in: 0..<count - 1, using: &rng), count: count,
                                         data: rng.bytes(Int.random(in: 1...40, using: &rng)))
-            do { _ = try reassembler.receive(fragment, nowMs: UInt64(i)) } catch { refused += 1 }
+            do { _ = try reassembler.receive(fragment, nowMs: Int64(i)) } catch { refused += 1 }
             #expect(reassembler.memoryInUse <= budget)
         }
         #expect(reassembler.memoryInUse > budget / 2)  // the bound is reached, not avoided

@@ -15,7 +15,7 @@ import Testing
             let header = try RoutedHeader(
                 type: Bool.random(using: &rng) ? .message : .ack, hopLimit: UInt8.random(in: 0...255, using: &rng),
                 messageID: MessageID(high: rng.next(), low: rng.next()),
-                createdMs: UInt64.random(in: 0...RoutedHeader.maxCreatedMs, using: &rng),
+                createdMs: Int64.random(in: 0...RoutedHeader.maxCreatedMs, using: &rng),
                 lifetimeMinutes: UInt16.random(in: 1...UInt16.max, using: &rng), routingTag: RoutingTag(value: rng.next()))
             let length = Int.random(in: 0...(Bool.random(using: &rng) ? 300 : Wire.maxPacketLength - RoutedHeader.length), using: &rng)
             return .routed(header, payload: rng.bytes(length))
@@ -73,7 +73,7 @@ import Testing
             var out: [[UInt8]] = []
             for unit in units {
                 if case .fragment(let f) = try Packet.decode(unit) {
-                    if let p = try reassembler.receive(f, nowMs: UInt64(round)) { out.append(p) }
+                    if let p = try reassembler.receive(f, nowMs: Int64(round)) { out.append(p) }
                 } else {
                     out.append(unit)
                 }

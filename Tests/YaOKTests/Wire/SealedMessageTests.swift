@@ -9,7 +9,7 @@ import Testing
 @Suite struct SealedMessageTests {
     let alice = try! Identity(name: "Alice")
     let bob = try! Identity(name: "Bob")
-    let now: UInt64 = 1_700_000_000_000
+    let now: Int64 = 1_700_000_000_000
 
     func sealed(_ text: String = "Hello, Bob!") throws -> (RoutedHeader, [UInt8]) {
         try SealedMessage.seal(Array(text.utf8), from: alice, to: bob.publicIdentity.encryptionKey, createdMs: now)
@@ -53,7 +53,7 @@ import Testing
 
     /// A receiver's checks in the order of docs/PROTOCOL.md §4.1 and §4.2: decode, time,
     /// routing tag, envelope.
-    func receive(_ packet: [UInt8], nowMs: UInt64) throws -> Envelope.Opened {
+    func receive(_ packet: [UInt8], nowMs: Int64) throws -> Envelope.Opened {
         guard case .routed(let header, let payload) = try Packet.decode(packet) else {
             throw YaOKError(.internal, "not a routed packet")
         }
@@ -61,7 +61,7 @@ import Testing
         return try SealedMessage.open(header, payload: payload, by: bob)
     }
 
-    static func setCreated(_ packet: inout [UInt8], _ ms: UInt64) {
+    static func setCreated(_ packet: inout [UInt8], _ ms: Int64) {
         for i in 0..<6 { packet[19 + i] = UInt8(truncatingIfNeeded: ms >> (8 * (5 - i))) }
     }
 
@@ -71,7 +71,7 @@ import Testing
         let (_, packet) = try sealed()
         let later = now + 60_000
         #expect(try receive(packet, nowMs: later).body == Array("Hello, Bob!".utf8))
-        func status(_ change: (inout [UInt8]) -> Void, nowMs: UInt64? = nil) -> YaOKError.Code? {
+        func status(_ change: (inout [UInt8]) -> Void, nowMs: Int64? = nil) -> YaOKError.Code? {
             var p = packet
             change(&p)
             return errorCode { _ = try receive(p, nowMs: nowMs ?? later) }
@@ -129,7 +129,7 @@ import Testing
             return try Identity(name: try idv.string("display_name"), secrets: try SecureBytes(copying: try idv.hex("secrets")))
         }
         let (sender, recipient) = (try identity("sender"), try identity("recipient"))
-        let created = try v.uint64("created_ms")
+        let created = try v.int64("created_ms")
         let tag = try RoutingTag.derive(recipientKey: recipient.publicIdentity.encryptionKey, createdMs: created)
         #expect(tag.bytes == (try v.hex("routing_tag")))
         let header = try RoutedHeader(type: .message, hopLimit: UInt8(try v.uint64("hop_limit")),

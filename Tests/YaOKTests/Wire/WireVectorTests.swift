@@ -18,7 +18,7 @@ import Testing
         let type = try #require(PacketType(rawValue: try v.hex("type").first ?? 0))
         return try RoutedHeader(type: type, hopLimit: UInt8(try v.uint64("hop_limit")),
                                 messageID: MessageID(bytes: try v.hex("message_id")),
-                                createdMs: try v.uint64("created_ms"),
+                                createdMs: try v.int64("created_ms"),
                                 lifetimeMinutes: UInt16(try v.uint64("lifetime_min")),
                                 routingTag: RoutingTag(bytes: try v.hex("routing_tag")))
     }
@@ -37,7 +37,7 @@ import Testing
 
     @Test func routingTag() throws {
         let v = try vector("wire-routing-tag")
-        let created = try v.uint64("created_ms")
+        let created = try v.int64("created_ms")
         #expect(UInt64(RoutingTag.day(ofMs: created)) == (try v.uint64("day")))
         let tag = try RoutingTag.derive(recipientKey: try v.hex("recipient_key"), createdMs: created)
         #expect(tag.bytes == (try v.hex("routing_tag")))

@@ -4,6 +4,7 @@ Importing yaok does not load it, so it is loaded here, once, before any test run
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Dict, Iterator, List
@@ -12,6 +13,9 @@ import pytest
 
 import yaok
 
+# The test-only opt-in that test_fast_kdf=True needs; the library reads it once, so it is set
+# before anything opens a node (test_node.py checks a process without it).
+os.environ["YAOK_TEST_INSECURE_KDF"] = "1"
 yaok.load_library()
 
 REPO = Path(__file__).resolve().parents[3]

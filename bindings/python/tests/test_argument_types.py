@@ -83,7 +83,8 @@ class Context:
         return {
             # Node
             "data_dir": str(self.tmp_path / "other-node"), "test_fast_kdf": True,
-            "name": "Bobby", "pin": PIN, "confirmation": PIN, "key": bytes(32),
+            "name": "Bobby", "pin": PIN, "confirmation": PIN, "key": bytes(32), "device_secret": bytes(32),
+            "secret": PIN,
             "timeout_ms": 60_000, "confirm": False, "callback": lambda kind, data: None,
             "card": self.bob.card, "contact_id": self.bob_id, "conversation_id": self.bob_id,
             "query": "Bob", "with_messages": False, "transport": "LAN", "text": "hi",
@@ -143,7 +144,8 @@ def test_identity_and_card_methods(context: Context, cls: type, method: str):
     check_callable(fn, f"{cls.__name__}.{method}", context.samples(), overrides)
 
 
-@pytest.mark.parametrize("fn", [envelope.seal, envelope.open, yaok.status_str, errors.error_for_status],
+@pytest.mark.parametrize("fn", [envelope.seal, envelope.open, yaok.status_str, errors.error_for_status,
+                                yaok.check_secret],
                          ids=lambda fn: f"{fn.__module__}.{fn.__name__}")
 def test_module_functions(context: Context, fn: Callable[..., Any]):
     overrides: Dict[str, Any] = {}
@@ -157,7 +159,7 @@ def test_module_functions(context: Context, fn: Callable[..., Any]):
 
 
 def test_every_public_module_function_is_covered():
-    covered = {"seal", "open", "status_str", "error_for_status",
+    covered = {"seal", "open", "status_str", "error_for_status", "check_secret",
                # no arguments:
                "abi_version", "version_string", "load_library"}
     functions = {name for name in yaok.__all__ if inspect.isfunction(getattr(yaok, name))}

@@ -69,7 +69,7 @@ def test_two_identities_with_one_encryption_key_are_an_ambiguous_sender(bob, bob
 
 
 def test_extreme_timestamps(alice, bob, alice_card, bob_card):
-    for ts in (0, 2**64 - 1):
+    for ts in (0, 2**63 - 1):
         sealed = envelope.seal(alice, bob_card, b"t", MESSAGE_ID, ts)
         assert envelope.open(bob, [alice_card], sealed, MESSAGE_ID, ts).body == b"t"
 
@@ -143,7 +143,7 @@ def test_message_id_must_be_16_bytes(alice, bob, alice_card, bob_card, message_i
 
 
 def test_timestamp_range(alice, bob_card):
-    for bad in (-1, 2**64):
+    for bad in (-1, 2**63):
         with pytest.raises(yaok.InvalidArgument):
             envelope.seal(alice, bob_card, b"hi", MESSAGE_ID, bad)
     with pytest.raises(TypeError):

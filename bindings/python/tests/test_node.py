@@ -19,6 +19,9 @@ def test_node_constants_match_header():
     assert node_module.AUTO_LOCK_NEVER == d["AUTO_LOCK_NEVER"] == -1
     assert node_module.RESET_CONFIRM == d["RESET_CONFIRM"] == int.from_bytes(b"RSET", "big")
     assert node_module.PLATFORM_KEY_BYTES == d["PLATFORM_KEY_BYTES"]
+    assert node_module.DEVICE_SECRET_BYTES == d["DEVICE_SECRET_BYTES"]
+    assert {s.code: s.name for s in yaok.Strength} == {v: k[len("STRENGTH_"):] for k, v in d.items()
+                                                       if k.startswith("STRENGTH_")}
     assert yaok.NodeWarning.ALL_ZERO_PIN == d["WARNING_ALL_ZERO_PIN"]
     assert yaok.NodeWarning.AUTO_LOCK_DISABLED == d["WARNING_AUTO_LOCK_DISABLED"]
     assert contacts.CONTACT_DELETE_KEEP_MESSAGES == d["CONTACT_DELETE_KEEP_MESSAGES"]
@@ -59,8 +62,10 @@ def test_setup_validation_messages(fresh_node):
         fresh_node.setup("A", PIN, PIN)
     with pytest.raises(yaok.PINTooShort, match="^PIN must be at least 6 digits$"):
         fresh_node.setup("Alice", "12345", "12345")
-    with pytest.raises(yaok.PINTooShort, match="^PIN must be at least 6 digits$"):
-        fresh_node.setup("Alice", "abcdef", "abcdef")
+    with pytest.raises(yaok.PINTooShort, match="^Passphrase must be at least 6 characters$"):
+        fresh_node.setup("Alice", "abcde", "abcde")
+    with pytest.raises(yaok.InvalidArgument):
+        fresh_node.setup("Alice", "abc\ndef", "abc\ndef")
     with pytest.raises(yaok.PINMismatch, match="^PINs do not match$") as info:
         fresh_node.setup("Alice", "123456", "654321")
     assert info.value.status == yaok.Status.PIN_MISMATCH
@@ -79,6 +84,7 @@ def test_setup_returns_identity_and_warnings(fresh_node, tmp_path):
     assert re.fullmatch(r"[0-9A-F]{64}", result.fingerprint)
     assert result.fingerprint_short == result.fingerprint[:6]
     assert result.warnings == yaok.NodeWarning.NONE and not result.warnings
+    assert result.strength == yaok.SecretStrength(strength=yaok.Strength.WEAK, estimated_bits=19)
     with yaok.Card.decode(result.card) as card:
         assert card.name == "Alice" and card.fingerprint == result.fingerprint
     with fresh_node.identity() as me:

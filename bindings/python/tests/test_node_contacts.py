@@ -46,6 +46,7 @@ def test_contacts_flow(node, bob, bob_card, eve):
     assert bobby.connection.state is yaok.ConnectionState.NEVER_CONNECTED
     keys = node.contact_keys(added.id)
     assert keys["name"] == "Bobby" and len(keys["encryption_key"]) == 64 and len(keys["signing_key"]) == 64
+    assert keys["card"] == bob.card  # the card itself, read back from the store
     assert added.connection.state is yaok.ConnectionState.NEVER_CONNECTED
 
     assert node.find_contact("BOBBY").id == added.id

@@ -35,7 +35,7 @@ from .events import EventKind, Registration
 from .identity import Card, Identity, PublicKeys
 from .links import Link, LinkRole
 from .messages import HistoryPage, Message, MessageDirection, MessageStatus, OutboxEntry
-from .node import Node, NodeStatus, NodeWarning, Profile, SetupResult
+from .node import Node, NodeStatus, NodeWarning, Profile, SecretStrength, SetupResult, Strength, VaultStatus, check_secret
 from .security import SecurityEvent
 
 __version__ = "0.1.0"
@@ -53,7 +53,8 @@ else:
 __all__ = [
     "ABI_VERSION", "abi_version", "version_string", "status_str", "load_library",
     "Identity", "Card", "PublicKeys", "envelope", "errors",
-    "Node", "NodeStatus", "NodeWarning", "Profile", "SetupResult",
+    "Node", "NodeStatus", "NodeWarning", "Profile", "SetupResult", "SecretStrength", "Strength",
+    "VaultStatus", "check_secret",
     "Contact", "ContactPreview", "Connection", "ConnectionState",
     "Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry", "Link", "LinkRole",
     "SecurityEvent", "EventKind", "Registration",
@@ -66,7 +67,8 @@ __all__ = [
     "MessageTooLarge", "EmptyMessage", "MalformedEnvelope", "StoreError", "Locked",
     "WrongPIN", "LockedOut", "PINTooShort", "PINMismatch", "StorageError", "DiskFull",
     "CorruptStore", "ConfirmationRequired", "NotInitialized", "AlreadyInitialized",
-    "NoPlatformKey", "WrongPlatformKey", "Closed", "Busy", "ProtocolError", "MalformedPacket",
+    "NoPlatformKey", "WrongPlatformKey", "Closed", "Busy", "AlreadyUnlocked",
+    "DeviceSecretRequired", "WrongDeviceSecret", "ProtocolError", "MalformedPacket",
     "UnsupportedVersion", "UnknownPacketType", "FrameTooLarge", "FragmentInvalid",
     "Expired", "LinkFailed", "NoRoute", "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
     "HandleClosed", "LibraryNotFound", "AbiVersionMismatch", "error_for_status",

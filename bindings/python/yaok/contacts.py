@@ -175,7 +175,8 @@ class ContactsMixin(NodeBase):
         self._call(_delete, check_int(contact_id, "contact_id"), flags)
 
     def contact_keys(self, contact_id: int) -> Dict[str, Any]:
-        """The contact's name and public keys as stored (``yaok_contact_keys``):
-        ``{"name", "encryption_key", "signing_key"}`` with the keys as hex."""
+        """The contact's name, public keys and card as stored (``yaok_contact_keys``):
+        ``{"name", "encryption_key", "signing_key", "card"}`` with the keys as hex and
+        ``card`` the signed card text it was added with."""
         data: Dict[str, Any] = self._call_json(_keys, check_int(contact_id, "contact_id"))
         return data

@@ -33,13 +33,13 @@ _size_out = ctypes.POINTER(ctypes.c_size_t)
 _seal = declare("yaok_envelope_seal", STATUS,
                 IdentityPointer, CardPointer,
                 ctypes.c_char_p, ctypes.c_size_t,
-                ctypes.c_char_p, ctypes.c_uint64,
+                ctypes.c_char_p, ctypes.c_int64,
                 _bytes_out, _size_out)
 _open = declare("yaok_envelope_open", STATUS,
                 IdentityPointer,
                 ctypes.POINTER(CardPointer), ctypes.c_size_t,
                 ctypes.c_char_p, ctypes.c_size_t,
-                ctypes.c_char_p, ctypes.c_uint64,
+                ctypes.c_char_p, ctypes.c_int64,
                 _bytes_out, _size_out, _size_out)
 
 BytesLike = Union[bytes, bytearray, memoryview]
@@ -71,8 +71,8 @@ def _message_id(value: BytesLike) -> bytes:
 def _timestamp(value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"timestamp_ms must be int, not {type(value).__name__}")
-    if not 0 <= value < 1 << 64:
-        raise InvalidArgument("timestamp_ms must fit in an unsigned 64-bit integer")
+    if not 0 <= value < 1 << 63:
+        raise InvalidArgument("timestamp_ms is milliseconds since 1970: 0 to 2**63 - 1")
     return value
 
 

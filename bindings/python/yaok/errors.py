@@ -39,6 +39,7 @@ __all__ = [
     "StoreError", "Locked", "WrongPIN", "LockedOut", "PINTooShort", "PINMismatch",
     "StorageError", "DiskFull", "CorruptStore", "ConfirmationRequired", "NotInitialized",
     "AlreadyInitialized", "NoPlatformKey", "WrongPlatformKey", "Closed", "Busy",
+    "AlreadyUnlocked", "DeviceSecretRequired", "WrongDeviceSecret",
     "ProtocolError", "MalformedPacket", "UnsupportedVersion", "UnknownPacketType",
     "FrameTooLarge", "FragmentInvalid", "Expired", "LinkFailed", "NoRoute",
     "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
@@ -87,6 +88,9 @@ class Status(enum.IntEnum):
     WRONG_PLATFORM_KEY = 412
     CLOSED = 413
     BUSY = 414
+    ALREADY_UNLOCKED = 415
+    DEVICE_SECRET_REQUIRED = 416
+    WRONG_DEVICE_SECRET = 417
 
     MALFORMED_PACKET = 500
     UNSUPPORTED_VERSION = 501
@@ -287,6 +291,23 @@ class Closed(StoreError):
 class Busy(StoreError):
     """The data directory is open in another node (this or another process)."""
     code = Status.BUSY
+
+
+class AlreadyUnlocked(StoreError):
+    """An unlock on a node that is already unlocked: refused, not counted as a wrong PIN."""
+    code = Status.ALREADY_UNLOCKED
+
+
+class DeviceSecretRequired(StoreError):
+    """The vault is bound to a device secret: call :meth:`~yaok.Node.set_device_secret`
+    before unlocking. Not counted as a wrong PIN."""
+    code = Status.DEVICE_SECRET_REQUIRED
+
+
+class WrongDeviceSecret(StoreError):
+    """The device secret set is not the one the vault is bound to. Not counted as a wrong
+    PIN."""
+    code = Status.WRONG_DEVICE_SECRET
 
 
 # ---- 5xx: wire protocol

@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple, Union
 
-from ._lib import STATUS, declare, encode_text
+from ._lib import STATUS, TextEnum, declare, encode_text
 from ._node_base import CHAR_OUT, NodeHandle, NodePointer
 from .contacts import ContactsMixin
 from .errors import InvalidArgument
@@ -44,21 +44,56 @@ from .messages import MessagesMixin
 from .security import SecurityMixin
 
 __all__ = [
-    "Node", "NodeStatus", "SetupResult", "NodeWarning",
+    "Node", "NodeStatus", "VaultStatus", "SetupResult", "NodeWarning", "SecretStrength", "Strength",
+    "check_secret",
     "NODE_OPEN_DEFAULT", "NODE_OPEN_TEST_FAST_KDF", "AUTO_LOCK_NEVER", "RESET_CONFIRM",
-    "PLATFORM_KEY_BYTES", "MAX_AUTO_LOCK_MS",
+    "PLATFORM_KEY_BYTES", "DEVICE_SECRET_BYTES", "MAX_AUTO_LOCK_MS", "TEST_INSECURE_KDF_VARIABLE",
 ]
 
 #: YAOK_NODE_OPEN_DEFAULT
 NODE_OPEN_DEFAULT = 0
-#: YAOK_NODE_OPEN_TEST_FAST_KDF (tests only: minimal Argon2id costs)
+#: YAOK_NODE_OPEN_TEST_FAST_KDF (tests only: minimal Argon2id costs; needs
+#: ``YAOK_TEST_INSECURE_KDF=1`` in the environment)
 NODE_OPEN_TEST_FAST_KDF = 1
+#: The environment variable through which a test process opts in to test-only Argon2id
+#: costs: the library reads it once, so set it before the first node is opened. Never in
+#: production.
+TEST_INSECURE_KDF_VARIABLE = "YAOK_TEST_INSECURE_KDF"
 #: YAOK_AUTO_LOCK_NEVER (the C value; in Python, pass ``timeout_ms=None``)
 AUTO_LOCK_NEVER = -1
 #: YAOK_RESET_CONFIRM ("RSET")
 RESET_CONFIRM = 0x52534554
 #: YAOK_PLATFORM_KEY_BYTES
 PLATFORM_KEY_BYTES = 32
+#: YAOK_DEVICE_SECRET_BYTES
+DEVICE_SECRET_BYTES = 32
+
+
+class Strength(TextEnum):
+    """How strong a PIN or passphrase looks (``YAOK_STRENGTH_*``; ``.code`` is the C value):
+    weak below 40 estimated bits (every PIN of up to 12 digits), fair below 60, strong from
+    60."""
+
+    WEAK = "weak"
+    FAIR = "fair"
+    STRONG = "strong"
+
+    @property
+    def code(self) -> int:
+        return {"weak": 1, "fair": 2, "strong": 3}[self.value]
+
+    @classmethod
+    def from_code(cls, code: int) -> "Strength":
+        return {1: cls.WEAK, 2: cls.FAIR, 3: cls.STRONG}[code]
+
+
+@dataclass(frozen=True)
+class SecretStrength:
+    """A PIN or passphrase's strength class and the rough estimate of bits of guessing work
+    it comes from (a guide for a meter, not a guarantee; never stored)."""
+
+    strength: Strength
+    estimated_bits: int
 
 
 class NodeWarning(enum.IntFlag):
@@ -76,6 +111,11 @@ _open = declare("yaok_node_open", STATUS, ctypes.c_char_p, ctypes.c_uint32, ctyp
 _free = declare("yaok_node_free", None, NodePointer)
 _setup = declare("yaok_node_setup", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                  ctypes.POINTER(ctypes.c_uint32))
+_setup_v2 = declare("yaok_node_setup_v2", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                    ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32))
+_secret_check = declare("yaok_secret_check", STATUS, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32),
+                        ctypes.POINTER(ctypes.c_uint32))
+_set_device_secret = declare("yaok_node_set_device_secret", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_size_t)
 _unlock = declare("yaok_node_unlock", STATUS, NodePointer, ctypes.c_char_p)
 _unlock_platform_key = declare("yaok_node_unlock_platform_key", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_size_t)
 _register_platform_key = declare("yaok_node_register_platform_key", STATUS, NodePointer, ctypes.c_char_p,
@@ -94,6 +134,25 @@ MAX_AUTO_LOCK_MS = 30 * 24 * 3600 * 1000
 
 
 @dataclass(frozen=True)
+class VaultStatus:
+    """How the PIN vault is sealed (the status's ``"vault"``): the Argon2id costs, whether
+    they meet the production minimum, and whether the vault is bound to a device secret."""
+
+    ops_limit: int
+    mem_limit: int
+    """Bytes of memory per evaluation."""
+    meets_production_minimum: bool
+    device_bound: bool
+    kdf: str = "argon2id13"
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "VaultStatus":
+        return cls(ops_limit=int(data["ops_limit"]), mem_limit=int(data["mem_limit"]),
+                   meets_production_minimum=bool(data["meets_production_minimum"]),
+                   device_bound=bool(data["device_bound"]), kdf=str(data.get("kdf", "argon2id13")))
+
+
+@dataclass(frozen=True)
 class NodeStatus:
     """The lock state (``yaok_node_status``; docs/ABI.md, "status")."""
 
@@ -105,14 +164,18 @@ class NodeStatus:
     """Idle time before auto-lock in milliseconds (as :meth:`Node.set_auto_lock` takes it);
     ``None`` means never."""
     platform_key_registered: bool
+    vault: Optional[VaultStatus] = None
+    """The PIN vault's costs and binding; ``None`` before setup."""
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "NodeStatus":
+        vault = data.get("vault")
         return cls(initialized=bool(data["initialized"]), locked=bool(data["locked"]),
                    lockout_seconds=int(data.get("lockout_seconds") or 0),
                    failed_attempts=int(data.get("failed_attempts") or 0),
                    auto_lock_ms=data.get("auto_lock_ms"),
-                   platform_key_registered=bool(data.get("platform_key_registered", False)))
+                   platform_key_registered=bool(data.get("platform_key_registered", False)),
+                   vault=VaultStatus.from_json(vault) if vault else None)
 
 
 @dataclass(frozen=True)
@@ -143,19 +206,32 @@ class SetupResult:
     card: str
     """The signed contact card text (the QR code payload)."""
     warnings: NodeWarning
+    strength: SecretStrength
+    """How strong the chosen PIN or passphrase looks (show it; it is not stored)."""
 
 
-def _key_argument(key: Union[bytes, bytearray, memoryview]) -> Tuple[Any, int]:
-    """A platform key for a ``const uint8_t *key, size_t key_len`` pair. A ``bytearray`` is
-    lent without a copy, so the caller can wipe it afterwards; ``bytes`` is passed as it is.
-    The library checks the length (32)."""
+def check_secret(secret: str) -> SecretStrength:
+    """Whether ``secret`` is an acceptable PIN or passphrase, and how strong it looks
+    (``yaok_secret_check``), for a meter while the person types. Raises what setup would:
+    :class:`~yaok.PINTooShort` ("PIN must be at least 6 digits" for digits only, else
+    "Passphrase must be at least 6 characters"), :class:`~yaok.InvalidArgument` (more than
+    256 bytes of UTF-8, or control characters)."""
+    strength, bits = ctypes.c_uint32(0), ctypes.c_uint32(0)
+    _secret_check(encode_text(secret, "secret"), ctypes.byref(strength), ctypes.byref(bits))
+    return SecretStrength(strength=Strength.from_code(strength.value), estimated_bits=bits.value)
+
+
+def _key_argument(key: Union[bytes, bytearray, memoryview], what: str = "key") -> Tuple[Any, int]:
+    """A platform key or device secret for a ``const uint8_t *key, size_t key_len`` pair. A
+    ``bytearray`` is lent without a copy, so the caller can wipe it afterwards; ``bytes`` is
+    passed as it is. The library checks the length (32)."""
     if isinstance(key, bytearray):
         return ((ctypes.c_char * len(key)).from_buffer(key) if key else b""), len(key)
     if isinstance(key, memoryview):
         key = key.tobytes()
     if isinstance(key, bytes):
         return key, len(key)
-    raise TypeError(f"key must be bytes-like, not {type(key).__name__}")
+    raise TypeError(f"{what} must be bytes-like, not {type(key).__name__}")
 
 
 class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin):
@@ -174,7 +250,9 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin)
         :class:`~yaok.CorruptStore`.
 
         ``test_fast_kdf``: TEST ONLY (``YAOK_NODE_OPEN_TEST_FAST_KDF``): new PINs are sealed
-        with minimal Argon2id costs. It offers no protection to the PIN."""
+        with minimal Argon2id costs. It offers no protection to the PIN, and the library
+        refuses it (:class:`~yaok.InvalidArgument`) unless the process has
+        ``YAOK_TEST_INSECURE_KDF=1`` in its environment (set before the first node opens)."""
         path = os.fspath(data_dir)
         if isinstance(path, bytes):
             path = os.fsdecode(path)
@@ -198,25 +276,51 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin)
     # ---- setup and the lock
 
     def setup(self, name: str, pin: str, confirmation: str) -> SetupResult:
-        """First-time setup: creates the identity ``name``, seals it under ``pin`` and leaves
-        the node unlocked. Errors, in this order: :class:`~yaok.InvalidName` ("Name must be
-        2-50 characters"), :class:`~yaok.PINTooShort` ("PIN must be at least 6 digits"),
-        :class:`~yaok.PINMismatch` ("PINs do not match"), :class:`~yaok.AlreadyInitialized`.
-        ``warnings`` has :attr:`NodeWarning.ALL_ZERO_PIN` for "000000"."""
-        warnings = ctypes.c_uint32(0)
-        self._call(_setup, self._text(name, "name"), self._text(pin, "pin"),
-                   self._text(confirmation, "pin_confirmation"), ctypes.byref(warnings))
+        """First-time setup: creates the identity ``name``, seals it under ``pin`` (a PIN or a
+        passphrase: at least 6 printable characters, at most 256 bytes) and leaves the node
+        unlocked; with a device secret set (:meth:`set_device_secret`) the vault is bound to
+        it. Errors, in this order: :class:`~yaok.InvalidName` ("Name must be 2-50
+        characters"), :class:`~yaok.PINTooShort` ("PIN must be at least 6 digits", or
+        "Passphrase must be at least 6 characters"), :class:`~yaok.InvalidArgument` (too
+        long, control characters), :class:`~yaok.PINMismatch` ("PINs do not match"),
+        :class:`~yaok.AlreadyInitialized`. ``warnings`` has
+        :attr:`NodeWarning.ALL_ZERO_PIN` for "000000"; ``strength`` says how strong the
+        secret looks (``yaok_node_setup_v2``)."""
+        warnings, strength, bits = ctypes.c_uint32(0), ctypes.c_uint32(0), ctypes.c_uint32(0)
+        self._call(_setup_v2, self._text(name, "name"), self._text(pin, "pin"),
+                   self._text(confirmation, "confirmation"), ctypes.byref(warnings), ctypes.byref(strength),
+                   ctypes.byref(bits))
         me = self.profile()
         return SetupResult(name=me.name, user_id=me.user_id, fingerprint=me.fingerprint,
                            fingerprint_short=me.fingerprint_short, card=me.card,
-                           warnings=NodeWarning(warnings.value))
+                           warnings=NodeWarning(warnings.value),
+                           strength=SecretStrength(strength=Strength.from_code(strength.value),
+                                                   estimated_bits=bits.value))
+
+    def set_device_secret(self, device_secret: Union[bytes, bytearray, memoryview, None]) -> None:
+        """Sets the 32-byte device secret mixed into the PIN vault's key, or clears it with
+        ``None`` (``yaok_node_set_device_secret``). A setup made while it is set binds the
+        vault to it, so a copy of the data directory alone cannot be searched for the PIN; a
+        bound vault then unlocks only after the same secret is set
+        (:class:`~yaok.DeviceSecretRequired`, :class:`~yaok.WrongDeviceSecret`, neither
+        counted as a wrong PIN). Derive it from a key the platform keeps in hardware
+        (include/yaok.h says how); pass a ``bytearray`` to be able to wipe your copy."""
+        if device_secret is None:
+            self._call(_set_device_secret, None, 0)
+            return
+        self._call(_set_device_secret, *_key_argument(device_secret, "device_secret"))
 
     def unlock(self, pin: str) -> None:
-        """Unlocks with the PIN (about 0.1 s of Argon2id). Wrong: :class:`~yaok.WrongPIN`
-        ("Incorrect PIN"); the third wrong PIN in a row and every try during the 30-second
-        lockout: :class:`~yaok.LockedOut` ("Too many attempts. Try again in N seconds.").
-        Each further lockout before a successful unlock lasts twice as long, up to an hour.
-        Not set up: :class:`~yaok.NotInitialized`."""
+        """Unlocks with the PIN or passphrase (about 0.1 s of Argon2id). Wrong:
+        :class:`~yaok.WrongPIN` ("Incorrect PIN"); the third wrong PIN in a row and every try
+        during the 30-second lockout: :class:`~yaok.LockedOut` ("Too many attempts. Try
+        again in N seconds."). Each further lockout before a successful unlock lasts twice
+        as long, up to an hour; the lockout runs on the boot clock, so neither a clock change
+        nor a restart shortens it. Not set up: :class:`~yaok.NotInitialized`. Refused without
+        counting a wrong attempt: input setup would refuse (:class:`~yaok.PINTooShort`,
+        :class:`~yaok.InvalidArgument`), :class:`~yaok.AlreadyUnlocked`,
+        :class:`~yaok.DeviceSecretRequired`, :class:`~yaok.WrongDeviceSecret`, and
+        :class:`~yaok.CorruptStore` for a vault sealed below the production costs."""
         self._call(_unlock, self._text(pin, "pin"))
 
     def unlock_with_platform_key(self, key: Union[bytes, bytearray, memoryview]) -> None:
