@@ -17,7 +17,10 @@
  *            Handles are created by yaok_<type>_new/_decode/_restore and destroyed by
  *            yaok_<type>_free(); every _free accepts NULL as a no-op.
  * Strings:   UTF-8, NUL-terminated. Invalid UTF-8 input is refused (YAOK_E_INVALID_UTF8),
- *            never silently repaired.
+ *            never silently repaired. A text argument is at most YAOK_MAX_TEXT_BYTES bytes
+ *            before its NUL: longer text is refused at once, without being read past that
+ *            bound, with YAOK_E_INVALID_ARGUMENT (card text: YAOK_E_INVALID_CARD). Functions
+ *            may take less (a name, a transport name) and say so.
  * Safety:    NULL or invalid arguments return an error and never crash. A handle of the
  *            wrong type, a freed handle or any other pointer the library did not hand out is
  *            refused with YAOK_E_INVALID_ARGUMENT (and ignored by the _free functions), unless
@@ -129,6 +132,9 @@ const char *yaok_status_str(yaok_status status);
  * call on this thread. Successful calls do not clear it. */
 const char *yaok_last_error_message(void);
 
+/* The longest text argument, in bytes before its NUL (see "Strings" above). */
+#define YAOK_MAX_TEXT_BYTES 4096
+
 /* ---- memory ---- */
 
 /* The library records the length of every string and byte buffer it returns, with the
@@ -208,12 +214,15 @@ yaok_status yaok_identity_card(const yaok_identity *identity, char **out);
 
 /* ---- contact cards ----
  * A decoded, signature-checked contact card: a preview of a person before anything is
- * stored. */
+ * stored. A card proves that its owner holds both keys it carries (docs/PROTOCOL.md §2),
+ * so nobody can pass off another person's encryption key as theirs. */
 
 typedef struct yaok_card yaok_card;
 
-/* Decodes and verifies card text. Another app's QR text, an unknown version, corrupted data
- * or a bad signature: YAOK_E_INVALID_CARD ("Invalid Ya OK QR code").
+/* Decodes and verifies card text. Another app's QR text, an unknown version, corrupted data,
+ * a bad signature or key proof, a name not in normal form, a low-order encryption key, text
+ * over YAOK_MAX_TEXT_BYTES: YAOK_E_INVALID_CARD ("Invalid Ya OK QR code"). Text that is not
+ * UTF-8: YAOK_E_INVALID_UTF8 (checked after the length, before decoding).
  * On success *out owns a new handle: free it with yaok_card_free(). */
 yaok_status yaok_card_decode(const char *text, yaok_card **out);
 
@@ -260,7 +269,9 @@ yaok_status yaok_envelope_seal(const yaok_identity *sender, const yaok_card *rec
  * YAOK_E_NOT_FOR_ME, YAOK_E_TAMPERED, YAOK_E_SENDER_AUTH_FAILED, YAOK_E_UNKNOWN_SENDER
  * (authentic, but from no card in `senders`), YAOK_E_MALFORMED_ENVELOPE.
  * On success *out_body (*out_body_len bytes) is the plaintext: free it with
- * yaok_bytes_free(), which wipes it; *out_sender_index is the sender's index in `senders`. */
+ * yaok_bytes_free(), which wipes it; *out_sender_index is the sender's index in `senders`
+ * (the first, if the same card is listed twice). Two different cards in `senders` with the
+ * sender's encryption key make the sender ambiguous: YAOK_E_INVALID_ARGUMENT. */
 yaok_status yaok_envelope_open(const yaok_identity *recipient,
                                const yaok_card *const *senders, size_t senders_count,
                                const uint8_t *sealed, size_t sealed_len,
@@ -477,11 +488,16 @@ yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
 #define YAOK_EVENT_TRANSPORT_CHANGED 8u      /* {"name", "display_name", "state", "error"} */
 
 /* Registers `callback` for this node's events, replacing any earlier registration (whose
- * free_user_data then runs on the event thread, after any call in progress). NULL
+ * free_user_data then runs on the event thread, after the last event it was given). NULL
  * `callback` removes the registration (`user_data` and `free_user_data` are then
  * ignored). The callback runs on the node's event thread, one event at a time; `event` is
  * borrowed for the call only. `free_user_data` (may be NULL) is called exactly once when
- * the registration ends: replaced, removed, or at yaok_node_free. */
+ * the registration ends: replaced, removed, or at yaok_node_free.
+ * Ordering: each event goes to the registration in place when it happened, even if it is
+ * delivered later. A registration receives the events of the calls that start after it
+ * returns; events that happened before any registration are dropped, so register right
+ * after yaok_node_open, before yaok_node_setup or yaok_node_unlock. After a replacement,
+ * events already pending still go to the previous callback. */
 yaok_status yaok_node_set_event_callback(yaok_node *node, yaok_event_callback callback,
                                          void *user_data, yaok_free_callback free_user_data);
 
@@ -496,13 +512,24 @@ yaok_status yaok_node_set_event_callback(yaok_node *node, yaok_event_callback ca
 #define YAOK_CONTACT_DELETE_MESSAGES 1u
 
 /* Decodes and checks card text without storing anything (US-010 preview): name,
- * fingerprint, and "existing_contact_id" if this person is already a contact.
- * Bad card: YAOK_E_INVALID_CARD ("Invalid Ya OK QR code"). */
+ * fingerprint, "existing_contact_id" if this person is already a contact, and
+ * "mixed_scripts": true when the name's letters come from more than one script (such as
+ * "Аlice" with a Cyrillic "А"; Latin with Han, Hiragana, Katakana, Bopomofo or Hangul is
+ * not mixed): a hint to warn before the name is trusted; the fingerprint says who holds
+ * the keys. "existing_contact_id" is the contact with the same keys, or one that shares
+ * either key (which yaok_contact_add refuses). Bad card (as for yaok_card_decode, text over
+ * YAOK_MAX_TEXT_BYTES included): YAOK_E_INVALID_CARD ("Invalid Ya OK QR code"); not UTF-8:
+ * YAOK_E_INVALID_UTF8; one's own card (or one sharing a key with it):
+ * YAOK_E_INVALID_ARGUMENT ("This is your own contact card"). */
 yaok_status yaok_contact_preview(yaok_node *node, const char *card_text, char **out_json);
 
-/* Adds the person on the card; *out_json is the new contact. Already a contact:
- * YAOK_E_CONTACT_EXISTS ("<name> is already in your contacts") and nothing changes. One's
- * own card: YAOK_E_INVALID_ARGUMENT. */
+/* Adds the person on the card; *out_json is the new contact. Each encryption key and each
+ * signing key belongs to one contact at most, so a message's sender names one contact:
+ * already a contact, YAOK_E_CONTACT_EXISTS ("<name> is already in your contacts"); a card
+ * that shares one key with a contact, YAOK_E_CONTACT_EXISTS ("This card shares a key with
+ * <name>, who is already in your contacts"); nothing changes. One's own card (or one sharing
+ * a key with it): YAOK_E_INVALID_ARGUMENT ("This is your own contact card"). Bad card text:
+ * as for yaok_contact_preview. */
 yaok_status yaok_contact_add(yaok_node *node, const char *card_text, char **out_json);
 
 /* Every contact, sorted by name: a JSON array of contacts. */
@@ -513,13 +540,14 @@ yaok_status yaok_contact_show(yaok_node *node, int64_t contact_id, char **out_js
 
 /* The one contact that `query` names: its id, user ID, a fingerprint prefix of at least 4
  * hex digits, or its name (case-insensitive). None: YAOK_E_NOT_FOUND; several:
- * YAOK_E_INVALID_ARGUMENT. */
+ * YAOK_E_INVALID_ARGUMENT; over YAOK_MAX_TEXT_BYTES: YAOK_E_INVALID_ARGUMENT at once. */
 yaok_status yaok_contact_find(yaok_node *node, const char *query, char **out_json);
 
 /* Marks a contact verified after an out-of-band fingerprint comparison (US-031). */
 yaok_status yaok_contact_verify(yaok_node *node, int64_t contact_id);
 
-/* Renames a contact (2 to 50 characters; else YAOK_E_INVALID_NAME). */
+/* Renames a contact: the display-name rules of docs/PROTOCOL.md §1 (2 to 50 characters,
+ * normalised to NFC, no invisible, format or control characters; else YAOK_E_INVALID_NAME). */
 yaok_status yaok_contact_rename(yaok_node *node, int64_t contact_id, const char *name);
 
 /* Deletes a contact and its public keys (US-012). With YAOK_CONTACT_DELETE_KEEP_MESSAGES

@@ -35,7 +35,8 @@ public enum Envelope {
 
     /// Seals `body` (1 to 10 KiB) from `sender` to the holder of `recipientKey` (X25519).
     /// `associatedData` is bound in too: the packet header's authenticated bytes
-    /// (`RoutedHeader.authenticatedBytes`), or nothing for a bare envelope.
+    /// (`RoutedHeader.authenticatedBytes`), or nothing for a bare envelope. A low-order
+    /// recipient key (every X25519 output all zero) is `invalidArgument`.
     public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
                             messageID: [UInt8], timestamp: Int64, associatedData: [UInt8] = []) throws -> [UInt8] {
         try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
@@ -76,7 +77,10 @@ public enum Envelope {
         try Sodium.ensureInitialized()
 
         let ephemeral = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
-        var shared = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: recipientKey) }
+        // An all-zero X25519 output means a low-order recipient key (cards refuse those).
+        guard var shared = try? ephemeralSecret.withUnsafeBytes({ try Sodium.x25519(secret: $0, publicKey: recipientKey) }) else {
+            throw YaOKError(.invalidArgument, "The recipient key is of low order: nothing can be sealed to it")
+        }
         defer { Sodium.wipe(&shared) }
         let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp,
                                 ephemeral: ephemeral) + extra
@@ -108,7 +112,9 @@ public enum Envelope {
     /// Opens a sealed envelope with `recipient`'s keys. Each failure has its own code:
     /// `notForMe` (the recipient hint does not match), `tampered` (bad AEAD tag),
     /// `senderAuthFailed` (the sender MAC does not verify), `unknownSender`
-    /// (`isKnownSender` refused the authenticated sender key), `malformedEnvelope`.
+    /// (`isKnownSender` refused the authenticated sender key), `malformedEnvelope` (too
+    /// short, a low-order ephemeral key, padding that is not ISO/IEC 7816-4 in the smallest
+    /// bucket for the body, an empty body or one over 10 KiB).
     /// `associatedData` must be what the sender bound in (else `tampered`).
     public static func open(_ sealed: [UInt8], by recipient: Identity, messageID: [UInt8], timestamp: Int64,
                             associatedData extra: [UInt8] = [],
@@ -146,8 +152,14 @@ public enum Envelope {
 
         let senderKey = Array(inner[0..<senderKeyLength])
         let auth = Array(inner[senderKeyLength..<senderKeyLength + authLength])
-        guard let body = Padding.unpad(inner[(senderKeyLength + authLength)...]), !body.isEmpty else {
+        let padded = inner[(senderKeyLength + authLength)...]
+        guard let body = Padding.unpad(padded), !body.isEmpty else {
             throw YaOKError(.malformedEnvelope, "Bad padding")
+        }
+        // Exactly what a sealer makes: at most 10 KiB, in the smallest bucket that holds it,
+        // so that lengths say no more than they must and every implementation agrees.
+        guard body.count <= maxBodyLength, Padding.bucket(for: body.count) == padded.count else {
+            throw YaOKError(.malformedEnvelope, "Body of \(body.count) bytes in a \(padded.count)-byte bucket")
         }
         let expected = try? recipient.encryptionSecret.withUnsafeBytes {
             try authenticator(staticSecret: $0, peerKey: senderKey, senderKey: senderKey,

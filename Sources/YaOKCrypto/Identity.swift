@@ -12,6 +12,10 @@ public final class Identity: Sendable {
     let encryptionSecret: SecureBytes
     /// Ed25519 secret key in libsodium's layout: seed || public key (64 bytes).
     let signingSecret: SecureBytes
+    /// The proof on this identity's contact card that it holds its X25519 key: an XEdDSA
+    /// signature by that key of both public keys (docs/PROTOCOL.md §2). Public; it depends
+    /// on the keys only, so it is made once.
+    let keyProof: [UInt8]
 
     /// Length of `exportSecrets()`: X25519 secret (32) || Ed25519 seed (32).
     public static let secretsLength = 64
@@ -47,6 +51,8 @@ public final class Identity: Sendable {
         encryptionSecret = encSecret
         signingSecret = signSecret
         publicIdentity = try PublicIdentity(encryptionKey: encPublic, signingKey: signPublic)
+        let proved = ContactCard.keyProofMessage(publicIdentity)
+        keyProof = try encSecret.withUnsafeBytes { try XEdDSA.sign(proved, x25519Secret: $0) }
     }
 
     /// The secret seed material, for sealing into the vault. The caller owns the copy.

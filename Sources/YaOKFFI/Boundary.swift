@@ -26,9 +26,26 @@ func required<T>(_ pointer: T?, _ name: String) throws -> T {
     return pointer
 }
 
-/// A borrowed NUL-terminated UTF-8 argument. Invalid UTF-8 is refused, never repaired.
+/// YAOK_MAX_TEXT_BYTES: the longest text argument, in bytes before its NUL.
+let maxTextBytes = 4096
+
+/// A borrowed NUL-terminated UTF-8 argument of at most `maxTextBytes` bytes. Longer text
+/// is refused (`invalidArgument`) without reading past the bound; invalid UTF-8 is refused
+/// (`invalidUTF8`), never repaired.
 func string(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
     let p = try required(pointer, name)
+    guard strnlen(p, maxTextBytes + 1) <= maxTextBytes else {
+        throw YaOKError(.invalidArgument, "\(name) is longer than \(maxTextBytes) bytes")
+    }
+    guard let s = String(validatingCString: p) else { throw YaOKError(.invalidUTF8, "\(name) is not valid UTF-8") }
+    return s
+}
+
+/// Card text: like `string`, but text too long to be a card is `invalidCard` ("Invalid Ya
+/// OK QR code", as every defect of a card is); text that is not UTF-8 is `invalidUTF8`.
+func cardText(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
+    let p = try required(pointer, name)
+    guard strnlen(p, ContactCard.maxTextBytes + 1) <= ContactCard.maxTextBytes else { throw YaOKError(.invalidCard) }
     guard let s = String(validatingCString: p) else { throw YaOKError(.invalidUTF8, "\(name) is not valid UTF-8") }
     return s
 }

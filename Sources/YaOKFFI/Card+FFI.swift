@@ -11,10 +11,7 @@ final class CardHandle: Handle {
 public func yaok_card_decode(_ text: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let out = try required(out, "out")
-        let text = try required(text, "text")
-        // Text that is not UTF-8 is still just "not a Ya OK QR code" to the user.
-        guard let s = String(validatingCString: text) else { throw YaOKError(.invalidCard) }
-        out.pointee = Handles.make(CardHandle(try ContactCard(text: s)))
+        out.pointee = Handles.make(CardHandle(try ContactCard(text: try cardText(text, "text"))))
     }
 }
 

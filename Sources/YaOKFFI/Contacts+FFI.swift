@@ -6,19 +6,13 @@ import YaOKSupport
 /// YAOK_CONTACT_DELETE_MESSAGES
 let contactDeleteMessages: UInt32 = 1
 
-/// Card text that is not UTF-8 is still just "not a Ya OK QR code" to the user.
-private func cardText(_ pointer: UnsafePointer<CChar>?) throws -> String {
-    guard let s = String(validatingCString: try required(pointer, "card_text")) else { throw YaOKError(.invalidCard) }
-    return s
-}
-
 @_cdecl("yaok_contact_preview")
 public func yaok_contact_preview(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
         let out = try required(out, "out_json")
-        try give(try n.previewContact(card: try cardText(card)).json.serialized, to: out)
+        try give(try n.previewContact(card: try cardText(card, "card_text")).json.serialized, to: out)
     }
 }
 
@@ -28,7 +22,7 @@ public func yaok_contact_add(_ node: OpaquePointer?, _ card: UnsafePointer<CChar
     boundary {
         let n = try YaOKFFI.node(node)
         let out = try required(out, "out_json")
-        try give(try n.addContact(card: try cardText(card)).json.serialized, to: out)
+        try give(try n.addContact(card: try cardText(card, "card_text")).json.serialized, to: out)
     }
 }
 

@@ -36,17 +36,22 @@ public func yaok_envelope_open(_ recipient: OpaquePointer?,
         let outIndex = try required(outSenderIndex, "out_sender_index")
         let me = try Handles.borrow(recipient, as: IdentityHandle.self, "recipient").identity
         guard senderCount >= 0 else { throw YaOKError(.invalidArgument, "senders_count is negative") }
-        var known: [[UInt8]] = []
+        var known: [PublicIdentity] = []
         if senderCount > 0 {
             let list = try required(senders, "senders")
             for i in 0..<senderCount {
-                known.append(try Handles.borrow(list[i], as: CardHandle.self, "senders[\(i)]").card.publicIdentity.encryptionKey)
+                known.append(try Handles.borrow(list[i], as: CardHandle.self, "senders[\(i)]").card.publicIdentity)
             }
         }
         let opened = try Envelope.open(try bytes(sealed, sealedLength, "sealed"), by: me,
                                        messageID: try fixedBytes(messageID, Envelope.messageIDLength, "message_id"),
-                                       timestamp: timestampMs, isKnownSender: { known.contains($0) })
-        guard let index = known.firstIndex(of: opened.senderKey) else { throw YaOKError(.unknownSender) }
+                                       timestamp: timestampMs, isKnownSender: { key in known.contains { $0.encryptionKey == key } })
+        let matches = known.indices.filter { known[$0].encryptionKey == opened.senderKey }
+        guard let index = matches.first else { throw YaOKError(.unknownSender) }
+        // The same card twice names one sender; two identities sharing the key do not.
+        if let other = matches.first(where: { known[$0] != known[index] }) {
+            throw YaOKError(.invalidArgument, "senders[\(index)] and senders[\(other)] are different identities with the same encryption key: the sender is ambiguous")
+        }
         try give(opened.body, to: out, length: outLength)
         outIndex.pointee = index
     }

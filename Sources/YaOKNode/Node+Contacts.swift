@@ -7,25 +7,32 @@ import YaOKStore
 /// Contacts (US-010, US-011, US-012, US-031). All need the node unlocked.
 extension Node {
     /// Decodes and checks a card without storing anything: what "add" would add, and
-    /// whether this person is already a contact. Bad card: `invalidCard`.
+    /// whether a contact already holds its keys (`existingContactID`: the contact with the
+    /// same keys, or one that shares either key, which "add" would refuse). Bad card:
+    /// `invalidCard`; one's own card: `invalidArgument`, "This is your own contact card".
     public func previewContact(card text: String) throws -> ContactPreview {
         let card = try ContactCard(text: text)
         return try withUnlocked { store, keys, _ in
-            let existing = try existingContact(card, store, keys)
+            try Node.refuseOwnCard(card, keys)
+            let existing = try contactHoldingKeys(of: card, store, keys)
             return ContactPreview(name: card.name, publicIdentity: card.publicIdentity, existingContactID: existing?.id)
         }
     }
 
-    /// Adds the person on `card`. Already a contact: `contactExists`, "<name> is already in
-    /// your contacts", and nothing changes. One's own card is refused.
+    /// Adds the person on `card`. Each X25519 key and each Ed25519 key belongs to at most
+    /// one contact (docs/PROTOCOL.md §2), so that a message's sender key and a link's peer
+    /// name one contact at most: already a contact, or a card that shares a key with one,
+    /// is `contactExists` ("<name> is already in your contacts"), and nothing changes. One's
+    /// own card (or one sharing a key with it) is `invalidArgument`.
     public func addContact(card text: String) throws -> Contact {
         let card = try ContactCard(text: text)
         var pending = Effects()
         let contact = try withUnlocked { store, keys, s -> Contact in
-            guard card.publicIdentity != keys.identity.publicIdentity else {
-                throw YaOKError(.invalidArgument, "This is your own contact card")
-            }
-            if let existing = try existingContact(card, store, keys) {
+            try Node.refuseOwnCard(card, keys)
+            if let existing = try contactHoldingKeys(of: card, store, keys) {
+                guard existing.publicIdentity == card.publicIdentity else {
+                    throw YaOKError(.contactExists, "This card shares a key with \(existing.name), who is already in your contacts")
+                }
                 throw YaOKError(.contactExists, "\(existing.name) is already in your contacts")
             }
             let id = try store.insertContact(card, lookup: Node.lookup(card.publicIdentity, keys), cipher: keys.cipher, now: now)
@@ -65,10 +72,18 @@ extension Node {
         try withUnlocked { store, keys, s in try loadContact(id, store, keys, s) }
     }
 
+    /// The longest query `findContact` takes (UTF-8 bytes): more than any name, user ID or
+    /// fingerprint with white space around it. Longer is refused before any work.
+    public static let maxQueryBytes = 4096
+
     /// The one contact that `query` names: its id (digits), user ID, a fingerprint prefix of
     /// at least 4 hex digits (spaces ignored), or its name (case-insensitive). None:
-    /// `notFound`; several: `invalidArgument` asking for something more specific.
+    /// `notFound`; several: `invalidArgument` asking for something more specific; a query
+    /// over `maxQueryBytes`: `invalidArgument`.
     public func findContact(_ query: String) throws -> Contact {
+        guard query.utf8.count <= Node.maxQueryBytes else {
+            throw YaOKError(.invalidArgument, "A contact query is at most \(Node.maxQueryBytes) bytes")
+        }
         let q = query.trimmingWhitespace()
         let all = try contacts()
         // Digits name an ID first; a fingerprint prefix can be all digits too ("1234ABCD…"
@@ -149,9 +164,24 @@ extension Node {
         unlocked.cipher.lookup(Array("YaOK-peer-v1".utf8) + keys.keyBytes)
     }
 
-    private func existingContact(_ card: ContactCard, _ store: Store, _ keys: UnlockedKeys) throws -> Store.ContactRecord? {
-        guard let id = try store.conversationID(lookup: Node.lookup(card.publicIdentity, keys)) else { return nil }
-        return try store.contactRecords(cipher: keys.cipher, id: id).first
+    private static func refuseOwnCard(_ card: ContactCard, _ keys: UnlockedKeys) throws {
+        let own = keys.identity.publicIdentity
+        guard card.publicIdentity.encryptionKey != own.encryptionKey, card.publicIdentity.signingKey != own.signingKey else {
+            throw YaOKError(.invalidArgument, "This is your own contact card")
+        }
+    }
+
+    /// The contact with the card's keys (one indexed lookup), else one that holds either of
+    /// them (a scan: contacts are few, and this runs only on preview and add).
+    private func contactHoldingKeys(of card: ContactCard, _ store: Store, _ keys: UnlockedKeys) throws -> Store.ContactRecord? {
+        if let id = try store.conversationID(lookup: Node.lookup(card.publicIdentity, keys)),
+           let exact = try store.contactRecords(cipher: keys.cipher, id: id).first {
+            return exact
+        }
+        let theirs = card.publicIdentity
+        return try store.contactRecords(cipher: keys.cipher).first {
+            $0.publicIdentity.encryptionKey == theirs.encryptionKey || $0.publicIdentity.signingKey == theirs.signingKey
+        }
     }
 
     private func loadContact(_ id: Int64, _ store: Store, _ keys: UnlockedKeys, _ s: NodeState) throws -> Contact {

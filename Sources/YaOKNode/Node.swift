@@ -96,8 +96,10 @@ public final class Node: Sendable {
 
     /// Sets the function that receives this node's events, replacing (and releasing) the
     /// previous one; nil removes it. The handler runs on the node's event thread, one event
-    /// at a time. A previous handler is released on the event thread after any event it is
-    /// handling, so it is never released while running.
+    /// at a time. It receives the events emitted from now on; events emitted earlier went
+    /// (or go, if still queued) to the handler registered then, or nowhere. A previous
+    /// handler is released on the event thread after the last event it was given, so it is
+    /// never released while running.
     public func setEventHandler(_ handler: (@Sendable (NodeEvent) -> Void)?) {
         events.setHandler(handler)
     }
@@ -203,12 +205,13 @@ final class EventSink: Sendable {
 
     init(loop: EventLoop) { self.loop = loop }
 
+    /// Each event goes to the handler registered when it was emitted, never to a later one:
+    /// an event emitted before any registration is dropped, and one emitted before a
+    /// replacement still reaches the handler it was meant for (which is released only after
+    /// its last pending event). The call happens on the event thread, outside any node lock.
     func emit(_ event: NodeEvent) {
-        loop.post { [self] in
-            // Read at delivery time, outside any node lock; the call happens unlocked too.
-            guard let current = self.handler.withLock({ $0 }) else { return }
-            current(event)
-        }
+        guard let current = handler.withLock({ $0 }) else { return }
+        loop.post { current(event) }
     }
 
     func setHandler(_ new: Handler?) {

@@ -125,7 +125,8 @@ extension ContactCard {
 extension ContactPreview {
     public var json: JSON {
         .object(publicIdentity.jsonFields(name: name)
-                + [("existing_contact_id", existingContactID.map { .int($0) } ?? .null)])
+                + [("existing_contact_id", existingContactID.map { .int($0) } ?? .null),
+                   ("mixed_scripts", .bool(mixedScripts))])
     }
 }
 

@@ -45,6 +45,9 @@ public struct ContactPreview: Sendable, Equatable {
 
     public var userID: String { publicIdentity.userID }
     public var fingerprint: Fingerprint { publicIdentity.fingerprint }
+    /// The name's letters come from more than one script ("Аlice" with a Cyrillic А): an
+    /// app should warn before the name is trusted. See `DisplayName.mixesScripts`.
+    public var mixedScripts: Bool { DisplayName.mixesScripts(name) }
 
     package init(name: String, publicIdentity: PublicIdentity, existingContactID: Int64?) {
         self.name = name

@@ -36,6 +36,9 @@ import Testing
         Payload(name: "card, short name", text: card(payloadBytes: 131, seed: 1)),
         Payload(name: "card, longer name", text: card(payloadBytes: 160, seed: 2)),
         Payload(name: "card, long name", text: card(payloadBytes: 220, seed: 3)),
+        // Cards carry a 64-byte key proof since issue 8 §3: 195 bytes plus the name.
+        Payload(name: "card with key proof, short name", text: card(payloadBytes: 200, seed: 4)),
+        Payload(name: "card with key proof, 50-letter name", text: card(payloadBytes: 245, seed: 5)),
         Payload(name: "prose", text: String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 10)),
         // Long runs of one byte make large uniform areas: the masks must break them up.
         Payload(name: "one repeated byte", text: String(repeating: "x", count: 900)),

@@ -67,6 +67,14 @@ static void test_identity_and_card(void) {
     CHECK(yaok_card_decode(text, &broken) == YAOK_E_INVALID_CARD && broken == NULL);
     CHECK(strcmp(yaok_last_error_message(), "Invalid Ya OK QR code") == 0);
     CHECK(yaok_card_decode("https://example.com/not-a-card", &broken) == YAOK_E_INVALID_CARD);
+    /* Not UTF-8: the header's convention, as for every text argument. */
+    CHECK(yaok_card_decode("yaok:1:\xff\xfe", &broken) == YAOK_E_INVALID_UTF8 && broken == NULL);
+    /* Over YAOK_MAX_TEXT_BYTES: refused before decoding, as every defect of a card is. */
+    static char long_text[YAOK_MAX_TEXT_BYTES + 2];
+    memset(long_text, ' ', sizeof long_text - 1);
+    CHECK(yaok_card_decode(long_text, &broken) == YAOK_E_INVALID_CARD && broken == NULL);
+    yaok_identity *long_name = NULL;
+    CHECK(yaok_identity_new(long_text, &long_name) == YAOK_E_INVALID_ARGUMENT && long_name == NULL);
 
     yaok_string_free(name);
     yaok_string_free(uid);
@@ -128,6 +136,36 @@ static void test_envelope(void) {
     CHECK(yaok_envelope_open(bob, contacts, 2, sealed, 10, id, 1700000000000, &body, &body_len,
                              &index) == YAOK_E_MALFORMED_ENVELOPE);
     yaok_bytes_free(sealed, sealed_len);
+
+    /* Two identities with one encryption key (only its owner can make both cards): the
+     * sender is ambiguous and refused; the same card listed twice is not. */
+    uint8_t secrets_a[YAOK_IDENTITY_SECRET_BYTES], secrets_b[YAOK_IDENTITY_SECRET_BYTES];
+    for (size_t i = 0; i < sizeof secrets_a; i++) {
+        secrets_a[i] = (uint8_t)(i + 1);
+        secrets_b[i] = (uint8_t)(i < 32 ? i + 1 : 200 - i);
+    }
+    yaok_identity *twin_a = NULL, *twin_b = NULL;
+    CHECK(yaok_identity_restore("Twin", secrets_a, sizeof secrets_a, &twin_a) == YAOK_OK);
+    CHECK(yaok_identity_restore("Twin", secrets_b, sizeof secrets_b, &twin_b) == YAOK_OK);
+    yaok_card *twin_a_card = card_of(twin_a), *twin_b_card = card_of(twin_b);
+    CHECK(twin_a_card && twin_b_card);
+    sealed = NULL;
+    CHECK(yaok_envelope_seal(twin_a, bob_card, (const uint8_t *)msg, strlen(msg), id, 1700000000000u,
+                             &sealed, &sealed_len) == YAOK_OK);
+    const yaok_card *twins[] = {eve_card, twin_a_card, twin_b_card};
+    body = NULL;
+    CHECK(yaok_envelope_open(bob, twins, 3, sealed, sealed_len, id, 1700000000000u, &body, &body_len,
+                             &index) == YAOK_E_INVALID_ARGUMENT && body == NULL);
+    CHECK(strstr(yaok_last_error_message(), "ambiguous") != NULL);
+    const yaok_card *same_twice[] = {twin_a_card, twin_a_card};
+    CHECK(yaok_envelope_open(bob, same_twice, 2, sealed, sealed_len, id, 1700000000000u, &body,
+                             &body_len, &index) == YAOK_OK && index == 0);
+    yaok_bytes_free(body, body_len);
+    yaok_bytes_free(sealed, sealed_len);
+    yaok_card_free(twin_a_card);
+    yaok_card_free(twin_b_card);
+    yaok_identity_free(twin_a);
+    yaok_identity_free(twin_b);
 
     static uint8_t big[YAOK_MAX_MESSAGE_BYTES + 1];
     sealed = NULL;

@@ -235,7 +235,28 @@ static void test_contacts_and_messages(void) {
 
     CHECK(yaok_contact_preview(node, card, &json) == YAOK_OK);
     CHECK(json && strstr(json, "\"name\":\"Bob\"") && strstr(json, "\"existing_contact_id\":null"));
+    CHECK(strstr(json, "\"mixed_scripts\":false") != NULL);
     yaok_string_free(json);
+    /* A Latin name with a Cyrillic "A" (U+0410) is flagged; a right-to-left override is refused. */
+    yaok_identity *spoof = NULL;
+    char *spoof_card = NULL;
+    CHECK(yaok_identity_new("\xd0\x90lice", &spoof) == YAOK_OK && yaok_identity_card(spoof, &spoof_card) == YAOK_OK);
+    CHECK(yaok_contact_preview(node, spoof_card, &json) == YAOK_OK && strstr(json, "\"mixed_scripts\":true"));
+    yaok_string_free(json);
+    yaok_string_free(spoof_card);
+    yaok_identity_free(spoof);
+    /* One's own card: the preview says so, as the add does. */
+    yaok_identity *me = NULL;
+    char *own = NULL;
+    CHECK(yaok_node_identity(node, &me) == YAOK_OK && yaok_identity_card(me, &own) == YAOK_OK);
+    json = NULL;
+    CHECK(yaok_contact_preview(node, own, &json) == YAOK_E_INVALID_ARGUMENT && json == NULL);
+    CHECK(strcmp(yaok_last_error_message(), "This is your own contact card") == 0);
+    CHECK(yaok_contact_add(node, own, &json) == YAOK_E_INVALID_ARGUMENT && json == NULL);
+    yaok_string_free(own);
+    yaok_identity_free(me);
+    yaok_identity *hidden = NULL;
+    CHECK(yaok_identity_new("Bob\xe2\x80\xae" "evil", &hidden) == YAOK_E_INVALID_NAME && hidden == NULL);
     CHECK(yaok_contact_add(node, card, &json) == YAOK_OK);
     long long bob_id = json_int(json, "id");
     CHECK(bob_id > 0 && strstr(json, "\"verified\":false") && strstr(json, "\"never_connected\""));
@@ -244,7 +265,24 @@ static void test_contacts_and_messages(void) {
     CHECK(yaok_contact_add(node, card, &json) == YAOK_E_CONTACT_EXISTS && json == NULL);
     CHECK(strcmp(yaok_last_error_message(), "Bob is already in your contacts") == 0);
     CHECK(yaok_contact_add(node, "not a card", &json) == YAOK_E_INVALID_CARD);
-    CHECK(yaok_contact_add(node, "\xff\xfe", &json) == YAOK_E_INVALID_CARD);
+    CHECK(yaok_contact_add(node, "\xff\xfe", &json) == YAOK_E_INVALID_UTF8);
+    CHECK(yaok_contact_preview(node, "yaok:1:\xff", &json) == YAOK_E_INVALID_UTF8);
+    /* Text inputs are bounded: a 10 MB query is refused at once (it took 1.7 s to scan). */
+    size_t huge_len = 10u * 1000u * 1000u;
+    char *huge = malloc(huge_len + 1);
+    CHECK(huge != NULL);
+    memset(huge, 'a', huge_len);
+    huge[huge_len] = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK(yaok_contact_find(node, huge, &json) == YAOK_E_INVALID_ARGUMENT && json == NULL);
+    CHECK(yaok_contact_add(node, huge, &json) == YAOK_E_INVALID_CARD && json == NULL);
+    CHECK(yaok_contact_rename(node, 1, huge) == YAOK_E_INVALID_ARGUMENT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK((t1.tv_sec - t0.tv_sec) * 1000.0 + (t1.tv_nsec - t0.tv_nsec) / 1e6 < 200.0);
+    huge[YAOK_MAX_TEXT_BYTES] = 0; /* exactly the bound: checked, not refused for its length */
+    CHECK(yaok_contact_find(node, huge, &json) == YAOK_E_NOT_FOUND);
+    free(huge);
 
     CHECK(yaok_contact_verify(node, bob_id) == YAOK_OK);
     CHECK(yaok_contact_rename(node, bob_id, "Bobby") == YAOK_OK);

@@ -66,4 +66,12 @@ struct PeerDirectory {
     }
     var byKey: [[UInt8]: Peer] = [:]
     var byContact: [Int64: Peer] = [:]
+
+    /// The contact a link's peer is: matched by both keys, never by the X25519 key alone,
+    /// since anybody can sign a link certificate that pairs someone else's X25519 key with
+    /// their own Ed25519 key (docs/PROTOCOL.md §5.1).
+    func contact(for peer: PublicIdentity) -> Int64? {
+        guard let match = byKey[peer.encryptionKey], match.identity == peer else { return nil }
+        return match.contactID
+    }
 }

@@ -158,7 +158,7 @@ extension Node {
             link.peer = peer
             if let timer = link.handshakeTimer { loop.cancel(timer) }
             link.handshakeTimer = nil
-            link.contactID = try peers(store, &s)?.byKey[peer.encryptionKey]?.contactID
+            link.contactID = try peers(store, &s)?.contact(for: peer)
             s.delivery.links[linkID] = link
             if let contact = link.contactID {
                 try store.makeOutboxDue(contactID: contact, now: now)
@@ -228,7 +228,7 @@ extension Node {
         s.delivery.peers = nil
         guard let directory = try? peers(store, &s) else { return }
         for (id, link) in s.delivery.links where link.isOpen {
-            let contact = link.peer.flatMap { directory.byKey[$0.encryptionKey]?.contactID }
+            let contact = link.peer.flatMap { directory.contact(for: $0) }
             guard contact != link.contactID else { continue }
             s.delivery.links[id]?.contactID = contact
             for c in [link.contactID, contact].compactMap({ $0 }) { updatePresence(c, store, &s, &effects) }

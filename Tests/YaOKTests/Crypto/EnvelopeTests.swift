@@ -167,6 +167,58 @@ import Testing
         }
     }
 
+    /// An envelope from Alice to Bob with `padded` as its padded body, built by hand with a
+    /// valid sender authenticator over `body`.
+    func sealByHand(body: [UInt8], padded: [UInt8]) throws -> [UInt8] {
+        let recipient = bob.publicIdentity.encryptionKey
+        let eph = Sodium.randomBytes(32)
+        let genuine = try Envelope.seal([1], from: alice, to: recipient, messageID: id, timestamp: ts, ephemeralSecret: eph)
+        let e = Array(genuine.prefix(32))
+        let shared = try eph.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: recipient) }
+        let (key, nonce) = Envelope.messageKey(shared: shared, ephemeral: e, recipientKey: recipient)
+        let ad = Envelope.associatedData(recipientKey: recipient, messageID: id, timestamp: ts, ephemeral: e)
+        let auth = try alice.encryptionSecret.withUnsafeBytes {
+            try Envelope.authenticator(staticSecret: $0, peerKey: recipient, senderKey: alice.publicIdentity.encryptionKey,
+                                       recipientKey: recipient, ad: ad, body: body[...])
+        }
+        let inner = alice.publicIdentity.encryptionKey + auth + padded
+        return Array(genuine.prefix(40)) + (try TestAEAD.encrypt(inner, ad: ad, nonce: nonce, key: key))
+    }
+
+    static func iso7816(_ body: [UInt8], to size: Int) -> [UInt8] {
+        body + [0x80] + [UInt8](repeating: 0, count: size - body.count - 1)
+    }
+
+    /// Open accepts exactly what seal makes (issue 8 §10): the smallest bucket, at most 10 KiB.
+    @Test func paddingMustBeTheSmallestBucketAndTheBodyAtMost10KiB() throws {
+        let hi = Array("hi".utf8)
+        #expect(try Envelope.open(try sealByHand(body: hi, padded: Self.iso7816(hi, to: 64)), by: bob,
+                                  messageID: id, timestamp: ts).body == hi)
+        for size in [128, 16384] {
+            let sealed = try sealByHand(body: hi, padded: Self.iso7816(hi, to: size))
+            #expect(throws: YaOKError(.malformedEnvelope)) { try Envelope.open(sealed, by: bob, messageID: id, timestamp: ts) }
+        }
+        let big = [UInt8](repeating: 0x61, count: 12_000)
+        let tooBig = try sealByHand(body: big, padded: Self.iso7816(big, to: 16384))
+        #expect(throws: YaOKError(.malformedEnvelope)) { try Envelope.open(tooBig, by: bob, messageID: id, timestamp: ts) }
+        let max = [UInt8](repeating: 0x61, count: Envelope.maxBodyLength)
+        #expect(try Envelope.open(try sealByHand(body: max, padded: Self.iso7816(max, to: 16384)), by: bob,
+                                  messageID: id, timestamp: ts).body == max)
+        // 63 bytes fill the 64-byte bucket with the 0x80; 64 need the next one.
+        let full = [UInt8](repeating: 0x62, count: 64)
+        #expect(throws: YaOKError(.malformedEnvelope)) {
+            try Envelope.open(try sealByHand(body: full, padded: full), by: bob, messageID: id, timestamp: ts)
+        }
+    }
+
+    @Test func sealingToALowOrderKeyIsAnInvalidArgument() throws {
+        for key in CardKeyBindingTests.lowOrderKeys {
+            #expect(throws: YaOKError(.invalidArgument)) {
+                try Envelope.seal([1], from: alice, to: key, messageID: id, timestamp: ts)
+            }
+        }
+    }
+
     @Test func lowOrderEphemeralKeyIsMalformed() throws {
         var sealed = try seal()
         sealed.replaceSubrange(0..<32, with: [UInt8](repeating: 0, count: 32))

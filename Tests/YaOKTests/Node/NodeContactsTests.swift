@@ -43,6 +43,75 @@ import Testing
         #expect(try node.securityEvents().contains { $0.kind == .contactVerified })
     }
 
+    @Test func previewFlagsNamesThatMixScripts() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let spoof = try node.previewContact(card: try cardText("\u{0410}lice"))  // Cyrillic А
+        #expect(spoof.mixedScripts)
+        #expect(spoof.json.serialized.contains("\"mixed_scripts\":true"))
+        let plain = try node.previewContact(card: try cardText("Alice"))
+        #expect(!plain.mixedScripts)
+        #expect(plain.json.serialized.contains("\"mixed_scripts\":false"))
+    }
+
+    /// Each X25519 key and each Ed25519 key belongs to one contact at most (issue 8 §3): a
+    /// card that shares either with a contact is refused, so no sender key is ambiguous.
+    @Test func aKeyBelongsToOneContactAtMost() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let x1 = Sodium.randomBytes(32), x2 = Sodium.randomBytes(32), e1 = Sodium.randomBytes(32), e2 = Sodium.randomBytes(32)
+        func card(_ name: String, _ x: [UInt8], _ e: [UInt8]) throws -> String {
+            try Identity(name: name, secrets: try SecureBytes(copying: x + e)).card.text
+        }
+        let bob = try node.addContact(card: try card("Bob", x1, e1))
+        for (x, e) in [(x1, e2), (x2, e1)] {
+            let other = try card("Robert", x, e)
+            #expect(try node.previewContact(card: other).existingContactID == bob.id)
+            #expect(throws: YaOKError(.contactExists)) { try node.addContact(card: other) }
+            #expect(errorMessage { _ = try node.addContact(card: other) }
+                    == "This card shares a key with Bob, who is already in your contacts")
+        }
+        #expect(try node.contacts().count == 1)
+        #expect(try node.addContact(card: try card("Carol", x2, e2)).name == "Carol")
+    }
+
+    /// Previewing one's own card says so, as adding it does (issue 8 §9); so does a card that
+    /// shares a key with one's own identity.
+    @Test func ownCardIsRefusedInPreviewToo() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let me = try node.identity()
+        let secrets = try me.exportSecrets()
+        let own = me.card.text
+        #expect(errorMessage { _ = try node.previewContact(card: own) } == "This is your own contact card")
+        #expect(throws: YaOKError(.invalidArgument)) { try node.previewContact(card: own) }
+        #expect(throws: YaOKError(.invalidArgument)) { try node.addContact(card: own) }
+        let sameX = secrets.withUnsafeBytes { Array($0.prefix(32)) } + Sodium.randomBytes(32)
+        let twin = try Identity(name: "Twin", secrets: try SecureBytes(copying: sameX)).card.text
+        #expect(errorMessage { _ = try node.previewContact(card: twin) } == "This is your own contact card")
+        #expect(throws: YaOKError(.invalidArgument)) { try node.addContact(card: twin) }
+        #expect(try node.contacts().isEmpty)
+    }
+
+    /// Text inputs are bounded (issue 8 §9): a query over 4096 bytes is refused before any
+    /// matching (a 10 MB one took 1.7 s), and so is card text, even if trimming would save it.
+    @Test func textInputsAreBounded() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        _ = try node.addContact(card: try cardText("Bob"))
+        #expect(throws: YaOKError(.invalidArgument)) { try node.findContact(String(repeating: "a", count: Node.maxQueryBytes + 1)) }
+        #expect(throws: YaOKError(.notFound)) { try node.findContact(String(repeating: "a", count: Node.maxQueryBytes)) }
+        let card = try cardText("Carol")
+        let padded = card + String(repeating: " ", count: ContactCard.maxTextBytes - card.utf8.count)
+        #expect(try node.previewContact(card: padded).name == "Carol")
+        #expect(throws: YaOKError(.invalidCard)) { try node.previewContact(card: padded + " ") }
+        #expect(throws: YaOKError(.invalidCard)) { try ContactCard(text: padded + " ") }
+    }
+
     /// A fingerprint prefix made only of decimal digits is still a fingerprint prefix
     /// (this once failed whenever Bob's fingerprint happened to start with 8 digits).
     @Test func numericFingerprintPrefixFindsTheContact() throws {

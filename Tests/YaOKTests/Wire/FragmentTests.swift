@@ -78,6 +78,42 @@ import Testing
         #expect(try deliver([units[units.count - 1]], to: &reassembler, nowMs: 31_001).isEmpty)
     }
 
+    /// docs/PROTOCOL.md §4.7 (issue 8 §10): a repeated fragment is no progress, the 30 s
+    /// run from the last new fragment and end at exactly 30 s, and for 30 s after a packet
+    /// completed its fragments are ignored.
+    @Test func repeatsAreNoProgressAndTimeoutsEndAtExactly30Seconds() throws {
+        var reassembler = try Reassembler(timeoutMs: 30_000)
+        _ = try reassembler.receive(try Fragment(group: 1, index: 0, count: 3, data: [1, 2]), nowMs: 0)
+        _ = try reassembler.receive(try Fragment(group: 1, index: 0, count: 3, data: [1, 2]), nowMs: 20_000)  // a repeat
+        reassembler.expire(nowMs: 29_999)
+        #expect(reassembler.pendingGroups == 1)
+        reassembler.expire(nowMs: 30_000)  // 30 s after the last *new* fragment, not the repeat
+        #expect(reassembler.pendingGroups == 0 && reassembler.memoryInUse == 0)
+
+        let done = [try Fragment(group: 2, index: 0, count: 2, data: [1, 1]), try Fragment(group: 2, index: 1, count: 2, data: [4])]
+        #expect(try reassembler.receive(done[0], nowMs: 100_000) == nil)
+        #expect(try reassembler.receive(done[1], nowMs: 100_000) == [1, 1, 4])
+        #expect(try reassembler.receive(done[0], nowMs: 129_999) == nil)
+        #expect(reassembler.pendingGroups == 0)  // ignored, not a new group
+        #expect(try reassembler.receive(done[0], nowMs: 130_000) == nil)
+        #expect(reassembler.pendingGroups == 1)  // forgotten at 30 s: a new group starts
+    }
+
+    /// The total is checked as soon as a non-last fragment gives the piece length, with the
+    /// last piece counted as 1 byte until it arrives; the group is dropped with the refusal.
+    @Test func theTotalIsCheckedOnceThePieceLengthIsKnown() throws {
+        var reassembler = try Reassembler(budget: 10_000_000)
+        // count 18, pieces of 1024: at least 17 × 1024 + 1 = 17409 bytes > 17408.
+        #expect(try reassembler.receive(try Fragment(group: 1, index: 17, count: 18, data: [1]), nowMs: 0) == nil)
+        #expect(errorCode { try reassembler.receive(try Fragment(group: 1, index: 0, count: 18,
+                                                                 data: [UInt8](repeating: 0, count: 1024)), nowMs: 0) }
+                == .fragmentInvalid)
+        #expect(reassembler.pendingGroups == 0 && reassembler.memoryInUse == 0)
+        // 17 × 1024 + 0 would fit, so 1023-byte pieces with a 1-byte last one are fine so far.
+        #expect(try reassembler.receive(try Fragment(group: 2, index: 0, count: 18,
+                                                     data: [UInt8](repeating: 0, count: 1023)), nowMs: 0) == nil)
+    }
+
     @Test func contradictoryFragmentsDropTheGroup() throws {
         var reassembler = try Reassembler()
         _ = try reassembler.receive(try Fragment(group: 1, index: 0, count: 3, data: [1, 2, 3]), nowMs: 0)

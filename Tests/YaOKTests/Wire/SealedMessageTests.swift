@@ -51,6 +51,61 @@ import Testing
         #expect(throws: YaOKError(.invalidArgument)) { try SealedMessage.open(ackHeader, payload: payload, by: bob) }
     }
 
+    /// A receiver's checks in the order of docs/PROTOCOL.md §4.1 and §4.2: decode, time,
+    /// routing tag, envelope.
+    func receive(_ packet: [UInt8], nowMs: Int64) throws -> Envelope.Opened {
+        guard case .routed(let header, let payload) = try Packet.decode(packet) else {
+            throw YaOKError(.internal, "not a routed packet")
+        }
+        try header.checkTime(nowMs: nowMs)
+        return try SealedMessage.open(header, payload: payload, by: bob)
+    }
+
+    static func setCreated(_ packet: inout [UInt8], _ ms: Int64) {
+        for i in 0..<6 { packet[19 + i] = UInt8(truncatingIfNeeded: ms >> (8 * (5 - i))) }
+    }
+
+    /// §4.2's table of what each changed field gives (issue 8 §10).
+    @Test func eachChangedFieldHasItsDocumentedStatus() throws {
+        // `now` is 22:13:20 UTC; its day ends 6,400,000 ms later.
+        let (_, packet) = try sealed()
+        let later = now + 60_000
+        #expect(try receive(packet, nowMs: later).body == Array("Hello, Bob!".utf8))
+        func status(_ change: (inout [UInt8]) -> Void, nowMs: Int64? = nil) -> YaOKError.Code? {
+            var p = packet
+            change(&p)
+            return errorCode { _ = try receive(p, nowMs: nowMs ?? later) }
+        }
+        #expect(status { $0[0] = 2 } == .unsupportedVersion)
+        #expect(status { $0[1] = 0x07 } == .unknownPacketType)
+        #expect(status { $0[1] = 0x03 } == .malformedPacket)          // read as a handshake
+        #expect(status { $0[2] = 0 } == nil)                          // the hop limit is not authenticated
+        #expect(status { $0[3] ^= 1 } == .tampered)                   // message ID
+        #expect(status { Self.setCreated(&$0, now - 1) } == .tampered)                // same UTC day
+        #expect(status { Self.setCreated(&$0, now - 80_000_001) } == .notForMe)       // the day before: another tag
+        #expect(status({ Self.setCreated(&$0, now + 6_400_000) }, nowMs: now + 6_400_000) == .notForMe)  // the next
+        #expect(status { Self.setCreated(&$0, now + 6_400_000) } == .expired)         // … but > 15 min ahead of `later`
+        #expect(status { Self.setCreated(&$0, later + 900_001) } == .expired)         // too far ahead
+        #expect(status { $0[26] ^= 1 } == .tampered)                  // lifetime
+        #expect(status { $0[25] = 0; $0[26] = 0 } == .malformedPacket)  // lifetime 0
+        #expect(status { $0[25] = 0; $0[26] = 1 } == .expired)        // 1 minute: over at `later`
+        #expect(status { $0[30] ^= 1 } == .notForMe)                  // routing tag
+        #expect(status { $0[36] ^= 1 } == .malformedPacket)           // length ≠ the bytes that follow
+        #expect(status { p in p.append(0); p[36] &+= 1 } == .tampered)    // length and payload grown alike
+        #expect(status { p in p.removeLast(); p[36] &-= 1 } == .malformedEnvelope)  // … cut below 168 bytes
+        #expect(status { p in
+            p.removeLast(p.count - RoutedHeader.length - 100)
+            p[35] = 0
+            p[36] = 100
+        } == .malformedEnvelope)                                      // cut below the shortest envelope
+        // A message retyped as an ack is an ack: it carries no envelope (a node tries its ack
+        // keys, none opens it, and it is dropped).
+        var ack = packet
+        ack[1] = PacketType.ack.rawValue
+        guard case .routed(let header, let payload) = try Packet.decode(ack) else { Issue.record("not routed"); return }
+        #expect(errorCode { _ = try SealedMessage.open(header, payload: payload, by: bob) } == .invalidArgument)
+    }
+
     @Test func theOutboxIDTravelsInTheHeader() throws {
         let id = MessageID.random()
         let (header, packet) = try SealedMessage.seal(Array("hi".utf8), from: alice, to: bob.publicIdentity.encryptionKey,

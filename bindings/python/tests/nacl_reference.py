@@ -1,13 +1,15 @@
 """An independent implementation of Ya OK's contact card and message envelope, written from
-the construction documented in Sources/YaOK/Crypto/{ContactCard,Envelope,PublicIdentity}.swift
-using PyNaCl's libsodium primitives only (no yaok import). The tests run it against the core.
+docs/PROTOCOL.md §1–§3 using PyNaCl's libsodium primitives and Python integers only (no
+yaok import). The tests run it against the core.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 from typing import NamedTuple, Optional, Tuple
 
+import nacl.exceptions
 from nacl import bindings as nb
 
 ENVELOPE_VERSION = 1
@@ -16,6 +18,7 @@ MESSAGE_KEY_KEY = b"YaOK-envelope-v1"
 AUTH_KEY_KEY = b"YaOK-auth-v1"
 USER_ID_KEY = b"YaOK-user-id-v1"
 CARD_CONTEXT = b"YaOK-card-v1"
+CARD_KEY_CONTEXT = b"YaOK-card-key-v1"
 CARD_SCHEME = "yaok:1:"
 BUCKETS = [64 << k for k in range(9)]  # 64 … 16384
 
@@ -52,6 +55,65 @@ def user_id(enc: bytes, sign: bytes) -> str:
     return blake2b(enc + sign, 16, USER_ID_KEY).hex()
 
 
+# ---- XEdDSA (Signal's specification, revision 1), for the card's key proof
+
+P = 2**255 - 19                                           # the field of Curve25519
+L = 2**252 + 27742317777372353535851937790883648493       # the order of the base point
+
+
+def sha512(data: bytes) -> bytes:
+    return hashlib.sha512(data).digest()
+
+
+def edwards_from_montgomery(u: bytes) -> bytes:
+    """XEdDSA's convert_mont: the Edwards y = (u - 1) / (u + 1) mod p, sign bit 0. Raises
+    ValueError for a non-canonical u (>= p, top bit included) or u = -1."""
+    n = int.from_bytes(u, "little")
+    if len(u) != 32 or n >= P:
+        raise ValueError("not a canonical X25519 public key")
+    if (n + 1) % P == 0:
+        raise ValueError("u = -1 has no Edwards form")
+    y = (n - 1) * pow(n + 1, P - 2, P) % P
+    return y.to_bytes(32, "little")
+
+
+def xeddsa_sign(x25519_secret: bytes, message: bytes) -> bytes:
+    """R || s, an Ed25519 signature under edwards_from_montgomery(X25519 public key).
+    Z (XEdDSA's random bytes) is 64 zero bytes, so signatures are deterministic."""
+    k = bytearray(x25519_secret)
+    k[0] &= 248
+    k[31] &= 127
+    k[31] |= 64
+    e = nb.crypto_scalarmult_ed25519_base_noclamp(bytes(k))  # E = kB
+    a = int.from_bytes(k, "little") % L
+    if e[31] & 0x80:                                         # E's sign bit: use -k, so aB = A
+        a = (-a) % L
+    public = e[:31] + bytes([e[31] & 0x7F])
+    a_bytes = a.to_bytes(32, "little")
+    r = int.from_bytes(sha512(b"\xfe" + b"\xff" * 31 + a_bytes + message + bytes(64)), "little") % L
+    big_r = nb.crypto_scalarmult_ed25519_base_noclamp(r.to_bytes(32, "little"))
+    h = int.from_bytes(sha512(big_r + public + message), "little") % L
+    return big_r + ((r + h * a) % L).to_bytes(32, "little")
+
+
+def xeddsa_verify(x25519_public: bytes, message: bytes, signature: bytes) -> bool:
+    """libsodium's Ed25519 verification under the Edwards form of the X25519 key."""
+    try:
+        nb.crypto_sign_open(signature + message, edwards_from_montgomery(x25519_public))
+        return True
+    except (ValueError, nacl.exceptions.BadSignatureError):
+        return False
+
+
+def is_low_order(x25519_public: bytes) -> bool:
+    """X25519 with any secret gives all zeros (libsodium refuses it)."""
+    try:
+        nb.crypto_scalarmult(b"\x5a" * 32, x25519_public)
+        return False
+    except Exception:  # PyNaCl raises RuntimeError for libsodium's -1
+        return True
+
+
 # ---- contact card
 
 class ParsedCard(NamedTuple):
@@ -59,6 +121,7 @@ class ParsedCard(NamedTuple):
     encryption_key: bytes
     signing_key: bytes
     name: str
+    key_proof: bytes
     signed: bytes      # every byte before the signature
     signature: bytes
 
@@ -71,21 +134,46 @@ def b64url_encode(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
+def key_proof_message(encryption_key: bytes, signing_key: bytes) -> bytes:
+    return CARD_KEY_CONTEXT + encryption_key + signing_key
+
+
 def parse_card(text: str) -> ParsedCard:
     """`yaok:1:` + base64url(version || X25519 (32) || Ed25519 (32) || u16 BE name length ||
-    name || Ed25519 signature (64))."""
+    name || key proof (64) || Ed25519 signature (64))."""
     assert text.startswith(CARD_SCHEME)
     raw = b64url_decode(text[len(CARD_SCHEME):])
     name_length = int.from_bytes(raw[65:67], "big")
     end = 67 + name_length
-    assert len(raw) == end + 64
-    return ParsedCard(raw[0], raw[1:33], raw[33:65], raw[67:end].decode("utf-8"), raw[:end], raw[end:])
+    assert len(raw) == end + 128
+    return ParsedCard(raw[0], raw[1:33], raw[33:65], raw[67:end].decode("utf-8"), raw[end:end + 64],
+                      raw[:end + 64], raw[end + 64:])
 
 
-def make_card(keys: Keys, name: str, version: int = 1) -> str:
-    """A card signed over "YaOK-card-v1" || signed part."""
+def card_is_valid(text: str) -> bool:
+    """The checks of PROTOCOL.md §2 but the display-name rules: version, lengths, the
+    Ed25519 signature, the X25519 key (not of low order) and its key proof."""
+    try:
+        card = parse_card(text)
+        nb.crypto_sign_open(card.signature + CARD_CONTEXT + card.signed, card.signing_key)
+    except (AssertionError, ValueError, nacl.exceptions.BadSignatureError):
+        return False
+    return (card.version == 1 and not is_low_order(card.encryption_key)
+            and xeddsa_verify(card.encryption_key, key_proof_message(card.encryption_key, card.signing_key),
+                              card.key_proof))
+
+
+def make_card(keys: Keys, name: str, version: int = 1, encryption_key: Optional[bytes] = None,
+              key_proof: Optional[bytes] = None) -> str:
+    """A card signed over "YaOK-card-v1" || signed part; the key proof is made with the
+    X25519 secret of `keys` unless given. `encryption_key` replaces the card's X25519 key
+    (for cards that must be refused)."""
+    encryption_key = encryption_key if encryption_key is not None else keys.x25519_public
+    if key_proof is None:
+        key_proof = xeddsa_sign(keys.x25519_secret, key_proof_message(encryption_key, keys.ed25519_public))
     name_bytes = name.encode("utf-8")
-    signed = bytes([version]) + keys.x25519_public + keys.ed25519_public + len(name_bytes).to_bytes(2, "big") + name_bytes
+    signed = (bytes([version]) + encryption_key + keys.ed25519_public + len(name_bytes).to_bytes(2, "big")
+              + name_bytes + key_proof)
     signature = nb.crypto_sign(CARD_CONTEXT + signed, keys.ed25519_secret)[:64]  # detached: first 64 bytes
     return CARD_SCHEME + b64url_encode(signed + signature)
 
@@ -98,13 +186,21 @@ def pad(body: bytes) -> bytes:
     return body + b"\x80" + bytes(size - len(body) - 1)
 
 
+MAX_BODY = 10240
+
+
 def unpad(padded: bytes) -> Optional[bytes]:
+    """The body, if `padded` is exactly what pad() makes of it: ISO/IEC 7816-4 in the
+    smallest bucket, the body 1 to 10240 bytes (PROTOCOL.md §3, opening step 4)."""
     if len(padded) not in BUCKETS:
         return None
     stripped = padded.rstrip(b"\x00")
     if not stripped.endswith(b"\x80"):
         return None
-    return stripped[:-1]
+    body = stripped[:-1]
+    if not 1 <= len(body) <= MAX_BODY or next(b for b in BUCKETS if b >= len(body) + 1) != len(padded):
+        return None
+    return body
 
 
 def associated_data(recipient: bytes, message_id: bytes, timestamp_ms: int, ephemeral: bytes,

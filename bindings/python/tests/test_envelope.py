@@ -56,6 +56,18 @@ def test_duplicate_senders_give_the_first_index(alice, bob, alice_card, bob_card
     assert envelope.open(bob, [eve_card, alice_card, alice_card], sealed, MESSAGE_ID, 1).sender_index == 1
 
 
+def test_two_identities_with_one_encryption_key_are_an_ambiguous_sender(bob, bob_card, eve_card):
+    """Only the key's owner can make both cards, but which identity sent it is unknown."""
+    x = bytes(range(1, 33))
+    with yaok.Identity.restore("Twin", x + bytes(32)) as twin_a, \
+            yaok.Identity.restore("Twin", x + bytes([7]) * 32) as twin_b, \
+            yaok.Card.decode(twin_a.card) as card_a, yaok.Card.decode(twin_b.card) as card_b:
+        sealed = envelope.seal(twin_a, bob_card, b"who?", MESSAGE_ID, 1)
+        with pytest.raises(yaok.InvalidArgument, match="ambiguous"):
+            envelope.open(bob, [eve_card, card_a, card_b], sealed, MESSAGE_ID, 1)
+        assert envelope.open(bob, [card_a, card_a], sealed, MESSAGE_ID, 1).sender_index == 0
+
+
 def test_extreme_timestamps(alice, bob, alice_card, bob_card):
     for ts in (0, 2**63 - 1):
         sealed = envelope.seal(alice, bob_card, b"t", MESSAGE_ID, ts)

@@ -54,9 +54,16 @@ def test_valid_names(name):
         assert identity.name == name
 
 
-@pytest.mark.parametrize("name", ["A", "🙂", "x" * 51, "🙂" * 51, "", "  ", "ab\x07c"])
+@pytest.mark.parametrize("name", ["A", "🙂", "x" * 51, "🙂" * 51, "", "  "])
 def test_invalid_names(name):
     with pytest.raises(yaok.InvalidName, match="^Name must be 2-50 characters$"):
+        yaok.Identity.new(name)
+
+
+@pytest.mark.parametrize("name, code", [("ab\x07c", "U+0007"), ("Bob\u202eevil", "U+202E"),
+                                        ("Bo\u200bb", "U+200B")])
+def test_names_with_hidden_characters_say_which(name, code):
+    with pytest.raises(yaok.InvalidName, match=re.escape(f"invisible, format or control characters ({code})") + "$"):
         yaok.Identity.new(name)
 
 
@@ -132,8 +139,15 @@ def test_invalid_utf8_is_refused_by_the_library():
     with pytest.raises(yaok.InvalidUTF8) as info:
         yaok.Identity.new("Al\udcffice")  # a lone surrogate: not encodable as valid UTF-8
     assert info.value.status == 102
-    with pytest.raises(yaok.InvalidCard):
+    with pytest.raises(yaok.InvalidUTF8):  # the header's convention, for card text too
         yaok.Card.decode("yaok:1:\udcff")
+
+
+def test_text_over_the_bound_is_refused():
+    with pytest.raises(yaok.InvalidCard):
+        yaok.Card.decode(" " * 4097)  # YAOK_MAX_TEXT_BYTES + 1
+    with pytest.raises(yaok.InvalidArgument, match="longer than 4096 bytes"):
+        yaok.Identity.new("A" * 4097)
 
 
 def test_close_twice_and_use_after_close():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -70,10 +71,64 @@ def test_bad_cards(node):
         node.add_contact(b"yaok:1:")
 
 
+def test_preview_flags_names_that_mix_scripts(node):
+    with yaok.Identity.new("\u0410lice") as spoof, yaok.Identity.new("Alice") as plain:  # Cyrillic А
+        assert node.preview_contact(spoof.card).mixed_scripts is True
+        assert node.preview_contact(plain.card).mixed_scripts is False
+
+
+@pytest.mark.parametrize("name", ["Bob\u202eevil", "Bo\u200bb", "\u2066Bob\u2069", "Bo\u3164b"])
+def test_names_with_hidden_characters_are_refused(node, name):
+    with pytest.raises(yaok.InvalidName):
+        yaok.Identity.new(name)
+    with yaok.Identity.new("Bob") as someone:
+        bob = node.add_contact(someone.card)
+    with pytest.raises(yaok.InvalidName):
+        node.rename_contact(bob.id, name)
+
+
+def test_names_are_stored_in_nfc(node):
+    with yaok.Identity.new("Zoe\u0308") as zoe:
+        assert zoe.name == "Zo\u00eb"
+        assert node.add_contact(zoe.card).name == "Zo\u00eb"
+
+
+def test_card_text_that_is_not_utf8_is_invalid_utf8(node):
+    for call in (node.preview_contact, node.add_contact):
+        with pytest.raises(yaok.InvalidUTF8):
+            call("yaok:1:\udcff")
+
+
+def test_a_huge_query_is_refused_at_once(node):
+    huge = "a" * 10_000_000
+    started = time.monotonic()
+    with pytest.raises(yaok.InvalidArgument):
+        node.find_contact(huge)
+    with pytest.raises(yaok.InvalidCard):
+        node.preview_contact(huge)
+    assert time.monotonic() - started < 0.5  # scanning it took 1.7 s
+    with pytest.raises(yaok.NotFound):
+        node.find_contact("a" * 4096)
+
+
 def test_own_card_is_refused(node):
     with node.identity() as me:
-        with pytest.raises(yaok.InvalidArgument):
+        with pytest.raises(yaok.InvalidArgument, match="^This is your own contact card$"):
             node.add_contact(me.card)
+        with pytest.raises(yaok.InvalidArgument, match="^This is your own contact card$"):
+            node.preview_contact(me.card)
+
+
+def test_a_key_belongs_to_one_contact_at_most(node):
+    x1, x2, e1, e2 = (bytes([i]) * 32 for i in (1, 2, 3, 4))
+    with yaok.Identity.restore("Bob", x1 + e1) as bob, yaok.Identity.restore("Robert", x1 + e2) as same_x, \
+            yaok.Identity.restore("Rob", x2 + e1) as same_ed:
+        added = node.add_contact(bob.card)
+        for other in (same_x, same_ed):
+            assert node.preview_contact(other.card).existing_contact_id == added.id
+            with pytest.raises(yaok.ContactExists, match="^This card shares a key with Bob, who is already in your contacts$"):
+                node.add_contact(other.card)
+    assert [c.name for c in node.contacts()] == ["Bob"]
 
 
 def test_integer_arguments_are_checked_before_the_call(node):

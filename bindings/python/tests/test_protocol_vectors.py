@@ -42,6 +42,7 @@ def of_kind(prefix: str) -> List[str]:
 
 def test_the_document_has_vectors():
     assert of_kind("identity-") and of_kind("card-") and of_kind("envelope-")
+    assert len(of_kind("card-reject-")) == 2
 
 
 @pytest.mark.parametrize("name", of_kind("identity-"))
@@ -58,17 +59,35 @@ def test_identity_vectors(name):
         assert identity.fingerprint == v["fingerprint"]
 
 
-@pytest.mark.parametrize("name", of_kind("card-"))
+@pytest.mark.parametrize("name", [n for n in of_kind("card-") if not n.startswith("card-reject-")])
 def test_card_vectors(name):
     v = VECTORS[name]
     owner = VECTORS[v["identity"]]
     keys = ref.keys_from_secrets(bytes.fromhex(owner["secrets"]))
+    assert ref.edwards_from_montgomery(keys.x25519_public).hex() == v["edwards_key"]
+    proof = ref.xeddsa_sign(keys.x25519_secret, ref.key_proof_message(keys.x25519_public, keys.ed25519_public))
+    assert proof.hex() == v["key_proof"]
     assert ref.make_card(keys, owner["display_name"]) == v["text"]
+    assert ref.card_is_valid(v["text"]) and ref.parse_card(v["text"]).key_proof == proof
     with yaok.Card.decode(v["text"]) as card:
         assert card.name == owner["display_name"]
         assert card.public_keys == (keys.x25519_public, keys.ed25519_public)
     with yaok.Identity.restore(owner["display_name"], bytes.fromhex(owner["secrets"])) as identity:
         assert identity.card == v["text"]
+
+
+@pytest.mark.parametrize("name", of_kind("card-reject-"))
+def test_card_reject_vectors(name):
+    """Validly signed by the signer, but the X25519 key is not one the signer proved."""
+    v = VECTORS[name]
+    assert v["error"] == "invalidCard"
+    signer = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["signer"]]["secrets"]))
+    card = ref.parse_card(v["text"])
+    assert card.signing_key == signer.ed25519_public
+    ref.nb.crypto_sign_open(card.signature + ref.CARD_CONTEXT + card.signed, signer.ed25519_public)
+    assert not ref.card_is_valid(v["text"])
+    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code$"):
+        yaok.Card.decode(v["text"])
 
 
 @pytest.mark.parametrize("name", of_kind("envelope-"))

@@ -86,6 +86,40 @@ def test_core_refuses_cards_pynacl_signed_wrongly(alice_keys, eve_keys):
             yaok.Card.decode(text)
 
 
+def test_core_card_key_proof_verifies_with_pynacl(alice, alice_keys):
+    card = ref.parse_card(alice.card)
+    message = ref.key_proof_message(alice_keys.x25519_public, alice_keys.ed25519_public)
+    assert ref.xeddsa_verify(alice_keys.x25519_public, message, card.key_proof)
+    assert card.key_proof == ref.xeddsa_sign(alice_keys.x25519_secret, message)
+    assert ref.card_is_valid(alice.card)
+
+
+def test_core_refuses_a_card_that_borrows_someone_elses_encryption_key(alice_keys, eve_keys):
+    """Eve signs a card with Alice's X25519 key and her own Ed25519 key: she cannot prove
+    she holds Alice's key, whatever proof she puts in (issue 8 §3)."""
+    borrowed = alice_keys.x25519_public
+    proofs = [
+        ref.xeddsa_sign(eve_keys.x25519_secret, ref.key_proof_message(borrowed, eve_keys.ed25519_public)),
+        ref.xeddsa_sign(alice_keys.x25519_secret, ref.key_proof_message(alice_keys.x25519_public,
+                                                                        alice_keys.ed25519_public)),
+        bytes(64),
+    ]
+    for proof in proofs:
+        text = ref.make_card(eve_keys, "Alice", encryption_key=borrowed, key_proof=proof)
+        assert not ref.card_is_valid(text)
+        with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code$"):
+            yaok.Card.decode(text)
+
+
+@pytest.mark.parametrize("key", [bytes(32), b"\x01" + bytes(31), bytes.fromhex(
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f")])
+def test_core_refuses_a_card_with_a_low_order_encryption_key(eve_keys, key):
+    assert ref.is_low_order(key)
+    text = ref.make_card(eve_keys, "Eve", encryption_key=key, key_proof=bytes(64))
+    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code$"):
+        yaok.Card.decode(text)
+
+
 # ---- envelope: PyNaCl -> core
 
 @pytest.mark.parametrize("body", [b"x", b"Hello, Bob!", bytes(63), bytes(range(256)) * 40])
@@ -136,6 +170,18 @@ def test_bad_padding_is_malformed(alice_keys, bob_keys, bob, alice_card):
                           EPHEMERAL_SECRET, padded_override=padded)
         with pytest.raises(yaok.MalformedEnvelope):
             envelope.open(bob, [alice_card], sealed, MESSAGE_ID, TIMESTAMP_MS)
+
+
+@pytest.mark.parametrize("body, size", [(b"hi", 128), (b"hi", 16384), (b"x" * 12000, 16384)])
+def test_padding_must_be_the_smallest_bucket_and_the_body_at_most_10_kib(alice_keys, bob_keys, bob, alice_card,
+                                                                        body, size):
+    """PROTOCOL.md §3: open accepts exactly what seal makes (issue 8 §10)."""
+    padded = body + b"\x80" + bytes(size - len(body) - 1)
+    assert ref.unpad(padded) is None
+    sealed = ref.seal(alice_keys, bob_keys.x25519_public, body, MESSAGE_ID, TIMESTAMP_MS, EPHEMERAL_SECRET,
+                      padded_override=padded)
+    with pytest.raises(yaok.MalformedEnvelope):
+        envelope.open(bob, [alice_card], sealed, MESSAGE_ID, TIMESTAMP_MS)
 
 
 def test_pynacl_envelope_with_other_associated_data_is_tampered(alice_keys, bob_keys, bob, alice_card):

@@ -105,13 +105,17 @@ class ContactPreview:
     fingerprint_short: str
     existing_contact_id: Optional[int]
     """The id of the contact with the same keys, or ``None`` if adding would add a new one."""
+    mixed_scripts: bool = False
+    """The name's letters come from more than one script (``"Аlice"`` with a Cyrillic ``А``):
+    warn before the name is trusted; the fingerprint says who holds the keys."""
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "ContactPreview":
         existing = data.get("existing_contact_id")
         return cls(name=data["name"], user_id=data["user_id"], fingerprint=data["fingerprint"],
                    fingerprint_short=data["fingerprint_short"],
-                   existing_contact_id=None if existing is None else int(existing))
+                   existing_contact_id=None if existing is None else int(existing),
+                   mixed_scripts=bool(data.get("mixed_scripts", False)))
 
 
 def _card_text(card: Union[str, Card]) -> bytes:

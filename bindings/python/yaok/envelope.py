@@ -110,6 +110,8 @@ def open(recipient: Identity, senders: Sequence[Card], sealed: BytesLike, messag
     :class:`~yaok.errors.Tampered` (also: wrong message ID or timestamp),
     :class:`~yaok.errors.SenderAuthFailed`, :class:`~yaok.errors.UnknownSender`
     (authentic, but from none of ``senders``), :class:`~yaok.errors.MalformedEnvelope`.
+    Two different cards in ``senders`` with the sender's encryption key make the sender
+    ambiguous: :class:`~yaok.errors.InvalidArgument`.
 
     The returned body is a Python copy; the library's buffer is wiped when freed."""
     _require(recipient, Identity, "recipient")
