@@ -1,0 +1,331 @@
+import Foundation
+import Glibc
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKTransports
+
+/// The LAN transport against a fake node (links that record units): connections, framing,
+/// keepalives, timeouts, static peers and discovery, all on 127.0.0.1.
+@Suite struct LANTransportTests {
+    // MARK: - Lifecycle and errors
+
+    @Test func startReportsTheBoundPortAndStopClosesEverything() async throws {
+        let (transport, opener, port) = try startLoopback()
+        #expect(port != 0)
+        let client = try RawClient(port: port)
+        let link = try await opener.waitForOpenLink()
+        #expect(!link.initiator)
+        #expect(link.mtu == Wire.maxPacketLength + 64)
+
+        transport.stop()
+        #expect(link.isClosed)
+        #expect(client.waitForClose(timeout: 2))
+        #expect(transport.listeningPort == nil)
+        #expect(throws: RawError.self) { try RawClient(port: port) }
+        transport.stop()  // idempotent
+
+        try transport.start(opener: opener)  // and it starts again
+        #expect(transport.listeningPort != nil)
+        transport.stop()
+    }
+
+    @Test func aPortInUseIsAClearError() throws {
+        let (first, _, port) = try startLoopback()
+        defer { first.stop() }
+        let second = try LANTransport(options: loopbackOptions { $0.listenPort = port })
+        let error = #expect(throws: YaOKError.self) { try second.start(opener: try FakeOpener()) }
+        #expect(error?.message.contains("port \(port) is already in use") == true)
+        #expect(second.listeningPort == nil)
+    }
+
+    @Test func badOptionsAreClearErrors() throws {
+        let badAddress = #expect(throws: YaOKError.self) {
+            _ = try LANTransport(options: loopbackOptions { $0.listenAddress = "my laptop" })
+        }
+        #expect(badAddress?.message.contains("not an IPv4 address") == true)
+
+        let badGroup = #expect(throws: YaOKError.self) {
+            _ = try LANTransport(options: loopbackOptions { o in
+                var d = LANTransport.Options.Discovery()
+                d.group = "239.255.42"
+                o.discovery = d
+            })
+        }
+        #expect(badGroup?.message.contains("discovery group") == true)
+
+        let badTimeout = #expect(throws: YaOKError.self) {
+            _ = try LANTransport(options: loopbackOptions { $0.idleTimeout = 0 })
+        }
+        #expect(badTimeout != nil)
+
+        let transport = try LANTransport(options: loopbackOptions { o in
+            var d = LANTransport.Options.Discovery()
+            d.group = "127.0.0.1"  // unicast: no multicast traffic leaves this host
+            d.interface = "yaok-no-such0"
+            o.discovery = d
+        })
+        let noInterface = #expect(throws: YaOKError.self) { try transport.start(opener: try FakeOpener()) }
+        #expect(noInterface?.message == "No such network interface: \"yaok-no-such0\"")
+        #expect(transport.listeningPort == nil)  // nothing left open
+
+        let badPeer = try LANTransport(options: loopbackOptions { $0.staticPeers = ["127.0.0.1"] })
+        let peerError = #expect(throws: YaOKError.self) { try badPeer.start(opener: try FakeOpener()) }
+        #expect(peerError?.message.contains("host:port") == true)
+    }
+
+    // MARK: - Links over connections
+
+    @Test func aStaticPeerGetsOneLinkEachWayAndUnitsFlow() async throws {
+        let (a, aNode, port) = try startLoopback()
+        defer { a.stop() }
+        let (b, bNode, _) = try startLoopback { $0.staticPeers = ["127.0.0.1:\(port)"] }
+        defer { b.stop() }
+
+        let aLink = try await aNode.waitForOpenLink()
+        let bLink = try await bNode.waitForOpenLink()
+        #expect(bLink.initiator && !aLink.initiator)
+
+        // Units keep their boundaries, whatever their size, up to the MTU.
+        let small: [UInt8] = [1, 2, 3]
+        let largest = (0..<LANTransport.linkMTU).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        bLink.send(small)
+        bLink.send(largest)
+        aLink.send(small)
+        try await waitUntil("A's two units") { aLink.units.count == 2 }
+        try await waitUntil("B's unit") { bLink.units.count == 1 }
+        #expect(aLink.units == [small, largest])
+        #expect(bLink.units == [small])
+        #expect(a.connectionCount == 1 && b.connectionCount == 1)
+    }
+
+    @Test func aStaticPeerIsReconnectedAfterTheLinkEnds() async throws {
+        let (a, aNode, port) = try startLoopback()
+        defer { a.stop() }
+        let (b, bNode, _) = try startLoopback {
+            $0.staticPeers = ["127.0.0.1:\(port)"]
+            $0.reconnectDelay = 0.05
+        }
+        defer { b.stop() }
+        let first = try await aNode.waitForOpenLink()
+        let bFirst = try await bNode.waitForOpenLink()
+        first.endFromNode("handshake failed")  // A's node ends it: A closes the socket…
+        try await waitUntil("B to see the close") { bFirst.isClosed }  // …B's link hears of it
+        try await waitUntil("a second link") { aNode.openLinks.count == 1 && aNode.links.count == 2 }
+        #expect(bNode.openLinks.count == 1)
+    }
+
+    @Test func aStaticPeerThatIsNotThereIsRetriedWithBackoff() async throws {
+        let (gone, _, unusedPort) = try startLoopback()
+        gone.stop()  // nobody listens on that port now
+        let (b, _, _) = try startLoopback {
+            $0.staticPeers = ["127.0.0.1:\(unusedPort)"]
+            $0.reconnectDelay = 0.05
+            $0.maxReconnectDelay = 0.2
+        }
+        defer { b.stop() }
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        let json = b.diagnostics().serialized
+        #expect(json.contains("\"connected\":false"))
+        #expect(json.contains("connect failed: Connection refused"))
+        // Backoff: 0.1, 0.2, 0.2… s, so a handful of attempts in a second, not hundreds.
+        let failures = b.diagnostics().field("static_peers", 0, "failures")
+        #expect((3...12).contains(failures ?? 0), "failures: \(String(describing: failures))")
+    }
+
+    // MARK: - Keepalives and timeouts
+
+    @Test func keepalivesKeepAQuietLinkOpen() async throws {
+        let fast: (inout LANTransport.Options) -> Void = {
+            $0.keepaliveInterval = 0.1
+            $0.idleTimeout = 0.5
+            $0.handshakeTimeout = 0.5
+        }
+        let (a, aNode, port) = try startLoopback(echo: false, fast)
+        defer { a.stop() }
+        let (b, bNode, _) = try startLoopback { fast(&$0); $0.staticPeers = ["127.0.0.1:\(port)"] }
+        defer { b.stop() }
+        let aLink = try await aNode.waitForOpenLink()
+        let bLink = try await bNode.waitForOpenLink()
+        aLink.send([1])  // each side has a unit: the "handshake" is done
+        bLink.send([2])
+        try await waitUntil("both units") { aLink.units.count == 1 && bLink.units.count == 1 }
+        try await Task.sleep(nanoseconds: 1_500_000_000)  // 3× the idle timeout, silent
+        #expect(!aLink.isClosed && !bLink.isClosed)
+        #expect(a.connectionCount == 1)
+    }
+
+    @Test func aConnectionThatSendsNothingIsClosed() async throws {
+        let (a, aNode, port) = try startLoopback { $0.handshakeTimeout = 0.3 }
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        let link = try await aNode.waitForOpenLink()
+        #expect(client.waitForClose(timeout: 3))
+        try await waitUntil("the link to close") { link.isClosed }
+        #expect(link.closedBecause?.contains("no handshake") == true)
+        #expect(a.connectionCount == 0)
+    }
+
+    @Test func keepalivesAloneDoNotPassForAHandshake() async throws {
+        let (a, aNode, port) = try startLoopback { $0.handshakeTimeout = 0.4 }
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        let link = try await aNode.waitForOpenLink()
+        let start = Date()
+        while Date().timeIntervalSince(start) < 3, !link.isClosed {
+            client.write(Frame.keepalive)
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        #expect(link.isClosed)
+        #expect(link.units.isEmpty)
+    }
+
+    @Test func anIdleConnectionIsClosed() async throws {
+        let (a, aNode, port) = try startLoopback { $0.idleTimeout = 0.4; $0.handshakeTimeout = 60 }
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        client.write(try Frame.encode([9, 9]))
+        let link = try await aNode.waitForOpenLink()
+        try await waitUntil("the unit") { link.units == [[9, 9]] }
+        #expect(client.waitForClose(timeout: 3))
+        #expect(link.closedBecause?.contains("nothing received") == true)
+    }
+
+    @Test func theNodeEndingALinkClosesTheSocket() async throws {
+        let (a, aNode, port) = try startLoopback()
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        let link = try await aNode.waitForOpenLink()
+        link.endFromNode("protocol violation")
+        #expect(client.waitForClose(timeout: 2))
+        try await waitUntil("the connection to go") { a.connectionCount == 0 }
+        #expect(a.diagnostics().serialized.contains("the node closed the link: protocol violation"))
+    }
+
+    @Test func unitsBeforeThePeerClosesStillArrive() async throws {
+        let (a, aNode, port) = try startLoopback()
+        defer { a.stop() }
+        do {
+            let client = try RawClient(port: port)
+            client.write(try Frame.encode([1]) + Frame.keepalive + Frame.encode([2, 2]))
+        }  // closed here
+        let link = try await waitFor("a link") { aNode.links.first }
+        try await waitUntil("the link to close") { link.isClosed }
+        #expect(link.units == [[1], [2, 2]])
+        #expect(link.closedBecause == "the peer closed the connection")
+    }
+
+    // MARK: - Discovery (unicast beacons on 127.0.0.1: no multicast leaves this host)
+
+    /// Two transports whose beacons go to each other's UDP port.
+    func discoveryPair(beaconInterval: Double = 0.1) throws -> (LANTransport, FakeOpener, LANTransport, FakeOpener) {
+        let ports = freeUDPPorts(2)
+        func options(listen: UInt16, sendTo: UInt16) -> (inout LANTransport.Options) -> Void {
+            { o in
+                var d = LANTransport.Options.Discovery()
+                d.group = "127.0.0.1"
+                d.port = sendTo
+                d.receivePort = listen
+                d.beaconInterval = beaconInterval
+                o.discovery = d
+            }
+        }
+        let (a, aNode, _) = try startLoopback(options(listen: ports[0], sendTo: ports[1]))
+        let (b, bNode, _) = try startLoopback(options(listen: ports[1], sendTo: ports[0]))
+        return (a, aNode, b, bNode)
+    }
+
+    @Test func beaconsFindThePeerAndMakeExactlyOneConnection() async throws {
+        let (a, aNode, b, bNode) = try discoveryPair()
+        defer { a.stop(); b.stop() }
+        let aLink = try await aNode.waitForOpenLink()
+        let bLink = try await bNode.waitForOpenLink()
+        #expect(aLink.initiator != bLink.initiator)
+        // Beacons keep coming (ten per second): still one connection, not one per beacon.
+        try await Task.sleep(nanoseconds: 800_000_000)
+        #expect(aNode.links.count == 1 && bNode.links.count == 1)
+        #expect(a.connectionCount == 1 && b.connectionCount == 1)
+        let peers = a.diagnostics().serialized
+        #expect(peers.contains("\"address\":\"127.0.0.1:\(b.listeningPort ?? 0)\""))
+        #expect(peers.contains("first_seen_ms"))
+    }
+
+    @Test func ownBeaconsAreIgnored() async throws {
+        let port = freeUDPPorts(1)[0]
+        let (a, aNode, _) = try startLoopback { o in
+            var d = LANTransport.Options.Discovery()
+            d.group = "127.0.0.1"
+            d.port = port  // beacons to itself
+            d.beaconInterval = 0.05
+            o.discovery = d
+        }
+        defer { a.stop() }
+        try await Task.sleep(nanoseconds: 500_000_000)
+        let diagnostics = a.diagnostics()
+        #expect((diagnostics.field("discovery", "beacons_sent") ?? 0) >= 5)
+        #expect(diagnostics.serialized.contains("\"peers\":[]"))
+        #expect(aNode.links.isEmpty)
+    }
+
+    @Test func connectionAttemptsToABeaconedAddressAreRateLimited() async throws {
+        let port = freeUDPPorts(1)[0]
+        let (a, _, _) = try startLoopback { o in
+            var d = LANTransport.Options.Discovery()
+            d.group = "127.0.0.1"
+            d.port = port
+            d.beaconInterval = 60
+            o.discovery = d
+            o.connectAttemptInterval = 30
+        }
+        defer { a.stop() }
+        let nobody = freeUDPPorts(1)[0]  // a TCP port nobody listens on (very likely)
+        let token = [UInt8](repeating: 0xff, count: 16)  // above ours: we are the one to connect
+        for _ in 0..<50 {
+            sendDatagram(Beacon(token: token, tcpPort: nobody).encoded, toPort: port)
+        }
+        try await waitUntil("the first attempt to fail") { (a.diagnostics().field("closed_connections") ?? 0) >= 1 }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(a.diagnostics().field("closed_connections") == 1)
+        // Garbage datagrams are ignored without a word.
+        sendDatagram([UInt8](repeating: 0x59, count: 22), toPort: port)
+        sendDatagram([], toPort: port)
+        sendDatagram([UInt8](repeating: 0, count: 1400), toPort: port)
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(a.diagnostics().serialized.components(separatedBy: "first_seen_ms").count == 2)
+    }
+
+    @Test func diagnosticsNameAddressesAndTimesOnly() async throws {
+        let (a, aNode, port) = try startLoopback()
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        _ = client
+        _ = try await aNode.waitForOpenLink()
+        let json = a.diagnostics().serialized
+        for key in ["\"name\":\"lan\"", "\"running\":true", "\"listening\":{\"address\":\"127.0.0.1\",\"port\":\(port)}",
+                    "\"discovery\":{\"enabled\":false}", "\"direction\":\"inbound\"", "\"state\":\"open\"",
+                    "\"since_ms\":", "\"max_connections\":256"] {
+            #expect(json.contains(key), "\(key) in \(json)")
+        }
+    }
+}
+
+extension JSON {
+    /// The integer at a path of object keys and array indices, if there is one.
+    func field(_ path: Any...) -> Int64? {
+        var current = self
+        for step in path {
+            switch (current, step) {
+            case (.object(let fields), let key as String):
+                guard let value = fields.first(where: { $0.0 == key })?.1 else { return nil }
+                current = value
+            case (.array(let items), let index as Int):
+                guard items.indices.contains(index) else { return nil }
+                current = items[index]
+            default:
+                return nil
+            }
+        }
+        if case .int(let value) = current { return value }
+        return nil
+    }
+}
