@@ -280,7 +280,7 @@ extension LANTransport {
         if let i = s.statics.firstIndex(where: { $0.connection == id }) {
             s.statics[i].connection = nil
             // A connection that carried units worked: start the backoff again.
-            s.statics[i].failures = c.unitsReceived > 0 ? 0 : s.statics[i].failures + 1
+            s.statics[i].failures = c.unitsReceived >= LANTransport.handshakeUnits ? 0 : s.statics[i].failures + 1
             s.statics[i].lastError = reason
             let delay = min(options.reconnectDelay * Double(1 << min(s.statics[i].failures, 16)), options.maxReconnectDelay)
             s.statics[i].nextAttempt = EventLoop.monotonicNanoseconds() + LANTransport.nanoseconds(delay)
@@ -336,7 +336,7 @@ extension LANTransport {
             if now &- c.lastReceived >= LANTransport.nanoseconds(options.idleTimeout) {
                 return "nothing received for \(options.idleTimeout) s"
             }
-            if c.unitsReceived == 0, age >= LANTransport.nanoseconds(options.handshakeTimeout) {
+            if c.unitsReceived < LANTransport.handshakeUnits, age >= LANTransport.nanoseconds(options.handshakeTimeout) {
                 return "no handshake within \(options.handshakeTimeout) s"
             }
             return nil

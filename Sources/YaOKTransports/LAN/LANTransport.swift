@@ -58,8 +58,10 @@ public final class LANTransport: Transport {
         public var keepaliveInterval: Double = 15
         /// A connection on which nothing at all arrives for this many seconds is closed.
         public var idleTimeout: Double = 60
-        /// A connection on which no unit (a non-empty frame) arrives this long after it
-        /// opened is closed: the link cannot have started its handshake.
+        /// A connection on which fewer than `handshakeUnits` units (non-empty frames) have
+        /// arrived this long after it opened is closed: its link's handshake has not
+        /// finished. (The node has its own, shorter, handshake timeout; this one also
+        /// catches a peer that sends keepalive frames and nothing else.)
         public var handshakeTimeout: Double = 30
         /// An outbound connect(2) that has not completed after this many seconds is abandoned.
         public var connectTimeout: Double = 10
@@ -76,6 +78,11 @@ public final class LANTransport: Transport {
 
     /// Link units on a stream are never fragmented: one unit is one frame.
     public static let linkMTU = Wire.maxPacketLength + 64
+
+    /// Units each side has received once a link's handshake is complete (PROTOCOL.md §5.2):
+    /// the responder m1 and m3, the initiator m2 and the keepalive the responder sends on
+    /// completion.
+    public static let handshakeUnits = 2
 
     public let name = "lan"
     public let displayName = "WiFi"
@@ -125,8 +132,7 @@ public final class LANTransport: Transport {
     /// (opening nothing) when the port is in use, the interface does not exist, the group
     /// cannot be joined, or a static peer's host cannot be resolved.
     public func start(on node: Node) throws {
-        // TEMPORARY until the delivery engine lands (Node.openLink, Node.eventLoop).
-        throw YaOKError(.internal, "The LAN transport needs the delivery engine (Node.openLink)")
+        try start(opener: node)
     }
 
     /// `start(on:)` with any `LinkOpener` (the tests' fake).

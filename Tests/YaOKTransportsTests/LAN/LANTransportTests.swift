@@ -147,9 +147,11 @@ import Testing
         defer { b.stop() }
         let aLink = try await aNode.waitForOpenLink()
         let bLink = try await bNode.waitForOpenLink()
-        aLink.send([1])  // each side has a unit: the "handshake" is done
-        bLink.send([2])
-        try await waitUntil("both units") { aLink.units.count == 1 && bLink.units.count == 1 }
+        for unit: [UInt8] in [[1], [2]] {  // two units each way: the "handshake" is done
+            aLink.send(unit)
+            bLink.send(unit)
+        }
+        try await waitUntil("the units") { aLink.units.count == 2 && bLink.units.count == 2 }
         try await Task.sleep(nanoseconds: 1_500_000_000)  // 3× the idle timeout, silent
         #expect(!aLink.isClosed && !bLink.isClosed)
         #expect(a.connectionCount == 1)
