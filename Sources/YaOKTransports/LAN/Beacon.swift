@@ -1,7 +1,7 @@
 import Glibc
 import YaOKSupport
 
-/// A LAN discovery beacon (docs/PROTOCOL.md §6): "I accept Ya OK connections on this TCP
+/// A LAN discovery beacon (docs/PROTOCOL.md §7): "I accept Ya OK connections on this TCP
 /// port", and nothing about who: a random token that changes every few minutes, so the
 /// beacon names no person, device or key and cannot be linked across rotations by itself.
 ///

@@ -99,6 +99,8 @@ struct LANState {
     var tokenDrawnAt: UInt64 = 0
     var nextBeaconAt: UInt64 = 0
     var beaconsSent = 0
+    /// Monotonic ns of the last beacon sent in answer to a new peer's (0: none yet).
+    var lastAnswer: UInt64 = 0
     var beaconError: String?
     var connections: [UInt64: LANConnection] = [:]
     var nextID: UInt64 = 1

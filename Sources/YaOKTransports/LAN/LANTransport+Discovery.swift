@@ -2,7 +2,7 @@ import YaOKSupport
 import YaOKLoop
 import YaOKCrypto
 
-/// Beacons: sending ours, hearing others', deciding whom to connect to (PROTOCOL.md §6).
+/// Beacons: sending ours, hearing others', deciding whom to connect to (PROTOCOL.md §7).
 extension LANTransport {
     /// The discovery socket is readable: read a bounded batch of datagrams.
     func datagramsReady() {
@@ -31,6 +31,15 @@ extension LANTransport {
         let endpoint = IPv4Endpoint(address: address, port: beacon.tcpPort)
         let now = EventLoop.monotonicNanoseconds()
         let nowMs = Clock.milliseconds()
+        if s.discovered[endpoint]?.token != beacon.token {
+            // Someone new (or a new token): answer with a beacon of our own at once, so a
+            // node that has just joined finds us now rather than at our next beacon. At
+            // most one answer per second, however many new tokens arrive.
+            if now &- s.lastAnswer >= LANTransport.nanoseconds(1) || s.lastAnswer == 0 {
+                s.lastAnswer = now
+                sendBeaconLocked(&s)
+            }
+        }
         if s.discovered[endpoint] == nil {
             if s.discovered.count >= options.maxDiscoveredPeers,
                let oldest = s.discovered.min(by: { $0.value.lastSeen < $1.value.lastSeen })?.key {
@@ -64,8 +73,7 @@ extension LANTransport {
     /// From the tick: rotate the token when due, send a beacon when due, forget peers not
     /// heard for a long time.
     func discoveryTickLocked(_ s: inout LANState, now: UInt64) {
-        guard s.udp >= 0, let discovery = options.discovery, let target = s.beaconTarget,
-              let port = s.listening?.port else { return }
+        guard s.udp >= 0, let discovery = options.discovery else { return }
         if now &- s.tokenDrawnAt >= LANTransport.nanoseconds(discovery.tokenLifetime) {
             s.previousToken = s.token
             s.token = Sodium.randomBytes(Beacon.tokenLength)
@@ -73,14 +81,21 @@ extension LANTransport {
         }
         if now >= s.nextBeaconAt {
             s.nextBeaconAt = now + LANTransport.nanoseconds(discovery.beaconInterval)
-            if let code = Socket.sendDatagram(s.udp, Beacon(token: s.token, tcpPort: port).encoded, to: target) {
-                s.beaconError = "Cannot send a beacon to \(target): \(Socket.reason(code))"
-            } else {
-                s.beaconError = nil
-                s.beaconsSent += 1
-            }
+            sendBeaconLocked(&s)
         }
         let forgetAfter = LANTransport.nanoseconds(max(60, 10 * discovery.beaconInterval))
         s.discovered = s.discovered.filter { now &- $0.value.lastSeen < forgetAfter }
+    }
+
+    /// One beacon to the group (or the unicast target). A failure (no route, the network
+    /// went down) is kept for diagnostics; the next beacon tries again.
+    func sendBeaconLocked(_ s: inout LANState) {
+        guard s.udp >= 0, let target = s.beaconTarget, let port = s.listening?.port else { return }
+        if let code = Socket.sendDatagram(s.udp, Beacon(token: s.token, tcpPort: port).encoded, to: target) {
+            s.beaconError = "Cannot send a beacon to \(target): \(Socket.reason(code))"
+        } else {
+            s.beaconError = nil
+            s.beaconsSent += 1
+        }
     }
 }

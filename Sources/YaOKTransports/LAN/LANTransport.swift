@@ -6,7 +6,7 @@ import YaOKNode
 
 /// The LAN transport ("WiFi"): TCP connections to Ya OK nodes on the same network (a home
 /// or office LAN, a WiFi Direct group, a hotspot), found by UDP multicast beacons
-/// (docs/PROTOCOL.md §6) or given as static `host:port` addresses.
+/// (docs/PROTOCOL.md §7) or given as static `host:port` addresses.
 ///
 /// Each TCP connection becomes one link (`Node.openLink`, the connector as initiator):
 /// bytes in go through a `FrameDecoder`, each complete frame is one unit for the link;

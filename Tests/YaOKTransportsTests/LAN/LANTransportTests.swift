@@ -219,8 +219,8 @@ import Testing
 
     // MARK: - Discovery (unicast beacons on 127.0.0.1: no multicast leaves this host)
 
-    /// Two transports whose beacons go to each other's UDP port.
-    func discoveryPair(beaconInterval: Double = 0.1) throws -> (LANTransport, FakeOpener, LANTransport, FakeOpener) {
+    /// Two transports whose beacons go to each other's UDP port; B starts `lateBy` seconds after A.
+    func discoveryPair(beaconInterval: Double = 0.1, lateBy: Double = 0) async throws -> (LANTransport, FakeOpener, LANTransport, FakeOpener) {
         let ports = freeUDPPorts(2)
         func options(listen: UInt16, sendTo: UInt16) -> (inout LANTransport.Options) -> Void {
             { o in
@@ -233,12 +233,13 @@ import Testing
             }
         }
         let (a, aNode, _) = try startLoopback(options(listen: ports[0], sendTo: ports[1]))
+        if lateBy > 0 { try await Task.sleep(nanoseconds: UInt64(lateBy * 1e9)) }
         let (b, bNode, _) = try startLoopback(options(listen: ports[1], sendTo: ports[0]))
         return (a, aNode, b, bNode)
     }
 
     @Test func beaconsFindThePeerAndMakeExactlyOneConnection() async throws {
-        let (a, aNode, b, bNode) = try discoveryPair()
+        let (a, aNode, b, bNode) = try await discoveryPair()
         defer { a.stop(); b.stop() }
         let aLink = try await aNode.waitForOpenLink()
         let bLink = try await bNode.waitForOpenLink()
@@ -250,6 +251,20 @@ import Testing
         let peers = a.diagnostics().serialized
         #expect(peers.contains("\"address\":\"127.0.0.1:\(b.listeningPort ?? 0)\""))
         #expect(peers.contains("first_seen_ms"))
+    }
+
+    @Test func aLateJoinerIsAnsweredAtOnce() async throws {
+        // Beacons once a minute: A's first one went out before B listened, so only A's
+        // answer to B's first beacon lets them meet within the test's two seconds.
+        let (a, aNode, b, bNode) = try await discoveryPair(beaconInterval: 60, lateBy: 0.3)
+        defer { a.stop(); b.stop() }
+        _ = try await aNode.waitForOpenLink(timeout: 2)
+        _ = try await bNode.waitForOpenLink(timeout: 2)
+        // A: its first beacon (unheard) and its answer to B. B: its first, and its answer to
+        // A's answer (A's token was new to B). Then nobody answers again: no storm.
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(a.diagnostics().field("discovery", "beacons_sent") == 2)
+        #expect(b.diagnostics().field("discovery", "beacons_sent") == 2)
     }
 
     @Test func ownBeaconsAreIgnored() async throws {
