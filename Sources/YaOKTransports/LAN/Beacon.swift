@@ -46,8 +46,9 @@ struct Beacon: Equatable, Sendable {
 
 extension Socket {
     /// The discovery socket: UDP on `port`, with SO_REUSEADDR so that several nodes on one
-    /// machine share the port. For a multicast `group` it is bound to 0.0.0.0, joins the
-    /// group (on `interface`, or on the interface the kernel routes the group to), loops
+    /// machine share the port. For a multicast `group` it is bound to the group's address
+    /// (on Linux that receives only datagrams sent to the group, so a unicast datagram
+    /// forged from afar cannot pose as a beacon from the local network), joins the group (on `interface`, or on the interface the kernel routes the group to), loops
     /// its own beacons back (IP_MULTICAST_LOOP, so two nodes on one host hear each other)
     /// and sends with TTL 1 (beacons never leave the local network). For a unicast
     /// `group` (tests, or a network that wants directed beacons) it is bound to `bindHost`.
@@ -63,7 +64,7 @@ extension Socket {
         var ok = false
         defer { if !ok { close(fd) } }
         _ = setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
-        let bindTo = IPv4Endpoint(address: group.isMulticast ? 0 : bindHost, port: port)
+        let bindTo = IPv4Endpoint(address: group.isMulticast ? group.address : bindHost, port: port)
         if let code = bind(fd, bindTo) {
             throw YaOKError(.invalidArgument, "Cannot listen for LAN discovery beacons on UDP \(bindTo): \(reason(code))")
         }

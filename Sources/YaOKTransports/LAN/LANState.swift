@@ -86,6 +86,8 @@ struct ClosedConnection {
 /// Everything the transport's lock protects.
 struct LANState {
     var running = false
+    /// Counts starts, so that work scheduled by an earlier run can tell.
+    var run: UInt64 = 0
     var opener: (any LinkOpener)?
     var loop: EventLoop?
     var listener: Int32 = -1
@@ -101,6 +103,11 @@ struct LANState {
     var beaconsSent = 0
     /// Monotonic ns of the last beacon sent in answer to a new peer's (0: none yet).
     var lastAnswer: UInt64 = 0
+    /// Connection attempts to discovered peers in the current second (all addresses
+    /// together), and when that second began: beacons naming ever new addresses cannot
+    /// turn the node into a SYN cannon.
+    var attemptsThisSecond = 0
+    var attemptSecondStart: UInt64 = 0
     var beaconError: String?
     var connections: [UInt64: LANConnection] = [:]
     var nextID: UInt64 = 1

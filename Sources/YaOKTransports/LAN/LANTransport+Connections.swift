@@ -296,9 +296,11 @@ extension LANTransport {
     // MARK: - The tick
 
     /// Periodic work on the loop: timeouts, keepalives, static peers, beacons.
-    func tick() {
+    /// `run` is the run (start) that scheduled it: a tick of an earlier run, already due
+    /// when the transport was stopped and started again, does nothing.
+    func tick(run: UInt64) {
         let closed = state.withLock { s -> [((any TransportLink)?, String)] in
-            guard s.running, let loop = s.loop else { return [] }
+            guard s.running, s.run == run, let loop = s.loop else { return [] }
             let now = EventLoop.monotonicNanoseconds()
             var closed: [((any TransportLink)?, String)] = []
             for c in s.connections.values.sorted(by: { $0.id < $1.id }) {
@@ -320,7 +322,7 @@ extension LANTransport {
                 }
             }
             discoveryTickLocked(&s, now: now)
-            s.timer = loop.schedule(after: tickInterval) { [weak self] in self?.tick() }
+            s.timer = loop.schedule(after: tickInterval) { [weak self] in self?.tick(run: run) }
             return closed
         }
         for (link, reason) in closed { link?.close(reason: reason) }

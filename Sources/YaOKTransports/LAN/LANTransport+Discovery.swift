@@ -4,6 +4,9 @@ import YaOKCrypto
 
 /// Beacons: sending ours, hearing others', deciding whom to connect to (PROTOCOL.md §7).
 extension LANTransport {
+    /// Connection attempts to discovered peers, all addresses together, per second.
+    static let maxDiscoveryAttemptsPerSecond = 8
+
     /// The discovery socket is readable: read a bounded batch of datagrams.
     func datagramsReady() {
         state.withLock { s in
@@ -25,7 +28,8 @@ extension LANTransport {
     /// - the side with the lower token connects; the other waits, and connects itself only
     ///   if nothing has connected after three beacon intervals (the peer cannot reach us,
     ///   or chose not to);
-    /// - at most once per `connectAttemptInterval` per address.
+    /// - at most once per `connectAttemptInterval` per address, and at most
+    ///   `maxDiscoveryAttemptsPerSecond` attempts a second in all.
     func heardLocked(_ s: inout LANState, _ beacon: Beacon, from address: UInt32) {
         guard beacon.token != s.token, beacon.token != s.previousToken, let discovery = options.discovery else { return }
         let endpoint = IPv4Endpoint(address: address, port: beacon.tcpPort)
@@ -66,6 +70,12 @@ extension LANTransport {
         let waitedLongEnough = now &- since >= LANTransport.nanoseconds(3 * discovery.beaconInterval)
         guard ours || waitedLongEnough else { return }
         if let last = peer.lastAttempt, now &- last < LANTransport.nanoseconds(options.connectAttemptInterval) { return }
+        if now &- s.attemptSecondStart >= LANTransport.nanoseconds(1) {
+            s.attemptSecondStart = now
+            s.attemptsThisSecond = 0
+        }
+        guard s.attemptsThisSecond < LANTransport.maxDiscoveryAttemptsPerSecond else { return }
+        s.attemptsThisSecond += 1
         peer.lastAttempt = now
         connectLocked(&s, to: endpoint)
     }

@@ -177,9 +177,11 @@ public final class LANTransport: Transport {
             fresh.tokenDrawnAt = now
             fresh.nextBeaconAt = now
             fresh.statics = peers.map { StaticPeer(text: $0.0, endpoint: $0.1, nextAttempt: now) }
+            fresh.run = s.run &+ 1
             s = fresh
             // The first tick sends the first beacon and connects to static peers, on the loop.
-            s.timer = loop.schedule(after: 0) { [weak self] in self?.tick() }
+            let run = s.run
+            s.timer = loop.schedule(after: 0) { [weak self] in self?.tick(run: run) }
         }
     }
 

@@ -311,6 +311,30 @@ import Testing
         #expect(a.diagnostics().serialized.components(separatedBy: "first_seen_ms").count == 2)
     }
 
+    @Test func beaconsNamingManyAddressesAreThrottled() async throws {
+        let port = freeUDPPorts(1)[0]
+        let (a, _, _) = try startLoopback { o in
+            var d = LANTransport.Options.Discovery()
+            d.group = "127.0.0.1"
+            d.port = port
+            d.beaconInterval = 60
+            o.discovery = d
+        }
+        defer { a.stop() }
+        let token = [UInt8](repeating: 0xff, count: 16)
+        let start = Date()
+        for tcpPort in UInt16(1)...200 {  // 200 addresses (ports), in a burst
+            sendDatagram(Beacon(token: token, tcpPort: tcpPort).encoded, toPort: port)
+        }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let attempts = (a.diagnostics().field("closed_connections") ?? 0) + Int64(a.connectionCount)
+        if Date().timeIntervalSince(start) < 0.9 {  // still within the first second
+            #expect(attempts <= Int64(LANTransport.maxDiscoveryAttemptsPerSecond), "\(attempts) attempts")
+        }
+        #expect(attempts >= 1)
+        #expect((a.diagnostics().serialized.components(separatedBy: "first_seen_ms").count - 1) <= 64)
+    }
+
     @Test func diagnosticsNameAddressesAndTimesOnly() async throws {
         let (a, aNode, port) = try startLoopback()
         defer { a.stop() }
