@@ -88,7 +88,11 @@ struct LANState {
     var running = false
     /// Counts starts, so that work scheduled by an earlier run can tell.
     var run: UInt64 = 0
-    var opener: (any LinkOpener)?
+    /// Weak: the node owns its transports, so a strong reference back would be a cycle that
+    /// keeps a node nobody closed alive; and the last reference must never be dropped under
+    /// the transport's lock (a node's deinit stops its loop, which waits for a handler that
+    /// may be waiting for this lock).
+    weak var opener: (any LinkOpener)?
     var loop: EventLoop?
     var listener: Int32 = -1
     var listening: IPv4Endpoint?

@@ -131,6 +131,28 @@ import Testing
         try await waitUntil("Bob to notice") { pair.bobLAN.diagnostics().serialized.contains("\"connected\":false") }
         _ = try pair.bob.send(to: pair.aliceID, text: "anyone there?")  // queued, nothing breaks
     }
+
+    @Test func aNodeNobodyClosesIsFreedAndStopsItsTransport() async throws {
+        let dir = NSTemporaryDirectory() + "yaok-lan-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let lan = try LANTransport(options: loopbackOptions { $0.keepaliveInterval = 0.05 })  // busy ticks
+        weak var weakNode: Node?
+        do {
+            var options = Node.Options()
+            options.pinHashing = .insecureFastForTestsOnly
+            let node = try Node(dataDirectory: dir, options: options)
+            _ = try node.setup(name: "Alice", pin: "246810", confirmation: "246810")
+            try node.addTransport(lan)
+            try node.setTransport("lan", enabled: true)
+            let client = try RawClient(port: lan.listeningPort ?? 0)  // a link in progress too
+            try await waitUntil("the connection") { lan.connectionCount == 1 }
+            _ = client
+            weakNode = node
+        }  // the last reference goes: no cycle through the transport keeps the node alive
+        try await waitUntil("the node to be freed") { weakNode == nil }
+        try await waitUntil("the transport to stop") { lan.listeningPort == nil }
+        #expect(lan.connectionCount == 0)
+    }
 }
 
 /// A framed handshake m1 (PROTOCOL.md §5.2): 01 03 0021 01 || a random ephemeral key.
