@@ -10,20 +10,20 @@ import Testing
 /// Two real nodes (handshake, encryption, delivery, acknowledgements) talking over the LAN
 /// transport on 127.0.0.1, registered with the node's transport manager as an app would.
 @Suite(.serialized) struct LANNodeTests {
-    @Test func twoNodesExchangeMessagesOverTCP() async throws {
+    @Test func twoNodesExchangeMessagesOverTCP() throws {
         let pair = try LANPair()
         defer { pair.close() }
         let hello = try pair.alice.send(to: pair.bobID, text: "Hello Bob, over the LAN")
-        try await waitUntil("Bob to receive it", timeout: 10) { try pair.bob.texts(pair.aliceID) == ["Hello Bob, over the LAN"] }
-        try await waitUntil("the acknowledgement") { try pair.alice.messageStatus(hello.messageID) == .delivered }
+        try waitUntil("Bob to receive it", timeout: 10) { try pair.bob.texts(pair.aliceID) == ["Hello Bob, over the LAN"] }
+        try waitUntil("the acknowledgement") { try pair.alice.messageStatus(hello.messageID) == .delivered }
         _ = try pair.bob.send(to: pair.aliceID, text: "Hi Alice")
-        try await waitUntil("Alice to receive the reply") { try pair.alice.texts(pair.bobID).contains("Hi Alice") }
+        try waitUntil("Alice to receive the reply") { try pair.alice.texts(pair.bobID).contains("Hi Alice") }
 
         // A 5 KB message on a link that is up: latency from send to Bob's history.
         let text = String(repeating: "0123456789abcdef", count: 320)  // 5,120 bytes
         let start = Date()
         _ = try pair.alice.send(to: pair.bobID, text: text)
-        try await waitUntil("the 5 KB message", timeout: 2) { try pair.bob.texts(pair.aliceID).contains(text) }
+        try waitUntil("the 5 KB message", timeout: 2) { try pair.bob.texts(pair.aliceID).contains(text) }
         let ms = Date().timeIntervalSince(start) * 1000
         print("LAN loopback: 5 KB message arrived in \(Int(ms)) ms")
 
@@ -35,7 +35,7 @@ import Testing
         #expect(pair.bob.transports().first?.phase == .running)
     }
 
-    @Test func nodesFindEachOtherByBeacons() async throws {
+    @Test func nodesFindEachOtherByBeacons() throws {
         let ports = freeUDPPorts(2)
         func discovery(listen: UInt16, sendTo: UInt16) -> LANTransport.Options.Discovery {
             var d = LANTransport.Options.Discovery()
@@ -50,13 +50,13 @@ import Testing
                                bob: { o, _ in o.discovery = discovery(listen: ports[1], sendTo: ports[0]) })
         defer { pair.close() }
         _ = try pair.bob.send(to: pair.aliceID, text: "found you")
-        try await waitUntil("Alice to receive it", timeout: 10) { try pair.alice.texts(pair.bobID) == ["found you"] }
+        try waitUntil("Alice to receive it", timeout: 10) { try pair.alice.texts(pair.bobID) == ["found you"] }
         print("LAN loopback discovery: first message after \(Int(Date().timeIntervalSince(start) * 1000)) ms")
-        try await Task.sleep(nanoseconds: 600_000_000)  // three more beacons each way
+        pause(nanoseconds: 600_000_000)  // three more beacons each way
         #expect(pair.aliceLAN.connectionCount == 1 && pair.bobLAN.connectionCount == 1)
     }
 
-    @Test func aHandshakeThatNeverFinishesIsClosed() async throws {
+    @Test func aHandshakeThatNeverFinishesIsClosed() throws {
         let pair = try LANPair(alice: { $0.handshakeTimeout = 0.5 })
         defer { pair.close() }
         let client = try RawClient(port: pair.aliceLAN.listeningPort ?? 0)
@@ -70,13 +70,13 @@ import Testing
         #expect(try pair.alice.diagnostics().serialized.contains("no handshake within"))
     }
 
-    @Test func aHostileCrowdDoesNotStopRealMessages() async throws {
+    @Test func aHostileCrowdDoesNotStopRealMessages() throws {
         let limit = raiseOpenFileLimit()
         let flood = min(1_000, max(100, limit - 400))
         let pair = try LANPair(alice: { $0.handshakeTimeout = 1 })
         defer { pair.close() }
         _ = try pair.alice.send(to: pair.bobID, text: "warm-up")
-        try await waitUntil("the first message", timeout: 10) { try pair.bob.texts(pair.aliceID) == ["warm-up"] }
+        try waitUntil("the first message", timeout: 10) { try pair.bob.texts(pair.aliceID) == ["warm-up"] }
         let port = pair.aliceLAN.listeningPort ?? 0
         let rssBefore = residentKiB()
 
@@ -84,7 +84,7 @@ import Testing
         for _ in 0..<flood { hostile.append(try RawClient(startingConnectTo: port)) }
         for i in 0..<20 {  // garbage
             let client = try RawClient(startingConnectTo: port)
-            try await Task.sleep(nanoseconds: 1_000_000)
+            pause(nanoseconds: 1_000_000)
             var bytes = [UInt8](repeating: 0, count: 32 * 1024)
             for j in bytes.indices { bytes[j] = UInt8(truncatingIfNeeded: (i &* 7919) ^ (j &* 31) ^ (j >> 5)) }
             client.write(bytes)
@@ -92,12 +92,12 @@ import Testing
         }
         for _ in 0..<10 {  // handshakes that stop after m1
             let client = try RawClient(startingConnectTo: port)
-            try await Task.sleep(nanoseconds: 1_000_000)
+            pause(nanoseconds: 1_000_000)
             client.write(handshakeM1())
             hostile.append(client)
         }
         let oversized = try RawClient(startingConnectTo: port)
-        try await Task.sleep(nanoseconds: 1_000_000)
+        pause(nanoseconds: 1_000_000)
         oversized.write([0xff, 0xff])
 
         // Meanwhile Alice keeps talking to Bob.
@@ -106,10 +106,10 @@ import Testing
             let text = "during the flood \(i)"
             _ = try pair.alice.send(to: pair.bobID, text: text)
             sent.append(text)
-            try await Task.sleep(nanoseconds: 100_000_000)
+            pause(nanoseconds: 100_000_000)
         }
-        try await waitUntil("every message", timeout: 15) { try Set(pair.bob.texts(pair.aliceID)).isSuperset(of: sent) }
-        try await waitUntil("the crowd to be gone", timeout: 30) { pair.aliceLAN.connectionCount == 1 }
+        try waitUntil("every message", timeout: 15) { try Set(pair.bob.texts(pair.aliceID)).isSuperset(of: sent) }
+        try waitUntil("the crowd to be gone", timeout: 30) { pair.aliceLAN.connectionCount == 1 }
         let rssAfter = residentKiB()
         #expect(pair.bobLAN.connectionCount == 1)
         #expect(rssAfter - rssBefore < 96 * 1024, "VmRSS grew from \(rssBefore) to \(rssAfter) KiB")
@@ -118,21 +118,21 @@ import Testing
         _ = hostile
     }
 
-    @Test func closingANodeStopsItsTransport() async throws {
+    @Test func closingANodeStopsItsTransport() throws {
         let pair = try LANPair(bob: { o, port in
             o.staticPeers = ["127.0.0.1:\(port)"]
             o.reconnectDelay = 0.05
         })
         defer { pair.close() }
-        try await waitUntil("a link", timeout: 10) { pair.bobLAN.connectionCount == 1 && pair.aliceLAN.connectionCount == 1 }
+        try waitUntil("a link", timeout: 10) { pair.bobLAN.connectionCount == 1 && pair.aliceLAN.connectionCount == 1 }
         pair.alice.close()
         #expect(pair.aliceLAN.listeningPort == nil)
         #expect(pair.aliceLAN.connectionCount == 0)
-        try await waitUntil("Bob to notice") { pair.bobLAN.diagnostics().serialized.contains("\"connected\":false") }
+        try waitUntil("Bob to notice") { pair.bobLAN.diagnostics().serialized.contains("\"connected\":false") }
         _ = try pair.bob.send(to: pair.aliceID, text: "anyone there?")  // queued, nothing breaks
     }
 
-    @Test func aNodeNobodyClosesIsFreedAndStopsItsTransport() async throws {
+    @Test func aNodeNobodyClosesIsFreedAndStopsItsTransport() throws {
         let dir = NSTemporaryDirectory() + "yaok-lan-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let lan = try LANTransport(options: loopbackOptions { $0.keepaliveInterval = 0.05 })  // busy ticks
@@ -145,12 +145,12 @@ import Testing
             try node.addTransport(lan)
             try node.setTransport("lan", enabled: true)
             let client = try RawClient(port: lan.listeningPort ?? 0)  // a link in progress too
-            try await waitUntil("the connection") { lan.connectionCount == 1 }
+            try waitUntil("the connection") { lan.connectionCount == 1 }
             _ = client
             weakNode = node
         }  // the last reference goes: no cycle through the transport keeps the node alive
-        try await waitUntil("the node to be freed") { weakNode == nil }
-        try await waitUntil("the transport to stop") { lan.listeningPort == nil }
+        try waitUntil("the node to be freed") { weakNode == nil }
+        try waitUntil("the transport to stop") { lan.listeningPort == nil }
         #expect(lan.connectionCount == 0)
     }
 }

@@ -10,11 +10,11 @@ import Testing
 @Suite struct LANTransportTests {
     // MARK: - Lifecycle and errors
 
-    @Test func startReportsTheBoundPortAndStopClosesEverything() async throws {
+    @Test func startReportsTheBoundPortAndStopClosesEverything() throws {
         let (transport, opener, port) = try startLoopback()
         #expect(port != 0)
         let client = try RawClient(port: port)
-        let link = try await opener.waitForOpenLink()
+        let link = try opener.waitForOpenLink()
         #expect(!link.initiator)
         #expect(link.mtu == Wire.maxPacketLength + 64)
 
@@ -76,14 +76,14 @@ import Testing
 
     // MARK: - Links over connections
 
-    @Test func aStaticPeerGetsOneLinkEachWayAndUnitsFlow() async throws {
+    @Test func aStaticPeerGetsOneLinkEachWayAndUnitsFlow() throws {
         let (a, aNode, port) = try startLoopback()
         defer { a.stop() }
         let (b, bNode, _) = try startLoopback { $0.staticPeers = ["127.0.0.1:\(port)"] }
         defer { b.stop() }
 
-        let aLink = try await aNode.waitForOpenLink()
-        let bLink = try await bNode.waitForOpenLink()
+        let aLink = try aNode.waitForOpenLink()
+        let bLink = try bNode.waitForOpenLink()
         #expect(bLink.initiator && !aLink.initiator)
 
         // Units keep their boundaries, whatever their size, up to the MTU.
@@ -92,14 +92,14 @@ import Testing
         bLink.send(small)
         bLink.send(largest)
         aLink.send(small)
-        try await waitUntil("A's two units") { aLink.units.count == 2 }
-        try await waitUntil("B's unit") { bLink.units.count == 1 }
+        try waitUntil("A's two units") { aLink.units.count == 2 }
+        try waitUntil("B's unit") { bLink.units.count == 1 }
         #expect(aLink.units == [small, largest])
         #expect(bLink.units == [small])
         #expect(a.connectionCount == 1 && b.connectionCount == 1)
     }
 
-    @Test func aStaticPeerIsReconnectedAfterTheLinkEnds() async throws {
+    @Test func aStaticPeerIsReconnectedAfterTheLinkEnds() throws {
         let (a, aNode, port) = try startLoopback()
         defer { a.stop() }
         let (b, bNode, _) = try startLoopback {
@@ -107,15 +107,15 @@ import Testing
             $0.reconnectDelay = 0.05
         }
         defer { b.stop() }
-        let first = try await aNode.waitForOpenLink()
-        let bFirst = try await bNode.waitForOpenLink()
+        let first = try aNode.waitForOpenLink()
+        let bFirst = try bNode.waitForOpenLink()
         first.endFromNode("handshake failed")  // A's node ends it: A closes the socket…
-        try await waitUntil("B to see the close") { bFirst.isClosed }  // …B's link hears of it
-        try await waitUntil("a second link") { aNode.openLinks.count == 1 && aNode.links.count == 2 }
+        try waitUntil("B to see the close") { bFirst.isClosed }  // …B's link hears of it
+        try waitUntil("a second link") { aNode.openLinks.count == 1 && aNode.links.count == 2 }
         #expect(bNode.openLinks.count == 1)
     }
 
-    @Test func aStaticPeerThatIsNotThereIsRetriedWithBackoff() async throws {
+    @Test func aStaticPeerThatIsNotThereIsRetriedWithBackoff() throws {
         let (gone, _, unusedPort) = try startLoopback()
         gone.stop()  // nobody listens on that port now
         let (b, bNode, _) = try startLoopback {
@@ -125,7 +125,7 @@ import Testing
         }
         defer { b.stop(); withExtendedLifetime(bNode) {} }  // the transport holds its node weakly
         let start = Date()
-        try await Task.sleep(nanoseconds: 1_000_000_000)
+        pause(nanoseconds: 1_000_000_000)
         let json = b.diagnostics().serialized
         let elapsed = Date().timeIntervalSince(start)  // more than 1 s on a busy machine
         #expect(json.contains("\"connected\":false"))
@@ -137,7 +137,7 @@ import Testing
 
     // MARK: - Keepalives and timeouts
 
-    @Test func keepalivesKeepAQuietLinkOpen() async throws {
+    @Test func keepalivesKeepAQuietLinkOpen() throws {
         let fast: (inout LANTransport.Options) -> Void = {
             $0.keepaliveInterval = 0.1
             $0.idleTimeout = 0.5
@@ -147,75 +147,75 @@ import Testing
         defer { a.stop() }
         let (b, bNode, _) = try startLoopback { fast(&$0); $0.staticPeers = ["127.0.0.1:\(port)"] }
         defer { b.stop() }
-        let aLink = try await aNode.waitForOpenLink()
-        let bLink = try await bNode.waitForOpenLink()
+        let aLink = try aNode.waitForOpenLink()
+        let bLink = try bNode.waitForOpenLink()
         for unit: [UInt8] in [[1], [2]] {  // two units each way: the "handshake" is done
             aLink.send(unit)
             bLink.send(unit)
         }
-        try await waitUntil("the units") { aLink.units.count == 2 && bLink.units.count == 2 }
-        try await Task.sleep(nanoseconds: 1_500_000_000)  // 3× the idle timeout, silent
+        try waitUntil("the units") { aLink.units.count == 2 && bLink.units.count == 2 }
+        pause(nanoseconds: 1_500_000_000)  // 3× the idle timeout, silent
         #expect(!aLink.isClosed && !bLink.isClosed)
         #expect(a.connectionCount == 1)
     }
 
-    @Test func aConnectionThatSendsNothingIsClosed() async throws {
+    @Test func aConnectionThatSendsNothingIsClosed() throws {
         let (a, aNode, port) = try startLoopback { $0.handshakeTimeout = 0.3 }
         defer { a.stop() }
         let client = try RawClient(port: port)
-        let link = try await aNode.waitForOpenLink()
+        let link = try aNode.waitForOpenLink()
         #expect(client.waitForClose(timeout: 3))
-        try await waitUntil("the link to close") { link.isClosed }
+        try waitUntil("the link to close") { link.isClosed }
         #expect(link.closedBecause?.contains("no handshake") == true)
         #expect(a.connectionCount == 0)
     }
 
-    @Test func keepalivesAloneDoNotPassForAHandshake() async throws {
+    @Test func keepalivesAloneDoNotPassForAHandshake() throws {
         let (a, aNode, port) = try startLoopback { $0.handshakeTimeout = 0.4 }
         defer { a.stop() }
         let client = try RawClient(port: port)
-        let link = try await aNode.waitForOpenLink()
+        let link = try aNode.waitForOpenLink()
         let start = Date()
         while Date().timeIntervalSince(start) < 3, !link.isClosed {
             client.write(Frame.keepalive)
-            try await Task.sleep(nanoseconds: 50_000_000)
+            pause(nanoseconds: 50_000_000)
         }
         #expect(link.isClosed)
         #expect(link.units.isEmpty)
     }
 
-    @Test func anIdleConnectionIsClosed() async throws {
+    @Test func anIdleConnectionIsClosed() throws {
         let (a, aNode, port) = try startLoopback { $0.idleTimeout = 0.4; $0.handshakeTimeout = 60 }
         defer { a.stop() }
         let client = try RawClient(port: port)
         client.write(try Frame.encode([9, 9]))
-        let link = try await aNode.waitForOpenLink()
-        try await waitUntil("the unit") { link.units == [[9, 9]] }
+        let link = try aNode.waitForOpenLink()
+        try waitUntil("the unit") { link.units == [[9, 9]] }
         #expect(client.waitForClose(timeout: 3))
-        try await waitUntil("the link to close") { link.isClosed }  // just after the socket
+        try waitUntil("the link to close") { link.isClosed }  // just after the socket
         #expect(link.closedBecause?.contains("nothing received") == true)
     }
 
-    @Test func theNodeEndingALinkClosesTheSocket() async throws {
+    @Test func theNodeEndingALinkClosesTheSocket() throws {
         let (a, aNode, port) = try startLoopback()
         defer { a.stop() }
         let client = try RawClient(port: port)
-        let link = try await aNode.waitForOpenLink()
+        let link = try aNode.waitForOpenLink()
         link.endFromNode("protocol violation")
         #expect(client.waitForClose(timeout: 2))
-        try await waitUntil("the connection to go") { a.connectionCount == 0 }
+        try waitUntil("the connection to go") { a.connectionCount == 0 }
         #expect(a.diagnostics().serialized.contains("the node closed the link: protocol violation"))
     }
 
-    @Test func unitsBeforeThePeerClosesStillArrive() async throws {
+    @Test func unitsBeforeThePeerClosesStillArrive() throws {
         let (a, aNode, port) = try startLoopback()
         defer { a.stop() }
         do {
             let client = try RawClient(port: port)
             client.write(try Frame.encode([1]) + Frame.keepalive + Frame.encode([2, 2]))
         }  // closed here
-        let link = try await waitFor("a link") { aNode.links.first }
-        try await waitUntil("the link to close") { link.isClosed }
+        let link = try waitFor("a link") { aNode.links.first }
+        try waitUntil("the link to close") { link.isClosed }
         #expect(link.units == [[1], [2, 2]])
         #expect(link.closedBecause == "the peer closed the connection")
     }
@@ -223,7 +223,7 @@ import Testing
     // MARK: - Discovery (unicast beacons on 127.0.0.1: no multicast leaves this host)
 
     /// Two transports whose beacons go to each other's UDP port; B starts `lateBy` seconds after A.
-    func discoveryPair(beaconInterval: Double = 0.1, lateBy: Double = 0) async throws -> (LANTransport, FakeOpener, LANTransport, FakeOpener) {
+    func discoveryPair(beaconInterval: Double = 0.1, lateBy: Double = 0) throws -> (LANTransport, FakeOpener, LANTransport, FakeOpener) {
         let ports = freeUDPPorts(2)
         func options(listen: UInt16, sendTo: UInt16) -> (inout LANTransport.Options) -> Void {
             { o in
@@ -236,19 +236,19 @@ import Testing
             }
         }
         let (a, aNode, _) = try startLoopback(options(listen: ports[0], sendTo: ports[1]))
-        if lateBy > 0 { try await Task.sleep(nanoseconds: UInt64(lateBy * 1e9)) }
+        if lateBy > 0 { pause(nanoseconds: UInt64(lateBy * 1e9)) }
         let (b, bNode, _) = try startLoopback(options(listen: ports[1], sendTo: ports[0]))
         return (a, aNode, b, bNode)
     }
 
-    @Test func beaconsFindThePeerAndMakeExactlyOneConnection() async throws {
-        let (a, aNode, b, bNode) = try await discoveryPair()
+    @Test func beaconsFindThePeerAndMakeExactlyOneConnection() throws {
+        let (a, aNode, b, bNode) = try discoveryPair()
         defer { a.stop(); b.stop() }
-        let aLink = try await aNode.waitForOpenLink()
-        let bLink = try await bNode.waitForOpenLink()
+        let aLink = try aNode.waitForOpenLink()
+        let bLink = try bNode.waitForOpenLink()
         #expect(aLink.initiator != bLink.initiator)
         // Beacons keep coming (ten per second): still one connection, not one per beacon.
-        try await Task.sleep(nanoseconds: 800_000_000)
+        pause(nanoseconds: 800_000_000)
         #expect(aNode.links.count == 1 && bNode.links.count == 1)
         #expect(a.connectionCount == 1 && b.connectionCount == 1)
         let peers = a.diagnostics().serialized
@@ -256,21 +256,21 @@ import Testing
         #expect(peers.contains("first_seen_ms"))
     }
 
-    @Test func aLateJoinerIsAnsweredAtOnce() async throws {
+    @Test func aLateJoinerIsAnsweredAtOnce() throws {
         // Beacons once a minute: A's first one went out before B listened, so only A's
         // answer to B's first beacon lets them meet within the test's two seconds.
-        let (a, aNode, b, bNode) = try await discoveryPair(beaconInterval: 60, lateBy: 0.3)
+        let (a, aNode, b, bNode) = try discoveryPair(beaconInterval: 60, lateBy: 0.3)
         defer { a.stop(); b.stop() }
-        _ = try await aNode.waitForOpenLink(timeout: 2)
-        _ = try await bNode.waitForOpenLink(timeout: 2)
+        _ = try aNode.waitForOpenLink(timeout: 2)
+        _ = try bNode.waitForOpenLink(timeout: 2)
         // A: its first beacon (unheard) and its answer to B. B: its first, and its answer to
         // A's answer (A's token was new to B). Then nobody answers again: no storm.
-        try await Task.sleep(nanoseconds: 300_000_000)
+        pause(nanoseconds: 300_000_000)
         #expect(a.diagnostics().field("discovery", "beacons_sent") == 2)
         #expect(b.diagnostics().field("discovery", "beacons_sent") == 2)
     }
 
-    @Test func ownBeaconsAreIgnored() async throws {
+    @Test func ownBeaconsAreIgnored() throws {
         let port = freeUDPPorts(1)[0]
         let (a, aNode, _) = try startLoopback { o in
             var d = LANTransport.Options.Discovery()
@@ -280,14 +280,14 @@ import Testing
             o.discovery = d
         }
         defer { a.stop() }
-        try await Task.sleep(nanoseconds: 500_000_000)
+        pause(nanoseconds: 500_000_000)
         let diagnostics = a.diagnostics()
         #expect((diagnostics.field("discovery", "beacons_sent") ?? 0) >= 5)
         #expect(diagnostics.serialized.contains("\"peers\":[]"))
         #expect(aNode.links.isEmpty)
     }
 
-    @Test func connectionAttemptsToABeaconedAddressAreRateLimited() async throws {
+    @Test func connectionAttemptsToABeaconedAddressAreRateLimited() throws {
         let port = freeUDPPorts(1)[0]
         let (a, aNode, _) = try startLoopback { o in
             var d = LANTransport.Options.Discovery()
@@ -303,18 +303,18 @@ import Testing
         for _ in 0..<50 {
             sendDatagram(Beacon(token: token, tcpPort: nobody).encoded, toPort: port)
         }
-        try await waitUntil("the first attempt to fail") { (a.diagnostics().field("closed_connections") ?? 0) >= 1 }
-        try await Task.sleep(nanoseconds: 300_000_000)
+        try waitUntil("the first attempt to fail") { (a.diagnostics().field("closed_connections") ?? 0) >= 1 }
+        pause(nanoseconds: 300_000_000)
         #expect(a.diagnostics().field("closed_connections") == 1)
         // Garbage datagrams are ignored without a word.
         sendDatagram([UInt8](repeating: 0x59, count: 22), toPort: port)
         sendDatagram([], toPort: port)
         sendDatagram([UInt8](repeating: 0, count: 1400), toPort: port)
-        try await Task.sleep(nanoseconds: 100_000_000)
+        pause(nanoseconds: 100_000_000)
         #expect(a.diagnostics().serialized.components(separatedBy: "first_seen_ms").count == 2)
     }
 
-    @Test func beaconsNamingManyAddressesAreThrottled() async throws {
+    @Test func beaconsNamingManyAddressesAreThrottled() throws {
         let port = freeUDPPorts(1)[0]
         let (a, aNode, _) = try startLoopback { o in
             var d = LANTransport.Options.Discovery()
@@ -329,7 +329,7 @@ import Testing
         for tcpPort in UInt16(1)...200 {  // 200 addresses (ports), in a burst
             sendDatagram(Beacon(token: token, tcpPort: tcpPort).encoded, toPort: port)
         }
-        try await Task.sleep(nanoseconds: 300_000_000)
+        pause(nanoseconds: 300_000_000)
         let attempts = (a.diagnostics().field("closed_connections") ?? 0) + Int64(a.connectionCount)
         if Date().timeIntervalSince(start) < 0.9 {  // still within the first second
             #expect(attempts <= Int64(LANTransport.maxDiscoveryAttemptsPerSecond), "\(attempts) attempts")
@@ -338,12 +338,12 @@ import Testing
         #expect((a.diagnostics().serialized.components(separatedBy: "first_seen_ms").count - 1) <= 64)
     }
 
-    @Test func diagnosticsNameAddressesAndTimesOnly() async throws {
+    @Test func diagnosticsNameAddressesAndTimesOnly() throws {
         let (a, aNode, port) = try startLoopback()
         defer { a.stop() }
         let client = try RawClient(port: port)
         _ = client
-        _ = try await aNode.waitForOpenLink()
+        _ = try aNode.waitForOpenLink()
         let json = a.diagnostics().serialized
         for key in ["\"name\":\"lan\"", "\"running\":true", "\"listening\":{\"address\":\"127.0.0.1\",\"port\":\(port)}",
                     "\"discovery\":{\"enabled\":false}", "\"direction\":\"inbound\"", "\"state\":\"open\"",

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 @testable import YaOKSupport
 @testable import YaOKLoop
@@ -31,8 +32,8 @@ final class FakeOpener: LinkOpener, Sendable {
     var openLinks: [FakeLink] { links.filter { !$0.isClosed } }
 
     /// Waits up to `timeout` seconds for a link to be open; returns it.
-    func waitForOpenLink(timeout: Double = 5) async throws -> FakeLink {
-        try await waitFor("an open link", timeout: timeout) { self.openLinks.first }
+    func waitForOpenLink(timeout: Double = 5) throws -> FakeLink {
+        try waitFor("an open link", timeout: timeout) { self.openLinks.first }
     }
 }
 
@@ -86,19 +87,27 @@ struct TimedOut: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
+/// Sleeps the calling thread. The tests block rather than suspend: run on the cooperative
+/// pool next to other suites' blocking tests, a suspended test can wait far past its own
+/// deadlines for a thread, and time-sensitive steps (connect, then check within a timeout)
+/// would then fail for no fault of the code under test.
+func pause(nanoseconds: UInt64) {
+    usleep(UInt32(min(nanoseconds / 1000, UInt64(UInt32.max))))
+}
+
 /// Polls `probe` every 10 ms until it returns a value or `timeout` seconds pass.
 @discardableResult
-func waitFor<T>(_ what: String, timeout: Double = 5, _ probe: () throws -> T?) async throws -> T {
+func waitFor<T>(_ what: String, timeout: Double = 5, _ probe: () throws -> T?) throws -> T {
     let deadline = Date().addingTimeInterval(timeout)
     while true {
         if let value = try probe() { return value }
         guard Date() < deadline else { throw TimedOut(what: what) }
-        try await Task.sleep(nanoseconds: 10_000_000)
+        pause(nanoseconds: 10_000_000)
     }
 }
 
-func waitUntil(_ what: String, timeout: Double = 5, _ condition: () throws -> Bool) async throws {
-    try await waitFor(what, timeout: timeout) { try condition() ? true : nil }
+func waitUntil(_ what: String, timeout: Double = 5, _ condition: () throws -> Bool) throws {
+    try waitFor(what, timeout: timeout) { try condition() ? true : nil }
 }
 
 /// Resident memory of this process in KiB (VmRSS in /proc/self/status).
