@@ -104,7 +104,9 @@ func run(_ a: Arguments) throws {
     }
 
     var options = Node.Options()
-    options.pinHashing = .insecureFastForTestsOnly  // a test tool: the PIN protects nothing here
+    // A test tool: the PIN protects nothing here, so the cheapest costs and their opt-in.
+    options.pinHashing = .insecureFastForTestsOnly
+    options.allowTestOnlyKDFCosts = true
     let node = try Node(dataDirectory: a.data, options: options)
     defer { node.close() }
     _ = try node.setup(name: a.name, pin: "246810", confirmation: "246810")

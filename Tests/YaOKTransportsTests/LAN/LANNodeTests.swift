@@ -140,6 +140,7 @@ import Testing
         do {
             var options = Node.Options()
             options.pinHashing = .insecureFastForTestsOnly
+            options.allowTestOnlyKDFCosts = true
             let node = try Node(dataDirectory: dir, options: options)
             _ = try node.setup(name: "Alice", pin: "246810", confirmation: "246810")
             try node.addTransport(lan)

@@ -22,6 +22,7 @@ final class LANPair {
         dirB = base + "-b"
         var options = Node.Options()
         options.pinHashing = .insecureFastForTestsOnly
+        options.allowTestOnlyKDFCosts = true
         alice = try Node(dataDirectory: dirA, options: options)
         bob = try Node(dataDirectory: dirB, options: options)
         _ = try alice.setup(name: "Alice", pin: "246810", confirmation: "246810")
