@@ -38,7 +38,9 @@ let package = Package(
         .target(name: "YaOKCrypto", dependencies: ["YaOKSupport", "YaOKWire", "CSodium"]),
         .target(name: "YaOKStore", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "CSQLite"]),
         .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
-        .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode"]),
+        // Transports: sockets on the node's event loop, each connection a link (LAN today).
+        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode"]),
+        .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTransports"]),
         .target(
             name: "YaOKFFI",
             dependencies: ["YaOK", "YaOKSupport", "CYaOK"],
@@ -52,6 +54,9 @@ let package = Package(
         // A child process the store tests kill with SIGKILL in the middle of writes.
         .executableTarget(name: "yaok-store-writer", dependencies: ["YaOK"]),
         .testTarget(name: "YaOKTests", dependencies: ["YaOK", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "CSodium", "yaok-store-writer"]),
+        // One LAN peer for scripts/test-lan-netns (until `yaok run --lan` exists).
+        .executableTarget(name: "yaok-lan-probe", dependencies: ["YaOK"]),
+        .testTarget(name: "YaOKTransportsTests", dependencies: ["YaOKTransports", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode"]),
         // Runs the built `yaok` executable as a subprocess.
         .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
         // Compiles each @_cdecl entry point against its declaration in include/yaok.h.

@@ -7,3 +7,4 @@
 @_exported import YaOKCrypto
 @_exported import YaOKStore
 @_exported import YaOKNode
+@_exported import YaOKTransports

@@ -1,0 +1,128 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+
+/// One TCP connection. Touched only under the transport's lock.
+final class LANConnection {
+    enum Direction: String { case inbound, outbound }
+    enum Phase: String {
+        /// An outbound connect(2) in progress.
+        case connecting
+        /// Connected: a link is open (or being opened) over it.
+        case open
+    }
+
+    let id: UInt64
+    let fd: Int32
+    let remote: IPv4Endpoint
+    let direction: Direction
+    var phase: Phase
+    var link: (any TransportLink)?
+    /// One partial frame at most (≤ the link MTU): the decoder checks each length prefix
+    /// before it buffers anything of the frame.
+    var decoder: FrameDecoder
+    /// Capped by `Options.maxWriteQueueBytes`: beyond it the peer is not reading and the
+    /// connection is dropped.
+    var writer: FrameWriter
+    /// Whether the descriptor is registered for writability (only while bytes are pending).
+    var watchingWrites = false
+    /// Wall clock ms, for diagnostics.
+    let sinceMs: Int64
+    /// Monotonic ns.
+    let startedAt: UInt64
+    var lastReceived: UInt64
+    var lastSent: UInt64
+    /// Complete, non-empty frames received (keepalives do not count).
+    var unitsReceived = 0
+    var bytesIn = 0
+    var bytesOut = 0
+
+    init(id: UInt64, fd: Int32, remote: IPv4Endpoint, direction: Direction, phase: Phase,
+         mtu: Int, now: UInt64, nowMs: Int64) throws {
+        self.id = id
+        self.fd = fd
+        self.remote = remote
+        self.direction = direction
+        self.phase = phase
+        decoder = try FrameDecoder(maxLength: mtu)
+        writer = FrameWriter(maxLength: mtu)
+        sinceMs = nowMs
+        startedAt = now
+        lastReceived = now
+        lastSent = now
+    }
+}
+
+/// A peer heard through a beacon. No identity: an address, a port and two times.
+struct DiscoveredPeer {
+    var token: [UInt8]
+    let firstSeenMs: Int64
+    var lastSeenMs: Int64
+    var lastSeen: UInt64
+    /// Monotonic ns since when we have heard it without being connected to it, if so.
+    var unconnectedSince: UInt64?
+    /// Monotonic ns of our last connection attempt (the per-address rate limit).
+    var lastAttempt: UInt64?
+}
+
+/// A peer from `Options.staticPeers`: always connected to, reconnected with backoff.
+struct StaticPeer {
+    let text: String
+    let endpoint: IPv4Endpoint
+    var connection: UInt64?
+    var nextAttempt: UInt64
+    var failures = 0
+    var lastError: String?
+}
+
+/// Why a connection ended, for diagnostics (the last few only).
+struct ClosedConnection {
+    let address: String
+    let direction: LANConnection.Direction
+    let reason: String
+    let atMs: Int64
+}
+
+/// Everything the transport's lock protects.
+struct LANState {
+    var running = false
+    /// Counts starts, so that work scheduled by an earlier run can tell.
+    var run: UInt64 = 0
+    /// Weak: the node owns its transports, so a strong reference back would be a cycle that
+    /// keeps a node nobody closed alive; and the last reference must never be dropped under
+    /// the transport's lock (a node's deinit stops its loop, which waits for a handler that
+    /// may be waiting for this lock).
+    weak var opener: (any LinkOpener)?
+    var loop: EventLoop?
+    var listener: Int32 = -1
+    var listening: IPv4Endpoint?
+    var listenerPaused = false
+    var udp: Int32 = -1
+    var discoveryBound: IPv4Endpoint?
+    var beaconTarget: IPv4Endpoint?
+    var token: [UInt8] = []
+    var previousToken: [UInt8]?
+    var tokenDrawnAt: UInt64 = 0
+    var nextBeaconAt: UInt64 = 0
+    var beaconsSent = 0
+    /// Monotonic ns of the last beacon sent in answer to a new peer's (0: none yet).
+    var lastAnswer: UInt64 = 0
+    /// Connection attempts to discovered peers in the current second (all addresses
+    /// together), and when that second began: beacons naming ever new addresses cannot
+    /// turn the node into a SYN cannon.
+    var attemptsThisSecond = 0
+    var attemptSecondStart: UInt64 = 0
+    var beaconError: String?
+    var connections: [UInt64: LANConnection] = [:]
+    var nextID: UInt64 = 1
+    var discovered: [IPv4Endpoint: DiscoveredPeer] = [:]
+    var statics: [StaticPeer] = []
+    var timer: EventLoop.TimerID?
+    /// Shared by every connection's reads (the loop runs one handler at a time).
+    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    var datagram = [UInt8](repeating: 0, count: 64)
+    /// Connections accepted and closed at once because `maxConnections` were open.
+    var refused = 0
+    var closedCount = 0
+    var recentCloses: [ClosedConnection] = []
+}

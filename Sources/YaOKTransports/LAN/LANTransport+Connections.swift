@@ -1,0 +1,347 @@
+import Glibc
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+
+/// TCP: accepting, connecting, reading, writing, timeouts. Every method named `…Locked`
+/// runs under the transport's lock; links are called only outside it.
+extension LANTransport {
+    // MARK: - Accepting
+
+    /// The listener is readable: accept what is waiting (a bounded batch per wake-up, so
+    /// a flood of connections cannot starve the other descriptors).
+    func acceptReady() {
+        let accepted = state.withLock { s -> [UInt64] in
+            guard s.running, s.listener >= 0, !s.listenerPaused else { return [] }
+            var accepted: [UInt64] = []
+            for _ in 0..<64 {
+                switch Socket.accept(s.listener) {
+                case .none:
+                    return accepted
+                case .failed(let code):
+                    if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
+                        // Out of descriptors: the pending connection stays queued and the
+                        // level-triggered listener would wake us at once, forever. Rest.
+                        pauseListenerLocked(&s)
+                        return accepted
+                    }
+                    continue  // ECONNABORTED and the like: that one connection is gone
+                case .accepted(let fd, let remote):
+                    guard s.connections.count < options.maxConnections else {
+                        Socket.close(fd)
+                        s.refused += 1
+                        continue
+                    }
+                    Socket.setNoDelay(fd)
+                    if let id = addConnectionLocked(&s, fd: fd, remote: remote, direction: .inbound, phase: .open) {
+                        accepted.append(id)
+                    }
+                }
+            }
+            return accepted
+        }
+        openLinks(accepted, initiator: false)
+    }
+
+    private func pauseListenerLocked(_ s: inout LANState) {
+        guard let loop = s.loop else { return }
+        loop.unregister(fd: s.listener)
+        s.listenerPaused = true
+        loop.schedule(after: 1) { [weak self] in
+            guard let self else { return }
+            self.state.withLock { s in
+                guard s.running, s.listenerPaused, s.listener >= 0, let loop = s.loop else { return }
+                s.listenerPaused = false
+                try? loop.register(fd: s.listener, for: .readable) { [weak self] _ in self?.acceptReady() }
+            }
+        }
+    }
+
+    // MARK: - Connecting
+
+    /// Starts a non-blocking connect; the link opens when it completes. nil (and nothing
+    /// open) when the connection cap is reached or the connect fails at once.
+    @discardableResult
+    func connectLocked(_ s: inout LANState, to endpoint: IPv4Endpoint) -> UInt64? {
+        guard s.connections.count < options.maxConnections else { return nil }
+        let fd: Int32
+        do {
+            fd = try Socket.startConnect(to: endpoint)
+        } catch {
+            recordCloseLocked(&s, address: endpoint.description, direction: .outbound, reason: "\(error)")
+            return nil
+        }
+        return addConnectionLocked(&s, fd: fd, remote: endpoint, direction: .outbound, phase: .connecting)
+    }
+
+    /// Registers a new connection's descriptor on the loop (for writability while it
+    /// connects, readability once open). Closes `fd` and returns nil if that fails.
+    private func addConnectionLocked(_ s: inout LANState, fd: Int32, remote: IPv4Endpoint,
+                                     direction: LANConnection.Direction, phase: LANConnection.Phase) -> UInt64? {
+        guard let loop = s.loop else {
+            Socket.close(fd)
+            return nil
+        }
+        let id = s.nextID
+        s.nextID += 1
+        do {
+            let connection = try LANConnection(id: id, fd: fd, remote: remote, direction: direction, phase: phase,
+                                               mtu: LANTransport.linkMTU, now: EventLoop.monotonicNanoseconds(),
+                                               nowMs: Clock.milliseconds())
+            connection.watchingWrites = phase == .connecting
+            try loop.register(fd: fd, for: phase == .connecting ? [.readable, .writable] : .readable,
+                              handler: connectionHandler(id))
+            s.connections[id] = connection
+            return id
+        } catch {
+            Socket.close(fd)
+            return nil
+        }
+    }
+
+    private func connectionHandler(_ id: UInt64) -> EventLoop.IOHandler {
+        { [weak self] events in self?.connectionReady(id, events) }
+    }
+
+    /// Opens a link over each connection (outside the lock: the node may send at once).
+    func openLinks(_ ids: [UInt64], initiator: Bool) {
+        guard !ids.isEmpty, let opener = state.withLock({ $0.opener }) else { return }
+        for id in ids {
+            do {
+                let link = try opener.openLink(
+                    transport: name, initiator: initiator, mtu: LANTransport.linkMTU,
+                    send: { [weak self] unit in self?.linkSend(id, unit) },
+                    closed: { [weak self] reason in self?.linkClosedByNode(id, reason) })
+                let kept = state.withLock { s -> Bool in
+                    guard let c = s.connections[id] else { return false }
+                    c.link = link
+                    return true
+                }
+                // The connection ended while the link was being opened (the node refused
+                // it at once, or the transport stopped): the link must not outlive it.
+                if !kept { link.close(reason: "connection closed") }
+            } catch {
+                state.withLock { s in _ = closeLocked(&s, id, "cannot open a link: \(error)") }
+            }
+        }
+    }
+
+    // MARK: - Readiness
+
+    /// A connection's descriptor is ready.
+    func connectionReady(_ id: UInt64, _ events: EventLoop.IOEvents) {
+        var units: [[UInt8]] = []
+        var connected = false
+        let (link, closing) = state.withLock { s -> ((any TransportLink)?, String?) in
+            guard let c = s.connections[id] else { return (nil, nil) }
+            if c.phase == .connecting {
+                let code = Socket.pendingError(c.fd)
+                guard code == 0 else {
+                    return (closeLocked(&s, id, "connect failed: \(Socket.reason(code))"), nil)
+                }
+                c.phase = .open
+                c.lastReceived = EventLoop.monotonicNanoseconds()
+                connected = true
+                watchWritesLocked(&s, c, false)
+                return (nil, nil)
+            }
+            if events.contains(.writable), let (link, reason) = flushLocked(&s, c) {
+                return (link, reason)
+            }
+            guard events.contains(.readable) || events.contains(.hangup) || events.contains(.error) else {
+                return (c.link, nil)
+            }
+            // A bounded amount per wake-up (level-triggered: the rest comes next time).
+            for _ in 0..<4 {
+                switch Socket.receive(c.fd, into: &s.readBuffer) {
+                case .wouldBlock:
+                    return (c.link, nil)
+                case .endOfStream:
+                    return (c.link, "the peer closed the connection")
+                case .failed(let code):
+                    return (c.link, "receive failed: \(Socket.reason(code))")
+                case .bytes(let n):
+                    c.lastReceived = EventLoop.monotonicNanoseconds()
+                    c.bytesIn += n
+                    do {
+                        let frames = try c.decoder.feed(s.readBuffer[0..<n])
+                        c.unitsReceived += frames.count
+                        units += frames
+                    } catch {
+                        return (c.link, "\(error)")
+                    }
+                }
+            }
+            return (c.link, nil)
+        }
+        if connected {
+            openLinks([id], initiator: true)
+            return
+        }
+        // Units first, then the close: what arrived before the end still counts.
+        if !units.isEmpty {
+            if let link {
+                for unit in units { link.receive(unit) }
+            } else if closing == nil {
+                // Units with no link (it could not be opened): nothing can take them.
+                let dropped = state.withLock { s in closeLocked(&s, id, "no link for the connection") }
+                dropped?.close(reason: "no link for the connection")
+                return
+            }
+        }
+        if let closing {
+            let link = state.withLock { s in closeLocked(&s, id, closing) } ?? link
+            link?.close(reason: closing)
+        }
+    }
+
+    // MARK: - Writing
+
+    /// The link's `send`: frame the unit, queue it, write what the kernel takes.
+    func linkSend(_ id: UInt64, _ unit: [UInt8]) {
+        let dropped = state.withLock { s -> ((any TransportLink)?, String)? in
+            guard let c = s.connections[id], c.phase == .open else { return nil }
+            do {
+                try c.writer.enqueue(unit)
+            } catch {
+                let reason = "unit of \(unit.count) bytes refused: \(error)"
+                return (closeLocked(&s, id, reason), reason)
+            }
+            c.lastSent = EventLoop.monotonicNanoseconds()
+            return flushLocked(&s, c)
+        }
+        // Called from inside the link: tell it afterwards, not re-entrantly.
+        guard let (link, reason) = dropped, let link else { return }
+        if let loop = state.withLock({ $0.loop }) {
+            loop.post { link.close(reason: reason) }
+        } else {
+            link.close(reason: reason)
+        }
+    }
+
+    /// Writes what is queued. Watches writability only while something is left. Closes the
+    /// connection (returning its link and why) when the write fails or the queue is over
+    /// its cap because the peer does not read.
+    func flushLocked(_ s: inout LANState, _ c: LANConnection) -> ((any TransportLink)?, String)? {
+        let fd = c.fd
+        var written = 0
+        let result = c.writer.flush { bytes in
+            let n = Socket.send(fd, bytes)
+            if n > 0 { written += n }
+            return n
+        }
+        c.bytesOut += written
+        switch result {
+        case .drained:
+            if c.watchingWrites { watchWritesLocked(&s, c, false) }
+            return nil
+        case .wouldBlock:
+            if c.writer.pendingByteCount > options.maxWriteQueueBytes {
+                let reason = "the peer is not reading (\(c.writer.pendingByteCount) bytes queued)"
+                return (closeLocked(&s, c.id, reason), reason)
+            }
+            if !c.watchingWrites { watchWritesLocked(&s, c, true) }
+            return nil
+        case .failed(let code):
+            let reason = code == 0 ? "send failed" : "send failed: \(Socket.reason(code))"
+            return (closeLocked(&s, c.id, reason), reason)
+        }
+    }
+
+    /// The loop has no "modify": re-register with the new interest.
+    private func watchWritesLocked(_ s: inout LANState, _ c: LANConnection, _ writes: Bool) {
+        guard let loop = s.loop else { return }
+        loop.unregister(fd: c.fd)
+        do {
+            try loop.register(fd: c.fd, for: writes ? [.readable, .writable] : .readable, handler: connectionHandler(c.id))
+            c.watchingWrites = writes
+        } catch {
+            // The loop has stopped (the node is closing): nothing will service it again.
+            c.watchingWrites = false
+        }
+    }
+
+    // MARK: - Closing
+
+    /// The node ended the link (handshake timeout, protocol violation, node closing).
+    func linkClosedByNode(_ id: UInt64, _ reason: String) {
+        state.withLock { s in _ = closeLocked(&s, id, "the node closed the link: \(reason)") }
+    }
+
+    /// Removes the connection, unregisters and closes its descriptor, schedules a static
+    /// peer's reconnection. Returns its link, which the caller closes outside the lock.
+    func closeLocked(_ s: inout LANState, _ id: UInt64, _ reason: String) -> (any TransportLink)? {
+        guard let c = s.connections.removeValue(forKey: id) else { return nil }
+        s.loop?.unregister(fd: c.fd)
+        Socket.close(c.fd)
+        s.closedCount += 1
+        recordCloseLocked(&s, address: c.direction == .inbound ? c.remote.host : c.remote.description,
+                          direction: c.direction, reason: reason)
+        if let i = s.statics.firstIndex(where: { $0.connection == id }) {
+            s.statics[i].connection = nil
+            // A connection that carried units worked: start the backoff again.
+            s.statics[i].failures = c.unitsReceived >= LANTransport.handshakeUnits ? 0 : s.statics[i].failures + 1
+            s.statics[i].lastError = reason
+            let delay = min(options.reconnectDelay * Double(1 << min(s.statics[i].failures, 16)), options.maxReconnectDelay)
+            s.statics[i].nextAttempt = EventLoop.monotonicNanoseconds() + LANTransport.nanoseconds(delay)
+        }
+        return c.link
+    }
+
+    func recordCloseLocked(_ s: inout LANState, address: String, direction: LANConnection.Direction, reason: String) {
+        if s.recentCloses.count >= 8 { s.recentCloses.removeFirst() }
+        s.recentCloses.append(ClosedConnection(address: address, direction: direction, reason: reason, atMs: Clock.milliseconds()))
+    }
+
+    // MARK: - The tick
+
+    /// Periodic work on the loop: timeouts, keepalives, static peers, beacons.
+    /// `run` is the run (start) that scheduled it: a tick of an earlier run, already due
+    /// when the transport was stopped and started again, does nothing.
+    func tick(run: UInt64) {
+        let closed = state.withLock { s -> [((any TransportLink)?, String)] in
+            guard s.running, s.run == run, let loop = s.loop else { return [] }
+            let now = EventLoop.monotonicNanoseconds()
+            var closed: [((any TransportLink)?, String)] = []
+            for c in s.connections.values.sorted(by: { $0.id < $1.id }) {
+                if let reason = expiryLocked(c, now: now) {
+                    closed.append((closeLocked(&s, c.id, reason), reason))
+                } else if c.phase == .open, now &- c.lastSent >= LANTransport.nanoseconds(options.keepaliveInterval) {
+                    c.writer.enqueueKeepalive()
+                    c.lastSent = now
+                    if let result = flushLocked(&s, c) { closed.append(result) }
+                }
+            }
+            for i in s.statics.indices where s.statics[i].connection == nil && now >= s.statics[i].nextAttempt {
+                if let id = connectLocked(&s, to: s.statics[i].endpoint) {
+                    s.statics[i].connection = id
+                } else {
+                    s.statics[i].failures += 1
+                    let delay = min(options.reconnectDelay * Double(1 << min(s.statics[i].failures, 16)), options.maxReconnectDelay)
+                    s.statics[i].nextAttempt = now + LANTransport.nanoseconds(delay)
+                }
+            }
+            discoveryTickLocked(&s, now: now)
+            s.timer = loop.schedule(after: tickInterval) { [weak self] in self?.tick(run: run) }
+            return closed
+        }
+        for (link, reason) in closed { link?.close(reason: reason) }
+    }
+
+    /// Why the connection has expired, if it has.
+    private func expiryLocked(_ c: LANConnection, now: UInt64) -> String? {
+        let age = now &- c.startedAt
+        switch c.phase {
+        case .connecting:
+            return age >= LANTransport.nanoseconds(options.connectTimeout) ? "connect timed out" : nil
+        case .open:
+            if now &- c.lastReceived >= LANTransport.nanoseconds(options.idleTimeout) {
+                return "nothing received for \(options.idleTimeout) s"
+            }
+            if c.unitsReceived < LANTransport.handshakeUnits, age >= LANTransport.nanoseconds(options.handshakeTimeout) {
+                return "no handshake within \(options.handshakeTimeout) s"
+            }
+            return nil
+        }
+    }
+}

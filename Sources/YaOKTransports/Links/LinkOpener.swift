@@ -1,0 +1,24 @@
+import YaOKLoop
+
+/// What a transport needs from a node: the event loop its sockets are serviced on, and a
+/// way to turn a connection into a link. `Node` is the one production conformance
+/// (`Node+LinkOpener.swift`, which calls `Node.openLink`); the transport tests also run the
+/// transport against a fake, to check its own behaviour without a handshake in the way.
+package protocol LinkOpener: AnyObject, Sendable {
+    var eventLoop: EventLoop { get }
+
+    /// `Node.openLink`: `send` is called on the event thread with each unit (≤ `mtu` bytes)
+    /// to transmit and must not block; `closed` is called on the event thread when the node
+    /// ends the link. The connector is the initiator.
+    func openLink(transport: String, initiator: Bool, mtu: Int,
+                  send: @escaping @Sendable ([UInt8]) -> Void,
+                  closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink
+}
+
+/// The transport's view of a `Link`.
+package protocol TransportLink: AnyObject, Sendable {
+    /// One unit that arrived (any thread).
+    func receive(_ unit: [UInt8])
+    /// The connection is gone (any thread; idempotent).
+    func close(reason: String)
+}

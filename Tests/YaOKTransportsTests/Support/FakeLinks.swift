@@ -1,0 +1,139 @@
+import Foundation
+import Glibc
+import Synchronization
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKTransports
+
+/// A stand-in for a node: its own event loop, and links that record what they receive.
+/// With `echo`, each link sends every unit it receives straight back (from inside
+/// `receive`, on the event thread, as a node's link may).
+final class FakeOpener: LinkOpener, Sendable {
+    let eventLoop: EventLoop
+    let echo: Bool
+    private let opened = Mutex<[FakeLink]>([])
+
+    init(echo: Bool = false) throws {
+        eventLoop = try EventLoop()
+        self.echo = echo
+    }
+
+    deinit { eventLoop.stop() }
+
+    func openLink(transport: String, initiator: Bool, mtu: Int,
+                  send: @escaping @Sendable ([UInt8]) -> Void,
+                  closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink {
+        let link = FakeLink(initiator: initiator, mtu: mtu, echo: echo, send: send, closed: closed, loop: eventLoop)
+        opened.withLock { $0.append(link) }
+        return link
+    }
+
+    var links: [FakeLink] { opened.withLock { $0 } }
+    var openLinks: [FakeLink] { links.filter { !$0.isClosed } }
+
+    /// Waits up to `timeout` seconds for a link to be open; returns it.
+    func waitForOpenLink(timeout: Double = 5) throws -> FakeLink {
+        try waitFor("an open link", timeout: timeout) { self.openLinks.first }
+    }
+}
+
+final class FakeLink: TransportLink, Sendable {
+    let initiator: Bool
+    let mtu: Int
+    let echo: Bool
+    private let sendUnit: @Sendable ([UInt8]) -> Void
+    private let nodeClosed: @Sendable (String) -> Void
+    private let loop: EventLoop
+    private let received = Mutex<[[UInt8]]>([])
+    private let closeReason = Mutex<String?>(nil)
+
+    init(initiator: Bool, mtu: Int, echo: Bool, send: @escaping @Sendable ([UInt8]) -> Void,
+         closed: @escaping @Sendable (String) -> Void, loop: EventLoop) {
+        self.initiator = initiator
+        self.mtu = mtu
+        self.echo = echo
+        sendUnit = send
+        nodeClosed = closed
+        self.loop = loop
+    }
+
+    func receive(_ unit: [UInt8]) {
+        received.withLock { $0.append(unit) }
+        if echo { sendUnit(unit) }
+    }
+
+    func close(reason: String) {
+        closeReason.withLock { if $0 == nil { $0 = reason } }
+    }
+
+    /// Sends a unit the way a node does: on the event thread.
+    func send(_ unit: [UInt8]) {
+        loop.post { [sendUnit] in sendUnit(unit) }
+    }
+
+    /// The node ends the link (on the event thread).
+    func endFromNode(_ reason: String) {
+        close(reason: reason)
+        loop.post { [nodeClosed] in nodeClosed(reason) }
+    }
+
+    var units: [[UInt8]] { received.withLock { $0 } }
+    var isClosed: Bool { closeReason.withLock { $0 != nil } }
+    var closedBecause: String? { closeReason.withLock { $0 } }
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+    let what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Sleeps the calling thread. The tests block rather than suspend: run on the cooperative
+/// pool next to other suites' blocking tests, a suspended test can wait far past its own
+/// deadlines for a thread, and time-sensitive steps (connect, then check within a timeout)
+/// would then fail for no fault of the code under test.
+func pause(nanoseconds: UInt64) {
+    usleep(UInt32(min(nanoseconds / 1000, UInt64(UInt32.max))))
+}
+
+/// Polls `probe` every 10 ms until it returns a value or `timeout` seconds pass.
+@discardableResult
+func waitFor<T>(_ what: String, timeout: Double = 5, _ probe: () throws -> T?) throws -> T {
+    let deadline = Date().addingTimeInterval(timeout)
+    while true {
+        if let value = try probe() { return value }
+        guard Date() < deadline else { throw TimedOut(what: what) }
+        pause(nanoseconds: 10_000_000)
+    }
+}
+
+func waitUntil(_ what: String, timeout: Double = 5, _ condition: () throws -> Bool) throws {
+    try waitFor(what, timeout: timeout) { try condition() ? true : nil }
+}
+
+/// Resident memory of this process in KiB (VmRSS in /proc/self/status).
+func residentKiB() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+    return 0
+}
+
+/// Options for a transport on 127.0.0.1, an ephemeral port, no discovery.
+func loopbackOptions(_ adjust: (inout LANTransport.Options) -> Void = { _ in }) -> LANTransport.Options {
+    var options = LANTransport.Options()
+    options.listenAddress = "127.0.0.1"
+    options.listenPort = 0
+    options.discovery = nil
+    adjust(&options)
+    return options
+}
+
+/// A started transport on loopback with a fake node.
+func startLoopback(echo: Bool = false, _ adjust: (inout LANTransport.Options) -> Void = { _ in }) throws -> (LANTransport, FakeOpener, UInt16) {
+    let opener = try FakeOpener(echo: echo)
+    let transport = try LANTransport(options: loopbackOptions(adjust))
+    try transport.start(opener: opener)
+    guard let port = transport.listeningPort else { throw TimedOut(what: "a listening port") }
+    return (transport, opener, port)
+}
