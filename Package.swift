@@ -56,6 +56,8 @@ let package = Package(
         .testTarget(name: "YaOKTests", dependencies: ["YaOK", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "CSodium", "yaok-store-writer"]),
         // One LAN peer for scripts/test-lan-netns (until `yaok run --lan` exists).
         .executableTarget(name: "yaok-lan-probe", dependencies: ["YaOK"]),
+        // One peer of the reliability test (scripts/test-reliability), killed and restarted.
+        .executableTarget(name: "yaok-soak", dependencies: ["YaOK"]),
         .testTarget(name: "YaOKTransportsTests", dependencies: ["YaOKTransports", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode"]),
         // Runs the built `yaok` executable as a subprocess.
         .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
