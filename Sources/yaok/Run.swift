@@ -48,7 +48,7 @@ struct Run: ParsableCommand {
             try options.unlock(node)
             let name = try node.profile().name
 
-            let printer = EventPrinter(node: node, out: out)
+            let printer = try EventPrinter(node: node, out: out)
             node.setEventHandler { event in printer.print(event) }
 
             var enabled: [String] = []

@@ -13,21 +13,25 @@ import YaOK
 ///   unlocked          method                                   "Unlocked"
 ///   security          kind, detail                             "Security: wrong_pin …"
 /// plus, from `run` itself: started, warning, stopped.
+///
+/// Names come from a list read once at the start (contacts cannot change while `run` holds
+/// the data directory): reading them from the node per event would count as activity and
+/// hold off auto-lock every time a message arrived.
 final class EventPrinter: Sendable {
     private let node: Node
     private let out: EventOutput
+    private let names: [Int64: String]
     /// Who was online at the last look, so that only changes are printed.
     private let online = Locked<[Int64: String]>([:])
 
-    init(node: Node, out: EventOutput) {
+    /// Call with the node unlocked (it reads the contacts' names).
+    init(node: Node, out: EventOutput) throws {
         self.node = node
         self.out = out
+        names = Dictionary(try node.contacts().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
     }
 
-    /// A contact's name; while locked (names are sealed) a stand-in.
-    private func name(_ id: Int64) -> String {
-        (try? node.contact(id).name) ?? "contact \(id)"
-    }
+    private func name(_ id: Int64) -> String { names[id] ?? "contact \(id)" }
 
     func print(_ event: NodeEvent) {
         switch event {
@@ -76,6 +80,9 @@ final class EventPrinter: Sendable {
     }
 
     /// Prints a contact coming online or going offline; other contact changes are quiet.
+    /// The event does not say which it was, so this asks the node, which counts as activity
+    /// for auto-lock (once per connect or disconnect; while locked it cannot tell, and
+    /// prints nothing).
     private func contactChanged(_ id: Int64) {
         guard let contact = try? node.contact(id) else {
             online.withLock { _ = $0.removeValue(forKey: id) }  // deleted (or locked: unknown)
