@@ -41,11 +41,13 @@ struct Run: ParsableCommand {
 
     func run() throws {
         try Output.run(json: options.json) {
-            let stop = try ShutdownSignal.install()
+            ShutdownSignal.unblock()  // before any thread starts: they inherit the mask
             let out = EventOutput(json: options.json)
             let node = try options.openNode()
             defer { node.close() }
             try options.unlock(node)
+            // Only now: until here Ctrl-C must still interrupt the PIN prompt.
+            let stop = try ShutdownSignal.install()
             let name = try node.profile().name
 
             let printer = try EventPrinter(node: node, out: out)
@@ -118,14 +120,22 @@ final class EventOutput: Sendable {
 /// SIGINT, SIGTERM and SIGHUP end `run` cleanly: their handler only writes the signal's
 /// number to a pipe (async-signal-safe), and the main thread, waiting on the pipe, shuts
 /// down. Whichever thread the kernel picks to take the signal, the effect is the same.
-/// Install before any thread starts: the signals are unblocked here, since a parent may
-/// pass on a mask that blocks them (a process spawned from a Dispatch worker thread does),
-/// and threads created later inherit this thread's mask.
 struct ShutdownSignal {
     static let signals = [SIGINT, SIGTERM, SIGHUP]
 
     let readFD: Int32
 
+    /// Unblocks the signals on this thread. A parent may pass on a mask that blocks them (a
+    /// process spawned from a Dispatch worker thread does), and threads created later
+    /// inherit this thread's mask: call it before any thread starts.
+    static func unblock() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in signals { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    }
+
+    /// Installs the handlers (process-wide).
     static func install() throws -> ShutdownSignal {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw UnixSocket.lastError("pipe") }
@@ -134,18 +144,16 @@ struct ShutdownSignal {
         shutdownPipeWriteFD = fds[1]
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { signal in
+            let saved = errno  // the interrupted code may be about to read it
             var byte = UInt8(truncatingIfNeeded: signal)
             _ = write(shutdownPipeWriteFD, &byte, 1)
+            errno = saved
         }
         sigemptyset(&action.sa_mask)
         action.sa_flags = SA_RESTART
-        var set = sigset_t()
-        sigemptyset(&set)
         for signal in signals {
             guard sigaction(signal, &action, nil) == 0 else { throw UnixSocket.lastError("sigaction") }
-            sigaddset(&set, signal)
         }
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
         return ShutdownSignal(readFD: fds[0])
     }
 
