@@ -29,12 +29,15 @@ struct Run: ParsableCommand {
     @Option(help: "A peer to connect to directly, HOST:PORT (repeatable); for networks without discovery.")
     var lanPeer: [String] = []
 
-    @Option(help: "The address the LAN transport listens on (default: all).")
+    @Option(help: "The IPv4 address the LAN transport listens on (default: 0.0.0.0, every interface).")
     var lanListen: String?
 
+    @Flag(inversion: .prefixedNo, help: "Find peers on the LAN by multicast beacons.")
+    var lanDiscovery = true
+
     func validate() throws {
-        if !lan, lanPort != nil || !lanPeer.isEmpty || lanListen != nil {
-            throw ValidationError("--lan-port, --lan-peer and --lan-listen need --lan")
+        if !lan, lanPort != nil || !lanPeer.isEmpty || lanListen != nil || !lanDiscovery {
+            throw ValidationError("--lan-port, --lan-peer, --lan-listen and --no-lan-discovery need --lan")
         }
         if let lanPort, !(0...65535).contains(lanPort) { throw ValidationError("--lan-port must be 0 to 65535") }
     }
@@ -54,11 +57,17 @@ struct Run: ParsableCommand {
             node.setEventHandler { event in printer.print(event) }
 
             var enabled: [String] = []
+            var started: [(String, JSON)] = []
+            var notes: [String] = []
             if lan {
-                let transport = try LANSetup.transport(port: lanPort, peers: lanPeer, listen: lanListen)
+                let transport = try LANSetup.transport(port: lanPort, peers: lanPeer, listen: lanListen, discovery: lanDiscovery)
                 try node.addTransport(transport)
-                try node.setTransport(transport.name, enabled: true)
+                try node.setTransport(transport.name, enabled: true)  // a failure (port in use) ends `run`
                 enabled.append(transport.name)
+                if let port = transport.listeningPort {
+                    started.append(("lan_port", .int(Int64(port))))
+                    notes.append("LAN on \(lanListen ?? "0.0.0.0"):\(port)\(lanDiscovery ? ", discovery on" : "")")
+                }
             }
 
             let socketPath = ControlSocket.path(home: options.dataDirectory)
@@ -67,8 +76,8 @@ struct Run: ParsableCommand {
 
             out.line(.object([("event", .string("started")), ("name", .string(name)),
                               ("home", .string(options.dataDirectory)), ("control_socket", .string(socketPath)),
-                              ("transports", .array(enabled.map { .string($0) }))])) {
-                "\(name) is running (\(enabled.isEmpty ? "no transports" : enabled.joined(separator: ", "))). "
+                              ("transports", .array(enabled.map { .string($0) }))] + started)) {
+                "\(name) is running (\(notes.isEmpty ? "no transports" : notes.joined(separator: "; "))). "
                     + "Control socket \(socketPath). Ctrl-C to stop."
             }
             if let warnings = (try? node.diagnostics())?["warnings"]?.array {

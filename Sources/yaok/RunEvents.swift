@@ -8,7 +8,7 @@ import YaOK
 ///   message_status    message_id, contact_id, contact, status  "Message to Bob: Delivered"
 ///   contact_online    contact_id, contact, transport           "Bob is online (WiFi)"
 ///   contact_offline   contact_id, contact                      "Bob is offline"
-///   transport         name, display_name, phase, error, links  "WiFi: running (1 link)"
+///   transport         name, display_name, state, error, links  "WiFi: running (1 link)"
 ///   locked            reason                                   "Locked (auto_lock)"
 ///   unlocked          method                                   "Unlocked"
 ///   security          kind, detail                             "Security: wrong_pin …"
@@ -53,7 +53,7 @@ final class EventPrinter: Sendable {
 
         case .transportChanged(let t):
             out.line(.object([("event", .string("transport")), ("name", .string(t.name)),
-                              ("display_name", .string(t.displayName)), ("phase", .string(t.phase.rawValue)),
+                              ("display_name", .string(t.displayName)), ("state", .string(t.phase.rawValue)),
                               ("error", t.error.map { .string($0) } ?? .null), ("links", .int(Int64(t.links)))])) {
                 var text = "\(t.displayName): \(t.phase.rawValue)"
                 if let error = t.error { text += ": \(error)" }

@@ -170,6 +170,7 @@ func pairOfContacts(_ label: String) throws -> (alice: CLI, bob: CLI) {
     @Test func commandsGoThroughTheRunningPeerWithinASecond() throws {
         let (alice, _) = try pairOfContacts("socket")
         let peer = try RunningPeer(alice)
+        #expect(try peer.waitFor(event: "warning")?["message"] as? String == "No transports enabled")
         let socket = ControlSocket.path(home: alice.home)
         var st = stat()
         #expect(lstat(socket, &st) == 0 && st.st_mode & 0o777 == 0o600)
@@ -238,6 +239,82 @@ func pairOfContacts(_ label: String) throws -> (alice: CLI, bob: CLI) {
         } != nil)
         #expect(peer.process.isRunning)
         #expect(peer.stop() == 0)
+    }
+
+    /// Two peers on 127.0.0.1 over the LAN transport (static peer, no multicast): a message
+    /// queued before they meet and one sent while they are linked both arrive, and both
+    /// sides print what happened.
+    @Test func twoPeersExchangeAMessageOverTheLAN() throws {
+        let (alice, bob) = try pairOfContacts("lan")
+        let early = try #require(try alice.run(["send", "Bob", "queued before we met", "--json"]).json as? [String: Any])
+        #expect(early["waiting_for_transport"] as? Bool == true)
+
+        let lan = ["--lan", "--lan-listen", "127.0.0.1", "--no-lan-discovery"]
+        let a = try RunningPeer(alice, lan)
+        let port = try #require(try a.waitFor(event: "started")?["lan_port"] as? Int)
+        let b = try RunningPeer(bob, lan + ["--lan-peer", "127.0.0.1:\(port)"])
+        #expect(try a.waitFor(event: "contact_online", timeout: 15) { $0["contact"] as? String == "Bob" } != nil)
+        #expect(try b.waitFor(event: "contact_online", timeout: 15) { $0["contact"] as? String == "Alice" && $0["transport"] as? String == "WiFi" } != nil)
+
+        let live = try #require(try alice.run(["send", "Bob", "Hello over the LAN 👋", "--json"]).json as? [String: Any])
+        let id = try #require(live["message_id"] as? String)
+        #expect(live["waiting_for_transport"] as? Bool == false)
+        for messageID in [early["message_id"] as? String, id] {
+            #expect(try b.waitFor(event: "message_received", timeout: 15) {
+                $0["message_id"] as? String == messageID && $0["contact"] as? String == "Alice"
+            } != nil)
+            #expect(try a.waitFor(event: "message_status", timeout: 15) {
+                $0["message_id"] as? String == messageID && $0["status"] as? String == "delivered"
+            } != nil)
+        }
+
+        let history = try #require(try bob.run(["history", "Alice", "--json"]).json as? [String: Any])
+        let texts = (history["messages"] as? [[String: Any]] ?? []).filter { $0["direction"] as? String == "incoming" }.map { $0["text"] as? String }
+        #expect(texts == ["queued before we met", "Hello over the LAN 👋"])
+        #expect(try bob.run(["history", "Alice"]).stdout.contains("Alice: Hello over the LAN 👋"))
+        #expect((try alice.run(["outbox", "--json"]).json as? [Any])?.isEmpty == true)
+        let status = try #require(try alice.run(["status", "--json"]).json as? [String: Any])
+        let diagnostics = try #require(status["diagnostics"] as? [String: Any])
+        #expect((diagnostics["transports"] as? [[String: Any]])?.first?["state"] as? String == "running")
+        #expect((diagnostics["warnings"] as? [Any])?.isEmpty == true)
+
+        #expect(b.stop() == 0)
+        #expect(a.stop() == 0)
+    }
+
+    /// `run` keeps receiving after auto-lock: what arrives is held, and shows up once a
+    /// command through the control socket unlocks with the PIN.
+    @Test func anAutoLockedPeerStillReceives() throws {
+        let (alice, bob) = try pairOfContacts("held")
+        do {
+            let node = try Node(dataDirectory: bob.home)
+            defer { node.close() }
+            try node.unlock(pin: bob.pin)
+            try node.setAutoLock(.after(seconds: 1))
+        }
+        let lan = ["--lan", "--lan-listen", "127.0.0.1", "--no-lan-discovery"]
+        let b = try RunningPeer(bob, lan)
+        let port = try #require(try b.waitFor(event: "started")?["lan_port"] as? Int)
+        #expect(try b.waitFor(event: "locked", timeout: 10) != nil)
+        let a = try RunningPeer(alice, lan + ["--lan-peer", "127.0.0.1:\(port)"])
+        #expect(try a.waitFor(event: "contact_online", timeout: 15) != nil)
+
+        let sent = try #require(try alice.run(["send", "Bob", "while you were locked", "--json"]).json as? [String: Any])
+        let id = try #require(sent["message_id"] as? String)
+        #expect(try a.waitFor(event: "message_status", timeout: 15) { $0["message_id"] as? String == id && $0["status"] as? String == "sent" } != nil)
+        #expect(b.process.isRunning)
+        #expect(try b.waitFor(event: "message_received", timeout: 1) == nil)  // held: locked
+
+        // `status` needs no PIN; `history` asks for it and unlocks `run`'s node.
+        #expect((try bob.run(["status", "--json"], pin: "").json as? [String: Any])?["locked"] as? Bool == true)
+        #expect(try bob.run(["history", "Alice"]).status == 0)
+        #expect(try b.waitFor(event: "message_received", timeout: 15) { $0["message_id"] as? String == id } != nil)
+        #expect(try a.waitFor(event: "message_status", timeout: 15) { $0["message_id"] as? String == id && $0["status"] as? String == "delivered" } != nil)
+        let history = try #require(try bob.run(["history", "Alice", "--json"]).json as? [String: Any])
+        #expect((history["messages"] as? [[String: Any]])?.last?["text"] as? String == "while you were locked")
+
+        #expect(a.stop() == 0)
+        #expect(b.stop() == 0)
     }
 
     @Test func garbageOnTheControlSocketLeavesRunAlive() throws {
