@@ -42,16 +42,31 @@ struct GlobalOptions: ParsableArguments {
     func openNode() throws -> Node {
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        return try Node(dataDirectory: dataDirectory)
+        do {
+            return try Node(dataDirectory: dataDirectory)
+        } catch let error as YaOKError where error.code == .busy
+            && ControlClient.isServing(ControlSocket.path(home: dataDirectory)) {
+            throw YaOKError(.busy, "\(error.message): `yaok run` is serving it; only send, history, retry, outbox "
+                            + "and status go through it, the other commands need it stopped")
+        }
     }
 
     /// Opens the node and unlocks it with the PIN.
     func unlockedNode() throws -> Node {
         let node = try openNode()
+        try unlock(node)
+        return node
+    }
+
+    /// Unlocks `node` with the PIN ($YAOK_PIN, else a prompt); a clear error if there is no
+    /// identity yet.
+    func unlock(_ node: Node) throws {
         guard try node.status().initialized else {
             throw YaOKError(.notInitialized, "No identity in \(dataDirectory): run `yaok init --name NAME` first")
         }
         try node.unlock(pin: try PINInput.pin(prompt: "PIN: "))
-        return node
     }
+
+    /// What opening a data directory that another node holds throws.
+    static let busyCode = YaOKError.Code.busy
 }

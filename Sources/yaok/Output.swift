@@ -16,6 +16,8 @@ enum Output {
             try body()
         } catch let error as YaOKError {
             fail(error.message, status: Int64(error.code.rawValue), json: json)
+        } catch let error as CLIError {
+            fail(error.message, status: error.status.map { Int64($0.rawValue) }, json: json)
         } catch {
             // Not the library's: e.g. the data directory cannot be created.
             fail(error.localizedDescription, status: nil, json: json)

@@ -1,0 +1,45 @@
+import YaOK
+
+/// The text form of the node's diagnostics (docs/ABI.md, "diagnostics"), for `status`.
+enum Diagnostics {
+    static func render(_ d: JSON) -> [String] {
+        var lines: [String] = []
+        let transports = d["transports"]?.array ?? []
+        lines.append("Transports:" + (transports.isEmpty ? " none" : ""))
+        for t in transports {
+            var line = "  \(t["display_name"]?.string ?? "?") (\(t["name"]?.string ?? "?"))  \(t["state"]?.string ?? "?")"
+            if let error = t["error"]?.string { line += ": \(error)" }
+            if t["state"]?.string == "running" {
+                let links = t["links"]?.int ?? 0
+                line += ", \(links) \(links == 1 ? "link" : "links")"
+            }
+            if let at = t["last_activity_ms"]?.int { line += ", last activity \(Output.time(at))" }
+            lines.append(line)
+        }
+        for case .string(let warning) in d["warnings"]?.array ?? [] { lines.append("warning: \(warning)") }
+        if let contacts = d["contacts"]?.array, !contacts.isEmpty {
+            lines.append("Contacts:")
+            for c in contacts {
+                lines.append("  \(c["name"]?.string ?? "?")  \(connection(c["connection"]))")
+            }
+        }
+        if let outbox = d["outbox"]?.array {
+            let failed = outbox.filter { $0["status"]?.string == "failed" }.count
+            lines.append(outbox.isEmpty ? "Outbox: empty"
+                         : "Outbox: \(outbox.count) waiting" + (failed > 0 ? " (\(failed) failed)" : "") + "; `yaok outbox` lists them")
+        }
+        if let held = d["held_packets"]?.int, held > 0 {
+            lines.append("Held until the next unlock: \(held) \(held == 1 ? "packet" : "packets")")
+        }
+        return lines
+    }
+
+    /// A connection object (as in "contact") as `contacts list` words it.
+    static func connection(_ c: JSON?) -> String {
+        switch c?["state"]?.string {
+        case "online": return "Online (\(c?["transport"]?.string ?? "?"))"
+        case "last_seen": return "Last seen \(Output.time(c?["last_seen_ms"]?.int ?? 0))"
+        default: return "Never connected"
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import YaOK
+
+/// Turns the node's events into `yaok run`'s output lines. Called on the node's event
+/// thread, one event at a time.
+///
+/// JSON lines, by "event":
+///   message_received  contact_id, contact, message_id          "Bob: New message"
+///   message_status    message_id, contact_id, contact, status  "Message to Bob: Delivered"
+///   contact_online    contact_id, contact, transport           "Bob is online (WiFi)"
+///   contact_offline   contact_id, contact                      "Bob is offline"
+///   transport         name, display_name, state, error, links  "WiFi: running (1 link)"
+///   locked            reason                                   "Locked (auto_lock)"
+///   unlocked          method                                   "Unlocked"
+///   security          kind, detail                             "Security: wrong_pin …"
+/// plus, from `run` itself: started, warning, stopped.
+///
+/// Names come from a list read once at the start (contacts cannot change while `run` holds
+/// the data directory): reading them from the node per event would count as activity and
+/// hold off auto-lock every time a message arrived.
+final class EventPrinter: Sendable {
+    private let node: Node
+    private let out: EventOutput
+    private let names: [Int64: String]
+    /// Who was online at the last look, so that only changes are printed.
+    private let online = Locked<[Int64: String]>([:])
+
+    /// Call with the node unlocked (it reads the contacts' names).
+    init(node: Node, out: EventOutput) throws {
+        self.node = node
+        self.out = out
+        names = Dictionary(try node.contacts().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    private func name(_ id: Int64) -> String { names[id] ?? "contact \(id)" }
+
+    func print(_ event: NodeEvent) {
+        switch event {
+        case .messageReceived(let contactID, let messageID):
+            let who = name(contactID)
+            out.line(.object([("event", .string("message_received")), ("contact_id", .int(contactID)),
+                              ("contact", .string(who)), ("message_id", .string(messageID.description))])) { "\(who): New message" }
+
+        case .messageStatusChanged(let m) where m.direction == .outgoing:
+            let who = name(m.conversationID)
+            out.line(.object([("event", .string("message_status")), ("message_id", .string(m.messageID.description)),
+                              ("contact_id", .int(m.conversationID)), ("contact", .string(who)),
+                              ("status", .string(m.status.name))])) {
+                "Message to \(who): \(PeerRequest.statusLabel(m.status.name))"
+            }
+
+        case .contactsChanged(let id):
+            contactChanged(id)
+
+        case .transportChanged(let t):
+            out.line(.object([("event", .string("transport")), ("name", .string(t.name)),
+                              ("display_name", .string(t.displayName)), ("state", .string(t.phase.rawValue)),
+                              ("error", t.error.map { .string($0) } ?? .null), ("links", .int(Int64(t.links)))])) {
+                var text = "\(t.displayName): \(t.phase.rawValue)"
+                if let error = t.error { text += ": \(error)" }
+                if t.phase == .running { text += " (\(t.links) \(t.links == 1 ? "link" : "links"))" }
+                return text
+            }
+
+        case .locked(let reason):
+            out.line(.object([("event", .string("locked")), ("reason", .string(reason))])) {
+                reason == "auto_lock" ? "Locked (auto-lock); still receiving, held until the next unlock" : "Locked (\(reason))"
+            }
+
+        case .unlocked(let method):
+            out.line(.object([("event", .string("unlocked")), ("method", .string(method))])) { "Unlocked" }
+
+        case .security(let e):
+            out.line(.object([("event", .string("security")), ("kind", .string(e.kind.rawValue)), ("detail", .string(e.detail))])) {
+                "Security: \(e.kind.rawValue)\(e.detail.isEmpty ? "" : "  \(e.detail)")"
+            }
+
+        default:
+            break  // messages stored: `history` shows them
+        }
+    }
+
+    /// Prints a contact coming online or going offline; other contact changes are quiet.
+    /// The event does not say which it was, so this asks the node, which counts as activity
+    /// for auto-lock (once per connect or disconnect; while locked it cannot tell, and
+    /// prints nothing).
+    private func contactChanged(_ id: Int64) {
+        guard let contact = try? node.contact(id) else {
+            online.withLock { _ = $0.removeValue(forKey: id) }  // deleted (or locked: unknown)
+            return
+        }
+        var now: String?
+        if case .online(let transport) = contact.connection { now = transport }
+        let before = online.withLock { o -> String? in
+            defer { o[id] = now }
+            return o[id]
+        }
+        guard before != now else { return }
+        if let now {
+            out.line(.object([("event", .string("contact_online")), ("contact_id", .int(id)),
+                              ("contact", .string(contact.name)), ("transport", .string(now))])) {
+                "\(contact.name) is online (\(now))"
+            }
+        } else {
+            out.line(.object([("event", .string("contact_offline")), ("contact_id", .int(id)),
+                              ("contact", .string(contact.name))])) { "\(contact.name) is offline" }
+        }
+    }
+}
