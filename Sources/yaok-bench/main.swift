@@ -8,7 +8,12 @@ let suites: [(name: String, run: () throws -> Void)] = [
     ("wire", WireBench.run),
     ("delivery", DeliveryBench.run),
     ("kdf", KDFBench.run),
+    ("lan", LANBench.run),
 ]
+
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "lan-peer" {
+    try LANBench.peer(Array(CommandLine.arguments.dropFirst(2)))
+}
 
 let wanted = Array(CommandLine.arguments.dropFirst())
 for suite in suites where wanted.isEmpty || wanted.contains(suite.name) {

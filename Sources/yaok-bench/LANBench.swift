@@ -1,0 +1,142 @@
+import Foundation
+import YaOK
+
+/// Two processes on loopback over the LAN transport, both stores durable (WAL,
+/// synchronous=FULL): send → delivered latency one message at a time, and the throughput
+/// of pipelined messages until all are delivered (issue 7 §10). The peer is this same
+/// executable started as `yaok-bench lan-peer …`.
+enum LANBench {
+    static func run() throws {
+        let root = "/tmp/yaok-bench-lan-\(getpid())"
+        defer { _ = try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let peer = Process()
+        peer.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        peer.arguments = ["lan-peer", root + "/b", root + "/b.card", root + "/a.card", root + "/b.port"]
+        try peer.run()
+        defer { peer.terminate(); peer.waitUntilExit() }
+
+        let alice = try Node(dataDirectory: root + "/a", options: fastKDF())
+        defer { alice.close() }
+        _ = try alice.setup(name: "Alice", pin: pin, confirmation: pin)
+        try alice.setAutoLock(.never)
+        try alice.profile().text.write(toFile: root + "/a.card", atomically: true, encoding: .utf8)
+        let bobID = try alice.addContact(card: try waitForFile(root + "/b.card")).id
+        let port = try waitForFile(root + "/b.port")
+
+        let delivered = DeliveredCounter()
+        alice.setEventHandler { event in
+            if case .messageStatusChanged(let m) = event, m.status == .delivered { delivered.add() }
+        }
+        var options = LANTransport.Options()
+        options.listenAddress = "127.0.0.1"
+        options.discovery = nil
+        options.staticPeers = ["127.0.0.1:" + port]
+        try alice.addTransport(try LANTransport(options: options))
+        try alice.setTransport("lan", enabled: true)
+        let deadline = Date().addingTimeInterval(30)
+        while (try? alice.contact(bobID).connection) != .online(transport: "WiFi") {
+            guard Date() < deadline else { throw YaOKError(.internal, "the LAN peer did not connect") }
+            usleep(10_000)
+        }
+
+        // One at a time: send, wait for the delivered event.
+        var latencies: [Double] = []
+        for i in 0..<500 {
+            let before = delivered.count
+            let start = Measure.now()
+            _ = try alice.send(to: bobID, text: "ping \(i)")
+            try delivered.wait(above: before)
+            latencies.append(Measure.now() - start)
+        }
+        latencies.sort()
+        Measure.report("LAN, send → delivered, one at a time, p50", ms(latencies[latencies.count / 2]), target: "p50 ≤ 2 ms")
+        Measure.report("LAN, send → delivered, one at a time, p99", ms(latencies[latencies.count * 99 / 100]))
+
+        // Pipelined: 3,000 sent back to back; the clock stops at the last delivered.
+        let n = 3_000
+        let before = delivered.count
+        let start = Measure.now()
+        for i in 0..<n { _ = try alice.send(to: bobID, text: "bulk \(i) " + String(repeating: "x", count: 100)) }
+        let sentIn = Measure.now() - start
+        try delivered.wait(above: before + n - 1, timeout: 300)
+        let elapsed = Measure.now() - start
+        Measure.report("LAN, \(n) pipelined, sent in", "\(Measure.format(sentIn, decimals: 2)) s")
+        Measure.report("LAN, \(n) pipelined, delivered", "\(Int(Double(n) / elapsed)) messages/s", target: "≥ 2,000/s")
+
+        // The same, handed over in batches of 100 (one transaction and one disk sync each).
+        let before2 = delivered.count
+        let start2 = Measure.now()
+        for b in 0..<(n / 100) {
+            _ = try alice.send((0..<100).map { (bobID, "batch \(b).\($0) " + String(repeating: "x", count: 100)) })
+        }
+        try delivered.wait(above: before2 + n - 1, timeout: 300)
+        Measure.report("LAN, \(n) in batches of 100, delivered", "\(Int(Double(n) / (Measure.now() - start2))) messages/s",
+                       target: "≥ 2,000/s")
+        Measure.report("peak RSS of the sending process", "\(Measure.format(Measure.peakRSSMiB(), decimals: 1)) MiB")
+    }
+
+    /// The peer process: sets up, swaps cards through files, listens on the LAN, runs until killed.
+    static func peer(_ args: [String]) throws -> Never {
+        guard args.count == 4 else { throw YaOKError(.invalidArgument, "lan-peer DIR CARD_OUT PEER_CARD PORT_OUT") }
+        let bob = try Node(dataDirectory: args[0], options: fastKDF())
+        _ = try bob.setup(name: "Bob", pin: pin, confirmation: pin)
+        try bob.setAutoLock(.never)
+        try bob.profile().text.write(toFile: args[1], atomically: true, encoding: .utf8)
+        _ = try bob.addContact(card: try waitForFile(args[2]))
+        var options = LANTransport.Options()
+        options.listenAddress = "127.0.0.1"
+        options.discovery = nil
+        let lan = try LANTransport(options: options)
+        try bob.addTransport(lan)
+        try bob.setTransport("lan", enabled: true)
+        try String(lan.listeningPort ?? 0).write(toFile: args[3], atomically: true, encoding: .utf8)
+        while true { sleep(60) }
+    }
+
+    private static let pin = "246810"
+
+    /// The KDF is not what is measured; the stores are otherwise production (durable).
+    private static func fastKDF() -> Node.Options {
+        var options = Node.Options()
+        options.pinHashing = .insecureFastForTestsOnly
+        options.allowTestOnlyKDFCosts = true
+        return options
+    }
+
+    private static func waitForFile(_ path: String) throws -> String {
+        for _ in 0..<3000 {
+            if let text = try? String(contentsOfFile: path, encoding: .utf8), !text.isEmpty {
+                return text.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            usleep(10_000)
+        }
+        throw YaOKError(.internal, "\(path) never appeared")
+    }
+
+    static func ms(_ seconds: Double) -> String { "\(Measure.format(seconds * 1000, decimals: 3)) ms" }
+}
+
+/// Counts delivered events (they arrive on the node's event thread).
+final class DeliveredCounter: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var value = 0
+
+    var count: Int { condition.lock(); defer { condition.unlock() }; return value }
+
+    func add() {
+        condition.lock()
+        value += 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait(above: Int, timeout: Double = 30) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while value <= above {
+            guard condition.wait(until: deadline) else { throw YaOKError(.internal, "timed out waiting for delivery") }
+        }
+    }
+}
