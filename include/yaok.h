@@ -615,10 +615,11 @@ yaok_status yaok_message_mark_read(yaok_node *node, int64_t conversation_id, uin
  * it. The app passes every unit that arrives to yaok_link_receive and transmits every unit
  * the node hands to its send callback.
  *
- * Threads: a yaok_link may be used from several threads at once. The callbacks run on the
- * node's event thread, except that a send queued by a call the application makes on the
- * node (yaok_message_send, yaok_message_retry, yaok_link_close …) may run on that caller's
- * thread before the call returns; never while the node's lock is held. A callback may call
+ * Threads: a yaok_link may be used from several threads at once. The send callback runs
+ * only on the node's event thread, with a link's units in the order they must arrive (the
+ * receiver drops a link packet older than one it already took); the closed callback runs
+ * on the event thread, or inside yaok_link_close / yaok_node_free. No callback runs while
+ * the node's lock is held. A callback may call
  * yaok_link_receive and yaok_link_close (on any link) and other yaok_* functions on the
  * node, except yaok_node_free. */
 

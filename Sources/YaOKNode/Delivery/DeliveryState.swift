@@ -25,6 +25,9 @@ struct DeliveryState {
     /// a burst costs one disk sync, not one per packet.
     var inbound: [(link: UInt64, unit: [UInt8])] = []
     var drainPosted = false
+    /// Units sealed and not yet handed to their transports, in sealing order (flushed on the
+    /// event thread only, so that no two threads reorder a link's packets).
+    var outgoing: [(link: Link, unit: [UInt8])] = []
     /// The sender time of the last message sent (they strictly increase).
     var lastSentAt: Int64 = 0
 }
@@ -43,6 +46,8 @@ struct LinkState {
     var handshakeTimer: EventLoop.TimerID?
     /// Seen-packet records this link caused in the current minute (a per-link cap).
     var recordsThisMinute = 0
+    /// Packets dropped as bad so far (a link that keeps sending them is closed).
+    var badUnits = 0
     var minuteStart: Int64
 
     var isOpen: Bool { peer != nil }

@@ -11,12 +11,14 @@ public final class MemoryPipe: Sendable {
     public init(_ a: Node, _ b: Node, mtu: Int = 65_535, transport: String = "memory") throws {
         let toB = PipeEnd(), toA = PipeEnd()
         let drop = dropping
+        // A node that ends its side (handshake timeout, a protocol error) ends the pipe, as a
+        // TCP connection or a radio link would end for both.
         initiator = try a.openLink(transport: transport, role: .initiator, mtu: mtu, send: { unit in
             if drop.withLock({ $0?(unit) }) != true { toB.deliver(unit) }
-        })
+        }, closed: { reason in toB.close(reason) })
         responder = try b.openLink(transport: transport, role: .responder, mtu: mtu, send: { unit in
             if drop.withLock({ $0?(unit) }) != true { toA.deliver(unit) }
-        })
+        }, closed: { reason in toA.close(reason) })
         toB.connect(responder)
         toA.connect(initiator)
     }
@@ -40,6 +42,12 @@ private final class PipeEnd: Sendable {
             return s.link
         }
         link?.receive(unit)
+    }
+
+    /// The far side's node ended the link: end this side too.
+    func close(_ reason: String) {
+        let link = state.withLock { $0.link }
+        link?.close(reason: "The other side closed the link: \(reason)")
     }
 
     func connect(_ link: Link) {

@@ -11,6 +11,8 @@ extension Node {
     /// The longest lifetime accepted from a peer: anything longer is clamped in duplicate
     /// records and refused outright above this (a junk packet cannot pin storage for weeks).
     public static let maxAcceptedLifetimeMinutes: UInt16 = 14 * 24 * 60
+    /// Bad packets a link may send (dropped one by one) before it is closed.
+    static let maxBadUnitsPerLink = 64
 
     /// The node's event loop, where transports register their sockets.
     public var eventLoop: EventLoop { loop }
@@ -53,8 +55,10 @@ extension Node {
             return (link, first)
         }
         if let first {
-            let units = try withStore { _, s in try s.delivery.links[link.id]?.units(for: first) ?? [] }
-            loop.post { for u in units { link.sendUnit(u) } }
+            try withStore { _, s in
+                for u in try s.delivery.links[link.id]?.units(for: first) ?? [] { s.delivery.outgoing.append((link, u)) }
+            }
+            flushOutgoing()
         }
         return link
     }
@@ -100,6 +104,14 @@ extension Node {
                 let batch = s.delivery.inbound
                 s.delivery.inbound = []
                 s.delivery.drainPosted = false
+                let queued = s.delivery.outgoing.count
+                var rolledBack = true
+                // Receipts for a batch that is rolled back must not go out.
+                defer {
+                    if rolledBack, s.delivery.outgoing.count > queued {
+                        s.delivery.outgoing.removeLast(s.delivery.outgoing.count - queued)
+                    }
+                }
                 try store.db.transaction {
                     for (linkID, unit) in batch {
                         do {
@@ -113,10 +125,12 @@ extension Node {
                         }
                     }
                 }
+                rolledBack = false
                 try pump(store, &s, &effects)
             }
         } catch {
-            effects.units.removeAll()  // receipts for a batch that was rolled back must not go out
+            // The batch was not taken (disk full, storage error): no receipt went out, so
+            // the senders try again.
         }
         for (link, reason) in effects.closes { closeLink(link, reason: reason, notifyTransport: true) }
         effects.closes = []
@@ -142,8 +156,18 @@ extension Node {
         case .handshake(let payload):
             try receiveHandshake(payload, on: linkID, store, &s, &effects)
         case .link:
-            guard let payload = try s.delivery.links[linkID]?.channel.open(packet) else { return }
-            try receiveLinkPayload(payload, on: linkID, store, &s, &effects)
+            // A bad link packet, or a bad packet inside one, is dropped and the link stays up
+            // (§5.3: lossy radios corrupt and replay); only a link that keeps sending them
+            // is closed. Storage failures propagate: the batch rolls back, nothing is confirmed.
+            do {
+                guard let payload = try s.delivery.links[linkID]?.channel.open(packet) else { return }
+                try receiveLinkPayload(payload, on: linkID, store, &s, &effects)
+            } catch let error as YaOKError where error.code != .diskFull && error.code != .storage {
+                s.delivery.links[linkID]?.badUnits += 1
+                if (s.delivery.links[linkID]?.badUnits ?? 0) > Node.maxBadUnitsPerLink {
+                    throw YaOKError(.linkFailed, "The link sent \(Node.maxBadUnitsPerLink) bad packets: closed (last: \(error))")
+                }
+            }
         case .routed, .fragment:
             throw YaOKError(.linkFailed, "Only handshake and link packets travel on a link")
         }
@@ -153,7 +177,7 @@ extension Node {
                                   _ effects: inout Effects) throws {
         guard var link = s.delivery.links[linkID] else { return }
         let (reply, peer) = try link.channel.receiveHandshake(payload)
-        if let reply { effects.units += try link.units(for: reply).map { (link.link, $0) } }
+        if let reply { s.delivery.outgoing += try link.units(for: reply).map { (link.link, $0) } }
         if let peer {
             link.peer = peer
             if let timer = link.handshakeTimer { loop.cancel(timer) }
@@ -186,7 +210,7 @@ extension Node {
                     _ effects: inout Effects) throws {
         guard var link = s.delivery.links[linkID], link.isOpen else { return }
         let packet = try link.channel.seal(payload)
-        effects.units += try link.units(for: packet).map { (link.link, $0) }
+        s.delivery.outgoing += try link.units(for: packet).map { (link.link, $0) }
         s.delivery.links[linkID] = link
     }
 
@@ -236,10 +260,26 @@ extension Node {
         }
     }
 
+    /// Hands queued units to their transports, in the order they were sealed (a link's
+    /// counters must arrive in order, or the receiver drops them as replays). Always on the
+    /// event thread, the only one that drains the queue: a call from another thread (an
+    /// app's `send`) posts the flush there instead of racing it.
+    func flushOutgoing() {
+        guard loop.isLoopThread else {
+            loop.post { [weak self] in self?.flushOutgoing() }
+            return
+        }
+        let units = state.withLock { s -> [(Link, [UInt8])] in
+            defer { s.delivery.outgoing = [] }
+            return s.delivery.outgoing
+        }
+        for (link, unit) in units { link.sendUnit(unit) }
+    }
+
     /// Runs what a locked section decided, outside the lock: units to transports, events
     /// to the app, closes to transports.
     func perform(_ effects: Effects) {
-        for (link, unit) in effects.units { link.sendUnit(unit) }
+        flushOutgoing()
         for event in effects.events { events.emit(event) }
         for (link, reason) in effects.closes { link.closedByNode(reason) }
     }
@@ -247,7 +287,6 @@ extension Node {
 
 /// What a locked section hands to `perform`.
 struct Effects {
-    var units: [(Link, [UInt8])] = []
     var events: [NodeEvent] = []
     var closes: [(Link, String)] = []
 }
