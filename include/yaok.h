@@ -673,6 +673,19 @@ void yaok_link_close(yaok_link *link);
  * returns that error. None with that name: YAOK_E_NOT_FOUND ("No transport named <name>"). */
 yaok_status yaok_transport_set_enabled(yaok_node *node, const char *name, int32_t enabled);
 
+/* yaok_transport_lan_add flags. */
+#define YAOK_LAN_NO_DISCOVERY 1u  /* no multicast beacons: only the static peers */
+
+/* Registers the LAN transport ("lan", shown as "WiFi"), disabled: start it with
+ * yaok_transport_set_enabled(node, "lan", 1). It listens on TCP `listen_address` (NULL:
+ * "0.0.0.0", all interfaces) and `port` (0: any free port; diagnostics show which), finds
+ * peers by UDP multicast beacons that carry only a rotating random token (docs/PROTOCOL.md
+ * §7) unless YAOK_LAN_NO_DISCOVERY, and connects to the `peers_count` (0 to 64) static
+ * peers "host:port" in `peers` (borrowed). Peers found are connected, authenticated (§5) and
+ * shown as "Online (WiFi)" on their contact. Registered twice: YAOK_E_INVALID_ARGUMENT. */
+yaok_status yaok_transport_lan_add(yaok_node *node, const char *listen_address, uint16_t port, uint32_t flags,
+                                   const char *const *peers, size_t peers_count);
+
 /* Diagnostics as a JSON object (docs/ABI.md, "diagnostics"): transports, links, packets held
  * while locked and, when unlocked, contacts' connection status and the outbox. Works while
  * locked. *out_json: free with yaok_string_free(). */

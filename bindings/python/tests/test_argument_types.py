@@ -91,7 +91,7 @@ class Context:
             "message_id": self.outgoing, "sent_at_ms": 1_000, "status": "sent", "before": None,
             "limit": 10, "before_id": None,
             "role": yaok.LinkRole.INITIATOR, "mtu": 200, "send": lambda unit: None, "closed": None,
-            "enabled": True,
+            "enabled": True, "listen": "127.0.0.1", "port": 0, "discovery": False, "peers": [],
             # Identity, Card
             "secrets": ALICE_SECRETS,
             # envelope

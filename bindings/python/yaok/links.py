@@ -21,7 +21,7 @@ import enum
 import itertools
 import logging
 import threading
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 from ._lib import STATUS, OwnedHandle, declare
 from ._node_base import CHAR_OUT, UINT32_MAX, NodeBase, NodePointer, check_int
@@ -59,6 +59,9 @@ _receive = declare("yaok_link_receive", STATUS, LinkPointer, ctypes.c_char_p, ct
 _close = declare("yaok_link_close", None, LinkPointer)
 _set_enabled = declare("yaok_transport_set_enabled", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_int32)
 _diagnostics = declare("yaok_node_diagnostics", STATUS, NodePointer, CHAR_OUT)
+_lan_add = declare("yaok_transport_lan_add", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_uint16, ctypes.c_uint32,
+                   ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
+LAN_NO_DISCOVERY = 1
 
 
 class _Callbacks:
@@ -193,6 +196,24 @@ class LinksMixin(NodeBase):
         if not isinstance(enabled, bool):
             raise TypeError(f"enabled must be a bool, not {type(enabled).__name__}")
         self._call(_set_enabled, self._text(name, "name"), 1 if enabled else 0)
+
+    def add_lan(self, listen: Optional[str] = None, port: int = 0, discovery: bool = True,
+                peers: Sequence[str] = ()) -> None:
+        """Registers the LAN transport, disabled (``yaok_transport_lan_add``); start it with
+        ``set_transport_enabled("lan", True)``. ``listen``: the TCP address (None: all);
+        ``port``: 0 for any free one; ``discovery``: multicast beacons; ``peers``: static
+        "host:port" peers to connect to."""
+        if not isinstance(discovery, bool):
+            raise TypeError(f"discovery must be a bool, not {type(discovery).__name__}")
+        if isinstance(peers, (str, bytes)) or not all(isinstance(p, str) for p in peers):
+            raise TypeError("peers must be a sequence of str")
+        if len(peers) > 64:
+            raise ValueError("at most 64 static peers")
+        encoded = [self._text(p, "peers") for p in peers]
+        array = (ctypes.c_char_p * max(len(encoded), 1))(*encoded)
+        self._call(_lan_add, None if listen is None else self._text(listen, "listen"),
+                   check_int(port, "port", 0, 65535), 0 if discovery else LAN_NO_DISCOVERY,
+                   array, len(encoded))
 
     def diagnostics(self) -> Dict[str, Any]:
         """Diagnostics as a dict (docs/ABI.md, "diagnostics"); works while locked."""
