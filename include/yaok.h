@@ -569,7 +569,8 @@ yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_js
 
 /* Message status values (the "status" of a message's JSON, as numbers for C apps). */
 #define YAOK_MESSAGE_PENDING 0u
-#define YAOK_MESSAGE_SENDING 1u
+#define YAOK_MESSAGE_SENDING 1u     /* reserved: the engine does not use it (a message is
+                                       pending until a link confirms it, then sent) */
 #define YAOK_MESSAGE_SENT 2u
 #define YAOK_MESSAGE_DELIVERED 3u
 #define YAOK_MESSAGE_FAILED 4u
@@ -628,7 +629,12 @@ typedef struct yaok_link yaok_link;
 /* Transmits one unit (at most the link's MTU bytes). `unit` is borrowed for the call only:
  * copy it. Must not block: queue the bytes (yaok_link_receive only queues, so a memory pipe
  * may hand the unit straight to the other link). The return value is ignored today (return
- * YAOK_OK; a lost unit is recovered by the node's retries). */
+ * YAOK_OK). A lost message or receipt is recovered by the node's retries; a lost handshake
+ * unit is not retransmitted: the handshake then times out after 10 s and the link closes
+ * (closed callback), and the app opens a new one when its radio reconnects.
+ * The initiator's first unit is sent AT ONCE, possibly before yaok_link_open has returned
+ * and handed you the handle: be ready to carry units as soon as you call it (the callback
+ * gets your user_data; queue what arrives for a peer whose link you do not know yet). */
 typedef yaok_status (*yaok_link_send_callback)(void *user_data, const uint8_t *unit, size_t unit_len);
 
 /* The node ended the link (handshake timeout, protocol violation, node closing): drop the
@@ -659,7 +665,9 @@ yaok_status yaok_link_open(yaok_node *node, const char *transport, uint32_t role
 
 /* One unit as the connection received it. Copied; returns at once, the node processes it
  * on its event thread (so it is safe to call from a send callback). A link that was closed
- * (by either side): YAOK_E_CLOSED. */
+ * (by either side): YAOK_E_CLOSED. A link that sends faster than the node processes (more
+ * than 1 MiB or 16,384 units waiting) is refused with YAOK_E_LINK_FAILED and closed: one
+ * flooding peer cannot starve the node's other links. */
 yaok_status yaok_link_receive(yaok_link *link, const uint8_t *unit, size_t unit_len);
 
 /* Closes the link (messages in flight over it are retried later) and frees the handle.

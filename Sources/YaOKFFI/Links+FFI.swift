@@ -133,7 +133,9 @@ public func yaok_link_receive(_ link: OpaquePointer?, _ unit: UnsafePointer<UInt
         let handle = try Handles.borrow(link, as: LinkHandle.self, "link")
         let bytes = try YaOKFFI.bytes(unit, unitLength, "unit")
         guard let l = handle.link, !handle.callbacks.isClosed else { throw YaOKError(.closed, "The link is closed") }
-        l.receive(bytes)
+        guard l.receive(bytes) else {
+            throw YaOKError(.linkFailed, "The unit was refused: the link is closed or sent faster than it is processed")
+        }
     }
 }
 

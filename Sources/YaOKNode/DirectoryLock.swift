@@ -12,7 +12,7 @@ final class DirectoryLock: Sendable {
     init(directory: String) throws {
         try Store.makeDirectory(directory)
         let path = directory + "/yaok.lock"
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else {
             throw YaOKError(errno == ENOSPC ? .diskFull : .storage, "Cannot open \(path): \(String(cString: strerror(errno)))")
         }

@@ -41,8 +41,8 @@ extension Store {
     package func dueOutbox(contactID: Int64, now: Int64, limit: Int) throws -> [OutboxRow] {
         try db.rows("""
             SELECT \(Store.outboxColumns) FROM outbox
-            WHERE contact_id = ? AND state = 0 AND next_attempt_ms <= ? ORDER BY seq LIMIT ?
-            """, [.int(contactID), .int(now), .int(Int64(limit))], map: outboxRow)
+            WHERE contact_id = ? AND state = 0 AND next_attempt_ms <= ? AND expires_ms > ? ORDER BY seq LIMIT ?
+            """, [.int(contactID), .int(now), .int(now), .int(Int64(limit))], map: outboxRow)
     }
 
     package func outboxRow(_ packetID: MessageID) throws -> OutboxRow? {
@@ -115,6 +115,11 @@ extension Store {
 
     package func heldPackets(limit: Int) throws -> [(id: Int64, packet: [UInt8])] {
         try db.rows("SELECT id, packet FROM held_packets ORDER BY id LIMIT ?", [.int(Int64(limit))]) { ($0.int64(0), $0.blob(1)) }
+    }
+
+    /// Packets held and their total size.
+    package func heldTotals() throws -> (count: Int, bytes: Int) {
+        try db.rows("SELECT count(*), coalesce(sum(length(packet)), 0) FROM held_packets") { ($0.int(0), $0.int(1)) }.first ?? (0, 0)
     }
 
     package func heldCount() throws -> Int {

@@ -39,7 +39,7 @@ package final class Store {
         // Only the owner may read the files, though nothing secret is in them in clear.
         // Creating the database file 0600 before SQLite opens it leaves no moment in which
         // it is readable by others, and SQLite gives its -wal and -shm files the same mode.
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             throw YaOKError(errno == ENOSPC ? .diskFull : .storage,
                             "Cannot open \(path): \(String(cString: strerror(errno)))")
@@ -72,6 +72,18 @@ package final class Store {
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
                 throw YaOKError(.storage, "Cannot create \(prefix): \(String(cString: strerror(errno)))")
             }
+        }
+        // The data directory itself is the owner's alone, even one that existed before
+        // (another local user could otherwise replace the database or plant links in it).
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw YaOKError(.storage, "\(path) is not a directory")
+        }
+        guard info.st_uid == geteuid() else {
+            throw YaOKError(.storage, "\(path) belongs to another user: a data directory must be the owner's own")
+        }
+        if info.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 {
+            throw YaOKError(.storage, "Cannot make \(path) private (chmod 0700): \(String(cString: strerror(errno)))")
         }
     }
 }

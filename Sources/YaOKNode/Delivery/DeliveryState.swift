@@ -25,11 +25,17 @@ struct DeliveryState {
     /// a burst costs one disk sync, not one per packet.
     var inbound: [(link: UInt64, unit: [UInt8])] = []
     var drainPosted = false
+    var inboundBytes = 0
     /// Units sealed and not yet handed to their transports, in sealing order (flushed on the
     /// event thread only, so that no two threads reorder a link's packets).
     var outgoing: [(link: Link, unit: [UInt8])] = []
     /// The sender time of the last message sent (they strictly increase).
     var lastSentAt: Int64 = 0
+    /// The last packet dropped for its time: the link and how far its creation time was
+    /// from our clock (positive: ahead), for diagnostics ("a contact's clock is off").
+    var lastClockSkew: (link: UInt64, ms: Int64)?
+    /// Why held packets could not be opened at the last try (storage), for diagnostics.
+    var heldError: String?
 }
 
 /// One link's protocol state.
@@ -48,6 +54,11 @@ struct LinkState {
     var recordsThisMinute = 0
     /// Packets dropped as bad so far (a link that keeps sending them is closed).
     var badUnits = 0
+    /// Messages rejected from this link (stranger, tampered): logged a few times, then closed.
+    var rejections = 0
+    /// Units received and not yet processed (capped per link: see `Node.linkReceived`).
+    var queued = 0
+    var queuedBytes = 0
     var minuteStart: Int64
 
     var isOpen: Bool { peer != nil }

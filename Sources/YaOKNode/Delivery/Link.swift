@@ -38,8 +38,11 @@ public final class Link: Sendable {
 
     /// One unit as the transport received it (a frame's payload on a stream, a write or
     /// notification on BLE). Returns at once; the node processes it on its event thread.
-    public func receive(_ unit: [UInt8]) {
-        node?.linkReceived(self, unit)
+    /// False when the unit was refused: the link is closed, or it sent faster than the node
+    /// processes (it is then closed; a transport should stop reading from it).
+    @discardableResult
+    public func receive(_ unit: [UInt8]) -> Bool {
+        node?.linkReceived(self, unit) ?? false
     }
 
     /// The transport lost the connection (or the app is done with it). Messages in flight

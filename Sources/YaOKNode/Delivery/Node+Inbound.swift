@@ -11,10 +11,30 @@ extension Node {
     /// delivered, only not remembered (a retransmission is then caught by the message ID).
     static let recordsPerLinkPerMinute = 2_000
 
+    /// Packets a locked node holds at most (all links together), and bytes: past either,
+    /// arrivals get no receipt, so their senders keep them and try again later.
+    static let maxHeldPackets = 2_000
+    static let maxHeldBytes = 24 << 20
+    /// Rejected messages (unknown sender, failed authentication) one link may cause before
+    /// it is closed; each link logs at most `maxRejectionsLoggedPerLink` of them.
+    static let maxRejectionsPerLink = 32
+    static let maxRejectionsLoggedPerLink = 3
+
+    /// One routed packet from a link. A receipt goes back only when the packet was taken:
+    /// stored or applied, held while locked, or already taken before (a duplicate). A packet
+    /// refused (stranger, tampered, not for us, outside its time window) gets none, so an
+    /// honest sender keeps it and tries again — e.g. once the recipient has added them.
     func receiveRouted(_ bytes: [UInt8], on linkID: UInt64, _ store: Store, _ s: inout NodeState,
                        _ effects: inout Effects) throws {
         let (header, range) = try RoutedHeader.parse(bytes)
-        try header.checkTime(nowMs: now)
+        do {
+            try header.checkTime(nowMs: now)
+        } catch {
+            // A clock far off on either side: drop this packet only (the link is fine), and
+            // say so in diagnostics. No receipt: the sender tries again.
+            s.delivery.lastClockSkew = (linkID, header.createdMs - now)
+            return
+        }
         guard header.lifetimeMinutes <= Node.maxAcceptedLifetimeMinutes else {
             throw YaOKError(.malformedPacket, "Packet lifetime \(header.lifetimeMinutes) minutes exceeds the accepted maximum")
         }
@@ -28,20 +48,22 @@ extension Node {
             return
         }
         guard s.keys != nil else {
-            // Locked: keep it as it came, confirm receipt, open it on unlock.
+            // Locked: keep it as it came, confirm receipt, open it on unlock — within bounds,
+            // since a locked node cannot tell contacts from strangers.
+            let (count, bytesHeld) = try store.heldTotals()
+            guard count < Node.maxHeldPackets, bytesHeld + bytes.count <= Node.maxHeldBytes else { return }
             _ = try store.hold(bytes, digest: digest.bytes, now: now)
             try sendReceipt([header.messageID], on: linkID, &s, &effects)
             return
         }
-        if try process(header, payload, store, &s, &effects) {
-            try record(digest, header, on: linkID, seen, &s)
-        }
+        guard try process(header, payload, on: linkID, store, &s, &effects) else { return }
+        try record(digest, header, on: linkID, seen, &s)
         try sendReceipt([header.messageID], on: linkID, &s, &effects)
     }
 
     /// Opens and applies one routed packet with the keys. Returns whether it was taken
     /// (stored or applied) and should be remembered; rejects are logged and dropped.
-    func process(_ header: RoutedHeader, _ payload: [UInt8], _ store: Store, _ s: inout NodeState,
+    func process(_ header: RoutedHeader, _ payload: [UInt8], on linkID: UInt64?, _ store: Store, _ s: inout NodeState,
                  _ effects: inout Effects) throws -> Bool {
         guard let keys = s.keys, let directory = try peers(store, &s) else { return false }
         switch header.type {
@@ -55,9 +77,10 @@ extension Node {
                 case .notForMe:
                     return false  // no forwarding yet: someone else's packet is dropped
                 case .unknownSender:
-                    try logAndEmit(store, .unknownSender, "A message from someone who is not a contact was rejected", &effects)
+                    try reject(on: linkID, store, .unknownSender, "A message from someone who is not a contact was rejected", &s, &effects)
                 default:
-                    try logAndEmit(store, .tamperedMessage, "A message failed authentication and was rejected (\(error.code))", &effects)
+                    try reject(on: linkID, store, .tamperedMessage,
+                               "A message failed authentication and was rejected (\(error.code))", &s, &effects)
                 }
                 return false
             }
@@ -65,7 +88,7 @@ extension Node {
             var body = opened.body
             defer { Sodium.wipe(&body) }
             guard let text = String(validating: body, as: UTF8.self), !text.isEmpty else {
-                try logAndEmit(store, .tamperedMessage, "A message whose text is not UTF-8 was rejected", &effects)
+                try reject(on: linkID, store, .tamperedMessage, "A message whose text is not UTF-8 was rejected", &s, &effects)
                 return false
             }
             let sentAt = header.createdMs
@@ -115,37 +138,82 @@ extension Node {
         try sendOnLink(.receipt(ids), on: linkID, &s, &effects)
     }
 
-    private func logAndEmit(_ store: Store, _ kind: SecurityEventKind, _ detail: String, _ effects: inout Effects) throws {
-        let event = try store.appendSecurityEvent(kind, detail, time: now)
+    /// A rejected message: logged (a few per link, so a stranger cannot flood the security
+    /// log), and a link that keeps sending them is closed.
+    private func reject(on linkID: UInt64?, _ store: Store, _ kind: SecurityEventKind, _ detail: String,
+                        _ s: inout NodeState, _ effects: inout Effects) throws {
+        var rejections = 1
+        if let linkID, var link = s.delivery.links[linkID] {
+            link.rejections += 1
+            rejections = link.rejections
+            s.delivery.links[linkID] = link
+            if rejections == Node.maxRejectionsPerLink {
+                effects.closes.append((link.link, "The link kept sending messages that were rejected"))
+            }
+        }
+        guard rejections <= Node.maxRejectionsLoggedPerLink else { return }
+        let suffix = rejections == Node.maxRejectionsLoggedPerLink ? " (further rejections on this link are not logged)" : ""
+        let event = try store.appendSecurityEvent(kind, detail + suffix, time: now)
         effects.events.append(.security(event))
     }
 
     /// Opens what arrived while locked, in batches, after an unlock.
     func processHeld() {
         var effects = Effects()
-        let more = (try? withStore { store, s -> Bool in
-            guard s.keys != nil else { return false }
-            // Links that came up while locked could not be matched to contacts: match them now.
-            contactsChangedForDelivery(store, &s, &effects)
-            let batch = try store.heldPackets(limit: 200)
-            try store.db.transaction {
-                for (id, bytes) in batch {
-                    if let (header, range) = try? RoutedHeader.parse(bytes) {
-                        let payload = Array(bytes[range])
-                        if (try? header.checkTime(nowMs: now)) != nil,
-                           try process(header, payload, store, &s, &effects) {
-                            try store.seen.record(PacketDigest.of(header, payload: payload).value,
-                                                                     expiresAtMs: header.expiresAtMs,
-                                                                     nowMs: now)
+        var more = false
+        do {
+            try withStore { store, s in
+                guard s.keys != nil else { return }
+                // Links that came up while locked could not be matched to contacts: match them now.
+                contactsChangedForDelivery(store, &s, &effects)
+                try reconcileStatuses(store, &s, &effects)
+                let batch = try store.heldPackets(limit: 200)
+                let eventsBefore = effects.events.count
+                do {
+                    try store.db.transaction {
+                        for (id, bytes) in batch {
+                            if let (header, range) = try? RoutedHeader.parse(bytes) {
+                                let payload = Array(bytes[range])
+                                if (try? header.checkTime(nowMs: now)) != nil,
+                                   try process(header, payload, on: nil, store, &s, &effects) {
+                                    try store.seen.record(PacketDigest.of(header, payload: payload).value,
+                                                          expiresAtMs: header.expiresAtMs, nowMs: now)
+                                }
+                            }
+                            try store.removeHeld(id)
                         }
                     }
-                    try store.removeHeld(id)
+                } catch {
+                    // Rolled back: the packets stay held for the next try, and nothing the
+                    // batch did may be believed (the duplicate front, the events).
+                    store.seen.dropFront()
+                    effects.events.removeSubrange(eventsBefore...)
+                    throw error
                 }
+                try pump(store, &s, &effects, sweep: true)
+                more = batch.count == 200
             }
-            try pump(store, &s, &effects, sweep: true)
-            return batch.count == 200
-        }) ?? false
+        } catch {
+            noteHeldFailure(error)
+        }
         perform(effects)
         if more { loop.post { [weak self] in self?.processHeld() } }
+    }
+
+    /// Opening held packets failed (storage): they stay held; diagnostics say why.
+    private func noteHeldFailure(_ error: Error) {
+        state.withLock { $0.delivery.heldError = "\(error)" }
+    }
+
+    /// Receipts and failures that arrived while locked changed the outbox but not the
+    /// messages' statuses (those rows are sealed under keys a locked node lacks): bring the
+    /// statuses in line with the outbox after an unlock.
+    func reconcileStatuses(_ store: Store, _ s: inout NodeState, _ effects: inout Effects) throws {
+        guard let keys = s.keys else { return }
+        for row in try store.outboxRows(kind: .message) {
+            guard let m = try store.outgoingMessage(messageID: row.packetID.bytes, cipher: keys.cipher) else { continue }
+            let expected: MessageStatus = row.state == .sent ? .sent : (row.attempts > 0 ? .failed : .pending)
+            if m.status != expected, m.status != .delivered { _ = try setStatus(row.packetID, expected, store, keys, &effects) }
+        }
     }
 }

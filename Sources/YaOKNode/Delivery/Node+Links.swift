@@ -83,17 +83,43 @@ extension Node {
         perform(effects)
     }
 
-    /// Queues a received unit and makes sure a drain runs on the event thread.
-    func linkReceived(_ link: Link, _ unit: [UInt8]) {
-        let post = state.withLock { s -> Bool in
-            guard s.store != nil, s.delivery.links[link.id] != nil else { return false }
-            // A peer cannot queue without bound: past this the link is misbehaving.
-            guard s.delivery.inbound.count < 4096 else { return false }
+    /// What one link may have waiting for the event thread (bytes, and units: a flood of
+    /// tiny frames costs more than its bytes), and all links together. A small-MTU link
+    /// legitimately queues a thousand fragments for one large message.
+    static let maxQueuedBytesPerLink = 1 << 20
+    static let maxQueuedUnitsPerLink = 16_384
+    static let maxQueuedBytesTotal = 32 << 20
+
+    /// Queues a received unit and makes sure a drain runs on the event thread. Returns false
+    /// when the unit was refused: the link is closed, or it overran its share of the queue
+    /// (it is then closed: a peer that floods one link cannot starve the others).
+    @discardableResult
+    func linkReceived(_ link: Link, _ unit: [UInt8]) -> Bool {
+        enum Outcome { case queued(post: Bool), refused, overrun }
+        let outcome = state.withLock { s -> Outcome in
+            guard s.store != nil, var state = s.delivery.links[link.id] else { return .refused }
+            guard state.queued < Node.maxQueuedUnitsPerLink, state.queuedBytes + unit.count <= Node.maxQueuedBytesPerLink,
+                  s.delivery.inboundBytes + unit.count <= Node.maxQueuedBytesTotal else { return .overrun }
+            state.queued += 1
+            state.queuedBytes += unit.count
+            s.delivery.inboundBytes += unit.count
+            s.delivery.links[link.id] = state
             s.delivery.inbound.append((link.id, unit))
             defer { s.delivery.drainPosted = true }
-            return !s.delivery.drainPosted
+            return .queued(post: !s.delivery.drainPosted)
         }
-        if post { loop.post { [weak self] in self?.drainInbound() } }
+        switch outcome {
+        case .queued(let post):
+            if post { loop.post { [weak self] in self?.drainInbound() } }
+            return true
+        case .refused:
+            return false
+        case .overrun:
+            loop.post { [weak self, link] in
+                self?.closeLink(link, reason: "The link sent faster than it could be processed", notifyTransport: true)
+            }
+            return false
+        }
     }
 
     /// Processes every queued unit in one transaction.
@@ -104,12 +130,24 @@ extension Node {
                 let batch = s.delivery.inbound
                 s.delivery.inbound = []
                 s.delivery.drainPosted = false
+                for id in s.delivery.links.keys {
+                    s.delivery.links[id]?.queued = 0
+                    s.delivery.links[id]?.queuedBytes = 0
+                }
+                s.delivery.inboundBytes = 0
                 let queued = s.delivery.outgoing.count
+                let eventsBefore = effects.events.count
                 var rolledBack = true
-                // Receipts for a batch that is rolled back must not go out.
+                // A batch that is rolled back took nothing: its receipts must not go out, its
+                // events did not happen, and the duplicate front must forget what it recorded
+                // (else a retry of a packet that was never stored would pass as a duplicate).
                 defer {
-                    if rolledBack, s.delivery.outgoing.count > queued {
-                        s.delivery.outgoing.removeLast(s.delivery.outgoing.count - queued)
+                    if rolledBack {
+                        if s.delivery.outgoing.count > queued {
+                            s.delivery.outgoing.removeLast(s.delivery.outgoing.count - queued)
+                        }
+                        effects.events.removeSubrange(eventsBefore...)
+                        store.seen.dropFront()
                     }
                 }
                 try store.db.transaction {
@@ -199,7 +237,8 @@ extension Node {
         case .packet(let bytes):
             try receiveRouted(bytes, on: linkID, store, &s, &effects)
         case .receipt(let ids):
-            for id in ids { try confirmReceipt(id, store, &s, &effects) }
+            // Only the link a packet is in flight on can confirm it.
+            for id in ids where s.delivery.inflight[id]?.link == linkID { try confirmReceipt(id, store, &s, &effects) }
         case .keepalive:
             break
         }

@@ -54,14 +54,19 @@ extension Node {
     /// Diagnostics as JSON (docs/ABI.md, "diagnostics"): transports, links, contacts'
     /// online status (when unlocked), the outbox (when unlocked), packets held while locked.
     public func diagnostics() throws -> JSON {
-        let base = try withStore { store, s -> (JSON, [(String, Transport)], Int) in
+        let base = try withStore { store, s -> (JSON, [(String, Transport)], Int, [(String, JSON)]) in
             let links = s.delivery.links.values.sorted { $0.link.id < $1.link.id }.map { l -> JSON in
                 .object([("id", .int(Int64(l.link.id))), ("transport", .string(l.link.transport)),
                          ("state", .string(l.isOpen ? "open" : "handshake")),
                          ("contact_id", l.contactID.map { .int($0) } ?? .null),
                          ("opened_ms", .int(l.openedAt)), ("last_received_ms", .int(l.lastReceived))])
             }
-            return (.array(links), s.delivery.transports.map { ($0.key, $0.value.transport) }, try store.heldCount())
+            var extra: [(String, JSON)] = []
+            if let skew = s.delivery.lastClockSkew {
+                extra.append(("clock_skew", .object([("link_id", .int(Int64(skew.link))), ("clock_skew_ms", .int(skew.ms))])))
+            }
+            if let held = s.delivery.heldError { extra.append(("held_error", .string(held))) }
+            return (.array(links), s.delivery.transports.map { ($0.key, $0.value.transport) }, try store.heldCount(), extra)
         }
         var transports: [JSON] = []
         for state in self.transports() {
@@ -79,7 +84,7 @@ extension Node {
             ("warnings", .array(running ? [] : [.string(YaOKError(.noRoute).message)])),
             ("links", base.0),
             ("held_packets", .int(Int64(base.2))),
-        ]
+        ] + base.3
         if let contacts = try? self.contacts(), let outbox = try? self.outbox() {
             fields.append(("contacts", .array(contacts.map { c in
                 .object([("id", .int(c.id)), ("name", .string(c.name)), ("connection", c.connection.json)])

@@ -181,7 +181,7 @@ extension LANTransport {
         // Units first, then the close: what arrived before the end still counts.
         if !units.isEmpty {
             if let link {
-                for unit in units { link.receive(unit) }
+                for unit in units where !link.receive(unit) { break }
             } else if closing == nil {
                 // Units with no link (it could not be opened): nothing can take them.
                 let dropped = state.withLock { s in closeLocked(&s, id, "no link for the connection") }

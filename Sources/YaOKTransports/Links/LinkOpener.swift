@@ -17,8 +17,10 @@ package protocol LinkOpener: AnyObject, Sendable {
 
 /// The transport's view of a `Link`.
 package protocol TransportLink: AnyObject, Sendable {
-    /// One unit that arrived (any thread).
-    func receive(_ unit: [UInt8])
+    /// One unit that arrived (any thread). False: refused (closed, or the peer sends faster
+    /// than the node processes: the node closes the link); stop reading from it.
+    @discardableResult
+    func receive(_ unit: [UInt8]) -> Bool
     /// The connection is gone (any thread; idempotent).
     func close(reason: String)
 }

@@ -57,9 +57,11 @@ final class FakeLink: TransportLink, Sendable {
         self.loop = loop
     }
 
-    func receive(_ unit: [UInt8]) {
+    @discardableResult
+    func receive(_ unit: [UInt8]) -> Bool {
         received.withLock { $0.append(unit) }
         if echo { sendUnit(unit) }
+        return true
     }
 
     func close(reason: String) {
