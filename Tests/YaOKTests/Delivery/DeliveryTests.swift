@@ -71,9 +71,12 @@ import Testing
         let pipe = try MemoryPipe(eve, pair.bob)
         defer { pipe.close() }
         let bobInEve = try eve.contacts()[0].id
-        _ = try eve.send(to: bobInEve, text: "I am Alice")
-        let security = events.wait { if case .security(let e) = $0 { return e.kind == .unknownSender } else { return false } }
-        #expect(security != nil)
+        let sent = try eve.send(to: bobInEve, text: "I am Alice")
+        // Bob's link confirms receipt (so Eve sees `sent`), but the packet carries the tag of
+        // no contact of his: "not for me", dropped unopened and unlogged (PROTOCOL.md §4.3).
+        #expect(eventually { (try? eve.outgoingMessage(sent.messageID).status) == .sent })
+        #expect(try eve.outgoingMessage(sent.messageID).status != .delivered)
+        #expect(events.all.allSatisfy { if case .security = $0 { false } else { true } })
         #expect(try pair.bob.texts(pair.aliceID).isEmpty)
     }
 }
