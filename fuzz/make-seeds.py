@@ -11,7 +11,8 @@ def frags(p, mtu, group):
     n = (len(p) + chunk - 1) // chunk
     return [bytes([1, 4]) + struct.pack(">HHH", group, i, n) + p[i*chunk:(i+1)*chunk] for i in range(n)]
 seeds = {
-    "message": routed(1, 7, bytes(random.randrange(256) for _ in range(40))),
+    # A message packet of the shortest real size: a packet envelope (§3.1) of 64 + 64 bytes.
+    "message": routed(1, 7, bytes(random.randrange(256) for _ in range(128))),
     "ack": routed(2, 6, bytes(range(20))),
     "handshake": bytes([1, 3, 0, 3, 9, 9, 9]),
     "fragment": bytes([1, 4, 0, 5, 0, 1, 0, 3, 1, 2, 3]),

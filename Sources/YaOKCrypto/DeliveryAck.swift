@@ -2,8 +2,8 @@ import YaOKSupport
 import YaOKWire
 
 /// End-to-end delivery acknowledgements (docs/PROTOCOL.md §6.2): an ack packet is a routed
-/// packet of type `ack` with an ID of its own, addressed to the original sender by routing
-/// tag, whose payload only that sender can read and only the recipient could have made:
+/// packet of type `ack` with an ID of its own, addressed to the original sender by the
+/// pair's routing tag in the acker → sender direction, whose payload only that sender can read and only the recipient could have made:
 ///
 ///     payload = nonce (24) || XChaCha20-Poly1305(ack_key, nonce, ad = header_ad,
 ///                                                count (1) || count × message ID (16))
@@ -11,7 +11,7 @@ import YaOKWire
 ///                                              || acker public || ackee public)
 ///
 /// The static-static secret is one both contacts already share, so an ack costs one AEAD,
-/// not a whole envelope (104 bytes). The two public keys in order make the key differ per
+/// not a whole envelope (64 bytes). The two public keys in order make the key differ per
 /// direction: an ack cannot be reflected back to the one who sent it.
 public enum DeliveryAck {
     public static let maxIDs = 255
@@ -28,11 +28,13 @@ public enum DeliveryAck {
         return try SecureBytes(copying: Sodium.blake2b(input, key: keyKey, outputLength: 32))
     }
 
-    /// An ack packet for `ids` (1 to 255) to `recipientKey`, sealed under `key`.
-    public static func seal(_ ids: [MessageID], key: SecureBytes, to recipientKey: [UInt8], createdMs: Int64,
+    /// An ack packet for `ids` (1 to 255) from the route's own side to its peer (the
+    /// original sender), sealed under `key`; its routing tag is the pair's for that
+    /// direction and the creation day (docs/PROTOCOL.md §4.3), as a message's would be.
+    public static func seal(_ ids: [MessageID], key: SecureBytes, route: RoutePair, createdMs: Int64,
                             lifetimeMinutes: UInt16 = SealedMessage.defaultLifetimeMinutes) throws -> (header: RoutedHeader, packet: [UInt8]) {
         guard (1...maxIDs).contains(ids.count) else { throw YaOKError(.invalidArgument, "An ack carries 1 to \(maxIDs) message IDs") }
-        let header = try RoutedHeader.new(type: .ack, recipientKey: recipientKey, createdMs: createdMs,
+        let header = try RoutedHeader.new(type: .ack, route: route, createdMs: createdMs,
                                           messageID: .random(), lifetimeMinutes: lifetimeMinutes)
         var body: [UInt8] = [UInt8(ids.count)]
         for id in ids { body += id.bytes }
@@ -45,7 +47,8 @@ public enum DeliveryAck {
     }
 
     /// The acknowledged IDs, or nil if `key` is not the one this ack was sealed under (the
-    /// caller tries each contact's key; an ack that opens under none is dropped).
+    /// caller finds the contact by the ack's routing tag and tries that contact's key; an
+    /// ack whose tag is no contact's, or that does not open, is dropped).
     public static func open(_ header: RoutedHeader, payload: [UInt8], key: SecureBytes) -> [MessageID]? {
         guard header.type == .ack, payload.count > Sodium.aeadNonceLength + Sodium.aeadTagLength else { return nil }
         let nonce = Array(payload[0..<Sodium.aeadNonceLength])

@@ -8,6 +8,11 @@ import YaOKWire
 /// static-static X25519 secret, which — unlike a signature — the recipient could also have
 /// made, so it convinces the recipient and no third party); the sender's key travels only
 /// inside the ciphertext; and the associated data binds recipient, message ID and time.
+///
+/// This is the bare envelope: what the C ABI's `yaok_envelope_seal/open` make and open, for
+/// vectors and for interoperating with someone who is not a contact. Message packets carry
+/// `PacketEnvelope`, the same construction without the hint and the sender key (the
+/// routing tag names the sender there), 40 bytes shorter.
 public enum Envelope {
     static let version: UInt8 = 1
     public static let messageIDLength = 16
@@ -190,8 +195,11 @@ public enum Envelope {
 
     /// BLAKE2b-512 keyed "YaOK-envelope-v1" over DH(e, R) || E || R: key (32) || nonce (24).
     /// Both are secret (the nonce comes from the same output): the caller wipes them.
-    static func messageKey(shared: [UInt8], ephemeral: [UInt8], recipientKey: [UInt8]) -> (key: [UInt8], nonce: [UInt8]) {
-        var okm = Sodium.blake2b([shared[...], ephemeral[...], recipientKey[...]], key: keyKey, outputLength: 64)
+    /// `domain` is the BLAKE2b key: "YaOK-envelope-v1" here, "YaOK-envelope-v2" for the
+    /// packet envelope (PacketEnvelope).
+    static func messageKey(shared: [UInt8], ephemeral: [UInt8], recipientKey: [UInt8],
+                           domain: [UInt8] = keyKey) -> (key: [UInt8], nonce: [UInt8]) {
+        var okm = Sodium.blake2b([shared[...], ephemeral[...], recipientKey[...]], key: domain, outputLength: 64)
         defer { Sodium.wipe(&okm) }
         return (Array(okm[0..<32]), Array(okm[32..<56]))
     }

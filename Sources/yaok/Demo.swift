@@ -57,15 +57,16 @@ struct Demo: ParsableCommand {
             guard case .routed(let received, let payload) = try Packet.decode(packet) else { return }
 
             print("\n5. Anyone else gets a clear refusal, never the text")
-            do {
-                _ = try SealedMessage.open(received, payload: payload, by: try Identity(name: "Eve"))
+            let aliceKey = a.publicIdentity.encryptionKey
+            do {  // Eve holds Alice's card too, yet cannot compute the pair's routing tag
+                _ = try SealedMessage.open(received, payload: payload, by: try Identity(name: "Eve"), contacts: [aliceKey])
             } catch let error as YaOKError {
                 print("   Eve: \(error.message)")
             }
             var tampered = packet
             tampered[tampered.count - 1] ^= 1
             if case .routed(let h, let p) = try Packet.decode(tampered) {
-                do { _ = try SealedMessage.open(h, payload: p, by: try bob.identity()) } catch let error as YaOKError {
+                do { _ = try SealedMessage.open(h, payload: p, by: try bob.identity(), contacts: [aliceKey]) } catch let error as YaOKError {
                     print("   A flipped bit: \(error.message)")
                 }
             }

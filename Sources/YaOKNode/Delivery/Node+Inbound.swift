@@ -5,7 +5,8 @@ import YaOKCrypto
 import YaOKStore
 
 /// The inbound pipeline for routed packets (docs/PROTOCOL.md §6): time → duplicate →
-/// (held while locked) → open → the sender must be a contact → store → ack → receipt → event.
+/// (held while locked) → routing tag (which contact sent it) → open → store → ack →
+/// receipt → event.
 extension Node {
     /// New seen-packet records one link may cause per minute; beyond it packets are still
     /// delivered, only not remembered (a retransmission is then caught by the message ID).
@@ -65,51 +66,34 @@ extension Node {
     /// (stored or applied) and should be remembered; rejects are logged and dropped.
     func process(_ header: RoutedHeader, _ payload: [UInt8], on linkID: UInt64?, _ store: Store, _ s: inout NodeState,
                  _ effects: inout Effects) throws -> Bool {
-        guard let keys = s.keys, let directory = try peers(store, &s) else { return false }
+        guard let keys = s.keys, try peers(store, &s) != nil else { return false }
+        // The routing tag names the sender (docs/PROTOCOL.md §4.3): only a contact and we can
+        // compute it. None matches → someone else's packet, or a stranger's: dropped (no
+        // forwarding yet), not logged, as nothing in it can be checked.
+        let senders = s.delivery.peers?.senders(of: header) ?? []
+        guard !senders.isEmpty else {
+            // Dropped without a word, but counted: a link that sends nothing else is closed.
+            _ = countRejection(on: linkID, &s, &effects)
+            return false
+        }
         switch header.type {
         case .message:
-            let opened: Envelope.Opened
-            do {
-                opened = try SealedMessage.open(header, payload: payload, by: keys.identity,
-                                                isKnownSender: { directory.byKey[$0] != nil })
-            } catch let error as YaOKError {
-                switch error.code {
-                case .notForMe:
-                    return false  // no forwarding yet: someone else's packet is dropped
-                case .unknownSender:
-                    try reject(on: linkID, store, .unknownSender, "A message from someone who is not a contact was rejected", &s, &effects)
-                default:
+            for peer in senders {
+                let opened: Envelope.Opened
+                do {
+                    opened = try SealedMessage.open(header, payload: payload, by: keys.identity,
+                                                    matchedSender: peer.identity.encryptionKey)
+                } catch let error as YaOKError {
+                    guard peer.contactID == senders.last?.contactID else { continue }  // a tag shared by accident
                     try reject(on: linkID, store, .tamperedMessage,
                                "A message failed authentication and was rejected (\(error.code))", &s, &effects)
+                    return false
                 }
-                return false
+                return try take(opened, from: peer, header, keys, on: linkID, store, &s, &effects)
             }
-            guard let peer = directory.byKey[opened.senderKey] else { return false }
-            var body = opened.body
-            defer { Sodium.wipe(&body) }
-            guard let text = String(validating: body, as: UTF8.self), !text.isEmpty else {
-                try reject(on: linkID, store, .tamperedMessage, "A message whose text is not UTF-8 was rejected", &s, &effects)
-                return false
-            }
-            let sentAt = header.createdMs
-            let t = now
-            if let stored = try store.insertMessage(conversation: peer.contactID, messageID: header.messageID.bytes,
-                                                     direction: .incoming, status: .delivered, text: text,
-                                                     senderTimestamp: sentAt, createdAt: t, receivedAt: t,
-                                                     unread: true, cipher: keys.cipher) {
-                effects.events.append(.messageReceived(contactID: peer.contactID, messageID: header.messageID))
-                _ = stored
-            }
-            // New or a retransmission: either way the sender gets (again) our ack.
-            let (ackHeader, ackPacket) = try DeliveryAck.seal([header.messageID], key: peer.outgoingAckKey,
-                                                              to: peer.identity.encryptionKey,
-                                                              createdMs: t)
-            try store.enqueue(.ack, packetID: ackHeader.messageID, contactID: peer.contactID, packet: ackPacket,
-                              now: t, expiresAt: ackHeader.expiresAtMs)
-            return true
+            return false
         case .ack:
-            guard RoutingTag.matches(header, recipientKey: keys.identity.publicIdentity.encryptionKey) else { return false }
-            for peer in directory.byContact.values {
+            for peer in senders {
                 guard let ids = DeliveryAck.open(header, payload: payload, key: peer.incomingAckKey) else { continue }
                 for id in ids { try markDelivered(id, contactID: peer.contactID, store, &s, &effects) }
                 return true
@@ -118,6 +102,33 @@ extension Node {
         default:
             return false
         }
+    }
+
+    /// Stores an opened message from contact `peer` (once) and acknowledges it (every
+    /// time). False for a text that is not UTF-8 (rejected and logged).
+    private func take(_ opened: Envelope.Opened, from peer: PeerDirectory.Peer, _ header: RoutedHeader,
+                      _ keys: UnlockedKeys, on linkID: UInt64?, _ store: Store, _ s: inout NodeState,
+                      _ effects: inout Effects) throws -> Bool {
+        var body = opened.body
+        defer { Sodium.wipe(&body) }
+        guard let text = String(validating: body, as: UTF8.self), !text.isEmpty else {
+            try reject(on: linkID, store, .tamperedMessage, "A message whose text is not UTF-8 was rejected", &s, &effects)
+            return false
+        }
+        let sentAt = header.createdMs
+        let t = now
+        if try store.insertMessage(conversation: peer.contactID, messageID: header.messageID.bytes,
+                                   direction: .incoming, status: .delivered, text: text,
+                                   senderTimestamp: sentAt, createdAt: t, receivedAt: t,
+                                   unread: true, cipher: keys.cipher) != nil {
+            effects.events.append(.messageReceived(contactID: peer.contactID, messageID: header.messageID))
+        }
+        // New or a retransmission: either way the sender gets (again) our ack.
+        let (ackHeader, ackPacket) = try DeliveryAck.seal([header.messageID], key: peer.outgoingAckKey,
+                                                          route: peer.route, createdMs: t)
+        try store.enqueue(.ack, packetID: ackHeader.messageID, contactID: peer.contactID, packet: ackPacket,
+                          now: t, expiresAt: ackHeader.expiresAtMs)
+        return true
     }
 
     private func record(_ digest: PacketDigest, _ header: RoutedHeader, on linkID: UInt64, _ seen: DuplicateFilter,
@@ -142,19 +153,23 @@ extension Node {
     /// log), and a link that keeps sending them is closed.
     private func reject(on linkID: UInt64?, _ store: Store, _ kind: SecurityEventKind, _ detail: String,
                         _ s: inout NodeState, _ effects: inout Effects) throws {
-        var rejections = 1
-        if let linkID, var link = s.delivery.links[linkID] {
-            link.rejections += 1
-            rejections = link.rejections
-            s.delivery.links[linkID] = link
-            if rejections == Node.maxRejectionsPerLink {
-                effects.closes.append((link.link, "The link kept sending messages that were rejected"))
-            }
-        }
+        let rejections = countRejection(on: linkID, &s, &effects)
         guard rejections <= Node.maxRejectionsLoggedPerLink else { return }
         let suffix = rejections == Node.maxRejectionsLoggedPerLink ? " (further rejections on this link are not logged)" : ""
         let event = try store.appendSecurityEvent(kind, detail + suffix, time: now)
         effects.events.append(.security(event))
+    }
+
+    /// Counts a refused packet against its link (closed at `maxRejectionsPerLink`); returns
+    /// the link's count so far (1 for a packet from no link, e.g. held while locked).
+    private func countRejection(on linkID: UInt64?, _ s: inout NodeState, _ effects: inout Effects) -> Int {
+        guard let linkID, var link = s.delivery.links[linkID] else { return 1 }
+        link.rejections += 1
+        s.delivery.links[linkID] = link
+        if link.rejections == Node.maxRejectionsPerLink {
+            effects.closes.append((link.link, "The link kept sending packets that were refused"))
+        }
+        return link.rejections
     }
 
     /// Opens what arrived while locked, in batches, after an unlock.

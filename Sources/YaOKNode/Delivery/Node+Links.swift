@@ -275,9 +275,10 @@ extension Node {
         var directory = PeerDirectory()
         for record in try store.contactRecords(cipher: keys.cipher) {
             let key = record.publicIdentity.encryptionKey
-            guard let outgoing = try? DeliveryAck.key(own: keys.identity, peerKey: key, ownIsAcker: true),
+            guard let route = try? RoutePair(own: keys.identity, peerKey: key),
+                  let outgoing = try? DeliveryAck.key(own: keys.identity, peerKey: key, ownIsAcker: true),
                   let incoming = try? DeliveryAck.key(own: keys.identity, peerKey: key, ownIsAcker: false) else { continue }
-            let peer = PeerDirectory.Peer(contactID: record.id, identity: record.publicIdentity,
+            let peer = PeerDirectory.Peer(contactID: record.id, identity: record.publicIdentity, route: route,
                                           outgoingAckKey: outgoing, incomingAckKey: incoming)
             directory.byKey[key] = peer
             directory.byContact[record.id] = peer

@@ -40,7 +40,8 @@ extension Node {
                 let t = max(now, s.delivery.lastSentAt + 1)
                 s.delivery.lastSentAt = t
                 let (header, packet) = try SealedMessage.seal(Array(item.text.utf8), from: keys.identity,
-                                                              to: peer.identity.encryptionKey, createdMs: t)
+                                                              to: peer.identity.encryptionKey, createdMs: t,
+                                                              route: peer.route)
                 return (item.contactID, item.text, header, packet)
             }
             let messages = try store.db.transaction {
@@ -87,7 +88,7 @@ extension Node {
                 }
                 let (header, packet) = try SealedMessage.seal(Array(message.text.utf8), from: keys.identity,
                                                               to: peer.identity.encryptionKey,
-                                                              createdMs: t, messageID: messageID)
+                                                              createdMs: t, messageID: messageID, route: peer.route)
                 try store.enqueue(.message, packetID: messageID, contactID: message.conversationID, packet: packet,
                                   now: t, expiresAt: header.expiresAtMs)
             }

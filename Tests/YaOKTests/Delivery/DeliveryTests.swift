@@ -71,9 +71,13 @@ import Testing
         let pipe = try MemoryPipe(eve, pair.bob)
         defer { pipe.close() }
         let bobInEve = try eve.contacts()[0].id
-        _ = try eve.send(to: bobInEve, text: "I am Alice")
-        let security = events.wait { if case .security(let e) = $0 { return e.kind == .unknownSender } else { return false } }
-        #expect(security != nil)
+        let sent = try eve.send(to: bobInEve, text: "I am Alice")
+        // The packet carries the tag of no contact of Bob's: "not for me", dropped unopened
+        // and unlogged (PROTOCOL.md §4.3), and not confirmed, so it stays on Eve's side.
+        #expect(eventually { eve.inflightCount == 1 })
+        usleep(200_000)
+        #expect(try eve.outgoingMessage(sent.messageID).status == .pending)
+        #expect(events.all.allSatisfy { if case .security = $0 { false } else { true } })
         #expect(try pair.bob.texts(pair.aliceID).isEmpty)
     }
 }

@@ -15,15 +15,19 @@ import Testing
         try SealedMessage.seal(Array(text.utf8), from: alice, to: bob.publicIdentity.encryptionKey, createdMs: now)
     }
 
-    func open(_ packet: [UInt8], by identity: Identity? = nil) throws -> Envelope.Opened {
+    /// Opened as a node would: the sender is whichever of the opener's contacts (here Alice
+    /// by default) the routing tag names.
+    func open(_ packet: [UInt8], by identity: Identity? = nil, contacts: [[UInt8]]? = nil) throws -> Envelope.Opened {
         guard case .routed(let header, let payload) = try Packet.decode(packet) else { throw YaOKError(.malformedPacket) }
-        return try SealedMessage.open(header, payload: payload, by: identity ?? bob)
+        return try SealedMessage.open(header, payload: payload, by: identity ?? bob,
+                                      contacts: contacts ?? [alice.publicIdentity.encryptionKey])
     }
 
     @Test func roundTripThroughTheWire() throws {
         let (header, packet) = try sealed()
         #expect(header.type == .message)
-        #expect(packet.count == RoutedHeader.length + (try Envelope.sealedLength(bodyLength: 11)))
+        #expect(packet.count == RoutedHeader.length + (try PacketEnvelope.sealedLength(bodyLength: 11)))
+        #expect(packet.count == RoutedHeader.length + 64 + 64)
         let opened = try open(packet)
         #expect(opened.body == Array("Hello, Bob!".utf8))
         #expect(opened.senderKey == alice.publicIdentity.encryptionKey)
@@ -48,7 +52,9 @@ import Testing
         var type = packet
         type[1] = PacketType.ack.rawValue
         guard case .routed(let ackHeader, let payload) = try Packet.decode(type) else { Issue.record("no packet"); return }
-        #expect(throws: YaOKError(.invalidArgument)) { try SealedMessage.open(ackHeader, payload: payload, by: bob) }
+        #expect(throws: YaOKError(.invalidArgument)) {
+            try SealedMessage.open(ackHeader, payload: payload, by: bob, contacts: [alice.publicIdentity.encryptionKey])
+        }
     }
 
     /// A receiver's checks in the order of docs/PROTOCOL.md §4.1 and §4.2: decode, time,
@@ -58,7 +64,7 @@ import Testing
             throw YaOKError(.internal, "not a routed packet")
         }
         try header.checkTime(nowMs: nowMs)
-        return try SealedMessage.open(header, payload: payload, by: bob)
+        return try SealedMessage.open(header, payload: payload, by: bob, contacts: [alice.publicIdentity.encryptionKey])
     }
 
     static func setCreated(_ packet: inout [UInt8], _ ms: Int64) {
@@ -92,7 +98,7 @@ import Testing
         #expect(status { $0[30] ^= 1 } == .notForMe)                  // routing tag
         #expect(status { $0[36] ^= 1 } == .malformedPacket)           // length ≠ the bytes that follow
         #expect(status { p in p.append(0); p[36] &+= 1 } == .tampered)    // length and payload grown alike
-        #expect(status { p in p.removeLast(); p[36] &-= 1 } == .malformedEnvelope)  // … cut below 168 bytes
+        #expect(status { p in p.removeLast(); p[36] &-= 1 } == .malformedEnvelope)  // … cut below 128 bytes
         #expect(status { p in
             p.removeLast(p.count - RoutedHeader.length - 100)
             p[35] = 0
@@ -103,7 +109,9 @@ import Testing
         var ack = packet
         ack[1] = PacketType.ack.rawValue
         guard case .routed(let header, let payload) = try Packet.decode(ack) else { Issue.record("not routed"); return }
-        #expect(errorCode { _ = try SealedMessage.open(header, payload: payload, by: bob) } == .invalidArgument)
+        #expect(errorCode {
+            _ = try SealedMessage.open(header, payload: payload, by: bob, contacts: [alice.publicIdentity.encryptionKey])
+        } == .invalidArgument)
     }
 
     @Test func theOutboxIDTravelsInTheHeader() throws {
@@ -118,7 +126,36 @@ import Testing
 
     @Test func notForMeByRoutingTag() throws {
         let (_, packet) = try sealed()
+        // Eve holds both cards (Alice as a contact, too): she still cannot compute the tag.
         #expect(throws: YaOKError(.notForMe)) { try open(packet, by: try Identity(name: "Eve")) }
+        // Bob without Alice among his contacts: a stranger's packet is "not for me" too.
+        #expect(throws: YaOKError(.notForMe)) { try open(packet, contacts: []) }
+        #expect(throws: YaOKError(.notForMe)) { try open(packet, contacts: [try Identity(name: "Carol").publicIdentity.encryptionKey]) }
+    }
+
+    /// Someone who is not Alice seals to Bob under Alice's tag (copied from a packet of
+    /// hers the same day): the AEAD opens, the static-static MAC does not.
+    @Test func aCopiedTagDoesNotMakeAForgerTheSender() throws {
+        let eve = try Identity(name: "Eve")
+        let aliceKey = alice.publicIdentity.encryptionKey
+        let (genuine, _) = try sealed()
+        let header = try RoutedHeader(type: .message, hopLimit: 7, messageID: .random(), createdMs: now,
+                                      lifetimeMinutes: 60, routingTag: genuine.routingTag)
+        let body = Array("I am Alice".utf8)
+        let ad = header.authenticatedBytes(payloadLength: try PacketEnvelope.sealedLength(bodyLength: body.count))
+        func forged(claiming claimed: [UInt8]?) throws -> [UInt8] {
+            try PacketEnvelope.seal(body, from: eve, to: bob.publicIdentity.encryptionKey, messageID: header.messageID.bytes,
+                                    timestamp: now, associatedData: ad, ephemeralSecret: Sodium.randomBytes(32),
+                                    claimedSenderKey: claimed)
+        }
+        // Sealed as herself: the AD binds Eve's key, Bob opens with Alice's.
+        #expect(throws: YaOKError(.tampered)) {
+            try SealedMessage.open(header, payload: try forged(claiming: nil), by: bob, matchedSender: aliceKey)
+        }
+        // Alice's key (it is public) in the AD: only the MAC is left to fail.
+        #expect(throws: YaOKError(.senderAuthFailed)) {
+            try SealedMessage.open(header, payload: try forged(claiming: aliceKey), by: bob, matchedSender: aliceKey)
+        }
     }
 
     /// docs/PROTOCOL.md §4.2 "wire-sealed-message": the whole packet, byte for byte.
@@ -130,18 +167,19 @@ import Testing
         }
         let (sender, recipient) = (try identity("sender"), try identity("recipient"))
         let created = try v.int64("created_ms")
-        let tag = try RoutingTag.derive(recipientKey: recipient.publicIdentity.encryptionKey, createdMs: created)
+        let tag = try RoutePair(own: sender, peerKey: recipient.publicIdentity.encryptionKey).outgoingTag(createdMs: created)
         #expect(tag.bytes == (try v.hex("routing_tag")))
         let header = try RoutedHeader(type: .message, hopLimit: UInt8(try v.uint64("hop_limit")),
                                       messageID: MessageID(bytes: try v.hex("message_id")), createdMs: created,
                                       lifetimeMinutes: UInt16(try v.uint64("lifetime_min")), routingTag: tag)
         let body = Array(try v.string("body_utf8").utf8)
-        let ad = header.authenticatedBytes(payloadLength: try Envelope.sealedLength(bodyLength: body.count))
+        let ad = header.authenticatedBytes(payloadLength: try PacketEnvelope.sealedLength(bodyLength: body.count))
         #expect(ad == (try v.hex("authenticated")))
-        let sealed = try Envelope.seal(body, from: sender, to: recipient.publicIdentity.encryptionKey,
-                                       messageID: header.messageID.bytes, timestamp: created, associatedData: ad,
-                                       ephemeralSecret: try v.hex("ephemeral_secret"))
+        let sealed = try PacketEnvelope.seal(body, from: sender, to: recipient.publicIdentity.encryptionKey,
+                                             messageID: header.messageID.bytes, timestamp: created, associatedData: ad,
+                                             ephemeralSecret: try v.hex("ephemeral_secret"))
         #expect(try Packet.routed(header, payload: sealed).encode() == (try v.hex("packet")))
-        #expect(try open(try v.hex("packet"), by: recipient).body == body)
+        let opened = try open(try v.hex("packet"), by: recipient, contacts: [sender.publicIdentity.encryptionKey])
+        #expect(opened.body == body && opened.senderKey == sender.publicIdentity.encryptionKey)
     }
 }

@@ -35,16 +35,27 @@ import Testing
         #expect(header.expiresAtMs == (try v.uint64("expires_ms")))
     }
 
+    func identity(_ v: ProtocolVector, _ key: String) throws -> Identity {
+        let idv = try vector(try v.string(key))
+        return try Identity(name: try idv.string("display_name"), secrets: try SecureBytes(copying: try idv.hex("secrets")))
+    }
+
     @Test func routingTag() throws {
         let v = try vector("wire-routing-tag")
+        let (alice, bob) = (try identity(v, "sender"), try identity(v, "recipient"))
         let created = try v.int64("created_ms")
         #expect(UInt64(RoutingTag.day(ofMs: created)) == (try v.uint64("day")))
-        let tag = try RoutingTag.derive(recipientKey: try v.hex("recipient_key"), createdMs: created)
-        #expect(tag.bytes == (try v.hex("routing_tag")))
-        // The message vector carries this tag: the recipient recognises it, nobody else's key does.
-        let header = try routedHeader(try vector("wire-routed-message"))
-        #expect(RoutingTag.matches(header, recipientKey: try v.hex("recipient_key")))
-        #expect(!RoutingTag.matches(header, recipientKey: [UInt8](repeating: 9, count: 32)))
+        let aliceSide = try RoutePair(own: alice, peerKey: bob.publicIdentity.encryptionKey)
+        let bobSide = try RoutePair(own: bob, peerKey: alice.publicIdentity.encryptionKey)
+        // Both sides derive the same pair key from their own secret.
+        #expect(aliceSide.pairKey.withUnsafeBytes(Array.init) == (try v.hex("pair_key")))
+        #expect(bobSide.pairKey.withUnsafeBytes(Array.init) == (try v.hex("pair_key")))
+        #expect(aliceSide.outgoingTag(createdMs: created).bytes == (try v.hex("routing_tag")))
+        #expect(bobSide.incomingTag(createdMs: created).bytes == (try v.hex("routing_tag")))
+        #expect(bobSide.outgoingTag(createdMs: created).bytes == (try v.hex("reverse_routing_tag")))
+        #expect(aliceSide.incomingTag(createdMs: created).bytes == (try v.hex("reverse_routing_tag")))
+        // The sealed-message vector carries it.
+        #expect(try vector("wire-sealed-message").hex("routing_tag") == (try v.hex("routing_tag")))
     }
 
     @Test func handshake() throws {
@@ -87,8 +98,10 @@ import Testing
     }
 
     @Test func overheadIsWhatTheDocumentSays() {
-        #expect(WireOverhead.perMessageOnStream == 143)
-        #expect(WireOverhead.perMessage(paddedBodyLength: 256, mtu: 1000) == 141)
-        #expect(WireOverhead.perMessage(paddedBodyLength: 256, mtu: 241) == 157)
+        // docs/PROTOCOL.md §4.9: 2 + 37 + 64.
+        #expect(PacketEnvelope.overhead == 64)
+        #expect(WireOverhead.perMessageOnStream == 103)
+        #expect(WireOverhead.perMessage(paddedBodyLength: 256, mtu: 1000) == 101)
+        #expect(WireOverhead.perMessage(paddedBodyLength: 256, mtu: 241) == 117)
     }
 }

@@ -1,13 +1,13 @@
-"""An independent implementation of Ya OK's contact card and message envelope, written from
-docs/PROTOCOL.md §1–§3 using PyNaCl's libsodium primitives and Python integers only (no
-yaok import). The tests run it against the core.
+"""An independent implementation of Ya OK's contact card, message envelope, packet envelope
+and routing tag, written from docs/PROTOCOL.md §1–§3 and §4.2–§4.3 using PyNaCl's libsodium
+primitives and Python integers only (no yaok import). The tests run it against the core.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-from typing import NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 import nacl.exceptions
 from nacl import bindings as nb
@@ -16,6 +16,10 @@ ENVELOPE_VERSION = 1
 HINT_KEY = b"YaOK-hint-v1"
 MESSAGE_KEY_KEY = b"YaOK-envelope-v1"
 AUTH_KEY_KEY = b"YaOK-auth-v1"
+PACKET_ENVELOPE_VERSION = 2
+PACKET_MESSAGE_KEY_KEY = b"YaOK-envelope-v2"
+ROUTE_KEY_KEY = b"YaOK-route-v2"
+DAY_MS = 86_400_000
 USER_ID_KEY = b"YaOK-user-id-v1"
 CARD_CONTEXT = b"YaOK-card-v1"
 CARD_KEY_CONTEXT = b"YaOK-card-key-v1"
@@ -215,8 +219,9 @@ def hint(ephemeral: bytes, recipient: bytes) -> bytes:
     return blake2b(ephemeral + recipient, 8, HINT_KEY)
 
 
-def message_key(shared: bytes, ephemeral: bytes, recipient: bytes) -> Tuple[bytes, bytes]:
-    okm = blake2b(shared + ephemeral + recipient, 64, MESSAGE_KEY_KEY)
+def message_key(shared: bytes, ephemeral: bytes, recipient: bytes,
+                domain: bytes = MESSAGE_KEY_KEY) -> Tuple[bytes, bytes]:
+    okm = blake2b(shared + ephemeral + recipient, 64, domain)
     return okm[:32], okm[32:56]
 
 
@@ -263,3 +268,94 @@ def open_(recipient: Keys, sealed: bytes, message_id: bytes, timestamp_ms: int,
                              sender_key, recipient.x25519_public, ad, body)
     assert nb.sodium_memcmp(auth, expected), "sender authenticator does not verify"
     return OpenedByNaCl(sender_key, body, len(padded))
+
+
+# ---- routing tag (§4.3)
+
+def pair_key(own: Keys, peer_public: bytes) -> bytes:
+    """BLAKE2b-256 keyed "YaOK-route-v2" over X25519(own secret, peer public): the same for
+    both contacts, unknown to anyone else."""
+    return blake2b(nb.crypto_scalarmult(own.x25519_secret, peer_public), 32, ROUTE_KEY_KEY)
+
+
+def routing_tag(key: bytes, sender_public: bytes, recipient_public: bytes, created_ms: int) -> bytes:
+    """BLAKE2b-64 keyed with the pair key over sender || recipient || UTC day (u32 BE)."""
+    day = created_ms // DAY_MS
+    return blake2b(sender_public + recipient_public + day.to_bytes(4, "big"), 8, key)
+
+
+# ---- packet envelope (§3.1): no hint, no sender key inside
+
+def packet_associated_data(sender: bytes, recipient: bytes, message_id: bytes, timestamp_ms: int,
+                           ephemeral: bytes, header_ad: bytes) -> bytes:
+    """0x02 || sender key || recipient key || message ID || timestamp (u64 BE) || ephemeral
+    key || the packet header's authenticated bytes."""
+    return (bytes([PACKET_ENVELOPE_VERSION]) + sender + recipient + message_id + timestamp_ms.to_bytes(8, "big")
+            + ephemeral + header_ad)
+
+
+def packet_seal(sender: Keys, recipient_public: bytes, body: bytes, message_id: bytes, timestamp_ms: int,
+                ephemeral_secret: bytes, header_ad: bytes, auth_override: Optional[bytes] = None) -> bytes:
+    """E || XChaCha20-Poly1305(key, nonce, AD; auth || pad(body)), key and nonce from
+    BLAKE2b-512 keyed "YaOK-envelope-v2"."""
+    ephemeral = nb.crypto_scalarmult_base(ephemeral_secret)
+    shared = nb.crypto_scalarmult(ephemeral_secret, recipient_public)
+    ad = packet_associated_data(sender.x25519_public, recipient_public, message_id, timestamp_ms, ephemeral,
+                                header_ad)
+    auth = auth_override if auth_override is not None else authenticator(
+        nb.crypto_scalarmult(sender.x25519_secret, recipient_public),
+        sender.x25519_public, recipient_public, ad, body)
+    key, nonce = message_key(shared, ephemeral, recipient_public, PACKET_MESSAGE_KEY_KEY)
+    return ephemeral + nb.crypto_aead_xchacha20poly1305_ietf_encrypt(auth + pad(body), ad, nonce, key)
+
+
+def packet_open(recipient: Keys, sender_public: bytes, sealed: bytes, message_id: bytes, timestamp_ms: int,
+                header_ad: bytes) -> bytes:
+    """The body; raises AssertionError / nacl errors on any failure."""
+    assert len(sealed) >= 32 + 16 + 64 + 16, "too short"
+    ephemeral, cipher = sealed[:32], sealed[32:]
+    shared = nb.crypto_scalarmult(recipient.x25519_secret, ephemeral)
+    key, nonce = message_key(shared, ephemeral, recipient.x25519_public, PACKET_MESSAGE_KEY_KEY)
+    ad = packet_associated_data(sender_public, recipient.x25519_public, message_id, timestamp_ms, ephemeral,
+                                header_ad)
+    inner = nb.crypto_aead_xchacha20poly1305_ietf_decrypt(cipher, ad, nonce, key)
+    auth, padded = inner[:16], inner[16:]
+    body = unpad(padded)
+    assert body, "bad padding"
+    expected = authenticator(nb.crypto_scalarmult(recipient.x25519_secret, sender_public),
+                             sender_public, recipient.x25519_public, ad, body)
+    assert nb.sodium_memcmp(auth, expected), "sender authenticator does not verify"
+    return body
+
+
+# ---- message packet (§4.2)
+
+def routed_header(packet_type: int, hop_limit: int, message_id: bytes, created_ms: int, lifetime_min: int,
+                  tag: bytes, payload_length: int) -> Tuple[bytes, bytes]:
+    """(the header's 37 bytes, its 36 authenticated bytes: all but the hop limit)."""
+    authenticated = (bytes([1, packet_type]) + message_id + created_ms.to_bytes(6, "big")
+                     + lifetime_min.to_bytes(2, "big") + tag + payload_length.to_bytes(2, "big"))
+    return authenticated[:2] + bytes([hop_limit]) + authenticated[2:], authenticated
+
+
+def message_packet(sender: Keys, recipient_public: bytes, body: bytes, message_id: bytes, created_ms: int,
+                   lifetime_min: int, hop_limit: int, ephemeral_secret: bytes) -> bytes:
+    """header (tag of sender → recipient for the day of `created_ms`) || packet envelope."""
+    tag = routing_tag(pair_key(sender, recipient_public), sender.x25519_public, recipient_public, created_ms)
+    bucket = next(b for b in BUCKETS if b >= len(body) + 1)
+    header, authenticated = routed_header(1, hop_limit, message_id, created_ms, lifetime_min, tag, 64 + bucket)
+    return header + packet_seal(sender, recipient_public, body, message_id, created_ms, ephemeral_secret,
+                                authenticated)
+
+
+def open_message_packet(recipient: Keys, contacts: List[bytes], packet: bytes) -> Tuple[bytes, bytes]:
+    """(sender key, body): the sender is the contact whose tag the packet carries."""
+    assert packet[0] == 1 and packet[1] == 1 and len(packet) >= 37
+    message_id, created = packet[3:19], int.from_bytes(packet[19:25], "big")
+    tag, length = packet[27:35], int.from_bytes(packet[35:37], "big")
+    assert length == len(packet) - 37
+    for contact in contacts:
+        if routing_tag(pair_key(recipient, contact), contact, recipient.x25519_public, created) == tag:
+            body = packet_open(recipient, contact, packet[37:], message_id, created, packet[:2] + packet[3:37])
+            return contact, body
+    raise AssertionError("not for me")

@@ -110,31 +110,50 @@ def test_envelope_vectors(name):
         assert envelope.open(me, [their_card], sealed, message_id, timestamp) == (body, 0)
 
 
-def routing_tag(recipient_public: bytes, created_ms: int) -> bytes:
-    """PROTOCOL.md §4.3: BLAKE2b-64 keyed "YaOK-route-v1" over key || UTC day (u32)."""
-    day = created_ms // 86_400_000
-    return ref.blake2b(recipient_public + day.to_bytes(4, "big"), 8, b"YaOK-route-v1")
+def test_routing_tag_vector():
+    """PROTOCOL.md §4.3: the pair key from either side's secret, the tag each way."""
+    v = VECTORS["wire-routing-tag"]
+    alice = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["sender"]]["secrets"]))
+    bob = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["recipient"]]["secrets"]))
+    created = int(v["created_ms"])
+    assert created // ref.DAY_MS == int(v["day"])
+    key = ref.pair_key(alice, bob.x25519_public)
+    assert key == ref.pair_key(bob, alice.x25519_public)
+    assert key.hex() == v["pair_key"]
+    assert ref.routing_tag(key, alice.x25519_public, bob.x25519_public, created).hex() == v["routing_tag"]
+    assert ref.routing_tag(key, bob.x25519_public, alice.x25519_public, created).hex() == v["reverse_routing_tag"]
+    # Version 1's tag, computable from Bob's card alone, is not it.
+    v1 = ref.blake2b(bob.x25519_public + (created // ref.DAY_MS).to_bytes(4, "big"), 8, b"YaOK-route-v1")
+    assert v1.hex() != v["routing_tag"]
 
 
 @pytest.mark.parametrize("name", of_kind("wire-sealed-"))
 def test_sealed_message_vectors(name):
-    """A whole message packet (header whose authenticated bytes are the envelope's
-    header_ad, §4.2) rebuilt from the document's inputs with PyNaCl alone."""
+    """A whole message packet (header whose authenticated bytes are the packet envelope's
+    header_ad, §3.1 and §4.2) rebuilt from the document's inputs with PyNaCl alone."""
     v = VECTORS[name]
     sender = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["sender"]]["secrets"]))
     recipient = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["recipient"]]["secrets"]))
+    eve = ref.keys_from_secrets(bytes(range(0x80, 0xc0)))
     body = v["body_utf8"].encode("utf-8")
     message_id = bytes.fromhex(v["message_id"])
     created = int(v["created_ms"])
-    tag = routing_tag(recipient.x25519_public, created)
+    tag = ref.routing_tag(ref.pair_key(sender, recipient.x25519_public), sender.x25519_public,
+                          recipient.x25519_public, created)
     assert tag.hex() == v["routing_tag"]
     bucket = next(b for b in ref.BUCKETS if b >= len(body) + 1)
-    payload_length = 104 + bucket
-    authenticated = (bytes([1, 1]) + message_id + created.to_bytes(6, "big")
-                     + int(v["lifetime_min"]).to_bytes(2, "big") + tag + payload_length.to_bytes(2, "big"))
+    header, authenticated = ref.routed_header(1, int(v["hop_limit"]), message_id, created, int(v["lifetime_min"]),
+                                              tag, 64 + bucket)
     assert authenticated.hex() == v["authenticated"]
-    sealed = ref.seal(sender, recipient.x25519_public, body, message_id, created,
-                      bytes.fromhex(v["ephemeral_secret"]), header_ad=authenticated)
-    packet = authenticated[:2] + bytes([int(v["hop_limit"])]) + authenticated[2:] + sealed
+    packet = ref.message_packet(sender, recipient.x25519_public, body, message_id, created, int(v["lifetime_min"]),
+                                int(v["hop_limit"]), bytes.fromhex(v["ephemeral_secret"]))
+    assert packet[:37] == header and len(packet) == 37 + 64 + bucket
     assert packet.hex() == v["packet"]
-    assert ref.open_(recipient, sealed, message_id, created, header_ad=authenticated).body == body
+    # The recipient finds the sender by the tag among its contacts; nobody else does.
+    assert ref.open_message_packet(recipient, [eve.x25519_public, sender.x25519_public], packet) == \
+        (sender.x25519_public, body)
+    for opener, contacts in ((recipient, [eve.x25519_public]), (eve, [sender.x25519_public, recipient.x25519_public])):
+        with pytest.raises(AssertionError, match="not for me"):
+            ref.open_message_packet(opener, contacts, packet)
+    # Neither the hint nor the sender key is in the packet.
+    assert sender.x25519_public not in packet and ref.hint(packet[37:69], recipient.x25519_public) not in packet
