@@ -139,7 +139,8 @@ final class ControlServer: Sendable {
         }
     }
 
-    /// (Re)starts the client's idle timer: any progress resets it.
+    /// (Re)starts the client's timer: at accept (the deadline for the whole request), and on
+    /// each write of the response (a slow reader of a long answer is not cut off).
     private func armTimer(_ fd: Int32, _ client: Client) {
         if let t = client.timer { loop.cancel(t) }
         client.timer = loop.schedule(after: idleTimeout) { [weak self, weak client] in
@@ -161,7 +162,8 @@ final class ControlServer: Sendable {
         }
         if n == 0 { return drop(fd) }  // the client left before finishing its request
         client.input += chunk[..<n]
-        armTimer(fd, client)
+        // No re-arm while reading: the whole request must arrive within `idleTimeout` of the
+        // connection, so a client trickling a byte at a time cannot hold a slot for ever.
 
         guard client.input.count >= 4 else { return }
         let length = ControlSocket.length(client.input.prefix(4))

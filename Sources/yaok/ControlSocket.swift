@@ -17,7 +17,7 @@ import YaOK
 ///                command prints with --json, or {"error": message, "status": code or null}
 ///
 /// The server closes the connection after its response. A request that is too large, not
-/// JSON, or does not arrive within `idleTimeout` seconds of the last byte gets an error
+/// JSON, or is not complete within `idleTimeout` seconds of connecting gets an error
 /// response (when the client is still there to read it) and the connection is closed;
 /// `run` itself carries on.
 enum ControlSocket {
