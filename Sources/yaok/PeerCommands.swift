@@ -93,3 +93,20 @@ struct Outbox: ParsableCommand {
 
     func run() throws { try PeerClient.execute(.outbox, options) }
 }
+
+/// `yaok transport NAME on|off`: starts or stops a transport of the running `yaok run`.
+struct TransportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "transport",
+        abstract: "Turn a transport of the running peer on or off (e.g. `transport lan off`).",
+        discussion: "Transports run inside `yaok run`; this reaches it over the control socket.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The transport: lan.") var name: String
+    @Argument(help: "on or off.") var state: String
+
+    func validate() throws {
+        guard ["on", "off"].contains(state) else { throw ValidationError("The state is on or off") }
+    }
+
+    func run() throws { try PeerClient.execute(.transport(name: name, enabled: state == "on"), options) }
+}

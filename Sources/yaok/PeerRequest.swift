@@ -10,6 +10,7 @@ enum PeerRequest: Equatable {
     case retry(messageID: String)
     case outbox
     case status
+    case transport(name: String, enabled: Bool)
 
     static let historyLimits = 1...1000
 
@@ -24,6 +25,8 @@ enum PeerRequest: Equatable {
         case .retry(let id): fields = [("cmd", .string("retry")), ("message_id", .string(id))]
         case .outbox: fields = [("cmd", .string("outbox"))]
         case .status: fields = [("cmd", .string("status"))]
+        case .transport(let name, let enabled):
+            fields = [("cmd", .string("transport")), ("name", .string(name)), ("enabled", .bool(enabled))]
         }
         if let pin { fields.append(("pin", .string(pin))) }
         return .object(fields)
@@ -44,13 +47,23 @@ enum PeerRequest: Equatable {
         case "retry": self = .retry(messageID: try string("message_id"))
         case "outbox": self = .outbox
         case "status": self = .status
+        case "transport":
+            guard let enabled = json["enabled"]?.bool else {
+                throw CLIError("Request needs \"enabled\" (true or false)", status: .invalidArgument)
+            }
+            self = .transport(name: try string("name"), enabled: enabled)
         case let other?: throw CLIError("Unknown command \"\(other)\"", status: .invalidArgument)
         case nil: throw CLIError("Request needs \"cmd\"", status: .invalidArgument)
         }
     }
 
-    /// Whether the keys are needed (all but `status`, which works while locked).
-    var needsKeys: Bool { self != .status }
+    /// Whether the keys are needed (all but `status` and `transport`, which work while locked).
+    var needsKeys: Bool {
+        switch self {
+        case .status, .transport: return false
+        default: return true
+        }
+    }
 
     // MARK: - Against a node
 
@@ -89,6 +102,16 @@ enum PeerRequest: Equatable {
             // Works while locked too, without the parts that name contacts.
             let diagnostics = try node.diagnostics()
             return status.json.appending([("diagnostics", diagnostics)])
+
+        case .transport(let name, let enabled):
+            guard node.transports().contains(where: { $0.name == name }) else {
+                throw CLIError("No transport named \(name) here: transports run inside `yaok run` (start it with --\(name))",
+                               status: .notFound)
+            }
+            try node.setTransport(name, enabled: enabled)
+            guard let state = node.transports().first(where: { $0.name == name }) else { throw CLIError("No transport named \(name)") }
+            return .object([("name", .string(state.name)), ("display_name", .string(state.displayName)),
+                            ("state", .string(state.phase.rawValue)), ("error", state.error.map { .string($0) } ?? .null)])
         }
     }
 
@@ -161,6 +184,10 @@ enum PeerRequest: Equatable {
             }.joined(separator: "\n")
         case .status:
             return PeerRequest.renderStatus(result)
+        case .transport:
+            let name = result["display_name"]?.string ?? result["name"]?.string ?? "?"
+            let error = result["error"]?.string.map { ": \($0)" } ?? ""
+            return "\(name): \(result["state"]?.string ?? "?")\(error)"
         }
     }
 

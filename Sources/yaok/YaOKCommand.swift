@@ -13,6 +13,7 @@ struct YaOKCommand: ParsableCommand {
         prompt that does not echo. Wrong PINs count toward the lockout across invocations.
         """,
         subcommands: [Init.self, Status.self, CardCommand.self, Contacts.self, Send.self, History.self, Retry.self, Outbox.self,
+                      TransportCommand.self,
                       Run.self, Events.self, Reset.self, Demo.self]
     )
 

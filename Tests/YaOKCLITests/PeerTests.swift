@@ -278,6 +278,14 @@ func pairOfContacts(_ label: String) throws -> (alice: CLI, bob: CLI) {
         #expect((diagnostics["transports"] as? [[String: Any]])?.first?["state"] as? String == "running")
         #expect((diagnostics["warnings"] as? [Any])?.isEmpty == true)
 
+        // Transports switch at runtime through the running peer.
+        let off = try #require(try alice.run(["transport", "lan", "off", "--json"]).json as? [String: Any])
+        #expect(off["state"] as? String == "disabled")
+        let warned = try #require(try alice.run(["status", "--json"]).json as? [String: Any])
+        #expect((warned["diagnostics"] as? [String: Any])?["warnings"] as? [String] == ["No transports enabled"])
+        #expect(try alice.run(["transport", "lan", "on"]).stdout.contains("WiFi: running"))
+        #expect(try alice.run(["transport", "ble", "on"]).status != 0)
+
         #expect(b.stop() == 0)
         #expect(a.stop() == 0)
     }
