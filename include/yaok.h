@@ -278,6 +278,40 @@ yaok_status yaok_envelope_open(const yaok_identity *recipient,
                                const uint8_t *message_id, int64_t timestamp_ms,
                                uint8_t **out_body, size_t *out_body_len, size_t *out_sender_index);
 
+/* ---- wire (interoperability) ----
+ * Stateless views of the wire format (docs/PROTOCOL.md §4), so that a second
+ * implementation can check the packets, frames and fragments it makes against this
+ * library's. Like the envelope section, they send nothing and hold no state: the node
+ * does all of this itself. `packet` is borrowed for the call (NULL only when packet_len
+ * is 0). A packet is at most 17408 bytes. */
+
+/* Decodes one packet of any type, strictly (PROTOCOL.md §4.1: exactly the bytes the
+ * library would encode, nothing trailing), into a JSON object (docs/ABI.md, "packet"):
+ * version, type ("message", "ack", "handshake", "fragment", "link") and that type's
+ * fields, bytes as lower-case hex. Checks the layout only: no time, tag or crypto check.
+ * Errors, in the order §4.1 checks them: YAOK_E_UNSUPPORTED_VERSION (first byte not 1),
+ * YAOK_E_UNKNOWN_PACKET_TYPE, YAOK_E_MALFORMED_PACKET (empty, cut short, length field
+ * that differs from the bytes that follow, lifetime 0, fragment index >= count or
+ * count < 2, empty fragment, over 17408 bytes, link length under 25); the message says
+ * which field. *out_json: free with yaok_string_free(). */
+yaok_status yaok_packet_decode(const uint8_t *packet, size_t packet_len, char **out_json);
+
+/* The stream frame (PROTOCOL.md §4.6: u16 big-endian length, then the packet) of
+ * `packet`, which is not decoded: any 1 to 17408 bytes. Empty: YAOK_E_INVALID_ARGUMENT
+ * (a zero length is a keepalive); longer: YAOK_E_FRAME_TOO_LARGE.
+ * *out_frame (*out_frame_len bytes): free with yaok_bytes_free(). */
+yaok_status yaok_frame_encode(const uint8_t *packet, size_t packet_len,
+                              uint8_t **out_frame, size_t *out_frame_len);
+
+/* The link units a sender with this `mtu` (YAOK_LINK_MIN_MTU or more) sends for `packet`
+ * (PROTOCOL.md §4.7; 1 to 17408 bytes, not decoded), as a JSON array of lower-case hex
+ * strings in sending order: the packet itself when it fits in `mtu` bytes, else its
+ * fragments 0 to count-1, all of group `first_group`. MTU below YAOK_LINK_MIN_MTU or a
+ * packet length outside 1 to 17408: YAOK_E_INVALID_ARGUMENT.
+ * *out_json: free with yaok_string_free(). */
+yaok_status yaok_fragment_split(const uint8_t *packet, size_t packet_len, uint32_t mtu,
+                                uint16_t first_group, char **out_json);
+
 /* ---- node ----
  * A node is one profile: one identity with its contacts, messages and security log, kept
  * in one data directory (SQLite, WAL). Open it, then set it up (first time) or unlock it.

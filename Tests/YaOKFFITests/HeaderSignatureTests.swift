@@ -31,6 +31,8 @@ import YaOKFFI
         do { var f = CYaOK.yaok_contact_verify; f = YaOKFFI.yaok_contact_verify; _ = f }
         do { var f = CYaOK.yaok_envelope_open; f = YaOKFFI.yaok_envelope_open; _ = f }
         do { var f = CYaOK.yaok_envelope_seal; f = YaOKFFI.yaok_envelope_seal; _ = f }
+        do { var f = CYaOK.yaok_fragment_split; f = YaOKFFI.yaok_fragment_split; _ = f }
+        do { var f = CYaOK.yaok_frame_encode; f = YaOKFFI.yaok_frame_encode; _ = f }
         do { var f = CYaOK.yaok_identity_card; f = YaOKFFI.yaok_identity_card; _ = f }
         do { var f = CYaOK.yaok_identity_fingerprint; f = YaOKFFI.yaok_identity_fingerprint; _ = f }
         do { var f = CYaOK.yaok_identity_free; f = YaOKFFI.yaok_identity_free; _ = f }
@@ -65,6 +67,7 @@ import YaOKFFI
         do { var f = CYaOK.yaok_node_unlock; f = YaOKFFI.yaok_node_unlock; _ = f }
         do { var f = CYaOK.yaok_node_unlock_platform_key; f = YaOKFFI.yaok_node_unlock_platform_key; _ = f }
         do { var f = CYaOK.yaok_outbox; f = YaOKFFI.yaok_outbox; _ = f }
+        do { var f = CYaOK.yaok_packet_decode; f = YaOKFFI.yaok_packet_decode; _ = f }
         do { var f = CYaOK.yaok_secret_check; f = YaOKFFI.yaok_secret_check; _ = f }
         do { var f = CYaOK.yaok_security_events; f = YaOKFFI.yaok_security_events; _ = f }
         do { var f = CYaOK.yaok_status_str; f = YaOKFFI.yaok_status_str; _ = f }
@@ -108,6 +111,8 @@ import YaOKFFI
         "yaok_contact_verify",
         "yaok_envelope_open",
         "yaok_envelope_seal",
+        "yaok_fragment_split",
+        "yaok_frame_encode",
         "yaok_identity_card",
         "yaok_identity_fingerprint",
         "yaok_identity_free",
@@ -142,6 +147,7 @@ import YaOKFFI
         "yaok_node_unlock",
         "yaok_node_unlock_platform_key",
         "yaok_outbox",
+        "yaok_packet_decode",
         "yaok_secret_check",
         "yaok_security_events",
         "yaok_status_str",

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import pytest
 
 import yaok
-from yaok import _lib, envelope, errors
+from yaok import _lib, envelope, errors, wire
 
 from conftest import ALICE_SECRETS, BOB_SECRETS, PIN
 
@@ -97,6 +97,9 @@ class Context:
             # envelope
             "sender": self.alice, "recipient_card": self.bob_card, "body": b"hi", "timestamp_ms": 1,
             "recipient": self.bob, "senders": [self.alice_card], "sealed": self.sealed,
+            # wire: the message packet of docs/PROTOCOL.md's wire-routed-message
+            "packet": bytes.fromhex("01010700112233445566778899aabbccddeeff018bcfe5680027605d0d40da0e5962510004deadbeef"),
+            "first_group": 0x1234,
             # errors
             "message": "the message",
         }
@@ -145,7 +148,7 @@ def test_identity_and_card_methods(context: Context, cls: type, method: str):
 
 
 @pytest.mark.parametrize("fn", [envelope.seal, envelope.open, yaok.status_str, errors.error_for_status,
-                                yaok.check_secret],
+                                yaok.check_secret, wire.decode_packet, wire.frame, wire.split],
                          ids=lambda fn: f"{fn.__module__}.{fn.__name__}")
 def test_module_functions(context: Context, fn: Callable[..., Any]):
     overrides: Dict[str, Any] = {}
@@ -159,11 +162,12 @@ def test_module_functions(context: Context, fn: Callable[..., Any]):
 
 
 def test_every_public_module_function_is_covered():
-    covered = {"seal", "open", "status_str", "error_for_status", "check_secret",
+    covered = {"seal", "open", "status_str", "error_for_status", "check_secret", "decode_packet", "frame", "split",
                # no arguments:
                "abi_version", "version_string", "load_library"}
     functions = {name for name in yaok.__all__ if inspect.isfunction(getattr(yaok, name))}
-    functions |= {name for name in envelope.__all__ if inspect.isfunction(getattr(envelope, name))}
+    for module in (envelope, wire):
+        functions |= {name for name in module.__all__ if inspect.isfunction(getattr(module, name))}
     assert functions <= covered, sorted(functions - covered)
 
 

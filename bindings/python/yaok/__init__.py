@@ -21,13 +21,14 @@ app lock; its events arrive through :meth:`Node.set_event_callback` on the node'
 thread (see :mod:`yaok.events`).
 
 One module per header section: :mod:`yaok.identity`, :mod:`yaok.envelope`, :mod:`yaok.node`,
-:mod:`yaok.contacts`, :mod:`yaok.messages`, :mod:`yaok.security`, :mod:`yaok.events`; each
+:mod:`yaok.contacts`, :mod:`yaok.messages`, :mod:`yaok.security`, :mod:`yaok.events`,
+:mod:`yaok.wire`; each
 declares its own C signatures with :func:`yaok._lib.declare`.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from . import contacts, envelope, errors, events, links, messages, node, security
+from . import contacts, envelope, errors, events, links, messages, node, security, wire
 from ._lib import ABI_VERSION, abi_version, load_library, status_str, version_string
 from .errors import *  # noqa: F401,F403  (the exception classes and Status; listed below)
 from .contacts import Connection, ConnectionState, Contact, ContactPreview
@@ -58,7 +59,7 @@ __all__ = [
     "Contact", "ContactPreview", "Connection", "ConnectionState",
     "Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry", "Link", "LinkRole",
     "SecurityEvent", "EventKind", "Registration",
-    "node", "contacts", "messages", "security", "events", "links",
+    "node", "contacts", "messages", "security", "events", "links", "wire",
     # yaok.errors.__all__, written out: mypy reads only a literal __all__, and names it
     # cannot see there are not exported to an application's type checker.
     "Status", "YaOKError", "UsageError", "NullArgument", "InvalidArgument", "InvalidUTF8",
