@@ -73,19 +73,8 @@ public enum Envelope {
     private static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
                              messageID: [UInt8], timestamp: Int64, associatedData extra: [UInt8],
                              ephemeral ephemeralSecret: SecureBytes) throws -> [UInt8] {
-        guard !body.isEmpty else { throw YaOKError(.emptyMessage) }
-        guard body.count <= maxBodyLength else { throw YaOKError(.messageTooLarge) }
-        guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
-        guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
-        guard timestamp >= 0 else { throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, not negative") }
-        guard ephemeralSecret.count == 32 else { throw YaOKError(.invalidArgument, "Ephemeral secret must be 32 bytes") }
-        try Sodium.ensureInitialized()
-
-        let ephemeral = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
-        // An all-zero X25519 output means a low-order recipient key (cards refuse those).
-        guard var shared = try? ephemeralSecret.withUnsafeBytes({ try Sodium.x25519(secret: $0, publicKey: recipientKey) }) else {
-            throw YaOKError(.invalidArgument, "The recipient key is of low order: nothing can be sealed to it")
-        }
+        var (ephemeral, shared) = try sealingAgreement(body, to: recipientKey, messageID: messageID, timestamp: timestamp,
+                                                       ephemeral: ephemeralSecret)
         defer { Sodium.wipe(&shared) }
         let ad = associatedData(recipientKey: recipientKey, messageID: messageID, timestamp: timestamp,
                                 ephemeral: ephemeral) + extra
@@ -173,6 +162,25 @@ public enum Envelope {
         guard let expected, Sodium.constantTimeEqual(auth, expected) else { throw YaOKError(.senderAuthFailed) }
         guard isKnownSender(senderKey) else { throw YaOKError(.unknownSender) }
         return Opened(senderKey: senderKey, body: Array(body))
+    }
+
+    /// The checks every seal makes (the bare envelope and the packet envelope), then the
+    /// ephemeral public key and the ephemeral–recipient X25519 output (wipe it).
+    static func sealingAgreement(_ body: [UInt8], to recipientKey: [UInt8], messageID: [UInt8], timestamp: Int64,
+                                 ephemeral ephemeralSecret: SecureBytes) throws -> (ephemeral: [UInt8], shared: [UInt8]) {
+        guard !body.isEmpty else { throw YaOKError(.emptyMessage) }
+        guard body.count <= maxBodyLength else { throw YaOKError(.messageTooLarge) }
+        guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
+        guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
+        guard timestamp >= 0 else { throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, not negative") }
+        guard ephemeralSecret.count == 32 else { throw YaOKError(.invalidArgument, "Ephemeral secret must be 32 bytes") }
+        try Sodium.ensureInitialized()
+        let ephemeral = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
+        // An all-zero X25519 output means a low-order recipient key (cards refuse those).
+        guard let shared = try? ephemeralSecret.withUnsafeBytes({ try Sodium.x25519(secret: $0, publicKey: recipientKey) }) else {
+            throw YaOKError(.invalidArgument, "The recipient key is of low order: nothing can be sealed to it")
+        }
+        return (ephemeral, shared)
     }
 
     /// version || recipient key || message ID || timestamp (u64 BE, ms) || ephemeral key;

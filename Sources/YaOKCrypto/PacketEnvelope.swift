@@ -48,18 +48,8 @@ public enum PacketEnvelope {
     private static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
                              messageID: [UInt8], timestamp: Int64, associatedData extra: [UInt8],
                              ephemeral ephemeralSecret: SecureBytes, claimedSenderKey: [UInt8]? = nil) throws -> [UInt8] {
-        guard !body.isEmpty else { throw YaOKError(.emptyMessage) }
-        guard body.count <= Envelope.maxBodyLength else { throw YaOKError(.messageTooLarge) }
-        guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
-        guard messageID.count == Envelope.messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
-        guard timestamp >= 0 else { throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, not negative") }
-        guard ephemeralSecret.count == 32 else { throw YaOKError(.invalidArgument, "Ephemeral secret must be 32 bytes") }
-        try Sodium.ensureInitialized()
-
-        let ephemeral = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
-        guard var shared = try? ephemeralSecret.withUnsafeBytes({ try Sodium.x25519(secret: $0, publicKey: recipientKey) }) else {
-            throw YaOKError(.invalidArgument, "The recipient key is of low order: nothing can be sealed to it")
-        }
+        var (ephemeral, shared) = try Envelope.sealingAgreement(body, to: recipientKey, messageID: messageID,
+                                                                timestamp: timestamp, ephemeral: ephemeralSecret)
         defer { Sodium.wipe(&shared) }
         let senderKey = claimedSenderKey ?? sender.publicIdentity.encryptionKey
         let ad = associatedData(senderKey: senderKey, recipientKey: recipientKey, messageID: messageID,
