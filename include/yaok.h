@@ -669,7 +669,8 @@ typedef struct yaok_link yaok_link;
  * The initiator's first unit is sent AT ONCE, possibly before yaok_link_open has returned
  * and handed you the handle: be ready to carry units as soon as you call it (the callback
  * gets your user_data; queue what arrives for a peer whose link you do not know yet). */
-typedef yaok_status (*yaok_link_send_callback)(void *user_data, const uint8_t *unit, size_t unit_len);
+typedef yaok_status
+    (*yaok_link_send_callback)(void *user_data, const uint8_t *unit, size_t unit_len);
 
 /* The node ended the link (handshake timeout, protocol violation, node closing): drop the
  * connection. `reason` (UTF-8) is borrowed for the call only. The yaok_link handle stays
