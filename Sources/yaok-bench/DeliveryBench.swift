@@ -55,17 +55,7 @@ enum DeliveryBench {
         alice.setEventHandler { event in
             if case .messageStatusChanged(let m) = event, m.status == .delivered { delivered.add() }
         }
-        var latencies: [Double] = []
-        for i in 0..<300 {
-            let before = delivered.count
-            let start = Measure.now()
-            _ = try alice.send(to: bobID, text: "ping \(i)")
-            try delivered.wait(above: before)
-            latencies.append(Measure.now() - start)
-        }
-        latencies.sort()
-        Measure.report("send → delivered, one at a time, p50", ms(latencies[latencies.count / 2]), target: "p50 ≤ 2 ms")
-        Measure.report("send → delivered, one at a time, p99", ms(latencies[latencies.count * 99 / 100]))
+        try delivered.reportLatency("send → delivered, one at a time", node: alice, contact: bobID, count: 300)
     }
 
     static func rawInsertRates(path: String) throws -> (single: Double, batched: Double) {
@@ -98,5 +88,4 @@ enum DeliveryBench {
         }
     }
 
-    static func ms(_ seconds: Double) -> String { "\(Measure.format(seconds * 1000, decimals: 3)) ms" }
 }

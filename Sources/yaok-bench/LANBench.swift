@@ -41,17 +41,7 @@ enum LANBench {
         }
 
         // One at a time: send, wait for the delivered event.
-        var latencies: [Double] = []
-        for i in 0..<500 {
-            let before = delivered.count
-            let start = Measure.now()
-            _ = try alice.send(to: bobID, text: "ping \(i)")
-            try delivered.wait(above: before)
-            latencies.append(Measure.now() - start)
-        }
-        latencies.sort()
-        Measure.report("LAN, send → delivered, one at a time, p50", ms(latencies[latencies.count / 2]), target: "p50 ≤ 2 ms")
-        Measure.report("LAN, send → delivered, one at a time, p99", ms(latencies[latencies.count * 99 / 100]))
+        try delivered.reportLatency("LAN, send → delivered, one at a time", node: alice, contact: bobID, count: 500)
 
         // Pipelined: 3,000 sent back to back; the clock stops at the last delivered.
         let n = 3_000
@@ -114,7 +104,6 @@ enum LANBench {
         throw YaOKError(.internal, "\(path) never appeared")
     }
 
-    static func ms(_ seconds: Double) -> String { "\(Measure.format(seconds * 1000, decimals: 3)) ms" }
 }
 
 /// Counts delivered events (they arrive on the node's event thread).
@@ -129,6 +118,22 @@ final class DeliveredCounter: @unchecked Sendable {
         value += 1
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// Sends `count` messages one at a time, each after the previous one was delivered, and
+    /// prints the p50 and p99 of send → delivered.
+    func reportLatency(_ label: String, node: Node, contact: Int64, count: Int) throws {
+        var latencies: [Double] = []
+        for i in 0..<count {
+            let before = self.count
+            let start = Measure.now()
+            _ = try node.send(to: contact, text: "ping \(i)")
+            try wait(above: before)
+            latencies.append(Measure.now() - start)
+        }
+        latencies.sort()
+        Measure.report(label + ", p50", Measure.ms(latencies[latencies.count / 2]), target: "p50 ≤ 2 ms")
+        Measure.report(label + ", p99", Measure.ms(latencies[latencies.count * 99 / 100]))
     }
 
     func wait(above: Int, timeout: Double = 30) throws {

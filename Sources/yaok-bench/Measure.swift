@@ -38,6 +38,9 @@ enum Measure {
         print("  \(padded) \(value)" + (target.map { "   (target \($0))" } ?? ""))
     }
 
+    /// Seconds as milliseconds with three decimals: "2.619 ms".
+    static func ms(_ seconds: Double) -> String { format(seconds * 1000, decimals: 3) + " ms" }
+
     static func format(_ value: Double, decimals: Int = 2) -> String {
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }

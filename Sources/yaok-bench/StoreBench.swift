@@ -16,7 +16,7 @@ enum StoreBench {
         let rssBefore = Measure.peakRSSMiB()
         var t = Measure.now()
         _ = try node.setup(name: "Bench", pin: pin, confirmation: pin)
-        Measure.report("setup (Argon2id seal)", ms(Measure.now() - t))
+        Measure.report("setup (Argon2id seal)", Measure.ms(Measure.now() - t))
         try node.setAutoLock(.never)
 
         // PIN verification: lock, then unlock (Argon2id 64 MiB, 2 passes, then unseal).
@@ -27,7 +27,7 @@ enum StoreBench {
             try node.unlock(pin: pin)
             unlocks.append(Measure.now() - t)
         }
-        Measure.report("PIN verification (unlock), median of 5", ms(median(unlocks)), target: "< 100 ms")
+        Measure.report("PIN verification (unlock), median of 5", Measure.ms(median(unlocks)), target: "< 100 ms")
         Measure.report("peak RSS before setup / after unlocks", "\(Measure.format(rssBefore, decimals: 1)) / \(Measure.format(Measure.peakRSSMiB(), decimals: 1)) MiB")
 
         // Adding a contact: one transaction (one fsync) each; cards made beforehand.
@@ -40,32 +40,32 @@ enum StoreBench {
             adds.append(Measure.now() - t)
             if firstContact == 0 { firstContact = c.id }
         }
-        Measure.report("add a contact, median of 200 (200 stored)", ms(median(adds)), target: "< 5 ms")
-        Measure.report("add a contact, slowest of 200", ms(adds.max() ?? 0))
+        Measure.report("add a contact, median of 200 (200 stored)", Measure.ms(median(adds)), target: "< 5 ms")
+        Measure.report("add a contact, slowest of 200", Measure.ms(adds.max() ?? 0))
 
         // A 100-message page from a conversation of 10,000.
         let talker = firstContact
         try fill(node, contact: talker, count: 10_000, seed: 1)
         let newest = Measure.perIteration(200) { _ = try? node.history(talker, limit: 100) }
-        Measure.report("load newest 100 of 10,000 messages", ms(newest), target: "< 5 ms")
+        Measure.report("load newest 100 of 10,000 messages", Measure.ms(newest), target: "< 5 ms")
         var cursor: String? = nil
         for _ in 0..<50 { cursor = try node.history(talker, before: cursor, limit: 100).olderCursor }
         let deep = Measure.perIteration(200) { [cursor] in _ = try? node.history(talker, before: cursor, limit: 100) }
-        Measure.report("load a page 5,000 messages back", ms(deep), target: "< 5 ms")
+        Measure.report("load a page 5,000 messages back", Measure.ms(deep), target: "< 5 ms")
 
         // Deleting a contact with 50,000 messages (and the messages).
         let big = firstContact + 1
         t = Measure.now()
         try fill(node, contact: big, count: 50_000, seed: 2)
-        Measure.report("(setup: store 50,000 messages in batches)", ms(Measure.now() - t))
+        Measure.report("(setup: store 50,000 messages in batches)", Measure.ms(Measure.now() - t))
         t = Measure.now()
         try node.deleteContact(big, deleteMessages: true)
-        Measure.report("delete a contact with 50,000 messages", ms(Measure.now() - t), target: "< 1 s (seed: 15 s)")
+        Measure.report("delete a contact with 50,000 messages", Measure.ms(Measure.now() - t), target: "< 1 s (seed: 15 s)")
         let big2 = firstContact + 2
         try fill(node, contact: big2, count: 50_000, seed: 3)
         t = Measure.now()
         try node.deleteContact(big2)
-        Measure.report("delete a contact, keeping 50,000 messages", ms(Measure.now() - t))
+        Measure.report("delete a contact, keeping 50,000 messages", Measure.ms(Measure.now() - t))
         Measure.report("peak RSS at the end", "\(Measure.format(Measure.peakRSSMiB(), decimals: 1)) MiB")
     }
 
@@ -84,7 +84,6 @@ enum StoreBench {
         }
     }
 
-    private static func ms(_ seconds: Double) -> String { Measure.format(seconds * 1000, decimals: 3) + " ms" }
 
     private static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()

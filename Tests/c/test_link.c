@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "tempdir.h"
+#include "wait.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -16,17 +17,6 @@
 
 static const char *PIN = "135790";
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static long long json_int(const char *json, const char *key) {
-    char pattern[64];
-    snprintf(pattern, sizeof pattern, "\"%s\":", key);
-    const char *p = strstr(json, pattern);
-    return p ? strtoll(p + strlen(pattern), NULL, 10) : -999;
-}
 
 /* Copies the string value of "key" in a flat JSON object (no escapes expected). */
 static int json_str(const char *json, const char *key, char *out, size_t size) {
