@@ -118,6 +118,15 @@ enum {
     YAOK_E_LINK_FAILED = 506,           /* handshake or link protocol failure: the link closes */
     YAOK_E_NO_ROUTE = 507,              /* "No transports enabled" */
 
+    /* 6xx: relays (docs/PROTOCOL.md §8) */
+    YAOK_E_TLS_FAILED = 600,            /* TLS handshake or connection failure */
+    YAOK_E_CERTIFICATE_REJECTED = 601,  /* pin or CA mismatch: never falls back to plaintext */
+    YAOK_E_RELAY_AUTH_FAILED = 602,
+    YAOK_E_REVOKED = 603,               /* the relay's operator revoked this pseudonym */
+    YAOK_E_RATE_LIMITED = 604,          /* "Rate limit reached. Try again in X minutes." */
+    YAOK_E_MAILBOX_FULL = 605,
+    YAOK_E_RELAY_UNAVAILABLE = 606,
+
     /* 9xx: the library itself */
     YAOK_E_INTERNAL = 900,
     YAOK_E_OUT_OF_MEMORY = 901,

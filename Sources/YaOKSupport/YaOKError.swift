@@ -69,6 +69,15 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
         case linkFailed = 506
         case noRoute = 507
 
+        // 6xx: relays
+        case tlsFailed = 600
+        case certificateRejected = 601
+        case relayAuthFailed = 602
+        case revoked = 603
+        case rateLimited = 604
+        case mailboxFull = 605
+        case relayUnavailable = 606
+
         // 9xx: the library itself
         case `internal` = 900
         case outOfMemory = 901
@@ -117,6 +126,13 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
             case .expired: return "Packet has expired"
             case .linkFailed: return "The link failed"
             case .noRoute: return "No transports enabled"
+            case .tlsFailed: return "The TLS connection failed"
+            case .certificateRejected: return "The relay's certificate was rejected"
+            case .relayAuthFailed: return "The relay refused authentication"
+            case .revoked: return "The relay revoked this account"
+            case .rateLimited: return "Rate limit reached. Try again later."
+            case .mailboxFull: return "The recipient's relay mailbox is full"
+            case .relayUnavailable: return "The relay is unavailable"
             case .internal: return "Internal error"
             case .outOfMemory: return "Out of memory"
             case .cryptoInit: return "The crypto library failed to initialise"

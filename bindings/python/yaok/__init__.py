@@ -71,6 +71,7 @@ __all__ = [
     "NoPlatformKey", "WrongPlatformKey", "Closed", "Busy", "AlreadyUnlocked",
     "DeviceSecretRequired", "WrongDeviceSecret", "ProtocolError", "MalformedPacket",
     "UnsupportedVersion", "UnknownPacketType", "FrameTooLarge", "FragmentInvalid",
-    "Expired", "LinkFailed", "NoRoute", "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
+    "Expired", "LinkFailed", "NoRoute", "RelayError", "TLSFailed", "CertificateRejected",
+    "RelayAuthFailed", "Revoked", "RateLimited", "MailboxFull", "RelayUnavailable", "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
     "HandleClosed", "LibraryNotFound", "AbiVersionMismatch", "error_for_status",
 ]

@@ -42,6 +42,8 @@ __all__ = [
     "AlreadyUnlocked", "DeviceSecretRequired", "WrongDeviceSecret",
     "ProtocolError", "MalformedPacket", "UnsupportedVersion", "UnknownPacketType",
     "FrameTooLarge", "FragmentInvalid", "Expired", "LinkFailed", "NoRoute",
+    "RelayError", "TLSFailed", "CertificateRejected", "RelayAuthFailed", "Revoked",
+    "RateLimited", "MailboxFull", "RelayUnavailable",
     "LibraryError", "InternalError", "OutOfMemory", "CryptoInitError",
     "HandleClosed", "LibraryNotFound", "AbiVersionMismatch",
     "error_for_status",
@@ -100,6 +102,14 @@ class Status(enum.IntEnum):
     EXPIRED = 505
     LINK_FAILED = 506
     NO_ROUTE = 507
+
+    TLS_FAILED = 600
+    CERTIFICATE_REJECTED = 601
+    RELAY_AUTH_FAILED = 602
+    REVOKED = 603
+    RATE_LIMITED = 604
+    MAILBOX_FULL = 605
+    RELAY_UNAVAILABLE = 606
 
     INTERNAL = 900
     OUT_OF_MEMORY = 901
@@ -347,6 +357,40 @@ class LinkFailed(ProtocolError):
 class NoRoute(ProtocolError):
     """No transports enabled."""
     code = Status.NO_ROUTE
+
+
+# ---- 6xx: relays
+class RelayError(YaOKError):
+    """6xx: a relay refused or could not be reached."""
+
+
+class TLSFailed(RelayError):
+    code = Status.TLS_FAILED
+
+
+class CertificateRejected(RelayError):
+    """The relay's certificate did not match the pin or CA: never falls back to plaintext."""
+    code = Status.CERTIFICATE_REJECTED
+
+
+class RelayAuthFailed(RelayError):
+    code = Status.RELAY_AUTH_FAILED
+
+
+class Revoked(RelayError):
+    code = Status.REVOKED
+
+
+class RateLimited(RelayError):
+    code = Status.RATE_LIMITED
+
+
+class MailboxFull(RelayError):
+    code = Status.MAILBOX_FULL
+
+
+class RelayUnavailable(RelayError):
+    code = Status.RELAY_UNAVAILABLE
 
 
 # ---- 9xx: the library itself
