@@ -529,6 +529,8 @@ yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
 #define YAOK_EVENT_MESSAGE_RECEIVED 7u       /* {"contact_id": n, "message_id": hex}: a new
                                                 message arrived; never its content */
 #define YAOK_EVENT_TRANSPORT_CHANGED 8u      /* {"name", "display_name", "state", "error"} */
+#define YAOK_EVENT_TRANSPORT_NOTICE 9u       /* {"transport", "message", "retry_after_ms"}: e.g.
+                                                "Rate limit reached. Try again in 12 minutes." */
 
 /* Registers `callback` for this node's events, replacing any earlier registration (whose
  * free_user_data then runs on the event thread, after the last event it was given). NULL

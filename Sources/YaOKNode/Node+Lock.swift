@@ -288,7 +288,10 @@ extension Node {
         s.lastActivity = EventLoop.monotonicNanoseconds()
         scheduleAutoLock(&s)
         // What arrived while locked is opened now; the outbox resumes.
-        loop.post { [weak self] in self?.processHeld() }
+        loop.post { [weak self] in
+            self?.processHeld()
+            self?.notifyTransportsUnlocked()
+        }
     }
 
     /// The link key, sealed under the database key: made and certified at the first unlock,
@@ -328,7 +331,11 @@ extension Node {
             try logSecurityEvent(store, kind)
             return true
         }
-        if wasUnlocked { events.emit(.locked(reason: reason)) }
+        if wasUnlocked {
+            // A lock ends relay sessions: they need the keys just wiped (§8).
+            closeCarriers(reason: "Locked")
+            events.emit(.locked(reason: reason))
+        }
     }
 
     /// The identity, for signing and sealing. Needs the node unlocked. The returned object

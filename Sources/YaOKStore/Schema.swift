@@ -144,6 +144,14 @@ enum Schema {
         ALTER TABLE security_events ADD COLUMN mac BLOB;
         ALTER TABLE security_events ADD COLUMN tampered INTEGER NOT NULL DEFAULT 0;
         """,
+        // 9: relay pseudonyms (docs/PROTOCOL.md §8.2): one random Ed25519 seed per relay
+        // address, sealed under the database key with the address in its associated data.
+        """
+        CREATE TABLE relay_accounts (
+            relay TEXT PRIMARY KEY,
+            sealed_seed BLOB NOT NULL
+        );
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

@@ -45,6 +45,14 @@ extension Store {
             """, [.int(contactID), .int(now), .int(now), .int(Int64(limit))], map: outboxRow)
     }
 
+    /// Queued rows for any contact that are due at `now`, in sending order (for a relay).
+    package func dueOutbox(now: Int64, limit: Int) throws -> [OutboxRow] {
+        try db.rows("""
+            SELECT \(Store.outboxColumns) FROM outbox
+            WHERE state = 0 AND next_attempt_ms <= ? AND expires_ms > ? ORDER BY seq LIMIT ?
+            """, [.int(now), .int(now), .int(Int64(limit))], map: outboxRow)
+    }
+
     package func outboxRow(_ packetID: MessageID) throws -> OutboxRow? {
         try db.rows("SELECT \(Store.outboxColumns) FROM outbox WHERE packet_id = ?", [.blob(packetID.bytes)],
                     map: outboxRow).first

@@ -104,12 +104,13 @@ extension Node {
     public func outbox() throws -> [OutboxEntry] {
         try withUnlocked { store, keys, s in
             let linked = Set(s.delivery.links.values.filter(\.isOpen).compactMap(\.contactID))
+            let carried = !s.delivery.carriers.isEmpty
             return try store.outboxRows(kind: .message).compactMap { row -> OutboxEntry? in
                 guard row.state == .queued,
                       let m = try store.outgoingMessage(messageID: row.packetID.bytes, cipher: keys.cipher) else { return nil }
                 return OutboxEntry(messageID: row.packetID, contactID: row.contactID, status: m.status,
                                    attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, expiresAt: row.expiresAt,
-                                   waitingForTransport: !linked.contains(row.contactID))
+                                   waitingForTransport: !carried && !linked.contains(row.contactID))
             }
         }
     }
@@ -144,6 +145,7 @@ extension Node {
                 noteActivity(link.link.transport, &s)
             }
         }
+        try pumpCarriers(served: served, store, &s)
         scheduleDeliveryTimer(store, &s)
     }
 
@@ -194,8 +196,10 @@ extension Node {
     /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
     private func scheduleDeliveryTimer(_ store: Store, _ s: inout NodeState) {
         // An hourly sweep at the latest, for expiry.
-        let deadlines = [try? store.nextOutboxAttempt(after: now), s.delivery.inflight.values.map(\.deadline).min(),
-                         now + 3_600_000].compactMap { $0 }
+        let t = now
+        let deadlines = [try? store.nextOutboxAttempt(after: t), s.delivery.inflight.values.map(\.deadline).min(),
+                         s.delivery.carriers.values.map(\.pausedUntil).filter { $0 > t }.min(),
+                         t + 3_600_000].compactMap { $0 }
         guard let due = deadlines.min() else { return }
         if let current = s.delivery.timerDue, current <= due, s.delivery.timer != nil { return }
         if let timer = s.delivery.timer { loop.cancel(timer) }

@@ -103,5 +103,14 @@ extension Node {
         }
         for t in transports { t.stop() }
         for l in links { closeLink(l, reason: "The node is closing", notifyTransport: true) }
+        closeCarriers(reason: "The node is closing")
+    }
+
+    /// Tells running transports the node was unlocked (a relay logs in again).
+    func notifyTransportsUnlocked() {
+        let running = (try? withStore { _, s in
+            s.delivery.transports.values.filter { $0.phase == .running }.map(\.transport)
+        }) ?? []
+        for t in running { t.nodeUnlocked() }
     }
 }
