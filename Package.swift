@@ -40,6 +40,8 @@ let package = Package(
         .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
         // Transports: sockets on the node's event loop, each connection a link (LAN today).
         .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode"]),
+        // TLS 1.3 over a non-blocking descriptor (OpenSSL), for the relay client and server.
+        .target(name: "YaOKTLS", dependencies: ["YaOKSupport", "COpenSSL"]),
         .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTransports"]),
         .target(
             name: "YaOKFFI",
@@ -63,6 +65,8 @@ let package = Package(
         .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
         // Compiles each @_cdecl entry point against its declaration in include/yaok.h.
         .testTarget(name: "YaOKFFITests", dependencies: ["YaOKFFI", "CYaOK"]),
+        // Loopback only; peers that misbehave (TLS 1.2, no ALPN) are raw OpenSSL.
+        .testTarget(name: "YaOKTLSTests", dependencies: ["YaOKTLS", "YaOKSupport", "COpenSSL"]),
         // A pure-Swift QR code encoder (no Foundation), for printing contact cards.
         .target(name: "QRCode"),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
