@@ -39,10 +39,10 @@ let package = Package(
         .target(name: "YaOKStore", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "CSQLite"]),
         .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
         // Transports: sockets on the node's event loop, each connection a link (LAN today).
-        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode"]),
+        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode", "YaOKTLS"]),
         // TLS 1.3 over a non-blocking descriptor (OpenSSL), for the relay client and server.
         .target(name: "YaOKTLS", dependencies: ["YaOKSupport", "COpenSSL"]),
-        .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTransports"]),
+        .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTLS", "YaOKTransports"]),
         .target(
             name: "YaOKFFI",
             dependencies: ["YaOK", "YaOKSupport", "CYaOK"],

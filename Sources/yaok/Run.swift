@@ -35,7 +35,20 @@ struct Run: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Find peers on the LAN by multicast beacons.")
     var lanDiscovery = true
 
+    @Option(help: "A relay to carry messages to contacts who are not nearby, HOST:PORT (TLS 1.3).")
+    var relay: String?
+
+    @Option(help: "The relay's pin: the 64 hex digits `yaok-relay` prints as `pin:`.")
+    var relayPin: String?
+
+    @Option(help: "PEM CA certificates to check the relay's certificate against (instead of a pin).")
+    var relayCa: String?
+
     func validate() throws {
+        if relay == nil, relayPin != nil || relayCa != nil { throw ValidationError("--relay-pin and --relay-ca need --relay") }
+        if relay != nil, (relayPin == nil) == (relayCa == nil) {
+            throw ValidationError("--relay needs --relay-pin HEX or --relay-ca FILE (exactly one): the relay's certificate is always checked")
+        }
         if !lan, lanPort != nil || !lanPeer.isEmpty || lanListen != nil || !lanDiscovery {
             throw ValidationError("--lan-port, --lan-peer, --lan-listen and --no-lan-discovery need --lan")
         }
@@ -68,6 +81,15 @@ struct Run: ParsableCommand {
                     started.append(("lan_port", .int(Int64(port))))
                     notes.append("LAN on \(lanListen ?? "0.0.0.0"):\(port)\(lanDiscovery ? ", discovery on" : "")")
                 }
+            }
+
+            if let relay {
+                let transport = try RelaySetup.transport(address: relay, pin: relayPin, caFile: relayCa)
+                try node.addTransport(transport)
+                try node.setTransport(transport.name, enabled: true)
+                enabled.append(transport.name)
+                started.append(("relay", .string(transport.address.description)))
+                notes.append("relay \(transport.address)")
             }
 
             let socketPath = ControlSocket.path(home: options.dataDirectory)

@@ -114,3 +114,16 @@ extension Node {
         for t in running { t.nodeUnlocked() }
     }
 }
+
+/// What transports tell the person through the node's events and security log.
+extension Node {
+    /// Emits `TRANSPORT_NOTICE` (a rate limit, a relay that will be retried at a time).
+    public func emitNotice(_ notice: TransportNotice) {
+        events.emit(.transportNotice(notice))
+    }
+
+    /// Writes a security event (a relay certificate that did not match its pin) and emits it.
+    public func recordSecurityEvent(_ kind: SecurityEventKind, _ detail: String) {
+        _ = try? withStore { store, _ in try logSecurityEvent(store, kind, detail) }
+    }
+}
