@@ -740,6 +740,19 @@ yaok_status yaok_transport_set_enabled(yaok_node *node, const char *name, int32_
 yaok_status yaok_transport_lan_add(yaok_node *node, const char *listen_address, uint16_t port, uint32_t flags,
                                    const char *const *peers, size_t peers_count);
 
+/* Registers the relay transport ("relay", shown as "Relay"), disabled: start it with
+ * yaok_transport_set_enabled(node, "relay", 1). It keeps a TLS 1.3 session with the relay at
+ * `address` ("host:port"), whose certificate must match `pin_hex` (the 64 hex digits
+ * `yaok-relay` prints as "pin:") or chain to the PEM CA certificates in `ca_file`: give
+ * exactly one, the other NULL (else YAOK_E_INVALID_ARGUMENT). A mismatch refuses the
+ * connection (YAOK_EVENT_TRANSPORT_NOTICE, a "tls_failure" security event), never falls back
+ * to plaintext. Messages to contacts with no direct link go to their relay mailbox (sent =
+ * stored by the relay); ours are fetched while the node is unlocked (a lock ends the
+ * session). A relay that is down is retried with backoff; diagnostics show its status
+ * ("Connected", "Disconnected: … Retrying in 8 s.") and the last sync (docs/PROTOCOL.md §8).
+ * Strings are borrowed. Registered twice: YAOK_E_INVALID_ARGUMENT. */
+yaok_status yaok_transport_relay_add(yaok_node *node, const char *address, const char *pin_hex, const char *ca_file);
+
 /* Diagnostics as a JSON object (docs/ABI.md, "diagnostics"): transports, links, packets held
  * while locked and, when unlocked, contacts' connection status and the outbox. Works while
  * locked. *out_json: free with yaok_string_free(). */

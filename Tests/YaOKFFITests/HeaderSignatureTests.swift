@@ -74,6 +74,7 @@ import YaOKFFI
         do { var f = CYaOK.yaok_string_free; f = YaOKFFI.yaok_string_free; _ = f }
         do { var f = CYaOK.yaok_transport_set_enabled; f = YaOKFFI.yaok_transport_set_enabled; _ = f }
         do { var f = CYaOK.yaok_transport_lan_add; f = YaOKFFI.yaok_transport_lan_add; _ = f }
+        do { var f = CYaOK.yaok_transport_relay_add; f = YaOKFFI.yaok_transport_relay_add; _ = f }
         do { var f = CYaOK.yaok_version_string; f = YaOKFFI.yaok_version_string; _ = f }
     }
 
@@ -154,6 +155,7 @@ import YaOKFFI
         "yaok_string_free",
         "yaok_transport_set_enabled",
         "yaok_transport_lan_add",
+        "yaok_transport_relay_add",
         "yaok_version_string",
     ]
 }
