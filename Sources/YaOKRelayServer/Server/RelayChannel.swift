@@ -21,15 +21,19 @@ public struct RelaySecurity: Sendable {
     let makeChannel: @Sendable (Int32) throws -> any RelayChannel
     /// What the operator is told (`pin: …` for a self-signed certificate).
     public let description: String
+    /// TLS: the client's hello comes first, so the channel is made at the first readiness.
+    /// Plaintext: the relay's CHALLENGE comes first, so it is made at accept.
+    let clientSpeaksFirst: Bool
 
-    init(description: String, makeChannel: @escaping @Sendable (Int32) throws -> any RelayChannel) {
+    init(description: String, clientSpeaksFirst: Bool, makeChannel: @escaping @Sendable (Int32) throws -> any RelayChannel) {
         self.description = description
+        self.clientSpeaksFirst = clientSpeaksFirst
         self.makeChannel = makeChannel
     }
 
     /// No TLS at all, and a fixed binding: only for tests of the session and server logic.
     /// Never offered by the command line.
-    package static let plaintextForTesting = RelaySecurity(description: "plaintext (testing only)") { fd in
+    package static let plaintextForTesting = RelaySecurity(description: "plaintext (testing only)", clientSpeaksFirst: false) { fd in
         PlainChannel(fd: fd)
     }
 }

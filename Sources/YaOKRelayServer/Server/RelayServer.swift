@@ -167,6 +167,7 @@ public final class RelayServer: @unchecked Sendable {
                     let c = try RelayConnection(id: id, fd: fd, now: now)
                     try loop.register(fd: fd, for: .readable) { [weak self] events in self?.ready(id, events) }
                     connections[id] = c
+                    if !security.clientSpeaksFirst { loop.post { [weak self] in self?.ready(id, []) } }
                 } catch {
                     RelaySocket.close(fd)
                 }
