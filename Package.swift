@@ -41,6 +41,8 @@ let package = Package(
         .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
         // Transports: sockets on the node's event loop, each connection a link (LAN today).
         .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode"]),
+        // TLS 1.3 over a non-blocking descriptor (OpenSSL), for the relay client and server.
+        .target(name: "YaOKTLS", dependencies: ["YaOKSupport", "COpenSSL"]),
         .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTransports"]),
         .target(
             name: "YaOKFFI",
@@ -66,13 +68,15 @@ let package = Package(
         .testTarget(name: "YaOKFFITests", dependencies: ["YaOKFFI", "CYaOK"]),
         // The relay server (docs/PROTOCOL.md §8, docs/RELAY.md): sessions, group-commit
         // store, limits on the node's event loop; `yaok-relay` is its thin command line.
-        .target(name: "YaOKRelayServer", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
+        .target(name: "YaOKRelayServer", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS"]),
         .executableTarget(
             name: "yaok-relay",
             dependencies: ["YaOKRelayServer", "YaOKSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // Depends on the executable so that the real-process test finds it built.
-        .testTarget(name: "YaOKRelayServerTests", dependencies: ["YaOKRelayServer", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "yaok-relay"]),
+        .testTarget(name: "YaOKRelayServerTests", dependencies: ["YaOKRelayServer", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "yaok-relay"]),
+        // Loopback only; peers that misbehave (TLS 1.2, no ALPN) are raw OpenSSL.
+        .testTarget(name: "YaOKTLSTests", dependencies: ["YaOKTLS", "YaOKSupport", "COpenSSL"]),
         // A pure-Swift QR code encoder (no Foundation), for printing contact cards.
         .target(name: "QRCode"),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
