@@ -118,6 +118,11 @@ public final class RelayServer: @unchecked Sendable {
         }
         _ = onLoop { for c in Array(self.connections.values) { self.finish(c, "relay stopped") } }
         loop.stop()
+        // The disk thread has ended: this thread may use the store. Saved at time 0, so
+        // that `stats` shows the relay as stopped rather than wait for the counters to age.
+        var last = statistics
+        last.connected = 0
+        try? store.saveCounters(last, nowMs: 0)
         store.close()
     }
 
