@@ -65,7 +65,7 @@ extension RelayServer {
     private func readSome(_ c: RelayConnection) {
         guard let channel = c.channel else { return }
         for _ in 0..<Self.readsPerWake {
-            guard connections[c.id] != nil, !c.isClosing, !readPaused(c) else { return }
+            guard connections[c.id] != nil, !c.isClosing, !stopped, !readPaused(c) else { return }
             let result: ChannelRead
             do {
                 result = try channel.read(maxBytes: Self.readSize)

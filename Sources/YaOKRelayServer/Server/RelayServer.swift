@@ -97,7 +97,7 @@ public final class RelayServer: @unchecked Sendable {
             self.stopped = true
             self.accepting = false
             self.closeListener()
-            for c in self.connections.values { c.interest.remove(.readable); self.updateInterest(c) }
+            for c in self.connections.values { self.updateInterest(c) }  // `stopped`: no more reading
             return true
         } ?? false
         guard first else { return }
