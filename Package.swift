@@ -61,7 +61,7 @@ let package = Package(
         .executableTarget(name: "yaok-lan-probe", dependencies: ["YaOK"]),
         // One peer of the reliability test (scripts/test-reliability), killed and restarted.
         .executableTarget(name: "yaok-soak", dependencies: ["YaOK"]),
-        .testTarget(name: "YaOKTransportsTests", dependencies: ["YaOKTransports", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode"]),
+        .testTarget(name: "YaOKTransportsTests", dependencies: ["YaOKTransports", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTLS", "YaOKRelayServer"]),
         // Runs the built `yaok` executable as a subprocess.
         .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
         // Compiles each @_cdecl entry point against its declaration in include/yaok.h.

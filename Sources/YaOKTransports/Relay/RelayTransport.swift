@@ -87,6 +87,12 @@ public final class RelayTransport: Transport, @unchecked Sendable {
         if reconnect { connect() }
     }
 
+    /// "Connected", "Connecting…", "Disconnected: … Retrying in 8 s.", "Locked: …", "Revoked …".
+    public var status: String { state.withLock { $0.statusLine(now: Clock.milliseconds()) } }
+
+    /// Why the last connection failed or ended, if it did.
+    public var lastError: String? { state.withLock { $0.lastError } }
+
     public func diagnostics() -> JSON {
         state.withLock { s in
             var fields: [(String, JSON)] = [
