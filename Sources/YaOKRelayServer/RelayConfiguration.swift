@@ -15,6 +15,9 @@ public struct RelayConfiguration: Sendable {
     public var idleTimeoutSeconds: Double = 120
     /// Connections beyond this are closed as soon as they are accepted.
     public var maxConnections: Int = 10_000
+    /// Connections from one IPv4 address beyond this are closed at accept (many honest
+    /// clients can share one address behind a NAT, hence a high default).
+    public var maxConnectionsPerAddress: Int = 1_024
     /// Mailboxes one session may subscribe to.
     public var maxSubscriptions: Int = 4096
     /// Longest lifetime a posted packet may claim (7 days).

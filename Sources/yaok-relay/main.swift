@@ -26,13 +26,14 @@ struct Serve: ParsableCommand {
     @Option(help: "Packets one mailbox may hold.") var mailboxQuota = 1000
     @Option(help: "Session lifetime in seconds.") var sessionLifetime = 3600.0
     @Option(help: "Most simultaneous connections.") var maxConnections = 10_000
+    @Option(help: "Most simultaneous connections from one IPv4 address.") var maxConnectionsPerAddress = 1_024
     @Option(help: "Seconds of silence before a connection is closed.") var idleTimeout = 120.0
 
     func validate() throws {
         guard selfSigned != (cert != nil || key != nil), selfSigned || (cert != nil && key != nil) else {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
-        guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, idleTimeout >= 1 else {
+        guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, idleTimeout >= 1 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
     }
@@ -53,6 +54,7 @@ struct Serve: ParsableCommand {
         configuration.mailboxQuotaPackets = mailboxQuota
         configuration.sessionLifetimeSeconds = sessionLifetime
         configuration.maxConnections = maxConnections
+        configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
         let server = try failing { () throws -> RelayServer in
             let store = try SQLiteRelayStore(directory: data)

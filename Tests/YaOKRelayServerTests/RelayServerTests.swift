@@ -241,6 +241,19 @@ final class RelayServerTests: XCTestCase {
         XCTAssertEqual(held.count, 3)
     }
 
+    func testOneAddressCannotTakeEveryConnection() throws {
+        let relay = try startRelay { $0.maxConnectionsPerAddress = 2 }
+        let held = try (0..<2).map { _ in try TestClient(port: relay.port) }
+        let extra = try connectLoopback(port: relay.port)
+        defer { close(extra) }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        XCTAssertTrue(eventually { recv(extra, &buffer, 16, 0) == 0 }, "the third from 127.0.0.1 is closed at once")
+        // One leaves: its place is free again.
+        shutdown(held[0].fd, Int32(SHUT_RDWR))
+        XCTAssertTrue(eventually { (try? TestClient(port: relay.port)) != nil })
+        XCTAssertEqual(held.count, 2)
+    }
+
     func testStatisticsAreSavedForTheStatsCommand() throws {
         let relay = try startRelay()
         let alice = try readyClient(relay)

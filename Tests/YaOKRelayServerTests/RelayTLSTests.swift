@@ -110,6 +110,7 @@ final class RelayHostileInputTests: XCTestCase {
             $0.handshakeTimeoutSeconds = 1.5
             $0.idleTimeoutSeconds = 30
             $0.maxConnections = 5000
+            $0.maxConnectionsPerAddress = 5000
         }
     }
 
@@ -212,6 +213,7 @@ final class RelayHostileInputTests: XCTestCase {
         (relay, pin) = try startTLSRelay {
             $0.handshakeTimeoutSeconds = 30
             $0.maxConnections = 5000
+            $0.maxConnectionsPerAddress = 5000
         }
         let before = residentBytes()
         var fds: [Int32] = []

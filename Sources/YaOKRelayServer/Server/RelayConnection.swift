@@ -8,6 +8,8 @@ final class RelayConnection {
     let id: UInt64
     let fd: Int32
     let acceptedAt: UInt64
+    /// The client's IPv4 address (host byte order), for the per-address cap.
+    var address: UInt32 = 0
     var lastReceived: UInt64
     /// Made at the first readiness, so a connection that never speaks costs a descriptor
     /// and this object, not a TLS state.

@@ -182,6 +182,9 @@ extension RelayServer {
     /// Closes the connection now and forgets it.
     func finish(_ c: RelayConnection, _ reason: String) {
         guard connections.removeValue(forKey: c.id) != nil else { return }
+        if let count = connectionsByAddress[c.address] {
+            connectionsByAddress[c.address] = count > 1 ? count - 1 : nil
+        }
         if c.handshakeDone { c.channel?.shutdown() }
         loop.unregister(fd: c.fd)
         RelaySocket.close(c.fd)

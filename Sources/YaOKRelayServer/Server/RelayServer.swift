@@ -25,6 +25,8 @@ public final class RelayServer: @unchecked Sendable {
     var listenerPaused = false
     var accepting = true
     var connections: [UInt64: RelayConnection] = [:]
+    /// Open connections per client IPv4 address (§8.4: one address cannot take them all).
+    var connectionsByAddress: [UInt32: Int] = [:]
     var subscribers: [MailboxID: Set<UInt64>] = [:]
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
     var revoked: Set<[UInt8]>
@@ -160,8 +162,9 @@ public final class RelayServer: @unchecked Sendable {
                     pauseListener()
                     return
                 }
-            case .accepted(let fd):
-                guard connections.count < configuration.maxConnections else {
+            case .accepted(let fd, let address):
+                guard connections.count < configuration.maxConnections,
+                      connectionsByAddress[address, default: 0] < configuration.maxConnectionsPerAddress else {
                     RelaySocket.close(fd)
                     refusedConnections += 1
                     continue
@@ -170,6 +173,8 @@ public final class RelayServer: @unchecked Sendable {
                 nextID += 1
                 do {
                     let c = try RelayConnection(id: id, fd: fd, now: now)
+                    c.address = address
+                    connectionsByAddress[address, default: 0] += 1
                     try loop.register(fd: fd, for: .readable) { [weak self] events in self?.ready(id, events) }
                     connections[id] = c
                     if !security.clientSpeaksFirst { loop.post { [weak self] in self?.ready(id, []) } }

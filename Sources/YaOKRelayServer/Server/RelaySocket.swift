@@ -49,7 +49,8 @@ enum RelaySocket {
     }
 
     enum AcceptResult {
-        case accepted(Int32)
+        /// The descriptor and the peer's IPv4 address (host byte order).
+        case accepted(Int32, UInt32)
         case none
         case failed(Int32)
     }
@@ -58,7 +59,11 @@ enum RelaySocket {
     /// matters more than segment count).
     static func accept(_ listener: Int32) -> AcceptResult {
         while true {
-            let fd = Glibc.accept(listener, nil, nil)
+            var peer = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let fd = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(listener, $0, &length) }
+            }
             if fd >= 0 {
                 let flags = fcntl(fd, F_GETFL)
                 guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
@@ -69,7 +74,7 @@ enum RelaySocket {
                 _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
                 var one: Int32 = 1
                 _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return .accepted(fd)
+                return .accepted(fd, UInt32(bigEndian: peer.sin_addr.s_addr))
             }
             let code = errno
             if code == EINTR { continue }
