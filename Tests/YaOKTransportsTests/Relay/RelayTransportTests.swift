@@ -186,7 +186,10 @@ func relayStatus(_ t: RelayTransport) -> String { t.status }
         let a = try pair.attach(pair.alice, port: relay.port, pin: relay.pin)
         try waitUntil("connected") { relayStatus(a) == "Connected" }
         let pseudonym = try pair.alice.relayPseudonym(for: "127.0.0.1:\(relay.port)").publicKey
-        try relay.store?.revoke(pseudonym: pseudonym, nowMs: Clock.milliseconds())
+        // As `yaok-relay revoke` does: another connection to the relay's database.
+        let operatorStore = try SQLiteRelayStore(directory: relay.directory)
+        try operatorStore.revoke(pseudonym: pseudonym, nowMs: Clock.milliseconds())
+        operatorStore.close()
         try waitUntil("revoked", timeout: 10) { relayStatus(a).hasPrefix("Revoked") }
         Thread.sleep(forTimeInterval: 0.5)
         #expect(relayStatus(a).hasPrefix("Revoked"))  // no retry loop
