@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "YaOK", targets: ["YaOK"]),
         .executable(name: "yaok", targets: ["yaok"]),
         .executable(name: "yaok-bench", targets: ["yaok-bench"]),
+        .executable(name: "yaok-relay", targets: ["yaok-relay"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -65,6 +66,15 @@ let package = Package(
         .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
         // Compiles each @_cdecl entry point against its declaration in include/yaok.h.
         .testTarget(name: "YaOKFFITests", dependencies: ["YaOKFFI", "CYaOK"]),
+        // The relay server (docs/PROTOCOL.md §8, docs/RELAY.md): sessions, group-commit
+        // store, limits on the node's event loop; `yaok-relay` is its thin command line.
+        .target(name: "YaOKRelayServer", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS"]),
+        .executableTarget(
+            name: "yaok-relay",
+            dependencies: ["YaOKRelayServer", "YaOKSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // Depends on the executable so that the real-process test finds it built.
+        .testTarget(name: "YaOKRelayServerTests", dependencies: ["YaOKRelayServer", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "yaok-relay"]),
         // Loopback only; peers that misbehave (TLS 1.2, no ALPN) are raw OpenSSL.
         .testTarget(name: "YaOKTLSTests", dependencies: ["YaOKTLS", "YaOKSupport", "COpenSSL"]),
         // A pure-Swift QR code encoder (no Foundation), for printing contact cards.

@@ -1,0 +1,47 @@
+/// How a relay runs: its limits and timeouts (docs/PROTOCOL.md §8.3, §8.5). The defaults
+/// are the protocol's; tests shorten the timeouts.
+public struct RelayConfiguration: Sendable {
+    /// Messages per pseudonym per rolling hour; acks get `ackRateMultiplier` times as many.
+    public var ratePerHour: Int = 100
+    public var ackRateMultiplier: Int = 10
+    /// Packets and bytes one mailbox may hold.
+    public var mailboxQuotaPackets: Int = 1000
+    public var mailboxQuotaBytes: Int = 16 << 20
+    /// A session's lifetime, then ERROR sessionExpired.
+    public var sessionLifetimeSeconds: Double = 3600
+    /// TLS and AUTH must be done within this, from accept.
+    public var handshakeTimeoutSeconds: Double = 10
+    /// A connection on which nothing arrives for this long is closed.
+    public var idleTimeoutSeconds: Double = 120
+    /// Connections beyond this are closed as soon as they are accepted.
+    public var maxConnections: Int = 10_000
+    /// Mailboxes one session may subscribe to.
+    public var maxSubscriptions: Int = 4096
+    /// Longest lifetime a posted packet may claim (7 days).
+    public var maxPacketLifetimeMinutes: Int = 7 * 24 * 60
+    /// A connection whose unsent output exceeds this gets no more DELIVER pushes (its
+    /// mailboxes are read again from the store once it drains) and is not read from.
+    public var writeQueueHighWater: Int = 1 << 20
+    /// Below this, backlog pages are read for it again.
+    public var writeQueueLowWater: Int = 256 << 10
+    /// Past this (only reachable by a client that posts and never reads) it is closed.
+    public var writeQueueHardLimit: Int = 4 << 20
+    /// POSTs of one connection waiting for the disk: beyond this it is not read from.
+    public var maxPendingPostsPerConnection: Int = 256
+    /// One backlog read: at most this many packets and bytes.
+    public var backlogPagePackets: Int = 64
+    public var backlogPageBytes: Int = 256 << 10
+    /// How often timeouts are checked.
+    public var tickSeconds: Double = 0.25
+    /// How often the disk thread saves counters and polls revocations.
+    public var maintenanceSeconds: Double = 1
+    /// How often expired packets are deleted.
+    public var sweepSeconds: Double = 10
+    /// A closing connection gets this long to flush its last ERROR.
+    public var closeGraceSeconds: Double = 1
+
+    public init() {}
+
+    /// The ack limit per hour.
+    public var ackRatePerHour: Int { ratePerHour * ackRateMultiplier }
+}

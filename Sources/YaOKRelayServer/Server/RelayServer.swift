@@ -1,0 +1,237 @@
+import Glibc
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+
+/// The relay server (docs/PROTOCOL.md §8): TLS connections on one event loop thread (the
+/// node's `EventLoop`), the store on one disk thread with group commit (`DiskThread`).
+///
+/// Threads: every property below `// Loop-confined` is touched only on the loop thread
+/// (work reaches it through `loop.post`), which is why the class can be `@unchecked
+/// Sendable`. The disk thread shares only `counters` (locked) and its own queue.
+public final class RelayServer: @unchecked Sendable {
+    public let configuration: RelayConfiguration
+    /// The port listened on (the kernel's choice when 0 was asked for).
+    public let port: UInt16
+    let loop: EventLoop
+    let security: RelaySecurity
+    let store: RelayStore
+    var disk: DiskThread!
+    let counters: Locked<RelayCounters>
+
+    // Loop-confined.
+    var listener: Int32
+    var listenerPaused = false
+    var accepting = true
+    var connections: [UInt64: RelayConnection] = [:]
+    var subscribers: [MailboxID: Set<UInt64>] = [:]
+    var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
+    var revoked: Set<[UInt8]>
+    let limiter: RateLimiter
+    var nextID: UInt64 = 1
+    var nextToken: UInt64 = 1
+    /// POSTs at the disk: token → who asked, and the rate-limit slot to give back if it
+    /// is not stored.
+    var pendingPosts: [UInt64: (connection: UInt64, post: RelaySession.Post, pseudonym: [UInt8])] = [:]
+    /// Backlog reads at the disk: token → connection.
+    var pendingReads: [UInt64: UInt64] = [:]
+    var lastPrune: UInt64 = 0
+    var stopped = false
+    /// Connections refused for the cap (for tests).
+    var refusedConnections = 0
+
+    /// Binds `host:port`, loads revocations and counters, starts the disk thread and the
+    /// loop. SIGPIPE is ignored from here on: a peer gone mid-write must not kill the relay
+    /// (TLS writes go through write(2), which has no MSG_NOSIGNAL).
+    public init(configuration: RelayConfiguration, store: RelayStore, security: RelaySecurity,
+                host: String, port: UInt16) throws {
+        signal(SIGPIPE, SIG_IGN)
+        self.configuration = configuration
+        self.store = store
+        self.security = security
+        limiter = RateLimiter(messagesPerHour: configuration.ratePerHour, acksPerHour: configuration.ackRatePerHour)
+        revoked = try store.revokedPseudonyms()
+        var saved = try store.loadCounters()
+        saved.connected = 0
+        counters = Locked(saved)
+        let (fd, actual) = try RelaySocket.listen(host: host, port: port)
+        listener = fd
+        self.port = actual
+        do {
+            loop = try EventLoop()
+        } catch {
+            RelaySocket.close(fd)
+            throw error
+        }
+        let counters = self.counters
+        disk = DiskThread(store: store, configuration: configuration, counters: { counters.withLock { $0 } },
+                          deliver: { [weak self] round in
+                              guard let self else { return }
+                              self.loop.post { self.apply(round) }
+                          })
+        do {
+            try disk.start()
+            try loop.register(fd: fd, for: .readable) { [weak self] _ in self?.acceptReady() }
+        } catch {
+            disk.stop()
+            loop.stop()
+            RelaySocket.close(fd)
+            throw error
+        }
+        loop.schedule(after: configuration.tickSeconds) { [weak self] in self?.tick() }
+    }
+
+    /// A snapshot of the counters (`connected` is live).
+    public var statistics: RelayCounters { counters.withLock { $0 } }
+
+    /// Rounds the disk thread has committed (each one transaction, however many writes).
+    public var commitCount: Int { disk.commits.withLock { $0 } }
+
+    /// Stops the relay: no more connections or frames are taken, the commit in progress and
+    /// what is queued are finished (their ACCEPTEDs still go out, best effort), each session
+    /// ends with ERROR unavailable, and the threads end. Idempotent; not from the loop thread.
+    public func stop() {
+        let first = onLoop { () -> Bool in
+            guard !self.stopped else { return false }
+            self.stopped = true
+            self.accepting = false
+            self.closeListener()
+            for c in self.connections.values { c.interest.remove(.readable); self.updateInterest(c) }
+            return true
+        } ?? false
+        guard first else { return }
+        disk.stop()  // its last round is posted to the loop before this returns
+        _ = onLoop {
+            for c in Array(self.connections.values) {
+                if c.session != nil && !c.isClosing {
+                    self.endSession(c, RelayErrorFrame(request: 0, code: .unavailable, message: "The relay is shutting down"))
+                }
+                self.flush(c)
+            }
+        }
+        // A moment for the last frames to leave, then everything closes.
+        let deadline = EventLoop.monotonicNanoseconds() + 500_000_000
+        while EventLoop.monotonicNanoseconds() < deadline,
+              onLoop({ self.connections.values.contains { !$0.output.isEmpty } }) ?? false {
+            usleep(10_000)
+        }
+        _ = onLoop { for c in Array(self.connections.values) { self.finish(c, "relay stopped") } }
+        loop.stop()
+        // The disk thread has ended: this thread may use the store. Saved at time 0, so
+        // that `stats` shows the relay as stopped rather than wait for the counters to age.
+        var last = statistics
+        last.connected = 0
+        try? store.saveCounters(last, nowMs: 0)
+        store.close()
+    }
+
+    deinit {
+        if listener >= 0 { RelaySocket.close(listener) }
+    }
+
+    /// Runs `body` on the loop thread and waits for its result (nil if the loop has stopped).
+    func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T? {
+        let result = Locked<T?>(nil)
+        let done = Locked(false)
+        loop.post {
+            result.withLock { $0 = body() }
+            done.withLock { $0 = true }
+        }
+        let deadline = EventLoop.monotonicNanoseconds() + 5_000_000_000
+        while !done.withLock({ $0 }) && EventLoop.monotonicNanoseconds() < deadline { usleep(1000) }
+        return result.withLock { $0 }
+    }
+
+    // MARK: - Accepting
+
+    func acceptReady() {
+        guard accepting, listener >= 0, !listenerPaused else { return }
+        let now = EventLoop.monotonicNanoseconds()
+        // A bounded batch per wake-up, so a flood of connections cannot starve the others.
+        for _ in 0..<64 {
+            switch RelaySocket.accept(listener) {
+            case .none:
+                return
+            case .failed(let code):
+                if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
+                    // Out of descriptors: the connection stays queued and the level-triggered
+                    // listener would wake us at once, forever. Rest a second.
+                    pauseListener()
+                    return
+                }
+            case .accepted(let fd):
+                guard connections.count < configuration.maxConnections else {
+                    RelaySocket.close(fd)
+                    refusedConnections += 1
+                    continue
+                }
+                let id = nextID
+                nextID += 1
+                do {
+                    let c = try RelayConnection(id: id, fd: fd, now: now)
+                    try loop.register(fd: fd, for: .readable) { [weak self] events in self?.ready(id, events) }
+                    connections[id] = c
+                    if !security.clientSpeaksFirst { loop.post { [weak self] in self?.ready(id, []) } }
+                } catch {
+                    RelaySocket.close(fd)
+                }
+            }
+        }
+        counters.withLock { $0.connected = Int64(connections.count) }
+    }
+
+    private func pauseListener() {
+        loop.unregister(fd: listener)
+        listenerPaused = true
+        loop.schedule(after: 1) { [weak self] in
+            guard let self, self.listenerPaused, self.listener >= 0, self.accepting else { return }
+            self.listenerPaused = false
+            try? self.loop.register(fd: self.listener, for: .readable) { [weak self] _ in self?.acceptReady() }
+        }
+    }
+
+    private func closeListener() {
+        guard listener >= 0 else { return }
+        loop.unregister(fd: listener)
+        RelaySocket.close(listener)
+        listener = -1
+    }
+
+    // MARK: - The tick
+
+    /// Timeouts, session lifetimes, backlog reads that waited, and counters.
+    func tick() {
+        let now = EventLoop.monotonicNanoseconds()
+        let c = configuration
+        for conn in Array(connections.values) {
+            if let deadline = conn.closingDeadline {
+                if now >= deadline { finish(conn, "closing timed out") }
+                continue
+            }
+            let ready = conn.session?.phase == .ready
+            if !ready, now &- conn.acceptedAt >= Self.nanoseconds(c.handshakeTimeoutSeconds) {
+                if conn.session != nil {
+                    endSession(conn, RelayErrorFrame(request: 0, code: .authFailed, message: "No AUTH within \(Int(c.handshakeTimeoutSeconds)) s"))
+                    counters.withLock { $0.rejected += 1 }
+                } else {
+                    finish(conn, "no TLS handshake in time")
+                }
+            } else if now &- conn.lastReceived >= Self.nanoseconds(c.idleTimeoutSeconds) {
+                finish(conn, "idle")
+            } else if let readyAt = conn.readyAt, now &- readyAt >= Self.nanoseconds(c.sessionLifetimeSeconds) {
+                endSession(conn, RelayErrorFrame(request: 0, code: .sessionExpired, message: "Session expired: log in again"))
+            } else if !conn.needsRead.isEmpty {
+                pump(conn)
+            }
+        }
+        if now &- lastPrune >= 60_000_000_000 {
+            lastPrune = now
+            limiter.prune(nowMs: Clock.milliseconds())
+        }
+        counters.withLock { $0.connected = Int64(connections.count) }
+        loop.schedule(after: c.tickSeconds) { [weak self] in self?.tick() }
+    }
+
+    static func nanoseconds(_ seconds: Double) -> UInt64 { UInt64(max(0, seconds) * 1e9) }
+}

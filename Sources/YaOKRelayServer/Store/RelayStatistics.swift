@@ -1,0 +1,59 @@
+import YaOKSupport
+
+/// What `yaok-relay stats` prints, read from the data directory while the relay runs
+/// (it saves its counters about every second) or after it has stopped.
+public struct RelayStatistics: Sendable, Equatable {
+    public var counters: RelayCounters
+    /// Unexpired packets stored now.
+    public var storedPackets: Int
+    /// Pseudonyms revoked.
+    public var revokedPseudonyms: Int
+    /// When the relay last saved its counters (ms since the epoch; 0: never).
+    public var savedAtMs: Int64
+
+    /// Reads them; `notFound` if the directory holds no relay database.
+    public static func read(directory: String) throws -> RelayStatistics {
+        guard SQLiteRelayStore.exists(in: directory) else {
+            throw YaOKError(.notFound, "No relay data in \(directory)")
+        }
+        let store = try SQLiteRelayStore(directory: directory)
+        defer { store.close() }
+        let now = Clock.milliseconds()
+        return RelayStatistics(counters: try store.loadCounters(), storedPackets: try store.storedPacketCount(nowMs: now),
+                               revokedPseudonyms: try store.revokedCount(), savedAtMs: try store.countersSavedAtMs())
+    }
+
+    /// Whether the counters look current (saved within the last few seconds): if not, the
+    /// relay is probably not running and `connected` is stale.
+    public func isCurrent(nowMs: Int64 = Clock.milliseconds()) -> Bool { nowMs - savedAtMs < 5000 }
+
+    public var json: JSON {
+        .object([
+            ("connected", .int(isCurrent() ? counters.connected : 0)),
+            ("stored", .int(Int64(storedPackets))),
+            ("accepted", .int(counters.accepted)),
+            ("delivered", .int(counters.delivered)),
+            ("deleted", .int(counters.deleted)),
+            ("rejected", .int(counters.rejected)),
+            ("rate_limited", .int(counters.rateLimited)),
+            ("revoked", .int(Int64(revokedPseudonyms))),
+            ("revoked_sessions", .int(counters.revokedSessions)),
+            ("running", .bool(isCurrent())),
+            ("saved_at_ms", .int(savedAtMs)),
+        ])
+    }
+
+    public var text: String {
+        let running = isCurrent()
+        return """
+            connected clients: \(running ? counters.connected : 0)\(running ? "" : " (the relay is not running)")
+            stored envelopes:  \(storedPackets)
+            accepted:          \(counters.accepted)
+            delivered:         \(counters.delivered)
+            deleted:           \(counters.deleted)
+            rejected:          \(counters.rejected)
+            rate-limited:      \(counters.rateLimited)
+            revoked:           \(revokedPseudonyms) pseudonym(s), \(counters.revokedSessions) session(s) ended or refused
+            """
+    }
+}

@@ -1,0 +1,138 @@
+import YaOKWire
+
+/// Where a relay keeps its packets, revocations and counters (docs/PROTOCOL.md §8.5).
+/// SQLite today (`SQLiteRelayStore`); a second implementation (PostgreSQL) can sit behind
+/// the same protocol. Not thread-safe: the relay calls it from its disk thread only.
+public protocol RelayStore: AnyObject {
+    /// Applies `writes` in order, all in one transaction (group commit: one disk sync for
+    /// the lot), and returns one outcome per write. Throws if the transaction failed, in
+    /// which case nothing was written.
+    func commit(_ writes: [RelayStoreWrite], nowMs: Int64, quota: MailboxQuota) throws -> [RelayStoreOutcome]
+
+    /// Unexpired packets of each mailbox after its cursor, oldest first, within the budget.
+    /// Mailboxes are served in order; one the budget did not reach comes back not complete.
+    func packets(_ requests: [RelayPageRequest], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [RelayPage]
+
+    /// Deletes expired packets; returns how many.
+    @discardableResult
+    func deleteExpired(nowMs: Int64) throws -> Int
+
+    func revoke(pseudonym: [UInt8], nowMs: Int64) throws
+    func revokedPseudonyms() throws -> Set<[UInt8]>
+
+    /// The counters the running relay last saved.
+    func loadCounters() throws -> RelayCounters
+    func saveCounters(_ counters: RelayCounters, nowMs: Int64) throws
+
+    /// Unexpired packets stored.
+    func storedPacketCount(nowMs: Int64) throws -> Int
+
+    func close()
+}
+
+/// Per-mailbox limits (§8.5).
+public struct MailboxQuota: Sendable, Equatable {
+    public var packets: Int
+    public var bytes: Int
+    public init(packets: Int, bytes: Int) {
+        self.packets = packets
+        self.bytes = bytes
+    }
+}
+
+/// A packet the relay was asked to store, already checked (header parsed, time valid).
+public struct RelayPost: Sendable, Equatable {
+    public let mailbox: MailboxID
+    public let messageID: MessageID
+    public let expiresAtMs: Int64
+    public let packet: [UInt8]
+
+    public init(mailbox: MailboxID, messageID: MessageID, expiresAtMs: Int64, packet: [UInt8]) {
+        self.mailbox = mailbox
+        self.messageID = messageID
+        self.expiresAtMs = expiresAtMs
+        self.packet = packet
+    }
+}
+
+public enum RelayStoreWrite: Sendable, Equatable {
+    case post(RelayPost)
+    case delete([StoredPacketRef])
+}
+
+public enum RelayStoreOutcome: Sendable, Equatable {
+    /// Newly stored under this sequence number (increasing, never reused).
+    case stored(sequence: Int64)
+    /// Already stored under the same (mailbox, message ID): nothing written.
+    case duplicate
+    case mailboxFull
+    case deleted(count: Int)
+}
+
+/// One mailbox's read: packets with a sequence number above `after`.
+public struct RelayPageRequest: Sendable, Equatable {
+    public let mailbox: MailboxID
+    public let after: Int64
+    public init(mailbox: MailboxID, after: Int64) {
+        self.mailbox = mailbox
+        self.after = after
+    }
+}
+
+public struct StoredRelayPacket: Sendable, Equatable {
+    public let sequence: Int64
+    public let packet: [UInt8]
+    public init(sequence: Int64, packet: [UInt8]) {
+        self.sequence = sequence
+        self.packet = packet
+    }
+}
+
+public struct RelayPage: Sendable, Equatable {
+    public let mailbox: MailboxID
+    public let packets: [StoredRelayPacket]
+    /// Whether this is everything there was (false: read again after the last one).
+    public let complete: Bool
+    public init(mailbox: MailboxID, packets: [StoredRelayPacket], complete: Bool) {
+        self.mailbox = mailbox
+        self.packets = packets
+        self.complete = complete
+    }
+}
+
+/// What `yaok-relay stats` shows. Totals survive restarts (the relay saves them about
+/// every second and starts from the saved values); `connected` is the live figure.
+public struct RelayCounters: Sendable, Equatable {
+    public var connected: Int64 = 0
+    /// Packets newly stored (ACCEPTED, not counting idempotent re-posts).
+    public var accepted: Int64 = 0
+    /// DELIVER frames sent.
+    public var delivered: Int64 = 0
+    /// Packets deleted by their recipients.
+    public var deleted: Int64 = 0
+    /// POSTs refused (malformed, expired, mailbox full) and sessions ended for a bad
+    /// frame or signature.
+    public var rejected: Int64 = 0
+    public var rateLimited: Int64 = 0
+    /// Sessions ended or logins refused because the pseudonym is revoked.
+    public var revokedSessions: Int64 = 0
+
+    public init() {}
+
+    static let names = ["connected", "accepted", "delivered", "deleted", "rejected", "rate_limited", "revoked_sessions"]
+
+    var values: [Int64] { [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions] }
+
+    mutating func set(_ name: String, _ value: Int64) {
+        switch name {
+        case "connected": connected = value
+        case "accepted": accepted = value
+        case "delivered": delivered = value
+        case "deleted": deleted = value
+        case "rejected": rejected = value
+        case "rate_limited": rateLimited = value
+        case "revoked_sessions": revokedSessions = value
+        default: break
+        }
+    }
+}

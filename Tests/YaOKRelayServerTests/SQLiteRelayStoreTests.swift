@@ -1,0 +1,102 @@
+import Foundation
+import Glibc
+import XCTest
+@testable import YaOKRelayServer
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+
+/// The SQLite store: idempotence, quotas, deletion, expiry, paging, schema, file modes.
+final class SQLiteRelayStoreTests: XCTestCase {
+    var directory = ""
+    var store: SQLiteRelayStore!
+    let quota = MailboxQuota(packets: 3, bytes: 1000)
+    let now = Clock.milliseconds()
+
+    override func setUpWithError() throws {
+        directory = try makeTempDirectory("relay-store") + "/data"
+        store = try SQLiteRelayStore(directory: directory)
+    }
+
+    override func tearDown() {
+        store.close()
+        try? FileManager.default.removeItem(atPath: (directory as NSString).deletingLastPathComponent)
+    }
+
+    func post(_ box: MailboxID, length: Int = 100, expires: Int64? = nil, id: MessageID = .random()) -> RelayStoreWrite {
+        .post(RelayPost(mailbox: box, messageID: id, expiresAtMs: expires ?? now + 60_000, packet: Sodium.randomBytes(length)))
+    }
+
+    func testIdempotentPostsQuotasAndDeletes() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        let outcomes = try store.commit([post(box, id: id), post(box, id: id), post(box), post(box), post(box)], nowMs: now, quota: quota)
+        guard case .stored(let s1) = outcomes[0], case .stored(let s3) = outcomes[3] else { return XCTFail("\(outcomes)") }
+        XCTAssertLessThan(s1, s3)
+        XCTAssertEqual(outcomes[1], .duplicate)
+        XCTAssertEqual(outcomes[4], .mailboxFull, "three packets at most")
+        XCTAssertEqual(try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota), [.deleted(count: 1)])
+        guard case .stored(let s4) = try store.commit([post(box)], nowMs: now, quota: quota)[0] else { return XCTFail() }
+        XCTAssertGreaterThan(s4, s3, "sequence numbers are never reused")
+        // Bytes: 1000 at most.
+        let other = mailbox(try SigningKey.random())
+        XCTAssertEqual(try store.commit([post(other, length: 900), post(other, length: 200)], nowMs: now, quota: quota).last, .mailboxFull)
+    }
+
+    func testPagesFollowTheCursorAndBudget() throws {
+        let box = mailbox(try SigningKey.random())
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
+        let outcomes = try store.commit((0..<10).map { _ in post(box) }, nowMs: now, quota: quota)
+        let sequences = outcomes.compactMap { if case .stored(let s) = $0 { return s } else { return nil } }
+        let page = try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 4, maxBytes: 1 << 20, nowMs: now)
+        XCTAssertEqual(page[0].packets.map(\.sequence), Array(sequences[0..<4]))
+        XCTAssertFalse(page[0].complete)
+        let rest = try store.packets([RelayPageRequest(mailbox: box, after: sequences[3])], maxPackets: 100, maxBytes: 1 << 20, nowMs: now)
+        XCTAssertEqual(rest[0].packets.map(\.sequence), Array(sequences[4...]))
+        XCTAssertTrue(rest[0].complete)
+        let small = try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 100, maxBytes: 250, nowMs: now)
+        XCTAssertEqual(small[0].packets.count, 2)
+        XCTAssertFalse(small[0].complete)
+    }
+
+    func testExpiredPacketsAreNotServedAndAreSwept() throws {
+        let box = mailbox(try SigningKey.random())
+        _ = try store.commit([post(box, expires: now + 10), post(box, expires: now + 10), post(box)], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now + 20), 1)
+        XCTAssertEqual(try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 10, maxBytes: 1 << 20, nowMs: now + 20)[0].packets.count, 1)
+        XCTAssertEqual(try store.deleteExpired(nowMs: now + 20), 2)
+        // The quota counts again from what is left.
+        XCTAssertEqual(try store.commit([post(box), post(box)], nowMs: now, quota: quota).map { if case .stored = $0 { return true } else { return false } }, [true, true])
+    }
+
+    func testRevocationsAndCountersPersist() throws {
+        let key = Sodium.randomBytes(32)
+        try store.revoke(pseudonym: key, nowMs: now)
+        try store.revoke(pseudonym: key, nowMs: now)
+        var counters = RelayCounters()
+        counters.accepted = 7
+        counters.rateLimited = 2
+        try store.saveCounters(counters, nowMs: now)
+        store.close()
+        store = try SQLiteRelayStore(directory: directory)
+        XCTAssertEqual(try store.revokedPseudonyms(), [key])
+        XCTAssertEqual(try store.loadCounters(), counters)
+    }
+
+    func testSchemaVersionAndPrivateFiles() throws {
+        let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+        var version = 0
+        try db.query("SELECT version FROM schema_version") { version = $0.int(0) }
+        XCTAssertEqual(version, RelaySchema.currentVersion)
+        db.close()
+        var info = stat()
+        XCTAssertEqual(stat(directory, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o700)
+        XCTAssertEqual(stat(directory + "/" + SQLiteRelayStore.fileName, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600)
+        var mode = ""
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("PRAGMA journal_mode") { mode = $0.text(0) }
+        XCTAssertEqual(mode, "wal")
+    }
+}
