@@ -71,10 +71,29 @@ final class RelayProcess {
         return 0
     }
 
+    /// CPU seconds (user + system) of each process started, read before it was stopped.
+    private(set) var cpuSeconds: [Double] = []
+
+    /// The running relay's CPU time so far (user + system, /proc/PID/stat), in seconds.
+    func currentCPUSeconds() -> Double {
+        guard pid > 0 else { return 0 }
+        let stat = readFile("/proc/\(pid)/stat")
+        guard let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state(0) ... utime(11) stime(12), in clock ticks.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    private func recordFinalFigures() {
+        peakRSSKiB.append(currentPeakRSSKiB())
+        cpuSeconds.append(currentCPUSeconds())
+    }
+
     /// SIGKILL, then reap.
     func kill9() {
         guard pid > 0 else { return }
-        peakRSSKiB.append(currentPeakRSSKiB())
+        recordFinalFigures()
         _ = Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
@@ -86,7 +105,7 @@ final class RelayProcess {
     @discardableResult
     func stop() -> Int32 {
         guard pid > 0 else { return 0 }
-        peakRSSKiB.append(currentPeakRSSKiB())
+        recordFinalFigures()
         _ = Glibc.kill(pid, SIGTERM)
         var status: Int32 = 0
         for _ in 0..<1000 {

@@ -77,6 +77,8 @@ final class Runner {
     var killNs: UInt64 = 0
     var restartSeconds = 0.0
     var relayDiedUnexpectedly: String?
+    var relayCPUAtStart = 0.0
+    var toolCPUAtStart = 0.0
 
     init(options: Options) {
         self.options = options
@@ -427,6 +429,10 @@ final class Runner {
         say("connected: \(clients.count) clients (TLS 1.3, AUTH, SUBSCRIBE) in \(fmt(Double(connectedNs - runStartNs) / 1e9, 2)) s, \(connectFailures) failed attempts")
         // Phase 2: traffic.
         started = true
+        relayCPUAtStart = relay?.currentCPUSeconds() ?? 0
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        toolCPUAtStart = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
         postStartNs = Clock.now()
         lastProgressNs = postStartNs
         for c in clients { fillWindow(c, now: postStartNs) }
@@ -489,6 +495,11 @@ final class Runner {
         var rss = relay?.peakRSSKiB ?? []
         if let relay, relay.pid > 0 { rss.append(relay.currentPeakRSSKiB()) }
         let peakRSS = rss.max() ?? 0
+        var relayCPU = (relay?.cpuSeconds ?? []).reduce(0, +)
+        if let relay, relay.pid > 0 { relayCPU += relay.currentCPUSeconds() - relayCPUAtStart }
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        let toolCPU = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6 - toolCPUAtStart
 
         say("")
         say("== yaok-relay-load \(options.mode.rawValue): \(clients.count) clients, \(total) messages, payload \(options.payloadMin)-\(options.payloadMax) B" + (options.mode == .load ? ", window \(options.window) per client" : ", \(fmt(options.rate, 0))/s for \(fmt(options.duration, 1)) s"))
@@ -518,6 +529,9 @@ final class Runner {
         if relay != nil {
             say("relay peak RSS (VmHWM): " + rss.map { "\(fmt(Double($0) / 1024, 1)) MiB" }.joined(separator: ", then ") + (rss.count > 1 ? " (per process)" : ""))
         }
+        if relay != nil {
+            say("CPU during the traffic phase: relay \(fmt(relayCPU, 2)) s (\(fmt(relayCPU * 1e6 / Double(max(total, 1)), 0)) µs/message), this tool \(fmt(toolCPU, 2)) s; machine load average \(loadAverage())")
+        }
         if let storedAfter { say("relay stats after the run: stored \(storedAfter)" + (storedAfter == 0 ? " (every DELETE committed)" : " (packets left: DELETEs not all committed?)")) }
         for f in faults { say("  fault: \(f)") }
         if faultCount > faults.count { say("  … \(faultCount - faults.count) more faults") }
@@ -532,7 +546,7 @@ final class Runner {
         if killed, messages.contains(where: { $0.acceptedBeforeKill && $0.deliveries == 0 }) {
             problems.append("messages ACCEPTED before the SIGKILL were never delivered")
         }
-        say("summary mode=\(options.mode.rawValue) clients=\(clients.count) messages=\(total) accepted_per_s=\(fmt(acceptedRate, 0)) delivered_per_s=\(fmt(deliveredRate, 0)) both_per_s=\(fmt(bothRate, 0)) p50_ms=\(fmt(p50, 2)) p90_ms=\(fmt(p90, 2)) p99_ms=\(fmt(p99, 2)) max_ms=\(fmt(pmax, 2)) rss_mib=\(fmt(Double(peakRSS) / 1024, 1)) lost=\(lost) dup_in_session=\(duplicatesInSession) redelivered=\(redeliveriesAcrossSessions) sessions=\(sessions) seconds=\(fmt(Double(endNs - runStartNs) / 1e9, 1))")
+        say("summary mode=\(options.mode.rawValue) clients=\(clients.count) messages=\(total) accepted_per_s=\(fmt(acceptedRate, 0)) delivered_per_s=\(fmt(deliveredRate, 0)) both_per_s=\(fmt(bothRate, 0)) p50_ms=\(fmt(p50, 2)) p90_ms=\(fmt(p90, 2)) p99_ms=\(fmt(p99, 2)) max_ms=\(fmt(pmax, 2)) rss_mib=\(fmt(Double(peakRSS) / 1024, 1)) relay_cpu_s=\(fmt(relayCPU, 2)) tool_cpu_s=\(fmt(toolCPU, 2)) lost=\(lost) dup_in_session=\(duplicatesInSession) redelivered=\(redeliveriesAcrossSessions) sessions=\(sessions) seconds=\(fmt(Double(endNs - runStartNs) / 1e9, 1))")
         if problems.isEmpty {
             say("result: OK")
             return true
@@ -540,6 +554,10 @@ final class Runner {
         say("result: FAILED: " + problems.joined(separator: "; "))
         return false
     }
+}
+
+func loadAverage() -> String {
+    String(readFile("/proc/loadavg").split(separator: " ").prefix(3).joined(separator: " "))
 }
 
 func pinBytes(_ hex: String) throws -> [UInt8] {
