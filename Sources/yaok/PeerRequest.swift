@@ -214,7 +214,9 @@ enum PeerRequest: Equatable {
 
     private static func renderStatus(_ s: JSON) -> String {
         guard s["initialized"]?.bool == true else { return "No identity yet: run `yaok init --name NAME`" }
-        var lines = ["Identity set up; \(s["locked"]?.bool == true ? "locked" : "unlocked")"]
+        var lines = [s["locked"]?.bool == true
+            ? "Identity set up; locked (commands that need the keys ask for the PIN; scripts set YAOK_PIN)"
+            : "Identity set up; unlocked"]
         let lockout = s["lockout_seconds"]?.int ?? 0, failed = s["failed_attempts"]?.int ?? 0
         if lockout > 0 {
             lines.append("Too many attempts. Try again in \(lockout) seconds.")
