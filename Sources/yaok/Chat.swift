@@ -30,7 +30,7 @@ struct Chat: ParsableCommand {
 
     @Argument(help: "ID, name, user ID or fingerprint prefix.") var contact: String
 
-    @OptionGroup(title: "Transports (used when no `yaok run` serves this home)") var transports: TransportOptions
+    @OptionGroup(title: "Transports (used when the chat opens the node itself, with no run for this home)") var transports: TransportOptions
 
     static let pollInterval = 0.4
     static let historyLimit = 50
