@@ -15,7 +15,10 @@
  * Ownership: a string the library returns (char **out) is freed with yaok_string_free();
  *            bytes it returns (uint8_t **out, size_t *out_len) with yaok_bytes_free().
  *            Handles are created by yaok_<type>_new/_decode/_restore and destroyed by
- *            yaok_<type>_free(); every _free accepts NULL as a no-op.
+ *            yaok_<type>_free(); every _free accepts NULL as a no-op. A getter with a
+ *            `const char **out` (the typed-access section) lends a string instead: owned
+ *            by its handle (or live event), valid until that is freed (or returns), never
+ *            freed by the caller.
  * Strings:   UTF-8, NUL-terminated. Invalid UTF-8 input is refused (YAOK_E_INVALID_UTF8),
  *            never silently repaired. A text argument is at most YAOK_MAX_TEXT_BYTES bytes
  *            before its NUL: longer text is refused at once, without being read past that
