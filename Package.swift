@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "yaok-bench", targets: ["yaok-bench"]),
         .executable(name: "yaok-relay", targets: ["yaok-relay"]),
         .executable(name: "yaok-relay-load", targets: ["yaok-relay-load"]),
+        .executable(name: "yaok-peer-swift", targets: ["yaok-peer-swift"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -81,6 +82,9 @@ let package = Package(
         .testTarget(name: "YaOKRelayServerTests", dependencies: ["YaOKRelayServer", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "yaok-relay"]),
         // Loopback only; peers that misbehave (TLS 1.2, no ALPN) are raw OpenSSL.
         .testTarget(name: "YaOKTLSTests", dependencies: ["YaOKTLS", "YaOKSupport", "COpenSSL"]),
+        // The Swift example peer (examples/swift): interoperates with examples/c/peer.c and
+        // examples/python/peer.py (scripts/test-examples).
+        .executableTarget(name: "yaok-peer-swift", dependencies: ["YaOK"], path: "examples/swift"),
         // A pure-Swift QR code encoder (no Foundation), for printing contact cards.
         .target(name: "QRCode"),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),

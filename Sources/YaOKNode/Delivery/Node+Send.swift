@@ -241,3 +241,16 @@ extension Node {
         }
     }
 }
+
+extension Node {
+    /// One stored message of conversation `conversationID`, incoming or outgoing (what a
+    /// `messageReceived` event names). `notFound` if there is none.
+    public func message(_ conversationID: Int64, _ id: MessageID) throws -> Message {
+        try withUnlocked { store, keys, _ in
+            guard let m = try store.message(conversation: conversationID, messageID: id.bytes, cipher: keys.cipher) else {
+                throw YaOKError(.notFound, "No such message")
+            }
+            return m
+        }
+    }
+}
