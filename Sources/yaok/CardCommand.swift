@@ -5,7 +5,8 @@ import YaOK
 /// Your contact card: the text a QR code carries, for others to add you, drawn as a QR
 /// code in the terminal for a phone to scan.
 struct CardCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "card", abstract: "Print your contact card.")
+    static let configuration = CommandConfiguration(
+        commandName: "card", abstract: "Print your contact card and its QR code; --png writes the QR code as an image.")
 
     @OptionGroup var options: GlobalOptions
 
@@ -15,19 +16,43 @@ struct CardCommand: ParsableCommand {
     @Flag(help: "Draw the QR code for a light terminal background (the default suits a dark one).")
     var lightBackground = false
 
+    @Option(name: .customLong("png"), help: ArgumentHelp("Also write the QR code as a PNG image to this file.", valueName: "file"))
+    var pngPath: String?
+
+    @Option(help: "Pixels per QR module in the PNG.")
+    var pngScale = 8
+
+    func validate() throws {
+        guard (1...64).contains(pngScale) else { throw ValidationError("--png-scale must be 1 to 64") }
+    }
+
     func run() throws {
         try Output.run(json: options.json) {
             let card = try options.unlockedNode().profile()
-            Output.emit(.object([
+            // Medium error correction: a card (about 300 bytes) is then version 10 to 13,
+            // 57 to 69 modules, which fits an 80-column terminal and survives a phone photo.
+            let qr = try? QRCode.encode(card.text, ecc: .medium)
+            if let pngPath {
+                guard let qr else { throw CLIError("The card does not fit in a QR code") }
+                do {
+                    try qr.writePNG(to: pngPath, quietZone: 4, scale: pngScale)
+                } catch {
+                    throw CLIError("\(error)")
+                }
+            }
+            var fields: [(String, JSON)] = [
                 ("card", .string(card.text)),
                 ("name", .string(card.name)),
                 ("fingerprint", .string(card.fingerprint.hex)),
-            ]), asJSON: options.json) {
+            ]
+            if let pngPath { fields.append(("png", .string(pngPath))) }
+            Output.emit(.object(fields), asJSON: options.json) {
                 var lines: [String] = []
-                if !noQR, let qr = try? QRCode.encode(card.text) {
+                if !noQR, let qr {
                     lines.append(qr.terminalString(quietZone: 4, invert: !lightBackground))
                 }
                 lines += [card.text, "", "\(card.name)  fingerprint \(card.fingerprint)"]
+                if let pngPath { lines.append("QR code written to \(pngPath)") }
                 return lines.joined(separator: "\n")
             }
         }
