@@ -29,9 +29,12 @@ struct CardCommand: ParsableCommand {
     func run() throws {
         try Output.run(json: options.json) {
             let card = try options.unlockedNode().profile()
-            // Medium error correction: a card (about 300 bytes) is then version 10 to 13,
-            // 57 to 69 modules, which fits an 80-column terminal and survives a phone photo.
+            // Medium error correction (15 %) where it fits: a card is 270 to 340 bytes, a
+            // version 12 to 14 symbol. In the terminal the symbol and its quiet zone must fit
+            // 80 columns, which a long name's card at M does not (73 + 8 modules): it is then
+            // drawn at L. The PNG has no width limit and is always M.
             let qr = try? QRCode.encode(card.text, ecc: .medium)
+            let terminalQR = qr.flatMap { $0.size + 8 <= 80 ? $0 : nil } ?? (try? QRCode.encode(card.text, ecc: .low))
             if let pngPath {
                 guard let qr else { throw CLIError("The card does not fit in a QR code") }
                 do {
@@ -48,7 +51,7 @@ struct CardCommand: ParsableCommand {
             if let pngPath { fields.append(("png", .string(pngPath))) }
             Output.emit(.object(fields), asJSON: options.json) {
                 var lines: [String] = []
-                if !noQR, let qr {
+                if !noQR, let qr = terminalQR {
                     lines.append(qr.terminalString(quietZone: 4, invert: !lightBackground))
                 }
                 lines += [card.text, "", "\(card.name)  fingerprint \(card.fingerprint)"]

@@ -203,4 +203,37 @@ import Testing
         #expect(accepted.contains("Added Bob"))
         #expect((try alice.run(["contacts", "list", "--json"]).json as? [Any])?.count == 1)
     }
+
+    /// The terminal drawing itself scans: read back from the half blocks into pixels, it
+    /// decodes (zbarimg) to the card, and even a 50-letter name's card fits 80 columns.
+    @Test(arguments: ["Bo", String(repeating: "Long Name ", count: 5)])
+    func terminalDrawingScans(name: String) throws {
+        let cli = CLI.temporary("term")
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try cli.run(["init", "--name", name]).status == 0)
+        let card = try #require((try cli.run(["card", "--json"]).json as? [String: Any])?["card"] as? String)
+        // --light-background: ink draws dark modules.
+        let drawing = try cli.run(["card", "--light-background"]).stdout
+            .split(separator: "\n", omittingEmptySubsequences: false)
+            .prefix { !$0.isEmpty && $0.allSatisfy { " ▀▄█".contains($0) } }
+            .map(Array.init)
+        let width = try #require(drawing.first?.count)
+        #expect(width <= 80 && drawing.allSatisfy { $0.count == width })
+        let scale = 4, side = width * scale, height = drawing.count * 2 * scale
+        var pixels = [UInt8](repeating: 255, count: side * height)
+        for (row, line) in drawing.enumerated() {
+            for (column, glyph) in line.enumerated() {
+                for half in 0..<2 where glyph == "█" || glyph == (half == 0 ? "▀" : "▄") {
+                    for dy in 0..<scale {
+                        for dx in 0..<scale { pixels[((row * 2 + half) * scale + dy) * side + column * scale + dx] = 0 }
+                    }
+                }
+            }
+        }
+        let pgm = dir.appendingPathComponent("terminal.pgm").path
+        try Data(Array("P5\n\(side) \(height)\n255\n".utf8) + pixels).write(to: URL(fileURLWithPath: pgm))
+        guard let zbarimg = Self.tool("zbarimg", package: "zbar-tools") else { return }
+        #expect(try Self.run(zbarimg, ["--raw", "-q", "-Sdisable", "-Sqrcode.enable", pgm]) == card + "\n")
+    }
 }
