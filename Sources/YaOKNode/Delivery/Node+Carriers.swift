@@ -194,12 +194,16 @@ extension Node {
         s.delivery.carrierOut.append((carrier, .release(ids)))
     }
 
-    /// Counts a refused packet from a carrier; returns the count so far.
+    /// Counts a refused packet from a carrier against its transport's hour; returns the
+    /// count so far this hour (the caller logs only the first few).
     func countCarrierRejection(_ carrierID: UInt64, _ s: inout NodeState) -> Int? {
-        guard var c = s.delivery.carriers[carrierID] else { return nil }
-        c.rejections += 1
-        s.delivery.carriers[carrierID] = c
-        return c.rejections
+        guard let transport = s.delivery.carriers[carrierID]?.carrier.transport else { return nil }
+        let t = now
+        var entry = s.delivery.carrierRejections[transport] ?? (0, t)
+        if t - entry.since >= 3_600_000 { entry = (0, t) }
+        entry.count += 1
+        s.delivery.carrierRejections[transport] = entry
+        return entry.count
     }
 
     /// Contacts changed: carriers subscribe again.
