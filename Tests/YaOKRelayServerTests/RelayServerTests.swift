@@ -194,6 +194,27 @@ final class RelayServerTests: XCTestCase {
         XCTAssertNotNil(try readyClient(relay))
     }
 
+    func testResentSubscribeEndsTheSessionAndDoesNotStallOthers() throws {
+        let relay = try startRelay()
+        let attacker = try readyClient(relay)
+        let boxes = try (0..<64).map { _ in try SigningKey.random() }
+        let frame = try Frame.encode(attacker.subscribeFrame(boxes).encode(), maxLength: RelayFrame.maxLength)
+        // 200 copies (12,800 proofs) in one burst: at most 64 verifications, then the
+        // session ends at 4,096 proofs.
+        let burst = Array([[UInt8]](repeating: frame, count: 200).joined())
+        let other = try readyClient(relay)
+        let started = Date()
+        do { try attacker.sendRaw(burst) } catch {}  // the relay may close before it has read it all
+        let (closed, frames) = attacker.waitForClose(timeout: 5)
+        XCTAssertTrue(closed)
+        XCTAssertEqual(sessionErrors(frames), [.notSubscribed])
+        let answered = frames.filter { if case .subscribed = $0 { return true } else { return false } }
+        XCTAssertEqual(answered.count, 64, "4,096 proofs, in frames of 64")
+        try other.send(.ping(request: 7))
+        XCTAssertEqual(try other.next(), .pong(request: 7))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3, "64 verifications, not 12,800")
+    }
+
     func testGroupCommitSharesTransactionsAcrossClients() throws {
         let relay = try startRelay { $0.ratePerHour = 100_000 }
         let box = mailbox(try SigningKey.random())
