@@ -31,6 +31,11 @@ public struct RelayConfiguration: Sendable {
     public var writeQueueHardLimit: Int = 4 << 20
     /// POSTs of one connection waiting for the disk: beyond this it is not read from.
     public var maxPendingPostsPerConnection: Int = 256
+    /// DELETE refs of one connection waiting for the disk: from this many it is not read
+    /// from until the disk round returns; nor is any connection with refs waiting while
+    /// `maxPendingDeleteRefs` wait in all.
+    public var maxPendingDeleteRefsPerConnection: Int = 4096
+    public var maxPendingDeleteRefs: Int = 65_536
     /// One backlog read: at most this many packets and bytes.
     public var backlogPagePackets: Int = 64
     public var backlogPageBytes: Int = 256 << 10

@@ -215,6 +215,59 @@ final class RelayServerTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 3, "64 verifications, not 12,800")
     }
 
+    func testDeleteFloodIsPausedAtTheDiskAndOthersStillPost() throws {
+        let relay = try startRelay()
+        let box = try SigningKey.random()
+        let flooder = try readyClient(relay)
+        XCTAssertEqual(try flooder.subscribe([box]), 1)
+        let alice = try readyClient(relay)
+        // 800 DELETE frames of 256 refs (204,800 refs, 9.9 MB) of packets never stored.
+        let frames = (0..<800).map { _ in
+            try! Frame.encode(RelayFrame.delete((0..<256).map { _ in StoredPacketRef(mailbox: mailbox(box), messageID: .random()) }).encode(),
+                              maxLength: RelayFrame.maxLength)
+        }
+        let flood = Array(frames.joined())
+        let rssBefore = residentBytes()
+        let sent = Locked(false)
+        let fd = flooder.fd
+        let thread = Thread {
+            var offset = 0
+            while offset < flood.count {
+                let n = flood[offset...].withUnsafeBytes { send(fd, $0.baseAddress, min($0.count, 65536), Int32(MSG_NOSIGNAL)) }
+                if n > 0 { offset += n; continue }
+                if n < 0 && errno != EAGAIN && errno != EINTR { break }
+                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&p, 1, 100)
+            }
+            sent.withLock { $0 = true }
+        }
+        thread.start()
+        // While the flood runs, another client's POST is answered promptly.
+        usleep(100_000)
+        var slowest = 0.0
+        for _ in 0..<5 {
+            let started = Date()
+            guard case .accepted = try alice.post(try makePacket(), to: mailbox(try SigningKey.random()), timeout: 5) else { return XCTFail() }
+            slowest = max(slowest, Date().timeIntervalSince(started))
+            usleep(50_000)
+        }
+        XCTAssertLessThan(slowest, 2, "POST during a DELETE flood")
+        XCTAssertTrue(eventually(timeout: 60) { sent.withLock { $0 } }, "the flood is read, at the disk's pace")
+        let flooded = Date()
+        let server = relay.server
+        XCTAssertTrue(eventually(timeout: 10) { server.onLoop { server.pendingDeleteRefs } == 0 })
+        let drained = Date().timeIntervalSince(flooded)
+        let peak = server.onLoop { server.peakPendingDeleteRefs } ?? -1
+        let growth = residentBytes() - rssBefore
+        print("DELETE flood: peak \(peak) refs queued, RSS +\((growth >> 20)) MiB, disk done \(String(format: "%.2f", drained)) s after the last byte, slowest POST \(String(format: "%.3f", slowest)) s")
+        // One read's worth (16 KiB ≈ 330 refs) may pass the per-connection limit.
+        XCTAssertLessThanOrEqual(peak, relay.server.configuration.maxPendingDeleteRefsPerConnection + 512)
+        XCTAssertLessThan(drained, 5, "nothing left queued behind the flood")
+        XCTAssertLessThan(growth, 16 << 20)
+        try flooder.send(.ping(request: 9))
+        XCTAssertEqual(try flooder.next(where: { $0 == .pong(request: 9) }).0, .pong(request: 9))
+    }
+
     func testGroupCommitSharesTransactionsAcrossClients() throws {
         let relay = try startRelay { $0.ratePerHour = 100_000 }
         let box = mailbox(try SigningKey.random())

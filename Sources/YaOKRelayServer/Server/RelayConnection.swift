@@ -30,6 +30,8 @@ final class RelayConnection {
     var closingDeadline: UInt64?
     /// POSTs waiting for the disk.
     var pendingPosts = 0
+    /// DELETE refs waiting for the disk.
+    var pendingDeleteRefs = 0
 
     // Delivery (§8.3 "Delivering"). Each subscribed mailbox has a cursor: the sequence
     // number of the last packet sent. A new packet is pushed live only while the mailbox

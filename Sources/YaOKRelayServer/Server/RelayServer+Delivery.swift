@@ -8,8 +8,15 @@ extension RelayServer {
     func apply(_ round: DiskThread.Round) {
         var touched = Set<UInt64>()
         for (token, write, outcome) in round.writes {
-            if case .success(.deleted(let n)) = outcome {
-                counters.withLock { $0.deleted += Int64(n) }
+            if case .delete = write {
+                if case .success(.deleted(let n)) = outcome { counters.withLock { $0.deleted += Int64(n) } }
+                if let pending = pendingDeletes.removeValue(forKey: token) {
+                    pendingDeleteRefs -= pending.refs
+                    if let c = connections[pending.connection] {
+                        c.pendingDeleteRefs -= pending.refs
+                        touched.insert(c.id)
+                    }
+                }
                 continue
             }
             guard case .post(let post) = write, let pending = pendingPosts.removeValue(forKey: token) else { continue }

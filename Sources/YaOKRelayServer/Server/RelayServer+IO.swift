@@ -105,10 +105,14 @@ extension RelayServer {
         loop.post { [weak self] in self?.ready(id, []) }
     }
 
-    /// Not read while its POSTs wait for the disk or its output is long (backpressure:
-    /// a client that posts without reading stops being read).
+    /// Not read while its POSTs or DELETEs wait for the disk or its output is long
+    /// (backpressure: a client that posts or deletes faster than the disk commits, or
+    /// posts without reading, stops being read until the disk round returns).
     func readPaused(_ c: RelayConnection) -> Bool {
-        c.pendingPosts >= configuration.maxPendingPostsPerConnection || c.output.count >= configuration.writeQueueHighWater
+        let c2 = configuration
+        return c.pendingPosts >= c2.maxPendingPostsPerConnection || c.output.count >= c2.writeQueueHighWater
+            || c.pendingDeleteRefs >= c2.maxPendingDeleteRefsPerConnection
+            || (c.pendingDeleteRefs > 0 && pendingDeleteRefs >= c2.maxPendingDeleteRefs)
     }
 
     /// Writes what the channel takes; closes a connection whose output is over the hard

@@ -39,7 +39,12 @@ extension RelayServer {
             c.pendingPosts += 1
             disk.submit(DiskThread.Write(token: token, write: .post(post.post)))
         case .delete(let refs):
-            disk.submit(DiskThread.Write(token: takeToken(), write: .delete(refs)))
+            let token = takeToken()
+            pendingDeletes[token] = (c.id, refs.count)
+            c.pendingDeleteRefs += refs.count
+            pendingDeleteRefs += refs.count
+            peakPendingDeleteRefs = max(peakPendingDeleteRefs, pendingDeleteRefs)
+            disk.submit(DiskThread.Write(token: token, write: .delete(refs)))
         }
     }
 

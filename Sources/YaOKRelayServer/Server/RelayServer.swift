@@ -38,6 +38,11 @@ public final class RelayServer: @unchecked Sendable {
     var pendingPosts: [UInt64: (connection: UInt64, post: RelaySession.Post, pseudonym: [UInt8])] = [:]
     /// Backlog reads at the disk: token → connection.
     var pendingReads: [UInt64: UInt64] = [:]
+    /// DELETEs at the disk: token → connection and how many refs (backpressure).
+    var pendingDeletes: [UInt64: (connection: UInt64, refs: Int)] = [:]
+    /// Refs of all `pendingDeletes`, and the most there have been (for tests).
+    var pendingDeleteRefs = 0
+    var peakPendingDeleteRefs = 0
     var lastPrune: UInt64 = 0
     var stopped = false
     /// Connections refused for the cap (for tests).
