@@ -4,6 +4,17 @@ public struct RelayConfiguration: Sendable {
     /// Messages per pseudonym per rolling hour; acks get `ackRateMultiplier` times as many.
     public var ratePerHour: Int = 100
     public var ackRateMultiplier: Int = 10
+    /// POSTs from one IPv4 address per rolling hour, summed over its pseudonyms: this many
+    /// times the per-pseudonym limits (messages and acks each).
+    public var addressRateMultiplier: Int = 10
+    /// All packets stored, in bytes: past this, POSTs get ERROR unavailable ("storage is
+    /// full") until DELETEs or expiry free room. DELETEs still work.
+    public var maxStoredBytes: Int = 8 << 30
+    /// Free space the file system of `dataDirectory` must keep (checked at most once a
+    /// second): below it, POSTs get ERROR unavailable as above.
+    public var minFreeDiskBytes: Int = 512 << 20
+    /// The directory whose file system's free space is checked (nil: not checked).
+    public var dataDirectory: String?
     /// Packets and bytes one mailbox may hold.
     public var mailboxQuotaPackets: Int = 1000
     public var mailboxQuotaBytes: Int = 16 << 20

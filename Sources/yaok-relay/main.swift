@@ -28,12 +28,15 @@ struct Serve: ParsableCommand {
     @Option(help: "Most simultaneous connections.") var maxConnections = 10_000
     @Option(help: "Most simultaneous connections from one IPv4 address.") var maxConnectionsPerAddress = 1_024
     @Option(help: "Seconds of silence before a connection is closed.") var idleTimeout = 120.0
+    @Option(help: "Bytes of packets the relay stores in all; beyond, POSTs get ERROR unavailable (default 8 GiB).") var maxStoredBytes = 8 << 30
+    @Option(help: "Free bytes the data directory's disk must keep; below, POSTs get ERROR unavailable (default 512 MiB).") var minFreeBytes = 512 << 20
 
     func validate() throws {
         guard selfSigned != (cert != nil || key != nil), selfSigned || (cert != nil && key != nil) else {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
-        guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, idleTimeout >= 1 else {
+        guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, idleTimeout >= 1,
+              maxStoredBytes >= 1, minFreeBytes >= 0 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
     }
@@ -56,6 +59,9 @@ struct Serve: ParsableCommand {
         configuration.maxConnections = maxConnections
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
+        configuration.maxStoredBytes = maxStoredBytes
+        configuration.minFreeDiskBytes = minFreeBytes
+        configuration.dataDirectory = data
         let server = try failing { () throws -> RelayServer in
             let store = try SQLiteRelayStore(directory: data)
             let context = selfSigned ? try TLSContext.selfSigned(directory: data)

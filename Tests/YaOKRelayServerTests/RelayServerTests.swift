@@ -268,6 +268,84 @@ final class RelayServerTests: XCTestCase {
         XCTAssertEqual(try flooder.next(where: { $0 == .pong(request: 9) }).0, .pong(request: 9))
     }
 
+    func testStoredBytesCapRefusesPostsButNotDeletesAndSurvivesRestart() throws {
+        let packets = try (0..<4).map { _ in try makePacket() }
+        let cap = packets[0].count * 3
+        let relay = try startRelay { $0.maxStoredBytes = cap }
+        let box = try SigningKey.random()
+        let alice = try readyClient(relay)
+        for i in 0..<3 { XCTAssertEqual(try alice.post(packets[i], to: mailbox(box)), .accepted(request: UInt32(i + 1))) }
+        guard case .error(let full) = try alice.post(packets[3], to: mailbox(try SigningKey.random())) else { return XCTFail() }
+        XCTAssertEqual(full.request, 4, "refused on that request; the session goes on")
+        XCTAssertEqual(full.code, .unavailable)
+        XCTAssertTrue(full.message.hasPrefix("The relay's storage is full"), full.message)
+        // A DELETE frees room.
+        let bob = try readyClient(relay)
+        _ = try bob.subscribe([box])
+        XCTAssertEqual(try bob.delivered(3).count, 3)
+        try bob.send(.delete([StoredPacketRef(mailbox: mailbox(box), messageID: try messageID(of: packets[0]))]))
+        XCTAssertTrue(eventually { relay.server.statistics.deleted == 1 })
+        XCTAssertEqual(try alice.post(packets[3], to: mailbox(box)), .accepted(request: 5))
+        // The total is loaded when the relay starts.
+        let directory = relay.directory
+        relay.stop()
+        relays.removeAll()
+        var c = testConfiguration()
+        c.maxStoredBytes = cap
+        let again = try TestRelay(configuration: c, directory: directory)
+        relays.append(again)
+        let carol = try readyClient(again)
+        guard case .error(let stillFull) = try carol.post(try makePacket(), to: mailbox(box)) else { return XCTFail() }
+        XCTAssertEqual(stillFull.code, .unavailable)
+    }
+
+    func testLowFreeDiskRefusesPostsButNotDeletes() throws {
+        let box = try SigningKey.random()
+        let packet = try makePacket()
+        let first = try startRelay()
+        XCTAssertEqual(try readyClient(first).post(packet, to: mailbox(box)), .accepted(request: 1))
+        let directory = first.directory
+        first.stop()
+        relays.removeAll()
+        // Restarted with a floor no disk has free.
+        var c = testConfiguration()
+        c.dataDirectory = directory
+        c.minFreeDiskBytes = 1 << 62
+        let relay = try TestRelay(configuration: c, directory: directory)
+        relays.append(relay)
+        let alice = try readyClient(relay)
+        guard case .error(let e) = try alice.post(try makePacket(), to: mailbox(box)) else { return XCTFail() }
+        XCTAssertEqual(e.code, .unavailable)
+        XCTAssertTrue(e.message.hasPrefix("The relay's storage is full"), e.message)
+        let bob = try readyClient(relay)
+        _ = try bob.subscribe([box])
+        XCTAssertEqual(try bob.delivered(1).map(\.1), [packet])
+        try bob.send(.delete([StoredPacketRef(mailbox: mailbox(box), messageID: try messageID(of: packet))]))
+        XCTAssertTrue(eventually { relay.server.statistics.deleted == 1 }, "DELETEs still work")
+    }
+
+    func testPerAddressRateLimitSumsPseudonyms() throws {
+        // 2 messages per pseudonym, 2 × 2 = 4 per address.
+        let relay = try startRelay {
+            $0.ratePerHour = 2
+            $0.addressRateMultiplier = 2
+        }
+        let box = mailbox(try SigningKey.random())
+        for _ in 0..<2 {
+            let client = try readyClient(relay)
+            for _ in 0..<2 { guard case .accepted = try client.post(try makePacket(), to: box) else { return XCTFail() } }
+        }
+        let third = try readyClient(relay)
+        guard case .error(let e) = try third.post(try makePacket(), to: box) else { return XCTFail("a fresh pseudonym, same address") }
+        XCTAssertEqual(e.code, .rateLimited)
+        XCTAssertGreaterThan(e.retryAfterSeconds, 3500)
+        XCTAssertTrue(e.message.contains("IP address"), e.message)
+        guard case .accepted = try third.post(try makePacket(type: .ack), to: box) else { return XCTFail("acks have their own limit") }
+        // The refused POST did not use up the pseudonym's own slot.
+        let again = try TestClient(port: relay.port)
+        guard case .ready(_, 2, 2)? = try again.login(third.pseudonym) else { return XCTFail() }
+    }
+
     func testGroupCommitSharesTransactionsAcrossClients() throws {
         let relay = try startRelay { $0.ratePerHour = 100_000 }
         let box = mailbox(try SigningKey.random())

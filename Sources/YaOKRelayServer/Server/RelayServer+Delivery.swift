@@ -9,7 +9,10 @@ extension RelayServer {
         var touched = Set<UInt64>()
         for (token, write, outcome) in round.writes {
             if case .delete = write {
-                if case .success(.deleted(let n)) = outcome { counters.withLock { $0.deleted += Int64(n) } }
+                if case .success(.deleted(let n, let bytes)) = outcome {
+                    counters.withLock { $0.deleted += Int64(n) }
+                    storedBytes = max(0, storedBytes - bytes)
+                }
                 if let pending = pendingDeletes.removeValue(forKey: token) {
                     pendingDeleteRefs -= pending.refs
                     if let c = connections[pending.connection] {
@@ -22,13 +25,16 @@ extension RelayServer {
             guard case .post(let post) = write, let pending = pendingPosts.removeValue(forKey: token) else { continue }
             let c = connections[pending.connection]
             c?.pendingPosts -= 1
+            pendingPostBytes -= post.packet.count
             if let c { touched.insert(c.id) }
             let request = pending.post.request
             func giveBackSlot() {
                 limiter.release(pending.pseudonym, pending.post.kind, takenAtMs: pending.post.takenAtMs)
+                addressLimiter.release(pending.address, pending.post.kind, takenAtMs: pending.post.takenAtMs)
             }
             switch outcome {
             case .success(.stored(let sequence)):
+                storedBytes += post.packet.count
                 counters.withLock { $0.accepted += 1 }
                 c?.output.append(.accepted(request: request))
                 fanOut(post, sequence: sequence, touched: &touched)
@@ -48,6 +54,7 @@ extension RelayServer {
                                                         message: "Storage failed, post again later: \(error.message)")))
             }
         }
+        storedBytes = max(0, storedBytes - round.expiredBytes)
         for (token, result) in round.reads {
             guard let id = pendingReads.removeValue(forKey: token), let c = connections[id] else { continue }
             touched.insert(id)

@@ -31,11 +31,21 @@ public final class RelayServer: @unchecked Sendable {
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
     var revoked: Set<[UInt8]>
     let limiter: RateLimiter
+    /// The same limits times `addressRateMultiplier`, per client IPv4 address.
+    let addressLimiter: RateLimiter
+    /// Bytes of the packets stored (loaded at start, then kept from the disk's outcomes),
+    /// and of the POSTs at the disk: together they are held under `maxStoredBytes`.
+    var storedBytes = 0
+    var pendingPostBytes = 0
+    /// The free-space check of the data directory: when it last ran, and whether the
+    /// space was below `minFreeDiskBytes`.
+    var lastDiskCheck: UInt64?
+    var diskLow = false
     var nextID: UInt64 = 1
     var nextToken: UInt64 = 1
     /// POSTs at the disk: token → who asked, and the rate-limit slot to give back if it
     /// is not stored.
-    var pendingPosts: [UInt64: (connection: UInt64, post: RelaySession.Post, pseudonym: [UInt8])] = [:]
+    var pendingPosts: [UInt64: (connection: UInt64, post: RelaySession.Post, pseudonym: [UInt8], address: [UInt8])] = [:]
     /// Backlog reads at the disk: token → connection.
     var pendingReads: [UInt64: UInt64] = [:]
     /// DELETEs at the disk: token → connection and how many refs (backpressure).
@@ -58,7 +68,10 @@ public final class RelayServer: @unchecked Sendable {
         self.store = store
         self.security = security
         limiter = RateLimiter(messagesPerHour: configuration.ratePerHour, acksPerHour: configuration.ackRatePerHour)
+        addressLimiter = RateLimiter(messagesPerHour: configuration.ratePerHour * configuration.addressRateMultiplier,
+                                     acksPerHour: configuration.ackRatePerHour * configuration.addressRateMultiplier)
         revoked = try store.revokedPseudonyms()
+        storedBytes = try store.storedBytes()
         var saved = try store.loadCounters()
         saved.connected = 0
         counters = Locked(saved)
@@ -238,6 +251,7 @@ public final class RelayServer: @unchecked Sendable {
         if now &- lastPrune >= 60_000_000_000 {
             lastPrune = now
             limiter.prune(nowMs: Clock.milliseconds())
+            addressLimiter.prune(nowMs: Clock.milliseconds())
         }
         counters.withLock { $0.connected = Int64(connections.count) }
         loop.schedule(after: c.tickSeconds) { [weak self] in self?.tick() }

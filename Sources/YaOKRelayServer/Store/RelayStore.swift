@@ -13,9 +13,14 @@ public protocol RelayStore: AnyObject {
     /// Mailboxes are served in order; one the budget did not reach comes back not complete.
     func packets(_ requests: [RelayPageRequest], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [RelayPage]
 
-    /// Deletes expired packets; returns how many.
+    /// Deletes expired packets; returns how many, and their bytes.
     @discardableResult
-    func deleteExpired(nowMs: Int64) throws -> Int
+    func deleteExpired(nowMs: Int64) throws -> (packets: Int, bytes: Int)
+
+    /// Bytes of the packets stored (expired ones too until they are swept): the sum of
+    /// the mailboxes' byte totals. Read once, when the relay starts (it may scan); the
+    /// relay then keeps the total itself from the outcomes of its writes and sweeps.
+    func storedBytes() throws -> Int
 
     func revoke(pseudonym: [UInt8], nowMs: Int64) throws
     func revokedPseudonyms() throws -> Set<[UInt8]>
@@ -66,7 +71,8 @@ public enum RelayStoreOutcome: Sendable, Equatable {
     /// Already stored under the same (mailbox, message ID): nothing written.
     case duplicate
     case mailboxFull
-    case deleted(count: Int)
+    /// Packets deleted, and their bytes.
+    case deleted(count: Int, bytes: Int)
 }
 
 /// One mailbox's read: packets with a sequence number above `after`.
