@@ -29,6 +29,10 @@ public struct RelayConfiguration: Sendable {
     /// Connections from one IPv4 address beyond this are closed at accept (many honest
     /// clients can share one address behind a NAT, hence a high default).
     public var maxConnectionsPerAddress: Int = 1_024
+    /// Connections from one IPv4 address not yet READY (TLS or AUTH under way) beyond this
+    /// are closed at accept: a few addresses cannot hold every slot with connections that
+    /// never log in.
+    public var maxPendingPerAddress: Int = 32
     /// Mailboxes one session may subscribe to.
     public var maxSubscriptions: Int = 4096
     /// Longest lifetime a posted packet may claim (7 days).

@@ -27,6 +27,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Session lifetime in seconds.") var sessionLifetime = 3600.0
     @Option(help: "Most simultaneous connections.") var maxConnections = 10_000
     @Option(help: "Most simultaneous connections from one IPv4 address.") var maxConnectionsPerAddress = 1_024
+    @Option(help: "Most connections from one IPv4 address still in TLS or AUTH (not yet READY).") var maxPendingPerAddress = 32
     @Option(help: "Seconds of silence before a connection is closed.") var idleTimeout = 120.0
     @Option(help: "Bytes of packets the relay stores in all; beyond, POSTs get ERROR unavailable (default 8 GiB).") var maxStoredBytes = 8 << 30
     @Option(help: "Free bytes the data directory's disk must keep; below, POSTs get ERROR unavailable (default 512 MiB).") var minFreeBytes = 512 << 20
@@ -35,7 +36,7 @@ struct Serve: ParsableCommand {
         guard selfSigned != (cert != nil || key != nil), selfSigned || (cert != nil && key != nil) else {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
-        guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, idleTimeout >= 1,
+        guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
               maxStoredBytes >= 1, minFreeBytes >= 0 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
@@ -58,6 +59,7 @@ struct Serve: ParsableCommand {
         configuration.sessionLifetimeSeconds = sessionLifetime
         configuration.maxConnections = maxConnections
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
+        configuration.maxPendingPerAddress = maxPendingPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.maxStoredBytes = maxStoredBytes
         configuration.minFreeDiskBytes = minFreeBytes

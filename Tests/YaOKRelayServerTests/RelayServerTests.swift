@@ -406,6 +406,21 @@ final class RelayServerTests: XCTestCase {
         XCTAssertEqual(held.count, 2)
     }
 
+    func testConnectionsNotYetReadyAreCappedPerAddress() throws {
+        let relay = try startRelay { $0.maxPendingPerAddress = 2 }
+        let pending = try (0..<2).map { _ in try TestClient(port: relay.port) }
+        let extra = try connectLoopback(port: relay.port)
+        defer { close(extra) }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        XCTAssertTrue(eventually { recv(extra, &buffer, 16, 0) == 0 }, "a third pending one from 127.0.0.1 is closed at once")
+        // Once one is READY, it no longer counts: a new one is let in, and READY ones are not capped.
+        guard case .ready? = try pending[0].login() else { return XCTFail() }
+        let third = try TestClient(port: relay.port)
+        guard case .ready? = try third.login() else { return XCTFail() }
+        guard case .ready? = try TestClient(port: relay.port).login() else { return XCTFail() }
+        XCTAssertEqual(pending.count, 2)
+    }
+
     func testStatisticsAreSavedForTheStatsCommand() throws {
         let relay = try startRelay()
         let alice = try readyClient(relay)

@@ -10,6 +10,8 @@ final class RelayConnection {
     let acceptedAt: UInt64
     /// The client's IPv4 address (host byte order), for the per-address cap.
     var address: UInt32 = 0
+    /// Counted in `pendingByAddress` (from accept until READY or close).
+    var countedPending = false
     var lastReceived: UInt64
     /// Made at the first readiness, so a connection that never speaks costs a descriptor
     /// and this object, not a TLS state.

@@ -189,6 +189,7 @@ extension RelayServer {
         if let count = connectionsByAddress[c.address] {
             connectionsByAddress[c.address] = count > 1 ? count - 1 : nil
         }
+        uncountPending(c)
         if c.handshakeDone { c.channel?.shutdown() }
         loop.unregister(fd: c.fd)
         RelaySocket.close(c.fd)

@@ -26,6 +26,7 @@ extension RelayServer {
             endSession(c, error)
         case .authenticated(let pseudonym):
             c.readyAt = EventLoop.monotonicNanoseconds()
+            uncountPending(c)
             sessionsByPseudonym[pseudonym, default: []].insert(c.id)
         case .subscribed(let mailboxes):
             for mailbox in mailboxes {

@@ -27,6 +27,8 @@ public final class RelayServer: @unchecked Sendable {
     var connections: [UInt64: RelayConnection] = [:]
     /// Open connections per client IPv4 address (§8.4: one address cannot take them all).
     var connectionsByAddress: [UInt32: Int] = [:]
+    /// Of those, the ones not yet READY.
+    var pendingByAddress: [UInt32: Int] = [:]
     var subscribers: [MailboxID: Set<UInt64>] = [:]
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
     var revoked: Set<[UInt8]>
@@ -182,7 +184,8 @@ public final class RelayServer: @unchecked Sendable {
                 }
             case .accepted(let fd, let address):
                 guard connections.count < configuration.maxConnections,
-                      connectionsByAddress[address, default: 0] < configuration.maxConnectionsPerAddress else {
+                      connectionsByAddress[address, default: 0] < configuration.maxConnectionsPerAddress,
+                      pendingByAddress[address, default: 0] < configuration.maxPendingPerAddress else {
                     RelaySocket.close(fd)
                     refusedConnections += 1
                     continue
@@ -193,6 +196,8 @@ public final class RelayServer: @unchecked Sendable {
                     let c = try RelayConnection(id: id, fd: fd, now: now)
                     c.address = address
                     connectionsByAddress[address, default: 0] += 1
+                    pendingByAddress[address, default: 0] += 1
+                    c.countedPending = true
                     try loop.register(fd: fd, for: .readable) { [weak self] events in self?.ready(id, events) }
                     connections[id] = c
                     if !security.clientSpeaksFirst { loop.post { [weak self] in self?.ready(id, []) } }
@@ -202,6 +207,15 @@ public final class RelayServer: @unchecked Sendable {
             }
         }
         counters.withLock { $0.connected = Int64(connections.count) }
+    }
+
+    /// The connection is READY or gone: it no longer counts as pending for its address.
+    func uncountPending(_ c: RelayConnection) {
+        guard c.countedPending else { return }
+        c.countedPending = false
+        if let count = pendingByAddress[c.address] {
+            pendingByAddress[c.address] = count > 1 ? count - 1 : nil
+        }
     }
 
     private func pauseListener() {
