@@ -63,6 +63,11 @@ public struct RelayConfiguration: Sendable {
     /// A closing connection gets this long to flush its last ERROR.
     public var closeGraceSeconds: Double = 1
 
+    /// Pseudonyms with the most posts in the last hour, kept for `yaok-relay stats --top`.
+    public var topPostersKept: Int = 100
+    /// When set, one line per session: when it is READY and when it ends (--log-sessions).
+    public var sessionLog: (@Sendable (String) -> Void)?
+
     public init() {}
 
     /// The ack limit per hour.

@@ -30,6 +30,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Most connections from one IPv4 address still in TLS or AUTH (not yet READY).") var maxPendingPerAddress = 32
     @Option(help: "Seconds of silence before a connection is closed.") var idleTimeout = 120.0
     @Option(help: "Bytes of packets the relay stores in all; beyond, POSTs get ERROR unavailable (default 8 GiB).") var maxStoredBytes = 8 << 30
+    @Flag(help: "Print a line per session on stdout: when it is ready (pseudonym, IP address) and when it ends (why, posts).") var logSessions = false
     @Option(help: "Free bytes the data directory's disk must keep; below, POSTs get ERROR unavailable (default 512 MiB).") var minFreeBytes = 512 << 20
 
     func validate() throws {
@@ -64,6 +65,7 @@ struct Serve: ParsableCommand {
         configuration.maxStoredBytes = maxStoredBytes
         configuration.minFreeDiskBytes = minFreeBytes
         configuration.dataDirectory = data
+        if logSessions { configuration.sessionLog = { say($0) } }
         let server = try failing { () throws -> RelayServer in
             let store = try SQLiteRelayStore(directory: data)
             let context = selfSigned ? try TLSContext.selfSigned(directory: data)
@@ -90,10 +92,20 @@ struct Stats: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the relay's counters (it saves them every second).")
     @Option(help: "Data directory.") var data: String
     @Flag(help: "Print JSON.") var json = false
+    @Option(help: "Also list the N pseudonyms (at most 100) with the most posts in the last hour, to find one to revoke.") var top = 0
+
+    func validate() throws {
+        guard (0...100).contains(top) else { throw ValidationError("--top takes 1 to 100") }
+    }
 
     func run() throws {
         let stats = try failing { try RelayStatistics.read(directory: data) }
-        say(json ? stats.json.serialized : stats.text)
+        if json {
+            say(stats.json(top: top).serialized)
+        } else {
+            say(stats.text)
+            if top > 0 { say(stats.topText(top)) }
+        }
     }
 }
 

@@ -60,6 +60,14 @@ final class RelayProcessTests: XCTestCase {
             }
             self.pin = pin
             self.port = port
+            printed = buffered
+        }
+
+        private var printed: String
+
+        /// Everything it printed on stdout (once it has exited).
+        func allOutput() -> String {
+            printed + String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         }
 
         func kill(_ signal: Int32) -> Int32 {
@@ -110,7 +118,7 @@ final class RelayProcessTests: XCTestCase {
     }
 
     func testStatsAndRevokeCommands() throws {
-        let relay = try RelayProcess(directory: directory)
+        let relay = try RelayProcess(directory: directory, extra: ["--log-sessions"])
         let key = try SigningKey.random()
         let client = try TestClient(tlsPort: relay.port, pin: relay.pin)
         guard case .ready? = try client.login(key) else { return XCTFail() }
@@ -126,7 +134,12 @@ final class RelayProcessTests: XCTestCase {
         XCTAssertEqual(sessionErrors(frames), [.revoked])
         let text = try run(["stats", "--data", directory + "/data"])
         XCTAssertTrue(text.stdout.contains("revoked:           1 pseudonym"), text.stdout)
+        let top = try run(["stats", "--data", directory + "/data", "--top", "5"])
+        XCTAssertTrue(top.stdout.contains("\n\(Hex.encode(key.publicKey))  1"), top.stdout)
         XCTAssertEqual(relay.kill(SIGINT), 0)
+        let printed = relay.allOutput()
+        XCTAssertTrue(printed.contains("session \(Hex.encode(key.publicKey)) from 127.0.0.1 ready\n"), printed)
+        XCTAssertTrue(printed.contains("session \(Hex.encode(key.publicKey)) from 127.0.0.1 ended: revoked"), printed)
         XCTAssertNotEqual(try run(["stats", "--data", directory + "/nothing"]).status, 0)
     }
 }

@@ -421,6 +421,45 @@ final class RelayServerTests: XCTestCase {
         XCTAssertEqual(pending.count, 2)
     }
 
+    func testSessionLogAndTopPosters() throws {
+        let lines = Locked<[String]>([])
+        let relay = try startRelay { $0.sessionLog = { line in lines.withLock { $0.append(line) } } }
+        let busy = try readyClient(relay)
+        let quiet = try readyClient(relay)
+        let box = mailbox(try SigningKey.random())
+        XCTAssertEqual(try busy.postMany((0..<3).map { _ in (try! makePacket(), box) }).count, 3)
+        XCTAssertEqual(try quiet.post(try makePacket(), to: box), .accepted(request: 1))
+        let busyHex = Hex.encode(busy.pseudonym!.publicKey)
+        XCTAssertTrue(lines.withLock { $0 }.contains("session \(busyHex) from 127.0.0.1 ready"))
+        try busy.sendRaw([0, 3, 0x99, 1, 2])  // a bad frame ends it
+        XCTAssertTrue(busy.waitForClose().closed)
+        XCTAssertTrue(eventually { lines.withLock { $0 }.contains { $0.hasPrefix("session \(busyHex) from 127.0.0.1 ended: malformed") && $0.hasSuffix(", posts 3") } },
+                      "\(lines.withLock { $0 })")
+        // The top posters, as `yaok-relay stats --top` reads them.
+        XCTAssertTrue(eventually {
+            let top = (try? RelayStatistics.read(directory: relay.directory))?.counters.topPosters ?? []
+            return top == [RelayTopPoster(pseudonym: busy.pseudonym!.publicKey, posts: 3),
+                           RelayTopPoster(pseudonym: quiet.pseudonym!.publicKey, posts: 1)]
+        })
+        let stats = try RelayStatistics.read(directory: relay.directory)
+        XCTAssertEqual(stats.topText(1), "top posters, last hour (pseudonym, posts):\n\(busyHex)  3")
+        XCTAssertTrue(stats.json(top: 1).serialized.contains("\"top\":[{\"pseudonym\":\"\(busyHex)\",\"posts\":3}]"))
+    }
+
+    func testTopIsBoundedAndOrdered() throws {
+        let limiter = RateLimiter(messagesPerHour: 1000, acksPerHour: 1000)
+        let now = Clock.milliseconds()
+        for i in 0..<300 {
+            for _ in 0..<(i % 50) { _ = limiter.take([UInt8(i & 0xFF), UInt8(i >> 8)], .message, nowMs: now - 3_000_000) }
+        }
+        _ = limiter.take([9, 9], .ack, nowMs: now - 3_700_000)  // out of the hour
+        let top = limiter.top(100, nowMs: now)
+        XCTAssertEqual(top.count, 100)
+        XCTAssertEqual(top.first?.count, 49)
+        XCTAssertTrue(zip(top, top.dropFirst()).allSatisfy { $0.count >= $1.count })
+        XCTAssertFalse(top.contains { $0.key == [9, 9] })
+    }
+
     func testStatisticsAreSavedForTheStatsCommand() throws {
         let relay = try startRelay()
         let alice = try readyClient(relay)

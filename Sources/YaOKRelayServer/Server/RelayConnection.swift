@@ -34,6 +34,10 @@ final class RelayConnection {
     var pendingPosts = 0
     /// DELETE refs waiting for the disk.
     var pendingDeleteRefs = 0
+    /// POSTs answered ACCEPTED in this session (for the session log).
+    var posts = 0
+    /// Why the session ended, once it has (the ERROR it was sent).
+    var endReason: String?
 
     // Delivery (§8.3 "Delivering"). Each subscribed mailbox has a cursor: the sequence
     // number of the last packet sent. A new packet is pushed live only while the mailbox

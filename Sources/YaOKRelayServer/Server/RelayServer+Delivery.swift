@@ -35,11 +35,13 @@ extension RelayServer {
             switch outcome {
             case .success(.stored(let sequence)):
                 storedBytes += post.packet.count
+                c?.posts += 1
                 counters.withLock { $0.accepted += 1 }
                 c?.output.append(.accepted(request: request))
                 fanOut(post, sequence: sequence, touched: &touched)
             case .success(.duplicate):
                 giveBackSlot()
+                c?.posts += 1
                 c?.output.append(.accepted(request: request))
             case .success(.mailboxFull):
                 giveBackSlot()

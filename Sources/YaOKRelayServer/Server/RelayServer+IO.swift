@@ -177,6 +177,7 @@ extension RelayServer {
     func endSession(_ c: RelayConnection, _ error: RelayErrorFrame) {
         guard connections[c.id] != nil, !c.isClosing else { return }
         if let session = c.session, session.phase != .ended { _ = session.end(error.code, error.message) }
+        c.endReason = "\(error.code) (\(error.message))"
         if c.handshakeDone { c.output.append(.error(error)) }
         c.closingDeadline = EventLoop.monotonicNanoseconds() + Self.nanoseconds(configuration.closeGraceSeconds)
         flush(c)
@@ -190,6 +191,9 @@ extension RelayServer {
             connectionsByAddress[c.address] = count > 1 ? count - 1 : nil
         }
         uncountPending(c)
+        if let log = configuration.sessionLog, c.readyAt != nil, let pseudonym = c.session?.pseudonym {
+            log("session \(Hex.encode(pseudonym)) from \(Self.dottedQuad(c.address)) ended: \(c.endReason ?? reason), posts \(c.posts)")
+        }
         if c.handshakeDone { c.channel?.shutdown() }
         loop.unregister(fd: c.fd)
         RelaySocket.close(c.fd)

@@ -27,6 +27,7 @@ extension RelayServer {
         case .authenticated(let pseudonym):
             c.readyAt = EventLoop.monotonicNanoseconds()
             uncountPending(c)
+            configuration.sessionLog?("session \(Hex.encode(pseudonym)) from \(Self.dottedQuad(c.address)) ready")
             sessionsByPseudonym[pseudonym, default: []].insert(c.id)
         case .subscribed(let mailboxes):
             for mailbox in mailboxes {
@@ -85,6 +86,11 @@ extension RelayServer {
             if diskLow { return "The relay's storage is full (its disk is nearly full): post again later" }
         }
         return nil
+    }
+
+    /// An IPv4 address (host byte order) as text.
+    static func dottedQuad(_ address: UInt32) -> String {
+        "\(address >> 24).\(address >> 16 & 0xFF).\(address >> 8 & 0xFF).\(address & 0xFF)"
     }
 
     /// The per-address rate limiter's key: the IPv4 address's four bytes.

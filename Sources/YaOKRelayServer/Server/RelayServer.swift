@@ -56,6 +56,7 @@ public final class RelayServer: @unchecked Sendable {
     var pendingDeleteRefs = 0
     var peakPendingDeleteRefs = 0
     var lastPrune: UInt64 = 0
+    var lastTop: UInt64 = 0
     var stopped = false
     /// Connections refused for the cap (for tests).
     var refusedConnections = 0
@@ -266,6 +267,12 @@ public final class RelayServer: @unchecked Sendable {
             lastPrune = now
             limiter.prune(nowMs: Clock.milliseconds())
             addressLimiter.prune(nowMs: Clock.milliseconds())
+        }
+        if now &- lastTop >= 1_000_000_000 {
+            lastTop = now
+            let top = limiter.top(c.topPostersKept, nowMs: Clock.milliseconds())
+                .map { RelayTopPoster(pseudonym: $0.key, posts: Int64($0.count)) }
+            counters.withLock { $0.topPosters = top }
         }
         counters.withLock { $0.connected = Int64(connections.count) }
         loop.schedule(after: c.tickSeconds) { [weak self] in self?.tick() }

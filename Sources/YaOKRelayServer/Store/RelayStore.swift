@@ -106,6 +106,16 @@ public struct RelayPage: Sendable, Equatable {
     }
 }
 
+/// A pseudonym and its posts within the last hour.
+public struct RelayTopPoster: Sendable, Equatable {
+    public let pseudonym: [UInt8]
+    public let posts: Int64
+    public init(pseudonym: [UInt8], posts: Int64) {
+        self.pseudonym = pseudonym
+        self.posts = posts
+    }
+}
+
 /// What `yaok-relay stats` shows. Totals survive restarts (the relay saves them about
 /// every second and starts from the saved values); `connected` is the live figure.
 public struct RelayCounters: Sendable, Equatable {
@@ -122,6 +132,9 @@ public struct RelayCounters: Sendable, Equatable {
     public var rateLimited: Int64 = 0
     /// Sessions ended or logins refused because the pseudonym is revoked.
     public var revokedSessions: Int64 = 0
+    /// The pseudonyms with the most posts in the last hour (at most 100), most first:
+    /// saved with the counters, for `yaok-relay stats --top`.
+    public var topPosters: [RelayTopPoster] = []
 
     public init() {}
 

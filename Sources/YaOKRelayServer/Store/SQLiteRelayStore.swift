@@ -166,6 +166,9 @@ public final class SQLiteRelayStore: RelayStore {
     public func loadCounters() throws -> RelayCounters {
         var counters = RelayCounters()
         try db.query("SELECT name, value FROM counters") { counters.set($0.text(0), $0.int64(1)) }
+        try db.query("SELECT pseudonym, posts FROM top_posters ORDER BY rank") {
+            counters.topPosters.append(RelayTopPoster(pseudonym: $0.blob(0), posts: $0.int64(1)))
+        }
         return counters
     }
 
@@ -174,6 +177,11 @@ public final class SQLiteRelayStore: RelayStore {
             for (name, value) in zip(RelayCounters.names + ["updated_ms"], counters.values + [nowMs]) {
                 try db.query("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                              [.text(name), .int(value)])
+            }
+            try db.execute("DELETE FROM top_posters")
+            for (rank, top) in counters.topPosters.enumerated() {
+                try db.query("INSERT INTO top_posters (rank, pseudonym, posts) VALUES (?, ?, ?)",
+                             [.int(Int64(rank)), .blob(top.pseudonym), .int(top.posts)])
             }
         }
     }
