@@ -117,6 +117,36 @@ final class RelayProcessTests: XCTestCase {
         XCTAssertEqual(second.kill(SIGTERM), 0, "SIGTERM: a clean exit")
     }
 
+    func testBadListenFailsBeforeAnythingIsCreated() throws {
+        func serve(_ listen: String) throws -> (status: Int32, stdout: String, stderr: String) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: Self.executable)
+            p.arguments = ["--listen", listen, "--data", directory + "/data", "--self-signed"]
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try p.run()
+            let stdout = out.fileHandleForReading.readDataToEndOfFile()
+            let stderr = err.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return (p.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        }
+        // A port in use: no pin printed, no data directory, and the reason.
+        let (busy, port) = try RelaySocket.listen(host: "127.0.0.1", port: 0)
+        defer { RelaySocket.close(busy) }
+        let inUse = try serve("127.0.0.1:\(port)")
+        XCTAssertNotEqual(inUse.status, 0)
+        XCTAssertFalse(inUse.stdout.contains("pin:"), inUse.stdout)
+        XCTAssertTrue(inUse.stderr.contains("port \(port) is already in use"), inUse.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/data"))
+        let v6 = try serve("[::1]:7443")
+        XCTAssertNotEqual(v6.status, 0)
+        XCTAssertTrue(v6.stderr.contains("IPv4 only"), v6.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/data"))
+        // The top-level help points to serve's options.
+        XCTAssertTrue(try run(["--help"]).stdout.contains("yaok-relay serve --help"))
+    }
+
     func testStatsAndRevokeCommands() throws {
         let relay = try RelayProcess(directory: directory, extra: ["--log-sessions"])
         let key = try SigningKey.random()

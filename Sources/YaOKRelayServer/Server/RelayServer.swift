@@ -61,11 +61,20 @@ public final class RelayServer: @unchecked Sendable {
     /// Connections refused for the cap (for tests).
     var refusedConnections = 0
 
-    /// Binds `host:port`, loads revocations and counters, starts the disk thread and the
-    /// loop. SIGPIPE is ignored from here on: a peer gone mid-write must not kill the relay
-    /// (TLS writes go through write(2), which has no MSG_NOSIGNAL).
+    /// Binds `host:port`, then as `init(configuration:store:security:listener:)`.
+    public convenience init(configuration: RelayConfiguration, store: RelayStore, security: RelaySecurity,
+                            host: String, port: UInt16) throws {
+        try self.init(configuration: configuration, store: store, security: security,
+                      listener: RelayListener(host: host, port: port))
+    }
+
+    /// Takes the listening socket, loads revocations, counters and the stored bytes, starts
+    /// the disk thread and the loop. SIGPIPE is ignored from here on: a peer gone
+    /// mid-write must not kill the relay (TLS writes go through write(2), which has no
+    /// MSG_NOSIGNAL).
     public init(configuration: RelayConfiguration, store: RelayStore, security: RelaySecurity,
-                host: String, port: UInt16) throws {
+                listener bound: RelayListener) throws {
+        let fd = bound.take()
         signal(SIGPIPE, SIG_IGN)
         self.configuration = configuration
         self.store = store
@@ -73,14 +82,18 @@ public final class RelayServer: @unchecked Sendable {
         limiter = RateLimiter(messagesPerHour: configuration.ratePerHour, acksPerHour: configuration.ackRatePerHour)
         addressLimiter = RateLimiter(messagesPerHour: configuration.ratePerHour * configuration.addressRateMultiplier,
                                      acksPerHour: configuration.ackRatePerHour * configuration.addressRateMultiplier)
-        revoked = try store.revokedPseudonyms()
-        storedBytes = try store.storedBytes()
-        var saved = try store.loadCounters()
-        saved.connected = 0
-        counters = Locked(saved)
-        let (fd, actual) = try RelaySocket.listen(host: host, port: port)
         listener = fd
-        self.port = actual
+        port = bound.port
+        do {
+            revoked = try store.revokedPseudonyms()
+            storedBytes = try store.storedBytes()
+            var saved = try store.loadCounters()
+            saved.connected = 0
+            counters = Locked(saved)
+        } catch {
+            RelaySocket.close(fd)
+            throw error
+        }
         do {
             loop = try EventLoop()
         } catch {
@@ -152,6 +165,31 @@ public final class RelayServer: @unchecked Sendable {
     deinit {
         if listener >= 0 { RelaySocket.close(listener) }
     }
+}
+
+/// A listening TCP socket on an IPv4 address, bound before anything else is made (the
+/// data directory, the certificate), so that a bad address or a port in use fails first.
+/// `RelayServer` takes it over; until then it is closed when released.
+public final class RelayListener: @unchecked Sendable {
+    private var fd: Int32
+    /// The port bound (the kernel's choice when 0 was asked for).
+    public let port: UInt16
+
+    /// Throws `invalidArgument` with what failed: not an IPv4 address, the port in use,
+    /// an address this machine does not have.
+    public init(host: String, port: UInt16) throws {
+        (fd, self.port) = try RelaySocket.listen(host: host, port: port)
+    }
+
+    func take() -> Int32 {
+        defer { fd = -1 }
+        return fd
+    }
+
+    deinit { RelaySocket.close(fd) }
+}
+
+extension RelayServer {
 
     /// Runs `body` on the loop thread and waits for its result (nil if the loop has stopped).
     func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T? {
