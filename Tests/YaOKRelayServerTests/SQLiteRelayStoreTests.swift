@@ -36,7 +36,7 @@ final class SQLiteRelayStoreTests: XCTestCase {
         XCTAssertLessThan(s1, s3)
         XCTAssertEqual(outcomes[1], .duplicate)
         XCTAssertEqual(outcomes[4], .mailboxFull, "three packets at most")
-        XCTAssertEqual(try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota), [.deleted(count: 1)])
+        XCTAssertEqual(try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota), [.deleted(count: 1, bytes: 100)])
         guard case .stored(let s4) = try store.commit([post(box)], nowMs: now, quota: quota)[0] else { return XCTFail() }
         XCTAssertGreaterThan(s4, s3, "sequence numbers are never reused")
         // Bytes: 1000 at most.
@@ -65,7 +65,11 @@ final class SQLiteRelayStoreTests: XCTestCase {
         _ = try store.commit([post(box, expires: now + 10), post(box, expires: now + 10), post(box)], nowMs: now, quota: quota)
         XCTAssertEqual(try store.storedPacketCount(nowMs: now + 20), 1)
         XCTAssertEqual(try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 10, maxBytes: 1 << 20, nowMs: now + 20)[0].packets.count, 1)
-        XCTAssertEqual(try store.deleteExpired(nowMs: now + 20), 2)
+        XCTAssertEqual(try store.storedBytes(), 300)
+        let swept = try store.deleteExpired(nowMs: now + 20)
+        XCTAssertEqual(swept.packets, 2)
+        XCTAssertEqual(swept.bytes, 200)
+        XCTAssertEqual(try store.storedBytes(), 100)
         // The quota counts again from what is left.
         XCTAssertEqual(try store.commit([post(box), post(box)], nowMs: now, quota: quota).map { if case .stored = $0 { return true } else { return false } }, [true, true])
     }

@@ -35,6 +35,14 @@ enum RelaySchema {
             value INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 2: the pseudonyms with the most posts in the last hour, saved with the counters.
+        """
+        CREATE TABLE top_posters (
+            rank INTEGER PRIMARY KEY,
+            pseudonym BLOB NOT NULL,
+            posts INTEGER NOT NULL
+        );
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
