@@ -44,6 +44,22 @@ final class SQLiteRelayStoreTests: XCTestCase {
         XCTAssertEqual(try store.commit([post(other, length: 900), post(other, length: 200)], nowMs: now, quota: quota).last, .mailboxFull)
     }
 
+    /// A packet the recipient deleted and its sender posts again (the ACCEPTED was lost,
+    /// or crossed the DELETE) is accepted without a second copy, until it would have expired.
+    func testARePostAfterTheDeleteIsNotStoredAgain() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        _ = try store.commit([post(box, expires: now + 50, id: id)], nowMs: now, quota: quota)
+        _ = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.commit([post(box, expires: now + 50, id: id)], nowMs: now, quota: quota), [.duplicate])
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 0)
+        // Once the packet would have expired, the note of its deletion goes too.
+        _ = try store.deleteExpired(nowMs: now + 60)
+        var notes = -1
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT COUNT(*) FROM deleted") { notes = $0.int(0) }
+        XCTAssertEqual(notes, 0)
+    }
+
     func testPagesFollowTheCursorAndBudget() throws {
         let box = mailbox(try SigningKey.random())
         let quota = MailboxQuota(packets: 100, bytes: 1 << 20)

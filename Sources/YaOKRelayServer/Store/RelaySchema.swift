@@ -43,6 +43,18 @@ enum RelaySchema {
             posts INTEGER NOT NULL
         );
         """,
+        // 3: what the recipient deleted, until the packet would have expired: a sender that
+        // posts it again (its ACCEPTED was lost) gets ACCEPTED without a second copy, which
+        // the recipient would otherwise be delivered again.
+        """
+        CREATE TABLE deleted (
+            mailbox BLOB NOT NULL,
+            message_id BLOB NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            PRIMARY KEY (mailbox, message_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -53,6 +53,10 @@ public final class SQLiteRelayStore: RelayStore {
         var exists = false
         try db.query("SELECT 1 FROM packets WHERE mailbox = ? AND message_id = ?",
                      [mailbox, .blob(post.messageID.bytes)]) { _ in exists = true }
+        if !exists {
+            try db.query("SELECT 1 FROM deleted WHERE mailbox = ? AND message_id = ?",
+                         [mailbox, .blob(post.messageID.bytes)]) { _ in exists = true }
+        }
         if exists { return .duplicate }
         var packets = 0, bytes = 0
         try db.query("SELECT packets, bytes FROM mailboxes WHERE mailbox = ?", [mailbox]) { row in
@@ -75,9 +79,15 @@ public final class SQLiteRelayStore: RelayStore {
         for ref in refs {
             let mailbox = SQLValue.blob(ref.mailbox.bytes)
             var length: Int?
-            try db.query("DELETE FROM packets WHERE mailbox = ? AND message_id = ? RETURNING length(packet)",
-                         [mailbox, .blob(ref.messageID.bytes)]) { length = $0.int(0) }
+            var expires: Int64 = 0
+            try db.query("DELETE FROM packets WHERE mailbox = ? AND message_id = ? RETURNING length(packet), expires_ms",
+                         [mailbox, .blob(ref.messageID.bytes)]) {
+                length = $0.int(0)
+                expires = $0.int64(1)
+            }
             guard let length else { continue }
+            try db.query("INSERT OR IGNORE INTO deleted (mailbox, message_id, expires_ms) VALUES (?, ?, ?)",
+                         [mailbox, .blob(ref.messageID.bytes), .int(expires)])
             deleted += 1
             bytes += length
             try uncount(mailbox, packets: 1, bytes: length)
@@ -99,6 +109,7 @@ public final class SQLiteRelayStore: RelayStore {
             try db.query("""
                 SELECT mailbox, COUNT(*), SUM(length(packet)) FROM packets WHERE expires_ms <= ? GROUP BY mailbox
                 """, [.int(nowMs)]) { expired.append((.blob($0.blob(0)), $0.int(1), $0.int(2))) }
+            try db.query("DELETE FROM deleted WHERE expires_ms <= ?", [.int(nowMs)])
             guard !expired.isEmpty else { return (0, 0) }
             try db.query("DELETE FROM packets WHERE expires_ms <= ?", [.int(nowMs)])
             for (mailbox, packets, bytes) in expired { try uncount(mailbox, packets: packets, bytes: bytes) }
