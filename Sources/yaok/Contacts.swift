@@ -38,7 +38,7 @@ struct Contacts: ParsableCommand {
                     return
                 }
                 if !options.json {
-                    print(shown)
+                    print(Output.printable(shown))
                     // A person at a terminal confirms after comparing the fingerprint;
                     // scripts (no terminal on stdin or stdout) are not asked.
                     if !yes, p.existingContactID == nil, isatty(0) == 1, isatty(1) == 1 {

@@ -6,7 +6,20 @@ import YaOK
 /// non-zero exit status.
 enum Output {
     static func emit(_ json: JSON, asJSON: Bool, text: () -> String) {
-        print(asJSON ? json.serialized : text())
+        print(asJSON ? json.serialized : printable(text()))
+    }
+
+    /// Text for a terminal: what a contact, a QR code or a relay wrote may hold escape
+    /// sequences, so every control character but a line break or tab (and bidi overrides,
+    /// which disguise text) is shown as "�". JSON output escapes them itself.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { s -> Unicode.Scalar in
+            switch s.value {
+            case 0x09, 0x0A: return s
+            case 0..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return "\u{FFFD}"
+            default: return s
+            }
+        }))
     }
 
     /// Runs a command body; a failure is printed to stderr (and as JSON on stdout with
@@ -41,7 +54,7 @@ enum Output {
         if json {
             print(JSON.object([("error", .string(message)), ("status", status.map { .int($0) } ?? .null)]).serialized)
         }
-        FileHandle.standardError.write(Data("yaok: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("yaok: \(printable(message))\n".utf8))
         exit(1)
     }
 

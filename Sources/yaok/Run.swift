@@ -87,7 +87,7 @@ final class EventOutput: Sendable {
     init(json: Bool) { self.json = json }
 
     func line(_ value: JSON, text: () -> String) {
-        let line = json ? value.serialized : text()
+        let line = json ? value.serialized : Output.printable(text())
         lock.withLock { _ in
             Swift.print(line)
             fflush(nil)  // all streams: stdout is a C global Swift 6 will not touch
