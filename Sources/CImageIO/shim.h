@@ -23,8 +23,9 @@ enum {
     YAOK_IMAGE_TOO_LARGE = 4,
 };
 
-// Photos larger than this (in pixels) are refused rather than allocated: 100 megapixels.
-static const unsigned long YAOK_IMAGE_MAX_PIXELS = 100000000UL;
+// Photos larger than this (in pixels) are refused rather than allocated: 40 megapixels
+// (a phone's full-size photo; a crafted image must not make the CLI take gigabytes).
+static const unsigned long YAOK_IMAGE_MAX_PIXELS = 40000000UL;
 
 static inline void yaok_image_set_message(char *message, size_t size, const char *text) {
     if (size == 0) return;

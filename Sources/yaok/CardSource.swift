@@ -27,8 +27,13 @@ struct CardSource {
         let isJPEG = head.starts(with: [0xFF, 0xD8, 0xFF])
         if isPNG || isJPEG { return try fromPhoto(argument) }
 
-        // A text file with the card in it (as `yaok card --no-qr > bob.txt` leaves it).
-        if let data = FileManager.default.contents(atPath: argument), data.count <= 64 * 1024,
+        // A text file with the card in it (as `yaok card --no-qr > bob.txt` leaves it): at
+        // most 64 KiB is read, whatever the file's size.
+        let text = FileHandle(forReadingAtPath: argument).map { reader -> Data in
+            defer { try? reader.close() }
+            return reader.readData(ofLength: 64 * 1024 + 1)
+        }
+        if let data = text, data.count <= 64 * 1024,
            let content = String(data: data, encoding: .utf8),
            let line = content.split(whereSeparator: \.isNewline).map({ $0.trimmingCharacters(in: .whitespaces) })
                .first(where: { $0.hasPrefix("yaok:") }) {

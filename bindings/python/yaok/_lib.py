@@ -66,12 +66,20 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 UINT32_MAX = (1 << 32) - 1
 
 
+def _in_checkout() -> bool:
+    """Whether this package is the one in a Ya OK checkout (bindings/python/yaok), so that
+    the checkout's build/lib is ours. An installed package never looks there: three levels
+    up from site-packages is a directory anyone may be able to write to."""
+    return (_PACKAGE_DIR == _REPO_ROOT / "bindings" / "python" / "yaok"
+            and (_REPO_ROOT / "include" / "yaok.h").is_file())
+
+
 def _candidates(abi: int) -> Sequence[str]:
-    return [
-        str(_PACKAGE_DIR / f"libyaok.so.{abi}"),
-        str(_REPO_ROOT / "build" / "lib" / f"libyaok.so.{abi}"),
-        f"libyaok.so.{abi}",
-    ]
+    found = [str(_PACKAGE_DIR / f"libyaok.so.{abi}")]
+    if _in_checkout():
+        found.append(str(_REPO_ROOT / "build" / "lib" / f"libyaok.so.{abi}"))
+    found.append(f"libyaok.so.{abi}")
+    return found
 
 
 def _try_load(candidate: str) -> Tuple[Optional[ctypes.CDLL], str]:
