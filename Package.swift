@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "yaok", targets: ["yaok"]),
         .executable(name: "yaok-bench", targets: ["yaok-bench"]),
         .executable(name: "yaok-relay", targets: ["yaok-relay"]),
+        .executable(name: "yaok-relay-load", targets: ["yaok-relay-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -73,6 +74,9 @@ let package = Package(
             name: "yaok-relay",
             dependencies: ["YaOKRelayServer", "YaOKSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // The relay's load test and benchmark (scripts/test-relay-load, scripts/bench-relay):
+        // many raw protocol clients on one epoll thread; starts, SIGKILLs and restarts the relay.
+        .executableTarget(name: "yaok-relay-load", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "YaOKTLS", "CLinux"]),
         // Depends on the executable so that the real-process test finds it built.
         .testTarget(name: "YaOKRelayServerTests", dependencies: ["YaOKRelayServer", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "yaok-relay"]),
         // Loopback only; peers that misbehave (TLS 1.2, no ALPN) are raw OpenSSL.
