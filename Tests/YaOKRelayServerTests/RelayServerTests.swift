@@ -266,8 +266,3 @@ class RelayServerTests: XCTestCase {
         })
     }
 }
-
-/// Every test above, on the PostgreSQL store.
-final class PostgresRelayServerTests: RelayServerTests {
-    override var backend: StoreBackend { .postgres }
-}
