@@ -23,7 +23,7 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         pool = PostgresPool(conninfo: conninfo, size: poolSize, log: log)
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, 255)
-        let host = String(cString: name)
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         relayID = "\(host)/\(getpid())/\(Hex.encode((0..<4).map { _ in UInt8.random(in: 0...255) }))"
         try pool.withConnection { try PostgresRelaySchema.migrate($0) }
     }
