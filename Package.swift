@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "yaok-bench", targets: ["yaok-bench"]),
         .executable(name: "yaok-relay", targets: ["yaok-relay"]),
         .executable(name: "yaok-relay-load", targets: ["yaok-relay-load"]),
+        .executable(name: "yaok-peer-swift", targets: ["yaok-peer-swift"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -66,7 +67,7 @@ let package = Package(
         .executableTarget(name: "yaok-soak", dependencies: ["YaOK"]),
         .testTarget(name: "YaOKTransportsTests", dependencies: ["YaOKTransports", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTLS", "YaOKRelayServer"]),
         // Runs the built `yaok` executable as a subprocess.
-        .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
+        .testTarget(name: "YaOKCLITests", dependencies: ["yaok", "QRCode"]),
         // Compiles each @_cdecl entry point against its declaration in include/yaok.h.
         .testTarget(name: "YaOKFFITests", dependencies: ["YaOKFFI", "CYaOK"]),
         // The relay server (docs/PROTOCOL.md §8, docs/RELAY.md): sessions, group-commit
@@ -83,8 +84,16 @@ let package = Package(
         .testTarget(name: "YaOKRelayServerTests", dependencies: ["YaOKRelayServer", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "yaok-relay"]),
         // Loopback only; peers that misbehave (TLS 1.2, no ALPN) are raw OpenSSL.
         .testTarget(name: "YaOKTLSTests", dependencies: ["YaOKTLS", "YaOKSupport", "COpenSSL"]),
-        // A pure-Swift QR code encoder (no Foundation), for printing contact cards.
-        .target(name: "QRCode"),
+        // The Swift example peer (examples/swift): interoperates with examples/c/peer.c and
+        // examples/python/peer.py (scripts/test-examples).
+        .executableTarget(name: "yaok-peer-swift", dependencies: ["YaOK"], path: "examples/swift"),
+        // QR codes of contact cards for the CLI (not in libyaok.so): encoded with libqrencode,
+        // drawn in the terminal or written as a PNG (libpng), and read back from a PNG or
+        // JPEG photo (libpng, libjpeg) with ZBar.
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        .systemLibrary(name: "CImageIO", pkgConfig: "libpng", providers: [.apt(["libpng-dev", "libjpeg-dev"])]),
+        .target(name: "QRCode", dependencies: ["CQREncode", "CZBar", "CImageIO"]),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
     ]
 )

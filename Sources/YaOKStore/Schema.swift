@@ -152,6 +152,12 @@ enum Schema {
             sealed_seed BLOB NOT NULL
         );
         """,
+        // 10: `carried` marks a message a relay stored (sent), which waits for its end-to-end
+        // ack until next_attempt_ms and is posted again (or sent over a direct link) without
+        // it: a relay that loses or drops it must not lose the message (PROTOCOL.md §6.1).
+        """
+        ALTER TABLE outbox ADD COLUMN carried INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

@@ -10,6 +10,11 @@ struct RelayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "yaok-relay",
         abstract: "The Ya OK relay: stores end-to-end encrypted packets for offline recipients.",
+        discussion: """
+            Without a subcommand, `serve` runs: `yaok-relay --listen HOST:PORT --data DIR \
+            (--cert FILE --key FILE | --self-signed)`. `yaok-relay serve --help` lists all of \
+            its options (limits, caps, --log-sessions). See docs/RELAY.md.
+            """,
         subcommands: [Serve.self, Stats.self, Revoke.self],
         defaultSubcommand: Serve.self)
 }
@@ -17,7 +22,7 @@ struct RelayCommand: ParsableCommand {
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the relay until SIGTERM or SIGINT.")
 
-    @Option(help: "Address to listen on, HOST:PORT (IPv4; port 0 picks a free one).") var listen: String
+    @Option(help: "Address to listen on, HOST:PORT (IPv4 only; localhost is 127.0.0.1; port 0 picks a free one).") var listen: String
     @Option(help: "Data directory (created 0700): the SQLite store, and the self-signed certificate if asked for.") var data: String
     @Option(help: ArgumentHelp("Keep mailboxes in PostgreSQL, shared with other relay processes: a postgresql:// URI or a libpq connection string. --data then holds only the certificate.", valueName: "conninfo"))
     var postgres: String?
@@ -30,13 +35,19 @@ struct Serve: ParsableCommand {
     @Option(help: "Session lifetime in seconds.") var sessionLifetime = 3600.0
     @Option(help: "Most simultaneous connections.") var maxConnections = 10_000
     @Option(help: "Most simultaneous connections from one IPv4 address.") var maxConnectionsPerAddress = 1_024
+    @Option(help: "Most connections from one IPv4 address still in TLS or AUTH (not yet READY).") var maxPendingPerAddress = 32
     @Option(help: "Seconds of silence before a connection is closed.") var idleTimeout = 120.0
+    @Option(help: "Bytes of packets the relay stores in all; beyond, POSTs get ERROR unavailable (default 8 GiB).") var maxStoredBytes = 8 << 30
+    @Flag(help: "Print a line per session on stdout: when it is ready (pseudonym, IP address) and when it ends (why, posts).") var logSessions = false
+    @Option(help: "Free bytes the data directory's disk must keep; below, POSTs get ERROR unavailable (default 512 MiB).") var minFreeBytes = 512 << 20
 
     func validate() throws {
+        _ = try Self.parse(listen)
         guard selfSigned != (cert != nil || key != nil), selfSigned || (cert != nil && key != nil) else {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
-        guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, idleTimeout >= 1, poolSize >= 1 else {
+        guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
+              maxStoredBytes >= 1, minFreeBytes >= 0, poolSize >= 1 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
     }
@@ -58,8 +69,16 @@ struct Serve: ParsableCommand {
         configuration.sessionLifetimeSeconds = sessionLifetime
         configuration.maxConnections = maxConnections
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
+        configuration.maxPendingPerAddress = maxPendingPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
+        configuration.maxStoredBytes = maxStoredBytes
+        configuration.minFreeDiskBytes = minFreeBytes
+        configuration.dataDirectory = data
+        if logSessions { configuration.sessionLog = { say($0) } }
         let server = try failing { () throws -> RelayServer in
+            // Bound first: a port in use or an address this machine lacks fails before the
+            // data directory, the database or a certificate is made, and before `pin:`.
+            let listener = try RelayListener(host: host, port: port)
             let store: RelayStore
             if let postgres {
                 store = try PostgresRelayStore(conninfo: postgres, poolSize: poolSize, log: { sayError("yaok-relay: " + $0) })
@@ -69,7 +88,7 @@ struct Serve: ParsableCommand {
             let context = selfSigned ? try TLSContext.selfSigned(directory: data)
                 : try TLSContext.server(certificateFile: cert ?? "", keyFile: key ?? "")
             if selfSigned, let pin = context.certificatePin { say("pin: " + Hex.encode(pin)) }
-            return try RelayServer(configuration: configuration, store: store, security: .tls(context), host: host, port: port)
+            return try RelayServer(configuration: configuration, store: store, security: .tls(context), listener: listener)
         }
         say("listening: \(host):\(server.port)")
         var received: Int32 = 0
@@ -78,11 +97,20 @@ struct Serve: ParsableCommand {
         server.stop()
     }
 
+    /// HOST:PORT with an IPv4 address (or localhost) and a port 0-65535.
     static func parse(_ text: String) throws -> (String, UInt16) {
-        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
-            throw ValidationError("--listen takes HOST:PORT, e.g. 0.0.0.0:7443")
+        if text.hasPrefix("[") || text.filter({ $0 == ":" }).count > 1 {
+            throw ValidationError("--listen \(text): the relay listens on IPv4 only, e.g. 0.0.0.0:7443 or 127.0.0.1:7443")
         }
-        return (String(text[..<colon]), port)
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            throw ValidationError("--listen \(text): give HOST:PORT, e.g. 0.0.0.0:7443 (IPv4; port 0 to 65535)")
+        }
+        let host = String(text[..<colon])
+        var address = in_addr()
+        guard host == "localhost" || inet_pton(AF_INET, host, &address) == 1 else {
+            throw ValidationError("--listen \(text): \(host.isEmpty ? "no host" : host) is not an IPv4 address (names other than localhost are not looked up)")
+        }
+        return (host, port)
     }
 }
 
@@ -91,8 +119,10 @@ struct Stats: ParsableCommand {
     @Option(help: "Data directory (SQLite).") var data: String?
     @Option(help: ArgumentHelp("The relays' PostgreSQL database (URI or libpq connection string).", valueName: "conninfo")) var postgres: String?
     @Flag(help: "Print JSON.") var json = false
+    @Option(help: "Also list the N pseudonyms (at most 100) with the most posts in the last hour, to find one to revoke.") var top = 0
 
     func validate() throws {
+        guard (0...100).contains(top) else { throw ValidationError("--top takes 1 to 100") }
         guard (data == nil) != (postgres == nil) else { throw ValidationError("Give either --data DIR or --postgres CONNINFO") }
     }
 
@@ -101,7 +131,12 @@ struct Stats: ParsableCommand {
             if let postgres { return try RelayStatistics.read(postgres: postgres) }
             return try RelayStatistics.read(directory: data ?? "")
         }
-        say(json ? stats.json.serialized : stats.text)
+        if json {
+            say(stats.json(top: top).serialized)
+        } else {
+            say(stats.text)
+            if top > 0 { say(stats.topText(top)) }
+        }
     }
 }
 

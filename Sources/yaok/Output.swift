@@ -15,12 +15,25 @@ enum Output {
         do {
             try body()
         } catch let error as YaOKError {
-            fail(error.message, status: Int64(error.code.rawValue), json: json)
+            fail(hint(error), status: Int64(error.code.rawValue), json: json)
         } catch let error as CLIError {
             fail(error.message, status: error.status.map { Int64($0.rawValue) }, json: json)
         } catch {
             // Not the library's: e.g. the data directory cannot be created.
             fail(error.localizedDescription, status: nil, json: json)
+        }
+    }
+
+    /// The library's message, with what to do about it where the CLI knows better.
+    static func hint(_ error: YaOKError) -> String {
+        switch error.code {
+        case .locked where error.message == YaOKError.Code.locked.defaultMessage:
+            return "Locked: run the command again and enter your PIN when asked (scripts set YAOK_PIN); "
+                + "a running `yaok run` asks for it with the next command"
+        case .wrongPIN where error.message == YaOKError.Code.wrongPIN.defaultMessage:
+            return "Incorrect PIN: try again (3 wrong PINs in a row make unlocking wait; `yaok status` shows how long)"
+        default:
+            return error.message
         }
     }
 

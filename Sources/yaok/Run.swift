@@ -20,40 +20,7 @@ struct Run: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Flag(help: "Enable the local network transport (WiFi/Ethernet).")
-    var lan = false
-
-    @Option(help: "The TCP/UDP port the LAN transport listens on.")
-    var lanPort: Int?
-
-    @Option(help: "A peer to connect to directly, HOST:PORT (repeatable); for networks without discovery.")
-    var lanPeer: [String] = []
-
-    @Option(help: "The IPv4 address the LAN transport listens on (default: 0.0.0.0, every interface).")
-    var lanListen: String?
-
-    @Flag(inversion: .prefixedNo, help: "Find peers on the LAN by multicast beacons.")
-    var lanDiscovery = true
-
-    @Option(help: "A relay to carry messages to contacts who are not nearby, HOST:PORT (TLS 1.3).")
-    var relay: String?
-
-    @Option(help: "The relay's pin: the 64 hex digits `yaok-relay` prints as `pin:`.")
-    var relayPin: String?
-
-    @Option(help: "PEM CA certificates to check the relay's certificate against (instead of a pin).")
-    var relayCa: String?
-
-    func validate() throws {
-        if relay == nil, relayPin != nil || relayCa != nil { throw ValidationError("--relay-pin and --relay-ca need --relay") }
-        if relay != nil, (relayPin == nil) == (relayCa == nil) {
-            throw ValidationError("--relay needs --relay-pin HEX or --relay-ca FILE (exactly one): the relay's certificate is always checked")
-        }
-        if !lan, lanPort != nil || !lanPeer.isEmpty || lanListen != nil || !lanDiscovery {
-            throw ValidationError("--lan-port, --lan-peer, --lan-listen and --no-lan-discovery need --lan")
-        }
-        if let lanPort, !(0...65535).contains(lanPort) { throw ValidationError("--lan-port must be 0 to 65535") }
-    }
+    @OptionGroup var transports: TransportOptions
 
     func run() throws {
         try Output.run(json: options.json) {
@@ -69,28 +36,8 @@ struct Run: ParsableCommand {
             let printer = try EventPrinter(node: node, out: out)
             node.setEventHandler { event in printer.print(event) }
 
-            var enabled: [String] = []
-            var started: [(String, JSON)] = []
-            var notes: [String] = []
-            if lan {
-                let transport = try LANSetup.transport(port: lanPort, peers: lanPeer, listen: lanListen, discovery: lanDiscovery)
-                try node.addTransport(transport)
-                try node.setTransport(transport.name, enabled: true)  // a failure (port in use) ends `run`
-                enabled.append(transport.name)
-                if let port = transport.listeningPort {
-                    started.append(("lan_port", .int(Int64(port))))
-                    notes.append("LAN on \(lanListen ?? "0.0.0.0"):\(port)\(lanDiscovery ? ", discovery on" : "")")
-                }
-            }
-
-            if let relay {
-                let transport = try RelaySetup.transport(address: relay, pin: relayPin, caFile: relayCa)
-                try node.addTransport(transport)
-                try node.setTransport(transport.name, enabled: true)
-                enabled.append(transport.name)
-                started.append(("relay", .string(transport.address.description)))
-                notes.append("relay \(transport.address)")
-            }
+            // A failure to start (a port in use) ends `run`.
+            let started = try transports.start(on: node)
 
             let socketPath = ControlSocket.path(home: options.dataDirectory)
             let server = try ControlServer(path: socketPath) { request in Run.handle(request, node) }
@@ -98,8 +45,8 @@ struct Run: ParsableCommand {
 
             out.line(.object([("event", .string("started")), ("name", .string(name)),
                               ("home", .string(options.dataDirectory)), ("control_socket", .string(socketPath)),
-                              ("transports", .array(enabled.map { .string($0) }))] + started)) {
-                "\(name) is running (\(notes.isEmpty ? "no transports" : notes.joined(separator: "; "))). "
+                              ("transports", .array(started.enabled.map { .string($0) }))] + started.fields)) {
+                "\(name) is running (\(started.notes.isEmpty ? "no transports" : started.notes.joined(separator: "; "))). "
                     + "Control socket \(socketPath). Ctrl-C to stop."
             }
             if let warnings = (try? node.diagnostics())?["warnings"]?.array {
@@ -166,8 +113,8 @@ struct ShutdownSignal {
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
-    /// Installs the handlers (process-wide).
-    static func install() throws -> ShutdownSignal {
+    /// Installs the handlers (process-wide) for `signals` (by default the three above).
+    static func install(_ signals: [Int32] = ShutdownSignal.signals) throws -> ShutdownSignal {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw UnixSocket.lastError("pipe") }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }

@@ -67,7 +67,7 @@ final class EventPrinter: Sendable {
 
         case .locked(let reason):
             out.line(.object([("event", .string("locked")), ("reason", .string(reason))])) {
-                reason == "auto_lock" ? "Locked (auto-lock); still receiving, held until the next unlock" : "Locked (\(reason))"
+                reason == "auto_lock" ? "Locked (auto-lock); still receiving, held until the next unlock (the next command asks for the PIN)" : "Locked (\(reason))"
             }
 
         case .unlocked(let method):

@@ -60,6 +60,14 @@ final class RelayProcessTests: XCTestCase {
             }
             self.pin = pin
             self.port = port
+            printed = buffered
+        }
+
+        private var printed: String
+
+        /// Everything it printed on stdout (once it has exited).
+        func allOutput() -> String {
+            printed + String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         }
 
         func kill(_ signal: Int32) -> Int32 {
@@ -109,8 +117,38 @@ final class RelayProcessTests: XCTestCase {
         XCTAssertEqual(second.kill(SIGTERM), 0, "SIGTERM: a clean exit")
     }
 
+    func testBadListenFailsBeforeAnythingIsCreated() throws {
+        func serve(_ listen: String) throws -> (status: Int32, stdout: String, stderr: String) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: Self.executable)
+            p.arguments = ["--listen", listen, "--data", directory + "/data", "--self-signed"]
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try p.run()
+            let stdout = out.fileHandleForReading.readDataToEndOfFile()
+            let stderr = err.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return (p.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        }
+        // A port in use: no pin printed, no data directory, and the reason.
+        let (busy, port) = try RelaySocket.listen(host: "127.0.0.1", port: 0)
+        defer { RelaySocket.close(busy) }
+        let inUse = try serve("127.0.0.1:\(port)")
+        XCTAssertNotEqual(inUse.status, 0)
+        XCTAssertFalse(inUse.stdout.contains("pin:"), inUse.stdout)
+        XCTAssertTrue(inUse.stderr.contains("port \(port) is already in use"), inUse.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/data"))
+        let v6 = try serve("[::1]:7443")
+        XCTAssertNotEqual(v6.status, 0)
+        XCTAssertTrue(v6.stderr.contains("IPv4 only"), v6.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/data"))
+        // The top-level help points to serve's options.
+        XCTAssertTrue(try run(["--help"]).stdout.contains("yaok-relay serve --help"))
+    }
+
     func testStatsAndRevokeCommands() throws {
-        let relay = try RelayProcess(directory: directory)
+        let relay = try RelayProcess(directory: directory, extra: ["--log-sessions"])
         let key = try SigningKey.random()
         let client = try TestClient(tlsPort: relay.port, pin: relay.pin)
         guard case .ready? = try client.login(key) else { return XCTFail() }
@@ -126,7 +164,12 @@ final class RelayProcessTests: XCTestCase {
         XCTAssertEqual(sessionErrors(frames), [.revoked])
         let text = try run(["stats", "--data", directory + "/data"])
         XCTAssertTrue(text.stdout.contains("revoked:           1 pseudonym"), text.stdout)
+        let top = try run(["stats", "--data", directory + "/data", "--top", "5"])
+        XCTAssertTrue(top.stdout.contains("\n\(Hex.encode(key.publicKey))  1"), top.stdout)
         XCTAssertEqual(relay.kill(SIGINT), 0)
+        let printed = relay.allOutput()
+        XCTAssertTrue(printed.contains("session \(Hex.encode(key.publicKey)) from 127.0.0.1 ready\n"), printed)
+        XCTAssertTrue(printed.contains("session \(Hex.encode(key.publicKey)) from 127.0.0.1 ended: revoked"), printed)
         XCTAssertNotEqual(try run(["stats", "--data", directory + "/nothing"]).status, 0)
     }
 }

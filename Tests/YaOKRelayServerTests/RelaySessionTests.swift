@@ -93,8 +93,9 @@ final class RelaySessionTests: XCTestCase {
         XCTAssertEqual(s.receive(RelayFrame.subscribe([proofs[0]]).encode(), context()), [.send(.subscribed(count: 0))])
         // Signed for another pseudonym: refused, and the session ends.
         let other = try SigningKey.random()
-        let wrong = boxes[0].sign(RelaySignedData.subscribe(nonce: s.nonce, binding: binding, pseudonym: other.publicKey))
-        XCTAssertEqual(endCode(s.receive(RelayFrame.subscribe([try MailboxProof(mailbox: mailbox(boxes[1]), signature: wrong)]).encode(), context())),
+        let fresh = try SigningKey.random()
+        let wrong = fresh.sign(RelaySignedData.subscribe(nonce: s.nonce, binding: binding, pseudonym: other.publicKey))
+        XCTAssertEqual(endCode(s.receive(RelayFrame.subscribe([try MailboxProof(mailbox: mailbox(fresh), signature: wrong)]).encode(), context())),
                        .notSubscribed)
     }
 
@@ -107,6 +108,28 @@ final class RelaySessionTests: XCTestCase {
             return try MailboxProof(mailbox: mailbox(k), signature: k.sign(signed))
         }
         XCTAssertEqual(endCode(s.receive(RelayFrame.subscribe(proofs).encode(), context())), .notSubscribed)
+    }
+
+    func testResentSubscribeIsNotVerifiedAgainAndRunsOutOfBudget() throws {
+        // One valid frame of 64 proofs, sent again and again (the attack: 64 Ed25519
+        // verifications per 6 KB frame on the loop thread, forever).
+        let (s, key) = try ready()
+        let signed = RelaySignedData.subscribe(nonce: s.nonce, binding: binding, pseudonym: key.publicKey)
+        let proofs = try (0..<64).map { _ -> MailboxProof in
+            let k = try SigningKey.random()
+            return try MailboxProof(mailbox: mailbox(k), signature: k.sign(signed))
+        }
+        let frame = RelayFrame.subscribe(proofs).encode()
+        XCTAssertEqual(s.receive(frame, context()).last, .send(.subscribed(count: 64)))
+        XCTAssertEqual(s.verifications, 64)
+        // 4,096 proofs per session, duplicates included: 63 more copies are answered...
+        for _ in 1..<64 { XCTAssertEqual(s.receive(frame, context()), [.send(.subscribed(count: 0))]) }
+        XCTAssertEqual(s.verifications, 64, "mailboxes already subscribed are not verified again")
+        // ...and the 65th ends the session.
+        XCTAssertEqual(endCode(s.receive(frame, context())), .notSubscribed)
+        XCTAssertEqual(s.phase, .ended)
+        XCTAssertEqual(s.receive(frame, context()), [])
+        XCTAssertEqual(s.verifications, 64)
     }
 
     func testPostChecksPacketTimeAndLifetime() throws {

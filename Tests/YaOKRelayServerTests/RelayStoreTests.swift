@@ -43,12 +43,30 @@ class RelayStoreTests: XCTestCase {
         XCTAssertLessThan(s1, s3)
         XCTAssertEqual(outcomes[1], .duplicate)
         XCTAssertEqual(outcomes[4], .mailboxFull, "three packets at most")
-        XCTAssertEqual(try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota), [.deleted(count: 1)])
+        XCTAssertEqual(try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota), [.deleted(count: 1, bytes: 100)])
         guard case .stored(let s4) = try store.commit([post(box)], nowMs: now, quota: quota)[0] else { return XCTFail() }
         XCTAssertGreaterThan(s4, s3, "sequence numbers are never reused")
         // Bytes: 1000 at most.
         let other = mailbox(try SigningKey.random())
         XCTAssertEqual(try store.commit([post(other, length: 900), post(other, length: 200)], nowMs: now, quota: quota).last, .mailboxFull)
+    }
+
+    /// A packet the recipient deleted and its sender posts again (the ACCEPTED was lost,
+    /// or crossed the DELETE) is accepted without a second copy, until it would have expired.
+    func testARePostAfterTheDeleteIsNotStoredAgain() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        _ = try store.commit([post(box, expires: now + 50, id: id)], nowMs: now, quota: quota)
+        _ = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.commit([post(box, expires: now + 50, id: id)], nowMs: now, quota: quota), [.duplicate])
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 0)
+        // Once the packet would have expired, the note of its deletion goes too.
+        _ = try store.deleteExpired(nowMs: now + 60)
+        XCTAssertEqual(try store.commit([post(box, expires: now + 500, id: id)], nowMs: now + 60, quota: quota).count, 1)
+        guard backend == .sqlite else { return }
+        var notes = -1
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT COUNT(*) FROM deleted") { notes = $0.int(0) }
+        XCTAssertEqual(notes, 0)
     }
 
     func testPagesFollowTheCursorAndBudget() throws {
@@ -72,7 +90,11 @@ class RelayStoreTests: XCTestCase {
         _ = try store.commit([post(box, expires: now + 10), post(box, expires: now + 10), post(box)], nowMs: now, quota: quota)
         XCTAssertEqual(try store.storedPacketCount(nowMs: now + 20), 1)
         XCTAssertEqual(try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 10, maxBytes: 1 << 20, nowMs: now + 20)[0].packets.count, 1)
-        XCTAssertEqual(try store.deleteExpired(nowMs: now + 20), 2)
+        XCTAssertEqual(try store.storedBytes(), 300)
+        let swept = try store.deleteExpired(nowMs: now + 20)
+        XCTAssertEqual(swept.packets, 2)
+        XCTAssertEqual(swept.bytes, 200)
+        XCTAssertEqual(try store.storedBytes(), 100)
         // The quota counts again from what is left.
         XCTAssertEqual(try store.commit([post(box), post(box)], nowMs: now, quota: quota).map { if case .stored = $0 { return true } else { return false } }, [true, true])
     }

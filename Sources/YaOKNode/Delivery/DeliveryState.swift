@@ -33,6 +33,9 @@ struct DeliveryState {
     var carriers: [UInt64: CarrierState] = [:]
     /// What carriers are to be told, in order, flushed with `outgoing`.
     var carrierOut: [(carrier: Carrier, command: CarrierCommand)] = []
+    /// Packets refused from carriers, per transport and hour: logged a few times per hour
+    /// per relay, not per session (a relay that reconnects often must not flood the log).
+    var carrierRejections: [String: (count: Int, since: Int64)] = [:]
     /// The sender time of the last message sent (they strictly increase).
     var lastSentAt: Int64 = 0
     /// The last packet dropped for its time: the link and how far its creation time was
@@ -76,8 +79,6 @@ struct CarrierState {
     /// Packets fetched and not yet processed (capped like a link's queue).
     var queued = 0
     var queuedBytes = 0
-    /// Packets refused (not ours, tampered): logged a few times per carrier, never more.
-    var rejections = 0
 }
 
 enum CarrierCommand {

@@ -10,6 +10,12 @@ extension Node {
     /// refused and the transport stops reading until the node catches up).
     static let maxQueuedPacketsPerCarrier = 4_096
     static let maxQueuedBytesPerCarrier = 16 << 20
+    /// How long a message a relay stored waits for the recipient's acknowledgement before it
+    /// is posted again (the relay keeps one copy of a re-post); a direct link to the
+    /// recipient sends it at once.
+    static let carriedAckTimeoutMs: Int64 = 3_600_000
+    /// The longest wait a relay may impose with a rate limit (its window is an hour).
+    static let maxCarrierPauseMs: Int64 = 3_600_000
 
     /// Opens a carrier for a session that is ready (logged in). Needs the node unlocked:
     /// mailboxes are derived from the identity keys, and a lock ends the session. Due packets
@@ -48,9 +54,24 @@ extension Node {
         var effects = Effects()
         try? withStore { store, s in
             guard s.delivery.carriers[carrier.id] != nil else { return }
+            let t = now
             try store.db.transaction {
                 for id in ids where s.delivery.inflight[id]?.link == carrier.id {
-                    try confirmReceipt(id, store, &s, &effects)
+                    s.delivery.inflight[id] = nil
+                    guard let row = try store.outboxRow(id) else { continue }
+                    switch row.kind {
+                    case .ack:
+                        try store.removeOutbox(id)
+                    case .message:
+                        guard row.state == .queued else { continue }
+                        // Sent, but not done with: without the recipient's ack by the deadline
+                        // it goes again (a relay may lose what it stored).
+                        try store.markCarried(id, until: t + Node.carriedAckTimeoutMs)
+                        if let keys = s.keys, let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
+                           m.status != .sent, m.status != .delivered {
+                            _ = try setStatus(id, .sent, store, keys, &effects)
+                        }
+                    }
                 }
             }
             noteActivity(carrier.transport, &s)
@@ -68,7 +89,7 @@ extension Node {
             if error.code == .rateLimited {
                 // Not a failure: the message waits, still pending, and nothing more goes to
                 // this carrier until the service says it may (AC-042-04).
-                let wait = max(retryAfterMs ?? 60_000, 1_000)
+                let wait = min(max(retryAfterMs ?? 60_000, 1_000), Node.maxCarrierPauseMs)
                 let until = now + wait
                 if var c = s.delivery.carriers[carrier.id], c.pausedUntil < until {
                     c.pausedUntil = until
@@ -173,12 +194,16 @@ extension Node {
         s.delivery.carrierOut.append((carrier, .release(ids)))
     }
 
-    /// Counts a refused packet from a carrier; returns the count so far.
+    /// Counts a refused packet from a carrier against its transport's hour; returns the
+    /// count so far this hour (the caller logs only the first few).
     func countCarrierRejection(_ carrierID: UInt64, _ s: inout NodeState) -> Int? {
-        guard var c = s.delivery.carriers[carrierID] else { return nil }
-        c.rejections += 1
-        s.delivery.carriers[carrierID] = c
-        return c.rejections
+        guard let transport = s.delivery.carriers[carrierID]?.carrier.transport else { return nil }
+        let t = now
+        var entry = s.delivery.carrierRejections[transport] ?? (0, t)
+        if t - entry.since >= 3_600_000 { entry = (0, t) }
+        entry.count += 1
+        s.delivery.carrierRejections[transport] = entry
+        return entry.count
     }
 
     /// Contacts changed: carriers subscribe again.

@@ -236,6 +236,9 @@ extension Node {
             s.delivery.links[linkID] = link
             if let contact = link.contactID {
                 try store.makeOutboxDue(contactID: contact, now: now)
+                // What a relay holds for them goes over the direct link too (the relay may
+                // never deliver it); the recipient drops the copy it may get twice.
+                try store.requeueCarried(now: now, contactID: contact)
                 updatePresence(contact, store, &s, &effects)
             }
         } else {

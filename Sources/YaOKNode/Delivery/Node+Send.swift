@@ -76,7 +76,8 @@ extension Node {
             guard let message = try store.outgoingMessage(messageID: messageID.bytes, cipher: keys.cipher) else {
                 throw YaOKError(.notFound, "No such outgoing message")
             }
-            guard message.status == .pending || message.status == .failed else {
+            // `sent` too: a relay may have lost what it stored (the ack never came).
+            guard message.status != .delivered else {
                 throw YaOKError(.invalidArgument, "This message was already \(message.status.name)")
             }
             let t = now
@@ -123,6 +124,7 @@ extension Node {
         let t = now
         // Deadlines and expiry are the timer's work: a send or a receipt only dispatches.
         if sweep, s.keys != nil {
+            try store.requeueCarried(now: t)
             for (id, flight) in s.delivery.inflight where flight.deadline <= t {
                 s.delivery.inflight[id] = nil
                 try failAttempt(id, store, &s, &effects)
@@ -236,6 +238,19 @@ extension Node {
         try withUnlocked { store, keys, _ in
             guard let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher) else {
                 throw YaOKError(.notFound, "No such outgoing message")
+            }
+            return m
+        }
+    }
+}
+
+extension Node {
+    /// One stored message of conversation `conversationID`, incoming or outgoing (what a
+    /// `messageReceived` event names). `notFound` if there is none.
+    public func message(_ conversationID: Int64, _ id: MessageID) throws -> Message {
+        try withUnlocked { store, keys, _ in
+            guard let m = try store.message(conversation: conversationID, messageID: id.bytes, cipher: keys.cipher) else {
+                throw YaOKError(.notFound, "No such message")
             }
             return m
         }

@@ -47,7 +47,8 @@ extension Node {
     private func transportState(_ name: String, _ s: NodeState) -> TransportState? {
         guard let entry = s.delivery.transports[name] else { return nil }
         return TransportState(name: name, displayName: entry.transport.displayName, phase: entry.phase, error: entry.error,
-                              links: s.delivery.links.values.filter { $0.link.transport == name }.count,
+                              links: s.delivery.links.values.filter { $0.link.transport == name }.count
+                                     + s.delivery.carriers.values.filter { $0.carrier.transport == name }.count,
                               lastActivity: entry.lastActivity)
     }
 

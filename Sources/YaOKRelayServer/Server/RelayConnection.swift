@@ -10,6 +10,8 @@ final class RelayConnection {
     let acceptedAt: UInt64
     /// The client's IPv4 address (host byte order), for the per-address cap.
     var address: UInt32 = 0
+    /// Counted in `pendingByAddress` (from accept until READY or close).
+    var countedPending = false
     var lastReceived: UInt64
     /// Made at the first readiness, so a connection that never speaks costs a descriptor
     /// and this object, not a TLS state.
@@ -30,6 +32,12 @@ final class RelayConnection {
     var closingDeadline: UInt64?
     /// POSTs waiting for the disk.
     var pendingPosts = 0
+    /// DELETE refs waiting for the disk.
+    var pendingDeleteRefs = 0
+    /// POSTs answered ACCEPTED in this session (for the session log).
+    var posts = 0
+    /// Why the session ended, once it has (the ERROR it was sent).
+    var endReason: String?
 
     // Delivery (§8.3 "Delivering"). Each subscribed mailbox has a cursor: the sequence
     // number of the last packet sent. A new packet is pushed live only while the mailbox

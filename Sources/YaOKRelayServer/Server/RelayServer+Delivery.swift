@@ -8,25 +8,40 @@ extension RelayServer {
     func apply(_ round: DiskThread.Round) {
         var touched = Set<UInt64>()
         for (token, write, outcome) in round.writes {
-            if case .success(.deleted(let n)) = outcome {
-                counters.withLock { $0.deleted += Int64(n) }
+            if case .delete = write {
+                if case .success(.deleted(let n, let bytes)) = outcome {
+                    counters.withLock { $0.deleted += Int64(n) }
+                    storedBytes = max(0, storedBytes - bytes)
+                }
+                if let pending = pendingDeletes.removeValue(forKey: token) {
+                    pendingDeleteRefs -= pending.refs
+                    if let c = connections[pending.connection] {
+                        c.pendingDeleteRefs -= pending.refs
+                        touched.insert(c.id)
+                    }
+                }
                 continue
             }
             guard case .post(let post) = write, let pending = pendingPosts.removeValue(forKey: token) else { continue }
             let c = connections[pending.connection]
             c?.pendingPosts -= 1
+            pendingPostBytes -= post.packet.count
             if let c { touched.insert(c.id) }
             let request = pending.post.request
             func giveBackSlot() {
                 limiter.release(pending.pseudonym, pending.post.kind, takenAtMs: pending.post.takenAtMs)
+                addressLimiter.release(pending.address, pending.post.kind, takenAtMs: pending.post.takenAtMs)
             }
             switch outcome {
             case .success(.stored(let sequence)):
+                storedBytes += post.packet.count
+                c?.posts += 1
                 counters.withLock { $0.accepted += 1 }
                 c?.output.append(.accepted(request: request))
                 fanOut(post, sequence: sequence, touched: &touched)
             case .success(.duplicate):
                 giveBackSlot()
+                c?.posts += 1
                 c?.output.append(.accepted(request: request))
             case .success(.rateLimited(let seconds)):
                 // Over the limit counted across every relay (a shared store).
@@ -50,6 +65,7 @@ extension RelayServer {
                                                         message: "Storage failed, post again later: \(error.message)")))
             }
         }
+        storedBytes = max(0, storedBytes - round.expiredBytes)
         for (token, result) in round.reads {
             guard let id = pendingReads.removeValue(forKey: token), let c = connections[id] else { continue }
             touched.insert(id)

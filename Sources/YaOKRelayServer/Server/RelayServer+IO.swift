@@ -105,10 +105,14 @@ extension RelayServer {
         loop.post { [weak self] in self?.ready(id, []) }
     }
 
-    /// Not read while its POSTs wait for the disk or its output is long (backpressure:
-    /// a client that posts without reading stops being read).
+    /// Not read while its POSTs or DELETEs wait for the disk or its output is long
+    /// (backpressure: a client that posts or deletes faster than the disk commits, or
+    /// posts without reading, stops being read until the disk round returns).
     func readPaused(_ c: RelayConnection) -> Bool {
-        c.pendingPosts >= configuration.maxPendingPostsPerConnection || c.output.count >= configuration.writeQueueHighWater
+        let c2 = configuration
+        return c.pendingPosts >= c2.maxPendingPostsPerConnection || c.output.count >= c2.writeQueueHighWater
+            || c.pendingDeleteRefs >= c2.maxPendingDeleteRefsPerConnection
+            || (c.pendingDeleteRefs > 0 && pendingDeleteRefs >= c2.maxPendingDeleteRefs)
     }
 
     /// Writes what the channel takes; closes a connection whose output is over the hard
@@ -173,6 +177,7 @@ extension RelayServer {
     func endSession(_ c: RelayConnection, _ error: RelayErrorFrame) {
         guard connections[c.id] != nil, !c.isClosing else { return }
         if let session = c.session, session.phase != .ended { _ = session.end(error.code, error.message) }
+        c.endReason = "\(error.code) (\(error.message))"
         if c.handshakeDone { c.output.append(.error(error)) }
         c.closingDeadline = EventLoop.monotonicNanoseconds() + Self.nanoseconds(configuration.closeGraceSeconds)
         flush(c)
@@ -184,6 +189,10 @@ extension RelayServer {
         guard connections.removeValue(forKey: c.id) != nil else { return }
         if let count = connectionsByAddress[c.address] {
             connectionsByAddress[c.address] = count > 1 ? count - 1 : nil
+        }
+        uncountPending(c)
+        if let log = configuration.sessionLog, c.readyAt != nil, let pseudonym = c.session?.pseudonym {
+            log("session \(Hex.encode(pseudonym)) from \(Self.dottedQuad(c.address)) ended: \(c.endReason ?? reason), posts \(c.posts)")
         }
         if c.handshakeDone { c.channel?.shutdown() }
         loop.unregister(fd: c.fd)

@@ -29,39 +29,73 @@ public final class RelayServer: @unchecked Sendable {
     var connections: [UInt64: RelayConnection] = [:]
     /// Open connections per client IPv4 address (§8.4: one address cannot take them all).
     var connectionsByAddress: [UInt32: Int] = [:]
+    /// Of those, the ones not yet READY.
+    var pendingByAddress: [UInt32: Int] = [:]
     var subscribers: [MailboxID: Set<UInt64>] = [:]
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
     var revoked: Set<[UInt8]>
     let limiter: RateLimiter
+    /// The same limits times `addressRateMultiplier`, per client IPv4 address.
+    let addressLimiter: RateLimiter
+    /// Bytes of the packets stored (loaded at start, then kept from the disk's outcomes),
+    /// and of the POSTs at the disk: together they are held under `maxStoredBytes`.
+    var storedBytes = 0
+    var pendingPostBytes = 0
+    /// The free-space check of the data directory: when it last ran, and whether the
+    /// space was below `minFreeDiskBytes`.
+    var lastDiskCheck: UInt64?
+    var diskLow = false
     var nextID: UInt64 = 1
     var nextToken: UInt64 = 1
     /// POSTs at the disk: token → who asked, and the rate-limit slot to give back if it
     /// is not stored.
-    var pendingPosts: [UInt64: (connection: UInt64, post: RelaySession.Post, pseudonym: [UInt8])] = [:]
+    var pendingPosts: [UInt64: (connection: UInt64, post: RelaySession.Post, pseudonym: [UInt8], address: [UInt8])] = [:]
     /// Backlog reads at the disk: token → connection.
     var pendingReads: [UInt64: UInt64] = [:]
+    /// DELETEs at the disk: token → connection and how many refs (backpressure).
+    var pendingDeletes: [UInt64: (connection: UInt64, refs: Int)] = [:]
+    /// Refs of all `pendingDeletes`, and the most there have been (for tests).
+    var pendingDeleteRefs = 0
+    var peakPendingDeleteRefs = 0
     var lastPrune: UInt64 = 0
+    var lastTop: UInt64 = 0
     var stopped = false
     /// Connections refused for the cap (for tests).
     var refusedConnections = 0
 
-    /// Binds `host:port`, loads revocations and counters, starts the disk thread and the
-    /// loop. SIGPIPE is ignored from here on: a peer gone mid-write must not kill the relay
-    /// (TLS writes go through write(2), which has no MSG_NOSIGNAL).
+    /// Binds `host:port`, then as `init(configuration:store:security:listener:)`.
+    public convenience init(configuration: RelayConfiguration, store: RelayStore, security: RelaySecurity,
+                            host: String, port: UInt16) throws {
+        try self.init(configuration: configuration, store: store, security: security,
+                      listener: RelayListener(host: host, port: port))
+    }
+
+    /// Takes the listening socket, loads revocations, counters and the stored bytes, starts
+    /// the disk thread and the loop. SIGPIPE is ignored from here on: a peer gone
+    /// mid-write must not kill the relay (TLS writes go through write(2), which has no
+    /// MSG_NOSIGNAL).
     public init(configuration: RelayConfiguration, store: RelayStore, security: RelaySecurity,
-                host: String, port: UInt16) throws {
+                listener bound: RelayListener) throws {
+        let fd = bound.take()
         signal(SIGPIPE, SIG_IGN)
         self.configuration = configuration
         self.store = store
         self.security = security
         limiter = RateLimiter(messagesPerHour: configuration.ratePerHour, acksPerHour: configuration.ackRatePerHour)
-        revoked = try store.revokedPseudonyms()
-        var saved = try store.loadCounters()
-        saved.connected = 0
-        counters = Locked(saved)
-        let (fd, actual) = try RelaySocket.listen(host: host, port: port)
+        addressLimiter = RateLimiter(messagesPerHour: configuration.ratePerHour * configuration.addressRateMultiplier,
+                                     acksPerHour: configuration.ackRatePerHour * configuration.addressRateMultiplier)
         listener = fd
-        self.port = actual
+        port = bound.port
+        do {
+            revoked = try store.revokedPseudonyms()
+            storedBytes = try store.storedBytes()
+            var saved = try store.loadCounters()
+            saved.connected = 0
+            counters = Locked(saved)
+        } catch {
+            RelaySocket.close(fd)
+            throw error
+        }
         do {
             loop = try EventLoop()
         } catch {
@@ -142,6 +176,31 @@ public final class RelayServer: @unchecked Sendable {
     deinit {
         if listener >= 0 { RelaySocket.close(listener) }
     }
+}
+
+/// A listening TCP socket on an IPv4 address, bound before anything else is made (the
+/// data directory, the certificate), so that a bad address or a port in use fails first.
+/// `RelayServer` takes it over; until then it is closed when released.
+public final class RelayListener: @unchecked Sendable {
+    private var fd: Int32
+    /// The port bound (the kernel's choice when 0 was asked for).
+    public let port: UInt16
+
+    /// Throws `invalidArgument` with what failed: not an IPv4 address, the port in use,
+    /// an address this machine does not have.
+    public init(host: String, port: UInt16) throws {
+        (fd, self.port) = try RelaySocket.listen(host: host, port: port)
+    }
+
+    func take() -> Int32 {
+        defer { fd = -1 }
+        return fd
+    }
+
+    deinit { RelaySocket.close(fd) }
+}
+
+extension RelayServer {
 
     /// Runs `body` on the loop thread and waits for its result (nil if the loop has stopped).
     func onLoop<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T? {
@@ -175,7 +234,8 @@ public final class RelayServer: @unchecked Sendable {
                 }
             case .accepted(let fd, let address):
                 guard connections.count < configuration.maxConnections,
-                      connectionsByAddress[address, default: 0] < configuration.maxConnectionsPerAddress else {
+                      connectionsByAddress[address, default: 0] < configuration.maxConnectionsPerAddress,
+                      pendingByAddress[address, default: 0] < configuration.maxPendingPerAddress else {
                     RelaySocket.close(fd)
                     refusedConnections += 1
                     continue
@@ -186,6 +246,8 @@ public final class RelayServer: @unchecked Sendable {
                     let c = try RelayConnection(id: id, fd: fd, now: now)
                     c.address = address
                     connectionsByAddress[address, default: 0] += 1
+                    pendingByAddress[address, default: 0] += 1
+                    c.countedPending = true
                     try loop.register(fd: fd, for: .readable) { [weak self] events in self?.ready(id, events) }
                     connections[id] = c
                     if !security.clientSpeaksFirst { loop.post { [weak self] in self?.ready(id, []) } }
@@ -195,6 +257,15 @@ public final class RelayServer: @unchecked Sendable {
             }
         }
         counters.withLock { $0.connected = Int64(connections.count) }
+    }
+
+    /// The connection is READY or gone: it no longer counts as pending for its address.
+    func uncountPending(_ c: RelayConnection) {
+        guard c.countedPending else { return }
+        c.countedPending = false
+        if let count = pendingByAddress[c.address] {
+            pendingByAddress[c.address] = count > 1 ? count - 1 : nil
+        }
     }
 
     private func pauseListener() {
@@ -244,6 +315,13 @@ public final class RelayServer: @unchecked Sendable {
         if now &- lastPrune >= 60_000_000_000 {
             lastPrune = now
             limiter.prune(nowMs: Clock.milliseconds())
+            addressLimiter.prune(nowMs: Clock.milliseconds())
+        }
+        if now &- lastTop >= 1_000_000_000 {
+            lastTop = now
+            let top = limiter.top(c.topPostersKept, nowMs: Clock.milliseconds())
+                .map { RelayTopPoster(pseudonym: $0.key, posts: Int64($0.count)) }
+            counters.withLock { $0.topPosters = top }
         }
         let outages = store.health?.outages ?? 0
         counters.withLock {

@@ -60,6 +60,29 @@ final class RateLimiter {
         return max(0, limit(kind) - used)
     }
 
+    /// The `n` keys with the most slots taken within the hour (messages and acks together),
+    /// most first. Each log is in time order, so its live part is found by bisection.
+    func top(_ n: Int, nowMs: Int64) -> [(key: [UInt8], count: Int)] {
+        var totals: [[UInt8]: Int] = [:]
+        let cutoff = nowMs - Self.windowMs
+        for (key, log) in logs {
+            var low = 0, high = log.count
+            while low < high {
+                let mid = (low + high) / 2
+                if log[mid] <= cutoff { low = mid + 1 } else { high = mid }
+            }
+            if log.count > low { totals[key.pseudonym, default: 0] += log.count - low }
+        }
+        var best: [(key: [UInt8], count: Int)] = []
+        for (key, count) in totals {
+            guard best.count < n || count > best[best.count - 1].count else { continue }
+            let at = best.firstIndex { $0.count < count } ?? best.count
+            best.insert((key, count), at: at)
+            if best.count > n { best.removeLast() }
+        }
+        return best
+    }
+
     /// Forgets pseudonyms with nothing in the window (called now and then).
     func prune(nowMs: Int64) {
         logs = logs.compactMapValues { log in

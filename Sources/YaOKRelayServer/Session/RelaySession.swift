@@ -45,6 +45,11 @@ final class RelaySession {
     private(set) var phase = Phase.awaitingAuth
     private(set) var pseudonym: [UInt8]?
     private(set) var subscriptions = Set<MailboxID>()
+    /// Mailbox proofs received in this session, duplicates and resent frames included:
+    /// past `maxSubscriptions` the session ends, so SUBSCRIBE cannot be replayed forever.
+    private(set) var proofsReceived = 0
+    /// SUBSCRIBE signatures checked (each an Ed25519 verification on the loop thread).
+    private(set) var verifications = 0
 
     init(nonce: [UInt8], binding: [UInt8]) {
         self.nonce = nonce
@@ -112,14 +117,21 @@ final class RelaySession {
     private func subscribe(_ proofs: [MailboxProof], _ context: Context) -> [Action] {
         guard let pseudonym else { return end(.malformed, "SUBSCRIBE before AUTH") }
         let signed = RelaySignedData.subscribe(nonce: nonce, binding: binding, pseudonym: pseudonym)
+        // Every proof counts against the session's budget, even one for a mailbox already
+        // subscribed: a client resending a valid frame runs out instead of costing the
+        // loop thread signature checks forever.
+        let limit = context.configuration.maxSubscriptions
+        proofsReceived += proofs.count
+        guard proofsReceived <= limit else {
+            return end(.notSubscribed, "More than \(limit) mailbox proofs in one session")
+        }
         var added: [MailboxID] = []
         for proof in proofs {
+            // Already subscribed (earlier or in this frame): no signature to check.
+            guard !subscriptions.contains(proof.mailbox) else { continue }
+            verifications += 1
             guard SigningKey.verify(signature: proof.signature, message: signed, publicKey: proof.mailbox.bytes) else {
                 return end(.notSubscribed, "A SUBSCRIBE signature does not verify (mailbox \(proof.mailbox))")
-            }
-            guard !subscriptions.contains(proof.mailbox) else { continue }
-            guard subscriptions.count < context.configuration.maxSubscriptions else {
-                return end(.notSubscribed, "More than \(context.configuration.maxSubscriptions) mailboxes in one session")
             }
             subscriptions.insert(proof.mailbox)
             added.append(proof.mailbox)

@@ -27,6 +27,8 @@ final class DiskThread: @unchecked Sendable {
         var reads: [(token: UInt64, pages: Result<[RelayPage], YaOKError>)] = []
         /// Set when the list was read this round.
         var revoked: Set<[UInt8]>?
+        /// Bytes of the expired packets swept this round.
+        var expiredBytes = 0
     }
 
     private struct Queue {
@@ -151,10 +153,10 @@ final class DiskThread: @unchecked Sendable {
                 round.revoked = try? store.revokedPseudonyms()
                 if now >= nextSweep {
                     nextSweep = now + UInt64(configuration.sweepSeconds * 1e9)
-                    _ = try? store.deleteExpired(nowMs: Clock.milliseconds())
+                    round.expiredBytes = (try? store.deleteExpired(nowMs: Clock.milliseconds()))?.bytes ?? 0
                 }
             }
-            if !round.writes.isEmpty || !round.reads.isEmpty || round.revoked != nil { deliver(round) }
+            if !round.writes.isEmpty || !round.reads.isEmpty || round.revoked != nil || round.expiredBytes > 0 { deliver(round) }
             if stopping && queue.withLock({ $0.writes.isEmpty && $0.reads.isEmpty }) { return }
         }
     }

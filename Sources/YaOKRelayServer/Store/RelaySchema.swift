@@ -35,6 +35,26 @@ enum RelaySchema {
             value INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 2: the pseudonyms with the most posts in the last hour, saved with the counters.
+        """
+        CREATE TABLE top_posters (
+            rank INTEGER PRIMARY KEY,
+            pseudonym BLOB NOT NULL,
+            posts INTEGER NOT NULL
+        );
+        """,
+        // 3: what the recipient deleted, until the packet would have expired: a sender that
+        // posts it again (its ACCEPTED was lost) gets ACCEPTED without a second copy, which
+        // the recipient would otherwise be delivered again.
+        """
+        CREATE TABLE deleted (
+            mailbox BLOB NOT NULL,
+            message_id BLOB NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            PRIMARY KEY (mailbox, message_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

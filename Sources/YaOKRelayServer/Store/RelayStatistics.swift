@@ -54,8 +54,11 @@ public struct RelayStatistics: Sendable, Equatable {
     /// relay is probably not running and `connected` is stale.
     public func isCurrent(nowMs: Int64 = Clock.milliseconds()) -> Bool { nowMs - savedAtMs < 5000 }
 
-    public var json: JSON {
-        .object([
+    public var json: JSON { json(top: 0) }
+
+    /// The JSON, with the `top` pseudonyms by posts in the last hour when `top` > 0.
+    public func json(top: Int) -> JSON {
+        var fields: [(String, JSON)] = [
             ("connected", .int(isCurrent() ? counters.connected : 0)),
             ("stored", .int(Int64(storedPackets))),
             ("accepted", .int(counters.accepted)),
@@ -69,8 +72,23 @@ public struct RelayStatistics: Sendable, Equatable {
             ("saved_at_ms", .int(savedAtMs)),
             ("storage_errors", .int(counters.storageErrors)),
             ("database_outages", .int(counters.databaseOutages)),
-        ] + (runningRelays.map { [("running_relays", JSON.int(Int64($0)))] } ?? [])
-          + (database.map { [("database", JSON.string($0))] } ?? []))
+        ]
+        if let runningRelays { fields.append(("running_relays", .int(Int64(runningRelays)))) }
+        if let database { fields.append(("database", .string(database))) }
+        if top > 0 {
+            fields.append(("top", .array(counters.topPosters.prefix(top).map {
+                .object([("pseudonym", .string(Hex.encode($0.pseudonym))), ("posts", .int($0.posts))])
+            })))
+        }
+        return .object(fields)
+    }
+
+    /// The `n` pseudonyms with the most posts in the last hour, one a line.
+    public func topText(_ n: Int) -> String {
+        let top = counters.topPosters.prefix(n)
+        guard !top.isEmpty else { return "top posters, last hour: none" }
+        return (["top posters, last hour (pseudonym, posts):"] + top.map { "\(Hex.encode($0.pseudonym))  \($0.posts)" })
+            .joined(separator: "\n")
     }
 
     public var text: String {

@@ -14,9 +14,14 @@ public protocol RelayStore: AnyObject {
     /// Mailboxes are served in order; one the budget did not reach comes back not complete.
     func packets(_ requests: [RelayPageRequest], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [RelayPage]
 
-    /// Deletes expired packets; returns how many.
+    /// Deletes expired packets; returns how many, and their bytes.
     @discardableResult
-    func deleteExpired(nowMs: Int64) throws -> Int
+    func deleteExpired(nowMs: Int64) throws -> (packets: Int, bytes: Int)
+
+    /// Bytes of the packets stored (expired ones too until they are swept): the sum of
+    /// the mailboxes' byte totals. Read once, when the relay starts (it may scan); the
+    /// relay then keeps the total itself from the outcomes of its writes and sweeps.
+    func storedBytes() throws -> Int
 
     func revoke(pseudonym: [UInt8], nowMs: Int64) throws
     func revokedPseudonyms() throws -> Set<[UInt8]>
@@ -137,7 +142,8 @@ public enum RelayStoreOutcome: Sendable, Equatable {
     /// Over the sender's cluster-wide rate limit (a shared store only): a slot frees in
     /// this many seconds.
     case rateLimited(retryAfterSeconds: Int)
-    case deleted(count: Int)
+    /// Packets deleted, and their bytes.
+    case deleted(count: Int, bytes: Int)
 }
 
 /// One mailbox's read: packets with a sequence number above `after`.
@@ -171,6 +177,16 @@ public struct RelayPage: Sendable, Equatable {
     }
 }
 
+/// A pseudonym and its posts within the last hour.
+public struct RelayTopPoster: Sendable, Equatable {
+    public let pseudonym: [UInt8]
+    public let posts: Int64
+    public init(pseudonym: [UInt8], posts: Int64) {
+        self.pseudonym = pseudonym
+        self.posts = posts
+    }
+}
+
 /// What `yaok-relay stats` shows. Totals survive restarts (the relay saves them about
 /// every second and starts from the saved values); `connected` is the live figure.
 public struct RelayCounters: Sendable, Equatable {
@@ -192,6 +208,9 @@ public struct RelayCounters: Sendable, Equatable {
     public var storageErrors: Int64 = 0
     /// Times the shared database went away (PostgreSQL; 0 for SQLite).
     public var databaseOutages: Int64 = 0
+    /// The pseudonyms with the most posts in the last hour (at most 100), most first:
+    /// saved with the counters, for `yaok-relay stats --top`.
+    public var topPosters: [RelayTopPoster] = []
 
     public init() {}
 

@@ -40,7 +40,9 @@ public final class SQLiteRelayStore: RelayStore {
             try writes.map { write in
                 switch write {
                 case .post(let post): return try store(post, nowMs: nowMs, quota: quota)
-                case .delete(let refs): return .deleted(count: try delete(refs))
+                case .delete(let refs):
+                    let (count, bytes) = try delete(refs)
+                    return .deleted(count: count, bytes: bytes)
                 }
             }
         }
@@ -51,6 +53,10 @@ public final class SQLiteRelayStore: RelayStore {
         var exists = false
         try db.query("SELECT 1 FROM packets WHERE mailbox = ? AND message_id = ?",
                      [mailbox, .blob(post.messageID.bytes)]) { _ in exists = true }
+        if !exists {
+            try db.query("SELECT 1 FROM deleted WHERE mailbox = ? AND message_id = ?",
+                         [mailbox, .blob(post.messageID.bytes)]) { _ in exists = true }
+        }
         if exists { return .duplicate }
         var packets = 0, bytes = 0
         try db.query("SELECT packets, bytes FROM mailboxes WHERE mailbox = ?", [mailbox]) { row in
@@ -68,18 +74,25 @@ public final class SQLiteRelayStore: RelayStore {
         return .stored(sequence: sequence)
     }
 
-    private func delete(_ refs: [StoredPacketRef]) throws -> Int {
-        var deleted = 0
+    private func delete(_ refs: [StoredPacketRef]) throws -> (Int, Int) {
+        var deleted = 0, bytes = 0
         for ref in refs {
             let mailbox = SQLValue.blob(ref.mailbox.bytes)
             var length: Int?
-            try db.query("DELETE FROM packets WHERE mailbox = ? AND message_id = ? RETURNING length(packet)",
-                         [mailbox, .blob(ref.messageID.bytes)]) { length = $0.int(0) }
+            var expires: Int64 = 0
+            try db.query("DELETE FROM packets WHERE mailbox = ? AND message_id = ? RETURNING length(packet), expires_ms",
+                         [mailbox, .blob(ref.messageID.bytes)]) {
+                length = $0.int(0)
+                expires = $0.int64(1)
+            }
             guard let length else { continue }
+            try db.query("INSERT OR IGNORE INTO deleted (mailbox, message_id, expires_ms) VALUES (?, ?, ?)",
+                         [mailbox, .blob(ref.messageID.bytes), .int(expires)])
             deleted += 1
+            bytes += length
             try uncount(mailbox, packets: 1, bytes: length)
         }
-        return deleted
+        return (deleted, bytes)
     }
 
     /// Takes packets off a mailbox's totals, dropping the row at zero.
@@ -90,17 +103,24 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     @discardableResult
-    public func deleteExpired(nowMs: Int64) throws -> Int {
+    public func deleteExpired(nowMs: Int64) throws -> (packets: Int, bytes: Int) {
         try db.transaction {
             var expired: [(SQLValue, Int, Int)] = []
             try db.query("""
                 SELECT mailbox, COUNT(*), SUM(length(packet)) FROM packets WHERE expires_ms <= ? GROUP BY mailbox
                 """, [.int(nowMs)]) { expired.append((.blob($0.blob(0)), $0.int(1), $0.int(2))) }
-            guard !expired.isEmpty else { return 0 }
+            try db.query("DELETE FROM deleted WHERE expires_ms <= ?", [.int(nowMs)])
+            guard !expired.isEmpty else { return (0, 0) }
             try db.query("DELETE FROM packets WHERE expires_ms <= ?", [.int(nowMs)])
             for (mailbox, packets, bytes) in expired { try uncount(mailbox, packets: packets, bytes: bytes) }
-            return expired.reduce(0) { $0 + $1.1 }
+            return (expired.reduce(0) { $0 + $1.1 }, expired.reduce(0) { $0 + $1.2 })
         }
+    }
+
+    public func storedBytes() throws -> Int {
+        var bytes = 0
+        try db.query("SELECT COALESCE(SUM(bytes), 0) FROM mailboxes") { bytes = $0.int(0) }
+        return bytes
     }
 
     // MARK: - Reads
@@ -157,6 +177,9 @@ public final class SQLiteRelayStore: RelayStore {
     public func loadCounters() throws -> RelayCounters {
         var counters = RelayCounters()
         try db.query("SELECT name, value FROM counters") { counters.set($0.text(0), $0.int64(1)) }
+        try db.query("SELECT pseudonym, posts FROM top_posters ORDER BY rank") {
+            counters.topPosters.append(RelayTopPoster(pseudonym: $0.blob(0), posts: $0.int64(1)))
+        }
         return counters
     }
 
@@ -165,6 +188,11 @@ public final class SQLiteRelayStore: RelayStore {
             for (name, value) in zip(RelayCounters.names + ["updated_ms"], counters.values + [nowMs]) {
                 try db.query("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
                              [.text(name), .int(value)])
+            }
+            try db.execute("DELETE FROM top_posters")
+            for (rank, top) in counters.topPosters.enumerated() {
+                try db.query("INSERT INTO top_posters (rank, pseudonym, posts) VALUES (?, ?, ?)",
+                             [.int(Int64(rank)), .blob(top.pseudonym), .int(top.posts)])
             }
         }
     }

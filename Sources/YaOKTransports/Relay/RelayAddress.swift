@@ -9,6 +9,9 @@ public struct RelayAddress: Sendable, Equatable, CustomStringConvertible {
 
     /// `invalidArgument` with a readable message for anything but "host:port".
     public init(_ text: String) throws {
+        guard !text.hasPrefix("[") else {
+            throw YaOKError(.invalidArgument, "Relay addresses are IPv4 or host names for now (HOST:PORT); \(text) is IPv6")
+        }
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port != 0,
               !text[..<colon].isEmpty, !text[..<colon].contains(":") else {
             throw YaOKError(.invalidArgument, "A relay address is HOST:PORT (e.g. relay.example.org:7443), got \"\(text)\"")

@@ -208,6 +208,10 @@ extension RelayTransport {
                 s.phase = .revoked
                 return (carrier, s.node, nil)
             }
+            // A session that lived a while was a success: the backoff starts over.
+            let lived = s.readyAt.map { Double(EventLoop.monotonicNanoseconds() &- $0) / 1e9 } ?? 0
+            if lived >= 30 { s.failures = 0 }
+            s.readyAt = nil
             s.failures = once ? 0 : s.failures + 1
             let base = once ? 0 : min(options.maxBackoff, options.minBackoff * Double(1 << min(s.failures - 1, 16)))
             let delay = base == 0 ? 0 : base * Double.random(in: 0.5...1.0)
@@ -223,13 +227,20 @@ extension RelayTransport {
         }
         carrier?.close(reason: error.message)
         guard let node else { return }
-        if error.code == .certificateRejected {
+        // A wrong certificate is logged and announced once until a session succeeds again
+        // (it is retried with backoff: the relay may be fixed, or the attacker leave).
+        let firstRejection = error.code == .certificateRejected && state.withLock { s in
+            defer { s.certificateRejectionLogged = true }
+            return !s.certificateRejectionLogged
+        }
+        if firstRejection {
             node.recordSecurityEvent(.tlsFailure, "Relay \(address): \(error.message)")
         }
-        if error.code == .revoked || error.code == .certificateRejected || (delay ?? 0) >= options.minBackoff * 4 {
+        if error.code == .revoked || firstRejection || (error.code != .certificateRejected && (delay ?? 0) >= options.minBackoff * 4) {
             // Said once it matters, not on every quick retry.
             let retry = delay.map { " Retrying in \(Int($0.rounded(.up))) s." } ?? ""
-            node.emitNotice(TransportNotice(transport: name, message: "Relay \(address): \(error.message).\(retry)",
+            let what = error.message.contains(address.description) ? error.message : "Relay \(address): \(error.message)"
+            node.emitNotice(TransportNotice(transport: name, message: "\(what).\(retry)",
                                             retryAfterMs: delay.map { Int64($0 * 1000) }))
         }
     }

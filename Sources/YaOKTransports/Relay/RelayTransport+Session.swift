@@ -28,10 +28,15 @@ extension RelayTransport {
                 deliver(mailbox: mailbox, packet: packet, generation: generation)
             case .error(let e):
                 if e.request == 0 {
-                    // The session ends. An expired one logs in again at once.
+                    // The session ends. One that expired after living a good part of its
+                    // lifetime logs in again at once; anything else backs off.
                     flushAccepted(&accepted, generation)
-                    return fail(generation, YaOKError(e.status, "The relay ended the session: \(e.message)"),
-                                retryAt: e.code == .sessionExpired)
+                    let lived = state.withLock { s in
+                        s.readyAt.map { Double(EventLoop.monotonicNanoseconds() &- $0) / 1e9 } ?? 0
+                    }
+                    let earned = lived >= min(60, max(1, state.withLock { $0.sessionLifetime } / 2))
+                    return fail(generation, YaOKError(e.status, "The relay ended the session: \(RelayText.shown(e.message))"),
+                                retryAt: e.code == .sessionExpired && earned)
                 }
                 refused(e, generation: generation)
             case .auth, .subscribe, .post, .delete, .ping:
@@ -78,7 +83,9 @@ extension RelayTransport {
             if let t = s.connectTimer { s.loop?.cancel(t) }
             s.connectTimer = nil
             s.phase = .connected
-            s.failures = 0
+            s.readyAt = EventLoop.monotonicNanoseconds()
+            s.sessionLifetime = Double(lifetime)
+            s.certificateRejectionLogged = false
             s.lastError = nil
             s.lastSync = Clock.milliseconds()
             s.rate = (perHour, remaining)
@@ -150,6 +157,9 @@ extension RelayTransport {
             // Only what we subscribed to; a relay pushing anything else is ignored.
             guard s.generation == generation, s.subscribed.contains(mailbox),
                   let (header, _) = try? RoutedHeader.parse(packet) else { return nil }
+            // Bounded: a relay could deliver packets we never release (their time is off);
+            // forgetting them only means they are not deleted in this session.
+            if s.delivered.count >= 65_536 { s.delivered.removeAll(keepingCapacity: true) }
             s.delivered[header.messageID] = mailbox
             s.fetched += 1
             s.lastSync = Clock.milliseconds()
@@ -181,7 +191,7 @@ extension RelayTransport {
             return (s.requests.removeValue(forKey: e.request), s.carrier)
         }
         guard let id, let carrier else { return }
-        carrier.refused(id, error: YaOKError(e.status, e.message),
+        carrier.refused(id, error: YaOKError(e.status, RelayText.shown(e.message)),
                         retryAfterMs: e.retryAfterSeconds > 0 ? Int64(e.retryAfterSeconds) * 1000 : nil)
     }
 
@@ -205,6 +215,17 @@ extension RelayTransport {
             return s.carrier
         }
         carrier?.close(reason: "Locked")
+    }
+}
+
+/// Text from a relay, as shown to a person: control characters (terminal escapes) and bidi
+/// overrides removed, so a relay cannot rewrite a terminal or disguise what it says.
+enum RelayText {
+    static func shown(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.filter { scalar in
+            let v = scalar.value
+            return !(v < 0x20 || (0x7F...0x9F).contains(v) || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v))
+        }))
     }
 }
 

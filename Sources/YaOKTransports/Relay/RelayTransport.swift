@@ -102,6 +102,7 @@ public final class RelayTransport: Transport, @unchecked Sendable {
                 ("last_sync_ms", s.lastSync.map { .int($0) } ?? .null),
                 ("error", s.lastError.map { .string($0) } ?? .null),
                 ("next_retry_ms", s.nextRetryAt.map { .int($0) } ?? .null),
+                ("pseudonym", s.pseudonym.isEmpty ? .null : .string(Hex.encode(s.pseudonym))),
                 ("subscribed", .int(Int64(s.subscribed.count))),
                 ("in_flight", .int(Int64(s.requests.count))),
                 ("posted", .int(s.posted)),
@@ -109,7 +110,8 @@ public final class RelayTransport: Transport, @unchecked Sendable {
                 ("fetched", .int(s.fetched)),
             ]
             if let rate = s.rate {
-                fields.append(("rate_limit", .object([("per_hour", .int(Int64(rate.perHour))), ("remaining", .int(Int64(rate.remaining)))])))
+                fields.append(("rate_limit", .object([("per_hour", .int(Int64(rate.perHour))),
+                                                      ("remaining_at_login", .int(Int64(rate.remaining)))])))
             }
             return .object(fields)
         }
@@ -143,6 +145,14 @@ struct RelayState {
     var delivered: [MessageID: MailboxID] = [:]
     var subscribed: Set<MailboxID> = []
     var failures = 0
+    /// When the current session became ready (monotonic ns) and the lifetime it was given:
+    /// only a session that lived a good part of it earns an immediate reconnect, and only
+    /// one that lived a while resets the backoff (a relay that accepts then drops at once
+    /// must not make us log in in a tight loop).
+    var readyAt: UInt64?
+    var sessionLifetime: Double = 0
+    /// A certificate rejection is logged once until a session succeeds again.
+    var certificateRejectionLogged = false
     var retryTimer: EventLoop.TimerID?
     var tickTimer: EventLoop.TimerID?
     var connectTimer: EventLoop.TimerID?

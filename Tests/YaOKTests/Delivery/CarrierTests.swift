@@ -105,6 +105,66 @@ import Testing
         #expect(relay.state.withLock { $0.accepted } == 0)
     }
 
+    /// Review finding: a relay that loses what it stored must not lose the message. Without
+    /// the recipient's ack within an hour the message is posted again.
+    @Test func aMessageTheRelayLostIsPostedAgain() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let relay = MemoryRelay()
+        try relay.connect(pair.alice)
+        let m = try pair.alice.send(to: pair.bobID, text: "do not lose me")
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
+        relay.loseEverything()
+        try relay.connect(pair.bob)
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(try pair.bob.texts(pair.aliceID).isEmpty)
+        // Not yet: the ack may still come.
+        clock.advance(seconds: 30 * 60)
+        pair.alice.runDeliveryTimers()
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(try pair.bob.texts(pair.aliceID).isEmpty)
+        clock.advance(seconds: 31 * 60)
+        pair.alice.runDeliveryTimers()
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        #expect(try pair.bob.texts(pair.aliceID) == ["do not lose me"])
+    }
+
+    /// And a direct link to the recipient sends at once what a relay holds for them.
+    @Test func aDirectLinkSendsWhatTheRelayHolds() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let relay = MemoryRelay()
+        try relay.connect(pair.alice)
+        let m = try pair.alice.send(to: pair.bobID, text: "over whichever comes first")
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
+        relay.loseEverything()
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        #expect(try pair.bob.texts(pair.aliceID) == ["over whichever comes first"])
+        // And `retry` takes a sent message too (the person's own "send again").
+        let n = try pair.alice.send(to: pair.bobID, text: "again")
+        #expect(eventually { (try? pair.alice.status(of: n.messageID)) == .delivered })
+        #expect(throws: YaOKError.self) { try pair.alice.retry(n.messageID) }
+    }
+
+    /// A relay cannot make a message wait longer than its rate-limit window (an hour).
+    @Test func aRelaysRetryAfterIsCapped() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let relay = MemoryRelay()
+        relay.state.withLock {
+            $0.messageLimit = 0
+            $0.retryAfterMs = Int64(UInt32.max) * 1000
+        }
+        try relay.connect(pair.alice)
+        let m = try pair.alice.send(to: pair.bobID, text: "capped")
+        #expect(eventually { ((try? pair.alice.outbox().first { $0.messageID == m.messageID }?.nextAttemptAt) ?? 0) > Clock.milliseconds() })
+        let next = try #require(try pair.alice.outbox().first { $0.messageID == m.messageID }?.nextAttemptAt)
+        #expect(next <= Clock.milliseconds() + 3_600_000)
+    }
+
     @Test func tamperedPacketsFromTheRelayAreDeletedNotRetried() throws {
         let pair = try Pair()
         defer { pair.close() }

@@ -49,6 +49,12 @@ final class MemoryRelay: Sendable {
 
     var stored: Int { state.withLock { $0.mailboxes.values.map(\.count).reduce(0, +) } }
 
+    /// The relay loses everything it stored (a wiped disk, or a relay that drops packets).
+    func loseEverything() { state.withLock { $0.mailboxes = [:] } }
+
+    /// Posts accepted so far (messages and acks, re-posts included).
+    let posts = Mutex(0)
+
     private func subscribe(_ key: ObjectIdentifier) {
         guard let node = state.withLock({ $0.nodes[key] }), let keys = try? node.incomingMailboxes() else { return }
         let ids = Set(keys.compactMap { try? MailboxID(bytes: $0.publicKey) })
@@ -63,6 +69,7 @@ final class MemoryRelay: Sendable {
     }
 
     private func post(_ posts: [CarrierPost], from key: ObjectIdentifier) {
+        self.posts.withLock { $0 += posts.count }
         var accepted: [MessageID] = []
         var refused: [MessageID] = []
         var pushes: [(Carrier, [UInt8])] = []

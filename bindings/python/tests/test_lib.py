@@ -183,6 +183,7 @@ def test_the_default_search_names_each_place_once(tmp_path):
             pass
         from yaok import _lib
         _lib._REPO_ROOT = pathlib.Path({str(tmp_path)!r})  # no repository build there
+        _lib._PACKAGE_DIR = pathlib.Path({str(tmp_path / "package")!r})  # no bundled copy
         try:
             _lib.load()
         except _lib.LibraryNotFound as e:
@@ -194,9 +195,12 @@ def test_the_default_search_names_each_place_once(tmp_path):
     if result.stdout.strip() == "installed":
         pytest.skip("a libyaok.so.1 is installed system-wide")
     message = result.stdout.strip()
+    expected_bundled = str(tmp_path / "package" / "libyaok.so.1")
     expected_build = str(tmp_path / "build" / "lib" / "libyaok.so.1")
+    assert message.count(expected_bundled) == 1 and message.index(expected_bundled) < message.index(expected_build), message
     assert message.count(expected_build) == 1, message
-    assert message.count("libyaok.so.1") == 3, message  # the build, the system loader, the hint
+    # The bundled copy, the build, the system loader, the hint.
+    assert message.count("libyaok.so.1") == 4, message
     assert "scripts/build-lib" in message and "YAOK_LIBRARY" in message
 
 

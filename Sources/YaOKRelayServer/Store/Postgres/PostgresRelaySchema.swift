@@ -120,6 +120,41 @@ enum PostgresRelaySchema {
             RETURN total;
         END $$;
         """,
+        // 2: as SQLite's migration 3, deletions are remembered until the packet would have
+        // expired, so a re-post that crosses the DELETE is a duplicate, not a second copy;
+        // the top posters saved with each relay's counters (for stats --top).
+        """
+        CREATE TABLE deleted (
+            mailbox BYTEA NOT NULL,
+            message_id BYTEA NOT NULL,
+            expires_ms BIGINT NOT NULL,
+            PRIMARY KEY (mailbox, message_id)
+        );
+        CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
+        CREATE TABLE top_posters (
+            relay TEXT NOT NULL,
+            rank BIGINT NOT NULL,
+            pseudonym BYTEA NOT NULL,
+            posts BIGINT NOT NULL,
+            PRIMARY KEY (relay, rank)
+        );
+        CREATE OR REPLACE FUNCTION relay_delete(p_mailbox BYTEA, p_message_id BYTEA) RETURNS INT
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            len INT; expires BIGINT;
+        BEGIN
+            PERFORM 1 FROM mailboxes WHERE mailbox = p_mailbox FOR UPDATE;
+            DELETE FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id
+                RETURNING length(packet), expires_ms INTO len, expires;
+            IF len IS NULL THEN RETURN -1; END IF;
+            UPDATE mailboxes SET packets = packets - 1, bytes = bytes - len WHERE mailbox = p_mailbox;
+            INSERT INTO deleted (mailbox, message_id, expires_ms) VALUES (p_mailbox, p_message_id, expires)
+                ON CONFLICT DO NOTHING;
+            RETURN len;
+        END $$;
+        CREATE OR REPLACE FUNCTION relay_tombstoned(p_mailbox BYTEA, p_message_id BYTEA) RETURNS BOOLEAN
+        LANGUAGE sql AS $$ SELECT EXISTS (SELECT 1 FROM deleted WHERE mailbox = p_mailbox AND message_id = p_message_id) $$;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

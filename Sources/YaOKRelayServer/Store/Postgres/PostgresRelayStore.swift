@@ -71,7 +71,9 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                         for i in order {
                             switch writes[i] {
                             case .post(let post): outcomes[i] = try store(post, c, nowMs: nowMs, quota: quota)
-                            case .delete(let refs): outcomes[i] = .deleted(count: try delete(refs, c))
+                            case .delete(let refs):
+                                let (count, bytes) = try delete(refs, c)
+                                outcomes[i] = .deleted(count: count, bytes: bytes)
                             }
                         }
                         return outcomes
@@ -92,6 +94,11 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
 
     private func store(_ post: RelayPost, _ c: PostgresConnection, nowMs: Int64, quota: MailboxQuota) throws -> RelayStoreOutcome {
         let t = PostgresType.self
+        // Deleted already (a re-post that crossed the DELETE): accepted, not stored again.
+        if try c.query("tombstoned", "SELECT relay_tombstoned($1, $2)", types: [t.bytea, t.bytea],
+                       [.bytes(post.mailbox.bytes), .bytes(post.messageID.bytes)]).bytes(0, 0) == [1] {
+            return .duplicate
+        }
         let charge = post.charge
         let rows = try c.query("post", """
             SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11)
@@ -110,14 +117,18 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         }
     }
 
-    private func delete(_ refs: [StoredPacketRef], _ c: PostgresConnection) throws -> Int {
-        var deleted = 0
+    private func delete(_ refs: [StoredPacketRef], _ c: PostgresConnection) throws -> (Int, Int) {
+        var deleted = 0, bytes = 0
         for ref in refs.sorted(by: { $0.mailbox.bytes.lexicographicallyPrecedes($1.mailbox.bytes) }) {
             let rows = try c.query("delete", "SELECT relay_delete($1, $2)", types: [PostgresType.bytea, PostgresType.bytea],
                                    [.bytes(ref.mailbox.bytes), .bytes(ref.messageID.bytes)])
-            deleted += rows.int(0, 0)
+            let length = rows.int(0, 0)
+            if length >= 0 {
+                deleted += 1
+                bytes += length
+            }
         }
-        return deleted
+        return (deleted, bytes)
     }
 
     private func transaction<T>(_ c: PostgresConnection, _ body: () throws -> T) throws -> T {
@@ -133,14 +144,25 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     }
 
     @discardableResult
-    public func deleteExpired(nowMs: Int64) throws -> Int {
+    public func deleteExpired(nowMs: Int64) throws -> (packets: Int, bytes: Int) {
         try pool.withConnection { c in
+            let before = try storedBytes(c)
             let n = try c.query("sweep", "SELECT relay_sweep($1, $2)", types: [PostgresType.int8, PostgresType.int8],
                                 [.int(nowMs), .int(RateLimiter.windowMs)]).int(0, 0)
+            try c.query("sweep_deleted", "DELETE FROM deleted WHERE expires_ms <= $1", types: [PostgresType.int8], [.int(nowMs)])
             // Empty mailboxes' rows go too (a POST recreates its row, in the same lock order).
             try c.query("sweep_mailboxes", "DELETE FROM mailboxes WHERE packets <= 0", types: [], [])
-            return n
+            // Other relays may write meanwhile: the bytes are this sweep's best estimate.
+            return (n, max(0, before - (try storedBytes(c))))
         }
+    }
+
+    public func storedBytes() throws -> Int {
+        try pool.withConnection { try storedBytes($0) }
+    }
+
+    private func storedBytes(_ c: PostgresConnection) throws -> Int {
+        try c.query("stored_bytes", "SELECT COALESCE(sum(bytes), 0)::bigint FROM mailboxes", types: [], []).int(0, 0)
     }
 
     // MARK: - Reads
@@ -214,6 +236,11 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                                    types: [PostgresType.text], [.text(relayID)])
             var counters = RelayCounters()
             for row in 0..<rows.count { counters.set(rows.text(row, 0), rows.int64(row, 1)) }
+            let top = try c.query("load_top", "SELECT pseudonym, posts FROM top_posters WHERE relay = $1 ORDER BY rank",
+                                  types: [PostgresType.text], [.text(relayID)])
+            for row in 0..<top.count {
+                counters.topPosters.append(RelayTopPoster(pseudonym: top.bytes(row, 0), posts: top.int64(row, 1)))
+            }
             return counters
         }
     }
@@ -226,6 +253,12 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                         INSERT INTO counters (relay, name, value) VALUES ($1, $2, $3)
                         ON CONFLICT (relay, name) DO UPDATE SET value = excluded.value
                         """, types: [PostgresType.text, PostgresType.text, PostgresType.int8], [.text(relayID), .text(name), .int(value)])
+                }
+                try c.query("clear_top", "DELETE FROM top_posters WHERE relay = $1", types: [PostgresType.text], [.text(relayID)])
+                for (rank, top) in counters.topPosters.enumerated() {
+                    try c.query("save_top", "INSERT INTO top_posters (relay, rank, pseudonym, posts) VALUES ($1, $2, $3, $4)",
+                                types: [PostgresType.text, PostgresType.int8, PostgresType.bytea, PostgresType.int8],
+                                [.text(relayID), .int(Int64(rank)), .bytes(top.pseudonym), .int(top.posts)])
                 }
             }
         }
