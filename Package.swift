@@ -27,6 +27,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // libpq, for the relay's PostgreSQL store (several relay processes over one database).
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // include/yaok.h as a module: types for the FFI target, signatures for a test.
         .systemLibrary(name: "CYaOK"),
         // epoll and eventfd for each node's event thread (Glibc's module lacks eventfd).
@@ -70,7 +72,7 @@ let package = Package(
         .testTarget(name: "YaOKFFITests", dependencies: ["YaOKFFI", "CYaOK"]),
         // The relay server (docs/PROTOCOL.md §8, docs/RELAY.md): sessions, group-commit
         // store, limits on the node's event loop; `yaok-relay` is its thin command line.
-        .target(name: "YaOKRelayServer", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS"]),
+        .target(name: "YaOKRelayServer", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "CPostgres"]),
         .executableTarget(
             name: "yaok-relay",
             dependencies: ["YaOKRelayServer", "YaOKSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]

@@ -20,6 +20,12 @@ struct Options {
     var port: UInt16 = 0
     var relayArguments: [String] = []
     var connect: String?
+    /// More relays (a cluster over one PostgreSQL): client i uses relay i mod their number.
+    var moreConnects: [String] = []
+    /// `--at F:CMD`: run CMD (sh -c) once F of the messages are ACCEPTED (kill a relay…).
+    var hooks: [(fraction: Double, command: String)] = []
+    /// `--offline F:CLIENT:S`: at F, disconnect CLIENT and keep it away S seconds.
+    var offline: [(fraction: Double, client: Int, seconds: Double)] = []
     var pin: String?
     var seed: UInt64 = 0
     var quiet = false
@@ -38,7 +44,11 @@ struct Options {
             --relay-arg ARG       pass ARG to yaok-relay (repeatable), e.g. --relay-arg --rate-limit=1000000
             --kill-relay-at F     (load) SIGKILL the relay once F (0..1) of the messages are ACCEPTED,
                                   restart it on the same data and port
-          --connect HOST:PORT --pin HEX   a relay already running
+          --connect HOST:PORT --pin HEX   a relay already running; repeat --connect for a
+                                  cluster (one PostgreSQL): client i uses relay i mod N,
+                                  so with two clients client 0 is on the first relay
+          --at F:CMD              run CMD (sh -c) once F of the messages are ACCEPTED
+          --offline F:CLIENT:S    at F, disconnect client CLIENT and keep it offline S s
 
         options:
           --clients N (1000)  --messages N (100000)  --window N (8)
@@ -81,7 +91,20 @@ struct Options {
             case "--data": o.data = try value()
             case "--port": o.port = try number(UInt16.self)
             case "--relay-arg": o.relayArguments.append(try value())
-            case "--connect": o.connect = try value()
+            case "--connect":
+                if o.connect == nil { o.connect = try value() } else { o.moreConnects.append(try value()) }
+            case "--at":
+                let text = try value()
+                guard let colon = text.firstIndex(of: ":"), let f = Double(text[..<colon]) else {
+                    throw ToolError("--at wants F:COMMAND, e.g. 0.5:'kill -9 1234'")
+                }
+                o.hooks.append((f, String(text[text.index(after: colon)...])))
+            case "--offline":
+                let parts = try value().split(separator: ":")
+                guard parts.count == 3, let f = Double(parts[0]), let c = Int(parts[1]), let s = Double(parts[2]) else {
+                    throw ToolError("--offline wants F:CLIENT:SECONDS")
+                }
+                o.offline.append((f, c, s))
             case "--pin": o.pin = try value()
             case "--quiet": o.quiet = true
             case "--payload":

@@ -30,6 +30,10 @@ final class Runner {
     var host: in_addr_t = 0
     var hostName = "127.0.0.1"
     var port: UInt16 = 0
+    /// Every relay's port (more than one: a cluster); client i connects to ports[i % count].
+    var ports: [UInt16] = []
+    private var hooksRun = 0
+    private var offlineRun = 0
     var relay: RelayProcess?
     var clients: [Client] = []
     var messages: [Message] = []
@@ -119,6 +123,14 @@ final class Runner {
             }
             hostName = String(connect[..<colon])
             port = p
+            ports = [p]
+            for more in options.moreConnects {
+                guard let colon = more.lastIndex(of: ":"), let p = UInt16(more[more.index(after: colon)...]),
+                      String(more[..<colon]) == hostName else {
+                    throw ToolError("each --connect wants HOST:PORT on the same host")
+                }
+                ports.append(p)
+            }
             tlsContext = try TLSContext.client(pin: try pinBytes(pin), caFile: nil)
         }
         guard let address = Net.parseIPv4(hostName) else { throw ToolError("\(hostName) is not an IPv4 address") }
@@ -233,7 +245,7 @@ final class Runner {
             if c.state == .idle {
                 if connecting < options.connectConcurrency && now >= c.retryAtNs {
                     connecting += 1
-                    c.connect(host: host, port: port, now: now)
+                    c.connect(host: host, port: ports.isEmpty ? port : ports[c.index % ports.count], now: now)
                 }
             } else if c.isReady {
                 if now - c.lastSendNs > 45_000_000_000 { c.sendKeepalive(now: now); markDirty(c) }
@@ -285,6 +297,7 @@ final class Runner {
             lastAcceptNs = now
             packets[m] = nil
         }
+        runHooks(now: now)
         if let k = options.killAt, !killed, Double(acceptedCount) >= k * Double(options.messages) {
             killAndRestart(now: now)
             return
@@ -371,6 +384,30 @@ final class Runner {
     private func fault(_ text: String) {
         faultCount += 1
         if faults.count < 20 { faults.append(text) }
+    }
+
+    // MARK: Hooks (a cluster's test: kill a relay, restart the database, a client away)
+
+    private func runHooks(now: UInt64) {
+        let done = Double(acceptedCount) / Double(max(options.messages, 1))
+        let hooks = options.hooks.sorted { $0.fraction < $1.fraction }
+        while hooksRun < hooks.count && done >= hooks[hooksRun].fraction {
+            let hook = hooks[hooksRun]
+            hooksRun += 1
+            say("  at \(acceptedCount) accepted: \(hook.command)")
+            let status = system(hook.command)
+            say("  … exit status \(status)")
+        }
+        let away = options.offline.sorted { $0.fraction < $1.fraction }
+        while offlineRun < away.count && done >= away[offlineRun].fraction {
+            let o = away[offlineRun]
+            offlineRun += 1
+            guard o.client >= 0 && o.client < clients.count else { continue }
+            say("  at \(acceptedCount) accepted: client \(o.client) goes offline for \(fmt(o.seconds, 1)) s")
+            let c = clients[o.client]
+            c.fail("offline on purpose", now: now, counted: false)
+            c.retryAtNs = now + UInt64(o.seconds * 1e9)
+        }
     }
 
     // MARK: Kill and restart

@@ -23,7 +23,10 @@ struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the relay until SIGTERM or SIGINT.")
 
     @Option(help: "Address to listen on, HOST:PORT (IPv4 only; localhost is 127.0.0.1; port 0 picks a free one).") var listen: String
-    @Option(help: "Data directory (created 0700).") var data: String
+    @Option(help: "Data directory (created 0700): the SQLite store, and the self-signed certificate if asked for.") var data: String
+    @Option(help: ArgumentHelp("Keep mailboxes in PostgreSQL, shared with other relay processes: a postgresql:// URI or a libpq connection string. --data then holds only the certificate.", valueName: "conninfo"))
+    var postgres: String?
+    @Option(help: "PostgreSQL connections this relay may open (with --postgres; plus one for LISTEN).") var poolSize = 4
     @Option(help: "TLS certificate (PEM).") var cert: String?
     @Option(help: "TLS private key (PEM).") var key: String?
     @Flag(help: "Use a self-signed certificate kept in the data directory, and print its pin.") var selfSigned = false
@@ -44,7 +47,7 @@ struct Serve: ParsableCommand {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
         guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
-              maxStoredBytes >= 1, minFreeBytes >= 0 else {
+              maxStoredBytes >= 1, minFreeBytes >= 0, poolSize >= 1 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
     }
@@ -76,7 +79,12 @@ struct Serve: ParsableCommand {
             // Bound first: a port in use or an address this machine lacks fails before the
             // data directory, the database or a certificate is made, and before `pin:`.
             let listener = try RelayListener(host: host, port: port)
-            let store = try SQLiteRelayStore(directory: data)
+            let store: RelayStore
+            if let postgres {
+                store = try PostgresRelayStore(conninfo: postgres, poolSize: poolSize, log: { sayError("yaok-relay: " + $0) })
+            } else {
+                store = try SQLiteRelayStore(directory: data)
+            }
             let context = selfSigned ? try TLSContext.selfSigned(directory: data)
                 : try TLSContext.server(certificateFile: cert ?? "", keyFile: key ?? "")
             if selfSigned, let pin = context.certificatePin { say("pin: " + Hex.encode(pin)) }
@@ -107,17 +115,22 @@ struct Serve: ParsableCommand {
 }
 
 struct Stats: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the relay's counters (it saves them every second).")
-    @Option(help: "Data directory.") var data: String
+    static let configuration = CommandConfiguration(abstract: "Show the relay's counters (it saves them every second); with --postgres, every relay's of the cluster added up.")
+    @Option(help: "Data directory (SQLite).") var data: String?
+    @Option(help: ArgumentHelp("The relays' PostgreSQL database (URI or libpq connection string).", valueName: "conninfo")) var postgres: String?
     @Flag(help: "Print JSON.") var json = false
     @Option(help: "Also list the N pseudonyms (at most 100) with the most posts in the last hour, to find one to revoke.") var top = 0
 
     func validate() throws {
         guard (0...100).contains(top) else { throw ValidationError("--top takes 1 to 100") }
+        guard (data == nil) != (postgres == nil) else { throw ValidationError("Give either --data DIR or --postgres CONNINFO") }
     }
 
     func run() throws {
-        let stats = try failing { try RelayStatistics.read(directory: data) }
+        let stats = try failing {
+            if let postgres { return try RelayStatistics.read(postgres: postgres) }
+            return try RelayStatistics.read(directory: data ?? "")
+        }
         if json {
             say(stats.json(top: top).serialized)
         } else {
@@ -130,16 +143,27 @@ struct Stats: ParsableCommand {
 struct Revoke: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Revoke a pseudonym: its sessions end within a second, new logins are refused; what is stored for it stays until it expires.")
-    @Option(help: "Data directory.") var data: String
+    @Option(help: "Data directory (SQLite).") var data: String?
+    @Option(help: ArgumentHelp("The relays' PostgreSQL database (URI or libpq connection string).", valueName: "conninfo")) var postgres: String?
     @Argument(help: "The pseudonym's public key, 64 hex digits.") var pseudonym: String
+
+    func validate() throws {
+        guard (data == nil) != (postgres == nil) else { throw ValidationError("Give either --data DIR or --postgres CONNINFO") }
+    }
 
     func run() throws {
         guard let key = decodeHex(pseudonym), key.count == 32 else {
             throw ValidationError("A pseudonym is 64 hex digits")
         }
         try failing {
-            guard SQLiteRelayStore.exists(in: data) else { throw YaOKError(.notFound, "No relay data in \(data)") }
-            let store = try SQLiteRelayStore(directory: data)
+            let store: RelayStore
+            if let postgres {
+                store = try PostgresRelayStore(conninfo: postgres, poolSize: 1)
+            } else {
+                let data = data ?? ""
+                guard SQLiteRelayStore.exists(in: data) else { throw YaOKError(.notFound, "No relay data in \(data)") }
+                store = try SQLiteRelayStore(directory: data)
+            }
             defer { store.close() }
             try store.revoke(pseudonym: key, nowMs: Clock.milliseconds())
         }
@@ -151,6 +175,12 @@ struct Revoke: ParsableCommand {
 func say(_ line: String) {
     let bytes = Array((line + "\n").utf8)
     _ = bytes.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+}
+
+/// One line to stderr (diagnostics: the database going away and coming back).
+func sayError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
 }
 
 /// Runs `body`; a YaOKError becomes its message on stderr and exit status 1.

@@ -7,8 +7,10 @@ import XCTest
 
 /// The server's behaviour end to end over loopback, without TLS (`.plaintextForTesting`):
 /// store and forward, live pushes, idempotence, quotas, limits, revocation, timeouts.
-final class RelayServerTests: XCTestCase {
+/// On SQLite here; `PostgresRelayServerTests` runs every one of them on PostgreSQL.
+class RelayServerTests: XCTestCase {
     var relays: [TestRelay] = []
+    var backend: StoreBackend { .sqlite }
 
     override func tearDown() {
         for r in relays {
@@ -21,7 +23,7 @@ final class RelayServerTests: XCTestCase {
     func startRelay(_ configure: (inout RelayConfiguration) -> Void = { _ in }) throws -> TestRelay {
         var c = testConfiguration()
         configure(&c)
-        let r = try TestRelay(configuration: c)
+        let r = try TestRelay(configuration: c, backend: backend)
         relays.append(r)
         return r
     }
@@ -465,7 +467,7 @@ final class RelayServerTests: XCTestCase {
         let alice = try readyClient(relay)
         XCTAssertEqual(try alice.post(try makePacket(), to: mailbox(try SigningKey.random())), .accepted(request: 1))
         XCTAssertTrue(eventually {
-            let stats = try? RelayStatistics.read(directory: relay.directory)
+            let stats = try? (relay.conninfo.map { try RelayStatistics.read(postgres: $0) } ?? RelayStatistics.read(directory: relay.directory))
             return stats?.counters.accepted == 1 && stats?.counters.connected == 1 && stats?.storedPackets == 1
         })
     }

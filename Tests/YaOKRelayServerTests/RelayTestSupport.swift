@@ -44,16 +44,21 @@ func testConfiguration() -> RelayConfiguration {
     return c
 }
 
-/// A relay on 127.0.0.1, port 0, over a fresh data directory.
+/// A relay on 127.0.0.1, port 0, over a fresh data directory (SQLite) or database
+/// (PostgreSQL; `conninfo` given: another relay over the same one).
 final class TestRelay {
     let directory: String
+    let backend: StoreBackend
+    let conninfo: String?
     let server: RelayServer
     var port: UInt16 { server.port }
 
     init(configuration: RelayConfiguration = testConfiguration(), security: RelaySecurity = .plaintextForTesting,
-         directory: String? = nil) throws {
+         directory: String? = nil, backend: StoreBackend = .sqlite, conninfo: String? = nil) throws {
         self.directory = try directory ?? makeTempDirectory()
-        let store = try SQLiteRelayStore(directory: self.directory)
+        self.backend = backend
+        self.conninfo = backend == .postgres ? try conninfo ?? TestPostgres.freshDatabase() : nil
+        let store = try openStore(backend, directory: self.directory, conninfo: self.conninfo)
         server = try RelayServer(configuration: configuration, store: store, security: security, host: "127.0.0.1", port: 0)
     }
 
@@ -61,7 +66,7 @@ final class TestRelay {
 
     /// Revokes as `yaok-relay revoke` does: through a second connection to the database.
     func revoke(_ pseudonym: [UInt8]) throws {
-        let store = try SQLiteRelayStore(directory: directory)
+        let store = try openStore(backend, directory: directory, conninfo: conninfo)
         defer { store.close() }
         try store.revoke(pseudonym: pseudonym, nowMs: Clock.milliseconds())
     }

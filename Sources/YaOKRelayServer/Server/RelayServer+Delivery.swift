@@ -43,6 +43,14 @@ extension RelayServer {
                 giveBackSlot()
                 c?.posts += 1
                 c?.output.append(.accepted(request: request))
+            case .success(.rateLimited(let seconds)):
+                // Over the limit counted across every relay (a shared store).
+                giveBackSlot()
+                counters.withLock { $0.rateLimited += 1 }
+                let minutes = (seconds + 59) / 60
+                c?.output.append(.error(RelayErrorFrame(request: request, code: .rateLimited,
+                                                        retryAfterSeconds: UInt32(clamping: seconds),
+                                                        message: "Rate limit reached. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").")))
             case .success(.mailboxFull):
                 giveBackSlot()
                 counters.withLock { $0.rejected += 1 }
@@ -52,6 +60,7 @@ extension RelayServer {
                 break
             case .failure(let error):
                 giveBackSlot()
+                counters.withLock { $0.storageErrors += 1 }
                 c?.output.append(.error(RelayErrorFrame(request: request, code: .unavailable,
                                                         message: "Storage failed, post again later: \(error.message)")))
             }
@@ -64,6 +73,7 @@ extension RelayServer {
             case .success(let pages):
                 for page in pages { deliver(page, to: c) }
             case .failure:
+                counters.withLock { $0.storageErrors += 1 }
                 // Read again at the next tick, not at once (the store may stay broken).
                 for mailbox in c.reading { c.markNeedsRead(mailbox) }
                 c.reading.removeAll()
@@ -91,13 +101,18 @@ extension RelayServer {
     }
 
     /// A packet was stored: DELIVER it now to each caught-up subscriber with room in its
-    /// output; the others read it from the store when their turn comes.
+    /// output; the others read it from the store when their turn comes. With a shared
+    /// store every subscriber reads it from the store: another relay may yet commit a
+    /// packet with a lower sequence number (taken before ours, committed after), and a
+    /// push would move the cursor past it.
     private func fanOut(_ post: RelayPost, sequence: Int64, touched: inout Set<UInt64>) {
         guard let ids = subscribers[post.mailbox] else { return }
         for id in ids {
             guard let c = connections[id] else { continue }
             touched.insert(id)
-            if c.canPushLive(post.mailbox, highWater: configuration.writeQueueHighWater) {
+            if store.isShared {
+                c.markNeedsRead(post.mailbox)
+            } else if c.canPushLive(post.mailbox, highWater: configuration.writeQueueHighWater) {
                 if let cursor = c.cursors[post.mailbox], sequence > cursor {
                     c.output.append(.deliver(mailbox: post.mailbox, packet: post.packet))
                     c.cursors[post.mailbox] = sequence
@@ -121,6 +136,29 @@ extension RelayServer {
         c.cursors[page.mailbox] = cursor
         if sent > 0 { counters.withLock { $0.delivered += sent } }
         if !page.complete { c.markNeedsRead(page.mailbox) }
+    }
+
+    /// Another relay process wrote to the shared store (loop thread).
+    func storeChanged(_ change: RelayStoreChange) {
+        switch change {
+        case .stored(let mailboxes):
+            var touched = Set<UInt64>()
+            for mailbox in mailboxes {
+                for id in subscribers[mailbox] ?? [] {
+                    guard let c = connections[id], c.cursors[mailbox] != nil else { continue }
+                    c.markNeedsRead(mailbox)
+                    touched.insert(id)
+                }
+            }
+            for id in touched { if let c = connections[id] { pump(c) } }
+        case .resync:
+            for c in connections.values where !c.cursors.isEmpty {
+                for mailbox in c.cursors.keys { c.markNeedsRead(mailbox) }
+                pump(c)
+            }
+        case .revoked:
+            disk.refreshRevocations()
+        }
     }
 
     /// Asks the disk for the next backlog page, if none is in flight and the output is short.

@@ -56,7 +56,13 @@ extension RelayServer {
             pendingPosts[token] = (c.id, post, pseudonym, address)
             pendingPostBytes += post.post.packet.count
             c.pendingPosts += 1
-            disk.submit(DiskThread.Write(token: token, write: .post(post.post)))
+            var stored = post.post
+            if store.isShared, let pseudonym = session.pseudonym {
+                // The limiter here saw only this relay's share; the store counts them all.
+                stored.charge = RelayRateCharge(pseudonym: pseudonym, isAck: post.kind == .ack,
+                                                limit: post.kind == .ack ? limiter.ackLimit : limiter.messageLimit)
+            }
+            disk.submit(DiskThread.Write(token: token, write: .post(stored)))
         case .delete(let refs):
             let token = takeToken()
             pendingDeletes[token] = (c.id, refs.count)

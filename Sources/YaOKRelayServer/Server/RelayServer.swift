@@ -19,6 +19,8 @@ public final class RelayServer: @unchecked Sendable {
     let store: RelayStore
     var disk: DiskThread!
     let counters: Locked<RelayCounters>
+    /// Other relays' writes to a shared store (PostgreSQL LISTEN), nil for SQLite.
+    var watch: RelayStoreWatch?
 
     // Loop-confined.
     var listener: Int32
@@ -109,7 +111,12 @@ public final class RelayServer: @unchecked Sendable {
         do {
             try disk.start()
             try loop.register(fd: fd, for: .readable) { [weak self] _ in self?.acceptReady() }
+            watch = try store.watch { [weak self] change in
+                guard let self else { return }
+                self.loop.post { self.storeChanged(change) }
+            }
         } catch {
+            watch?.stop()
             disk.stop()
             loop.stop()
             RelaySocket.close(fd)
@@ -120,6 +127,9 @@ public final class RelayServer: @unchecked Sendable {
 
     /// A snapshot of the counters (`connected` is live).
     public var statistics: RelayCounters { counters.withLock { $0 } }
+
+    /// The shared database's state (nil for SQLite): reachable, the last error, outages.
+    public var storageHealth: RelayStoreHealth? { store.health }
 
     /// Rounds the disk thread has committed (each one transaction, however many writes).
     public var commitCount: Int { disk.commits.withLock { $0 } }
@@ -137,6 +147,7 @@ public final class RelayServer: @unchecked Sendable {
             return true
         } ?? false
         guard first else { return }
+        watch?.stop()
         disk.stop()  // its last round is posted to the loop before this returns
         _ = onLoop {
             for c in Array(self.connections.values) {
@@ -312,7 +323,11 @@ extension RelayServer {
                 .map { RelayTopPoster(pseudonym: $0.key, posts: Int64($0.count)) }
             counters.withLock { $0.topPosters = top }
         }
-        counters.withLock { $0.connected = Int64(connections.count) }
+        let outages = store.health?.outages ?? 0
+        counters.withLock {
+            $0.connected = Int64(connections.count)
+            $0.databaseOutages = outages
+        }
         loop.schedule(after: c.tickSeconds) { [weak self] in self?.tick() }
     }
 

@@ -35,6 +35,8 @@ final class DiskThread: @unchecked Sendable {
         var writes: [Write] = []
         var reads: [Read] = []
         var stopping = false
+        /// Read the revocation list at the next round (another relay revoked someone).
+        var revocations = false
     }
 
     private let store: RelayStore
@@ -99,6 +101,12 @@ final class DiskThread: @unchecked Sendable {
         signal()
     }
 
+    /// Reads the revocation list at once rather than at the next maintenance.
+    func refreshRevocations() {
+        queue.withLock { $0.revocations = true }
+        signal()
+    }
+
     /// Finishes what is queued (one last commit), saves the counters, and ends the thread.
     func stop() {
         queue.withLock { $0.stopping = true }
@@ -133,6 +141,9 @@ final class DiskThread: @unchecked Sendable {
                 }.mapError(Self.yaokError)))
             }
             let now = Self.now()
+            if queue.withLock({ q -> Bool in defer { q.revocations = false }; return q.revocations }) {
+                nextMaintenance = min(nextMaintenance, now)
+            }
             if now >= nextMaintenance || stopping {
                 nextMaintenance = now + UInt64(configuration.maintenanceSeconds * 1e9)
                 let snapshot = counters()
@@ -171,7 +182,7 @@ final class DiskThread: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         while true {
             let taken = queue.withLock { q -> ([Write], [Read], Bool)? in
-                guard !q.writes.isEmpty || !q.reads.isEmpty || q.stopping else { return nil }
+                guard !q.writes.isEmpty || !q.reads.isEmpty || q.stopping || q.revocations else { return nil }
                 defer {
                     q.writes.removeAll(keepingCapacity: true)
                     q.reads.removeAll(keepingCapacity: true)

@@ -10,6 +10,10 @@ public struct RelayStatistics: Sendable, Equatable {
     public var revokedPseudonyms: Int
     /// When the relay last saved its counters (ms since the epoch; 0: never).
     public var savedAtMs: Int64
+    /// PostgreSQL only: relay processes that saved their counters within 5 s, and the
+    /// database (its version and pool, or why it cannot be reached).
+    public var runningRelays: Int?
+    public var database: String?
 
     /// Reads them; `notFound` if the directory holds no relay database.
     public static func read(directory: String) throws -> RelayStatistics {
@@ -21,6 +25,29 @@ public struct RelayStatistics: Sendable, Equatable {
         let now = Clock.milliseconds()
         return RelayStatistics(counters: try store.loadCounters(), storedPackets: try store.storedPacketCount(nowMs: now),
                                revokedPseudonyms: try store.revokedCount(), savedAtMs: try store.countersSavedAtMs())
+    }
+
+    /// The cluster's statistics from a shared PostgreSQL store: every relay's counters
+    /// added up (`connected` over the running ones). `relayUnavailable` if the database
+    /// cannot be reached: that is the report.
+    public static func read(postgres conninfo: String) throws -> RelayStatistics {
+        let store = try PostgresRelayStore(conninfo: conninfo, poolSize: 1)
+        defer { store.close() }
+        let now = Clock.milliseconds()
+        let cluster = try store.clusterCounters(nowMs: now)
+        return RelayStatistics(counters: cluster.counters, storedPackets: try store.storedPacketCount(nowMs: now),
+                               revokedPseudonyms: try store.revokedCount(), savedAtMs: cluster.savedAtMs,
+                               runningRelays: cluster.running, database: store.health?.description)
+    }
+
+    public init(counters: RelayCounters, storedPackets: Int, revokedPseudonyms: Int, savedAtMs: Int64,
+                runningRelays: Int? = nil, database: String? = nil) {
+        self.counters = counters
+        self.storedPackets = storedPackets
+        self.revokedPseudonyms = revokedPseudonyms
+        self.savedAtMs = savedAtMs
+        self.runningRelays = runningRelays
+        self.database = database
     }
 
     /// Whether the counters look current (saved within the last few seconds): if not, the
@@ -43,7 +70,11 @@ public struct RelayStatistics: Sendable, Equatable {
             ("revoked_sessions", .int(counters.revokedSessions)),
             ("running", .bool(isCurrent())),
             ("saved_at_ms", .int(savedAtMs)),
+            ("storage_errors", .int(counters.storageErrors)),
+            ("database_outages", .int(counters.databaseOutages)),
         ]
+        if let runningRelays { fields.append(("running_relays", .int(Int64(runningRelays)))) }
+        if let database { fields.append(("database", .string(database))) }
         if top > 0 {
             fields.append(("top", .array(counters.topPosters.prefix(top).map {
                 .object([("pseudonym", .string(Hex.encode($0.pseudonym))), ("posts", .int($0.posts))])
@@ -71,6 +102,8 @@ public struct RelayStatistics: Sendable, Equatable {
             rejected:          \(counters.rejected)
             rate-limited:      \(counters.rateLimited)
             revoked:           \(revokedPseudonyms) pseudonym(s), \(counters.revokedSessions) session(s) ended or refused
-            """
+            storage errors:    \(counters.storageErrors)
+            """ + (database.map { "\ndatabase:          \($0), \(counters.databaseOutages) outage(s) seen by the relays" } ?? "")
+            + (runningRelays.map { "\nrelays running:    \($0)" } ?? "")
     }
 }

@@ -1,8 +1,9 @@
 import YaOKWire
 
 /// Where a relay keeps its packets, revocations and counters (docs/PROTOCOL.md §8.5).
-/// SQLite today (`SQLiteRelayStore`); a second implementation (PostgreSQL) can sit behind
-/// the same protocol. Not thread-safe: the relay calls it from its disk thread only.
+/// Two implementations: `SQLiteRelayStore` (embedded, one relay process) and
+/// `PostgresRelayStore` (several relay processes over one database, docs/RELAY.md).
+/// Not thread-safe: the relay calls it from its disk thread only (and `stop`).
 public protocol RelayStore: AnyObject {
     /// Applies `writes` in order, all in one transaction (group commit: one disk sync for
     /// the lot), and returns one outcome per write. Throws if the transaction failed, in
@@ -33,6 +34,70 @@ public protocol RelayStore: AnyObject {
     func storedPacketCount(nowMs: Int64) throws -> Int
 
     func close()
+
+    /// Whether other relay processes write to this store too. Then a packet stored here may
+    /// commit after one stored elsewhere with a lower sequence number is pushed, so the relay
+    /// delivers through a store read (after the session's cursor) rather than push what it
+    /// just stored, and checks rate limits in the store (`RelayPost.charge`).
+    var isShared: Bool { get }
+
+    /// Starts telling `onChange`, on a thread of the store's, about mailboxes that other
+    /// processes stored into (live push across relays). nil when there are no others.
+    func watch(_ onChange: @escaping @Sendable (RelayStoreChange) -> Void) throws -> RelayStoreWatch?
+
+    /// The database server's state, for stats and diagnostics (nil: embedded, no server).
+    var health: RelayStoreHealth? { get }
+}
+
+extension RelayStore {
+    public var isShared: Bool { false }
+    public func watch(_ onChange: @escaping @Sendable (RelayStoreChange) -> Void) throws -> RelayStoreWatch? { nil }
+    public var health: RelayStoreHealth? { nil }
+}
+
+/// What another relay process did to the shared store.
+public enum RelayStoreChange: Sendable, Equatable {
+    /// Packets were stored into these mailboxes.
+    case stored([MailboxID])
+    /// Notifications may have been missed (the watch reconnected): read every mailbox again.
+    case resync
+    /// The revocation list changed.
+    case revoked
+}
+
+/// A running watch; `stop` ends it (idempotent).
+public protocol RelayStoreWatch: AnyObject, Sendable {
+    func stop()
+}
+
+/// The shared database as the relay last saw it.
+public struct RelayStoreHealth: Sendable, Equatable {
+    public var reachable: Bool
+    public var lastError: String
+    public var outages: Int64
+    public var reconnects: Int64
+    public var description: String
+    public init(reachable: Bool, lastError: String, outages: Int64, reconnects: Int64, description: String) {
+        self.reachable = reachable
+        self.lastError = lastError
+        self.outages = outages
+        self.reconnects = reconnects
+        self.description = description
+    }
+}
+
+/// A POST's claim on its sender's rate limit (§8.3), for a store that relays share: it
+/// counts the sender's posts over the last hour across every relay, so the limit holds
+/// for the cluster and not only per process.
+public struct RelayRateCharge: Sendable, Equatable {
+    public let pseudonym: [UInt8]
+    public let isAck: Bool
+    public let limit: Int
+    public init(pseudonym: [UInt8], isAck: Bool, limit: Int) {
+        self.pseudonym = pseudonym
+        self.isAck = isAck
+        self.limit = limit
+    }
 }
 
 /// Per-mailbox limits (§8.5).
@@ -51,12 +116,15 @@ public struct RelayPost: Sendable, Equatable {
     public let messageID: MessageID
     public let expiresAtMs: Int64
     public let packet: [UInt8]
+    /// Checked and recorded by a shared store (nil: the relay's own limiter did it).
+    public var charge: RelayRateCharge?
 
-    public init(mailbox: MailboxID, messageID: MessageID, expiresAtMs: Int64, packet: [UInt8]) {
+    public init(mailbox: MailboxID, messageID: MessageID, expiresAtMs: Int64, packet: [UInt8], charge: RelayRateCharge? = nil) {
         self.mailbox = mailbox
         self.messageID = messageID
         self.expiresAtMs = expiresAtMs
         self.packet = packet
+        self.charge = charge
     }
 }
 
@@ -71,6 +139,9 @@ public enum RelayStoreOutcome: Sendable, Equatable {
     /// Already stored under the same (mailbox, message ID): nothing written.
     case duplicate
     case mailboxFull
+    /// Over the sender's cluster-wide rate limit (a shared store only): a slot frees in
+    /// this many seconds.
+    case rateLimited(retryAfterSeconds: Int)
     /// Packets deleted, and their bytes.
     case deleted(count: Int, bytes: Int)
 }
@@ -132,15 +203,23 @@ public struct RelayCounters: Sendable, Equatable {
     public var rateLimited: Int64 = 0
     /// Sessions ended or logins refused because the pseudonym is revoked.
     public var revokedSessions: Int64 = 0
+    /// Commits and reads that failed (the database away, the disk full): their POSTs got
+    /// ERROR unavailable, their reads were retried.
+    public var storageErrors: Int64 = 0
+    /// Times the shared database went away (PostgreSQL; 0 for SQLite).
+    public var databaseOutages: Int64 = 0
     /// The pseudonyms with the most posts in the last hour (at most 100), most first:
     /// saved with the counters, for `yaok-relay stats --top`.
     public var topPosters: [RelayTopPoster] = []
 
     public init() {}
 
-    static let names = ["connected", "accepted", "delivered", "deleted", "rejected", "rate_limited", "revoked_sessions"]
+    static let names = ["connected", "accepted", "delivered", "deleted", "rejected", "rate_limited", "revoked_sessions",
+                        "storage_errors", "database_outages"]
 
-    var values: [Int64] { [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions] }
+    var values: [Int64] {
+        [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions, storageErrors, databaseOutages]
+    }
 
     mutating func set(_ name: String, _ value: Int64) {
         switch name {
@@ -151,6 +230,8 @@ public struct RelayCounters: Sendable, Equatable {
         case "rejected": rejected = value
         case "rate_limited": rateLimited = value
         case "revoked_sessions": revokedSessions = value
+        case "storage_errors": storageErrors = value
+        case "database_outages": databaseOutages = value
         default: break
         }
     }

@@ -7,17 +7,24 @@ import XCTest
 @testable import YaOKCrypto
 @testable import YaOKStore
 
-/// The SQLite store: idempotence, quotas, deletion, expiry, paging, schema, file modes.
-final class SQLiteRelayStoreTests: XCTestCase {
+/// The store's behaviour: idempotence, quotas, deletion, expiry, paging, revocations,
+/// counters; on SQLite here (with its schema and file modes), and every test again on
+/// PostgreSQL in `PostgresRelayStoreTests`.
+class RelayStoreTests: XCTestCase {
     var directory = ""
-    var store: SQLiteRelayStore!
+    var conninfo: String?
+    var store: RelayStore!
     let quota = MailboxQuota(packets: 3, bytes: 1000)
     let now = Clock.milliseconds()
+    var backend: StoreBackend { .sqlite }
 
     override func setUpWithError() throws {
         directory = try makeTempDirectory("relay-store") + "/data"
-        store = try SQLiteRelayStore(directory: directory)
+        if backend == .postgres { conninfo = try TestPostgres.freshDatabase() }
+        store = try reopen()
     }
+
+    func reopen() throws -> RelayStore { try openStore(backend, directory: directory, conninfo: conninfo) }
 
     override func tearDown() {
         store.close()
@@ -55,6 +62,8 @@ final class SQLiteRelayStoreTests: XCTestCase {
         XCTAssertEqual(try store.storedPacketCount(nowMs: now), 0)
         // Once the packet would have expired, the note of its deletion goes too.
         _ = try store.deleteExpired(nowMs: now + 60)
+        XCTAssertEqual(try store.commit([post(box, expires: now + 500, id: id)], nowMs: now + 60, quota: quota).count, 1)
+        guard backend == .sqlite else { return }
         var notes = -1
         try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT COUNT(*) FROM deleted") { notes = $0.int(0) }
         XCTAssertEqual(notes, 0)
@@ -99,12 +108,25 @@ final class SQLiteRelayStoreTests: XCTestCase {
         counters.rateLimited = 2
         try store.saveCounters(counters, nowMs: now)
         store.close()
-        store = try SQLiteRelayStore(directory: directory)
+        store = try reopen()
         XCTAssertEqual(try store.revokedPseudonyms(), [key])
-        XCTAssertEqual(try store.loadCounters(), counters)
+        if let postgres = store as? PostgresRelayStore {
+            // Each process has its own row; the cluster's figures add them up.
+            XCTAssertEqual(try postgres.loadCounters(), RelayCounters(), "a new process starts from zero")
+            XCTAssertEqual(try postgres.clusterCounters(nowMs: now).counters.accepted, 7)
+        } else {
+            XCTAssertEqual(try store.loadCounters(), counters)
+        }
     }
 
     func testSchemaVersionAndPrivateFiles() throws {
+        guard backend == .sqlite else {
+            let c = try PostgresConnection(conninfo: conninfo ?? "")
+            XCTAssertEqual(try c.query("v", "SELECT version FROM yaok_relay_schema", types: [], []).int(0, 0), PostgresRelaySchema.currentVersion)
+            // Migrating again (a second relay starting) changes nothing.
+            try PostgresRelaySchema.migrate(c)
+            return
+        }
         let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
         var version = 0
         try db.query("SELECT version FROM schema_version") { version = $0.int(0) }
@@ -118,5 +140,76 @@ final class SQLiteRelayStoreTests: XCTestCase {
         var mode = ""
         try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("PRAGMA journal_mode") { mode = $0.text(0) }
         XCTAssertEqual(mode, "wal")
+    }
+}
+
+/// Every store test on PostgreSQL, plus what only a shared store does.
+final class PostgresRelayStoreTests: RelayStoreTests {
+    override var backend: StoreBackend { .postgres }
+
+    func testRateLimitIsCountedInTheStore() throws {
+        let pseudonym = Sodium.randomBytes(32)
+        let box = mailbox(try SigningKey.random())
+        func charged(_ isAck: Bool = false, id: MessageID = .random()) -> RelayStoreWrite {
+            .post(RelayPost(mailbox: box, messageID: id, expiresAtMs: now + 60_000, packet: Sodium.randomBytes(10),
+                            charge: RelayRateCharge(pseudonym: pseudonym, isAck: isAck, limit: 2)))
+        }
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
+        let id = MessageID.random()
+        let first = try store.commit([charged(id: id), charged(id: id), charged()], nowMs: now, quota: quota)
+        XCTAssertEqual(first[1], .duplicate, "a duplicate takes no slot")
+        // A second relay (another store over the same database) sees the same count.
+        let other = try reopen()
+        defer { other.close() }
+        guard case .rateLimited(let seconds) = try other.commit([charged()], nowMs: now, quota: quota)[0] else { return XCTFail() }
+        XCTAssertTrue((3590...3600).contains(seconds), "\(seconds)")
+        guard case .stored = try other.commit([charged(true)], nowMs: now, quota: quota)[0] else { return XCTFail("acks have their own limit") }
+        // An hour later the slots are free again.
+        guard case .stored = try other.commit([charged()], nowMs: now + 3_600_001, quota: quota)[0] else { return XCTFail() }
+    }
+
+    func testConcurrentBatchesFromTwoRelaysKeepEachMailboxInOrder() throws {
+        // Two stores committing batches over the same mailboxes at once, in opposite
+        // orders: no deadlock surfaces (key-ordered locking), and every mailbox's sequence
+        // numbers rise in commit order, so a reader never sees a gap filled later.
+        let boxes = try (0..<8).map { _ in mailbox(try SigningKey.random()) }
+        let quota = MailboxQuota(packets: 10_000, bytes: 1 << 30)
+        let now = self.now
+        let stores = try (0..<3).map { _ in try XCTUnwrap(try reopen() as? PostgresRelayStore) }
+        defer { stores.forEach { $0.close() } }
+        let reader = stores[2]
+        let failures = Locked(0)
+        let gaps = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 3) { worker in
+            if worker == 2 {
+                // A reader: each page's sequences must extend what it saw before, never slot in below it.
+                var seen: [MailboxID: Set<Int64>] = [:]
+                for _ in 0..<100 {
+                    for box in boxes {
+                        guard let page = try? reader.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 10_000, maxBytes: 1 << 30, nowMs: now)[0] else { continue }
+                        let before = seen[box] ?? []
+                        let highest = before.max() ?? 0
+                        // Anything at or below what was seen must have been seen: nothing slots in later.
+                        if page.packets.contains(where: { $0.sequence <= highest && !before.contains($0.sequence) }) {
+                            gaps.withLock { $0 += 1 }
+                        }
+                        seen[box] = Set(page.packets.map(\.sequence))
+                    }
+                }
+                return
+            }
+            let s = stores[worker]
+            for round in 0..<20 {
+                let order = worker == 0 ? boxes : boxes.reversed()
+                let writes = order.map { box in RelayStoreWrite.post(RelayPost(mailbox: box, messageID: .random(), expiresAtMs: now + 60_000, packet: [UInt8(round)])) }
+                if (try? s.commit(writes, nowMs: now, quota: quota)) == nil { failures.withLock { $0 += 1 } }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, 0)
+        XCTAssertEqual(gaps.withLock { $0 }, 0)
+        for box in boxes {
+            let page = try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 10_000, maxBytes: 1 << 30, nowMs: now)[0]
+            XCTAssertEqual(page.packets.count, 40)
+        }
     }
 }
