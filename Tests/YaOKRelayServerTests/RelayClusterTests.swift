@@ -139,4 +139,54 @@ final class PostgresRelayServerTests: RelayServerTests {
         XCTAssertTrue(eventually { a.server.storageHealth?.reachable == true })
         XCTAssertGreaterThanOrEqual(a.server.storageHealth?.outages ?? 0, 1)
     }
+
+    /// A database that stops answering (frozen, not gone: SIGSTOP) must not hold POSTs:
+    /// the client-side deadline refuses them as unavailable within seconds.
+    func testFrozenDatabaseRefusesPostsWithinSecondsThenRecovers() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../scripts/pg-temp").standardized.path
+        _ = try TestPostgres.base()
+        let directory = NSTemporaryDirectory() + "yaok-test-pg-frozen-\(getpid())"
+        func pg(_ command: String) -> Int32 {
+            system("'\(script)' \(command) '\(directory)' >'\(directory).out' 2>&1 </dev/null")
+        }
+        XCTAssertEqual(pg("start"), 0)
+        defer { _ = pg("destroy"); unlink(directory + ".out") }
+        let conninfo = "host=\(directory)/socket user=yaok dbname=yaok"
+        let a = try TestRelay(configuration: testConfiguration(), backend: .postgres, conninfo: conninfo)
+        relays.append(a)
+        let box = try SigningKey.random()
+        let alice = try readyClient(a)
+        XCTAssertEqual(try alice.post(try makePacket(), to: mailbox(box)), .accepted(request: 1))
+
+        let pidFile = (try? String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)) ?? ""
+        let pid = Int(pidFile.split(separator: "\n").first ?? "") ?? 0
+        XCTAssertGreaterThan(pid, 1)
+        // The postmaster and its backends (its children).
+        func signal(_ name: String) {
+            _ = system("kill -\(name) \(pid) $(pgrep -P \(pid)) >/dev/null 2>&1")
+        }
+        signal("STOP")
+        var resumed = false
+        defer { if !resumed { signal("CONT") } }
+        let began = Date()
+        guard case .error(let e) = try alice.post(try makePacket(), to: mailbox(box), timeout: 20) else {
+            return XCTFail("a POST while the database is frozen is refused")
+        }
+        XCTAssertEqual(e.code, .unavailable)
+        XCTAssertLessThan(Date().timeIntervalSince(began), 6.5, "refused within the deadline, not held")
+        XCTAssertTrue(eventually { a.server.storageHealth?.reachable == false })
+        let left = 8 - Date().timeIntervalSince(began)
+        if left > 0 { usleep(UInt32(left * 1e6)) }
+        signal("CONT")
+        resumed = true
+
+        var stored = false
+        let again = try makePacket()
+        for i in 0..<100 where !stored {
+            if case .accepted = try alice.post(again, to: mailbox(box), timeout: 20) { stored = true } else { usleep(100_000 * UInt32(min(i + 1, 5))) }
+        }
+        XCTAssertTrue(stored, "posts succeed again once the database answers")
+        XCTAssertTrue(eventually { a.server.storageHealth?.reachable == true })
+    }
 }

@@ -22,11 +22,19 @@ final class PostgresConnection {
 
     /// Connects with `conninfo` (a `postgresql://` URI or `key=value` string). Throws
     /// `relayUnavailable` when the server cannot be reached.
+    /// How long a statement may take, client side, before the connection is given up as
+    /// broken and the caller gets `relayUnavailable`: a server that stopped answering
+    /// (frozen, a dead network path) must not hold a POST for longer.
+    static let defaultTimeoutSeconds: Double = 5
+
     init(conninfo: String) throws {
         // expand_dbname: the first "dbname" is the caller's URI or key=value string; the
         // keywords before it are defaults it may override.
-        let keys = ["connect_timeout", "application_name", "dbname"]
-        let values = ["5", "yaok-relay", conninfo]
+        // Keepalives and tcp_user_timeout: a peer that vanished (TCP) is noticed in seconds,
+        // not hours; ignored on a Unix socket, where the client-side deadline still holds.
+        let keys = ["connect_timeout", "application_name", "keepalives", "keepalives_idle", "keepalives_interval",
+                    "keepalives_count", "tcp_user_timeout", "dbname"]
+        let values = ["5", "yaok-relay", "1", "10", "5", "3", "10000", conninfo]
         let cKeys = keys.map { strdup($0) }
         let cValues = values.map { strdup($0) }
         defer { (cKeys + cValues).forEach { free($0) } }
@@ -45,6 +53,8 @@ final class PostgresConnection {
         // A statement that waits longer than this (a lock held by a stuck peer, a server
         // that stopped answering) fails rather than hang the disk thread; quiet notices.
         try execute("SET statement_timeout = 15000; SET client_min_messages = warning")
+        // The server notices a client that gave up (the deadline below) during a statement.
+        if serverVersion >= 140000 { try execute("SET client_connection_check_interval = 5000") }
     }
 
     deinit { PQfinish(conn) }
@@ -56,18 +66,82 @@ final class PostgresConnection {
     var socket: Int32 { PQsocket(conn) }
 
     /// Runs SQL without parameters (several statements allowed): BEGIN, COMMIT, migrations.
-    func execute(_ sql: String) throws {
-        let result = PQexec(conn, sql)
+    func execute(_ sql: String, timeout: Double = defaultTimeoutSeconds) throws {
+        let result = try run(sql, timeout: timeout) { PQsendQuery(conn, sql) }
         defer { PQclear(result) }
         try check(result, sql)
+    }
+
+    /// Sends with `send` and waits for every result, at most `timeout` seconds: past that
+    /// the connection is marked broken (the pool drops it; the server ends the statement
+    /// when it notices) and `relayUnavailable` is thrown. Returns the first error result,
+    /// or else the last result.
+    private func run(_ sql: String, timeout: Double, _ send: () -> Int32) throws -> OpaquePointer? {
+        guard !broken else { throw YaOKError(.relayUnavailable, "PostgreSQL: the connection is broken") }
+        let deadline = Self.nowMs() + Int64(timeout * 1000)
+        func lost(_ why: String) -> YaOKError {
+            broken = true
+            return YaOKError(.relayUnavailable, "PostgreSQL: \(why)")
+        }
+        func wait(_ events: Int32) throws {
+            while true {
+                let left = deadline - Self.nowMs()
+                guard left > 0 else {
+                    throw lost("no answer within \(Int(timeout)) s (server frozen or unreachable); connection dropped")
+                }
+                var p = pollfd(fd: PQsocket(conn), events: Int16(events), revents: 0)
+                let ready = poll(&p, 1, Int32(min(left, 1000)))
+                if ready > 0 { return }
+                if ready < 0 && errno != EINTR { throw lost("poll: \(String(cString: strerror(errno)))") }
+            }
+        }
+        guard send() == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+        // Whatever does not fit the socket's buffer at once.
+        while true {
+            let flushed = PQflush(conn)
+            if flushed == 0 { break }
+            if flushed < 0 { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+            try wait(Int32(POLLIN | POLLOUT))
+            guard PQconsumeInput(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+        }
+        var kept: OpaquePointer?
+        while true {
+            while PQisBusy(conn) == 1 {
+                try wait(Int32(POLLIN))
+                guard PQconsumeInput(conn) == 1 else {
+                    PQclear(kept)
+                    throw lost(Self.trimmed(PQerrorMessage(conn)))
+                }
+            }
+            guard let result = PQgetResult(conn) else { break }
+            let failed = ![PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY].contains(PQresultStatus(result))
+            let keptFailed = kept.map { ![PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY].contains(PQresultStatus($0)) } ?? false
+            if keptFailed && !failed {
+                PQclear(result)
+            } else {
+                PQclear(kept)
+                kept = result
+            }
+        }
+        _ = sql
+        return kept
+    }
+
+    private static func nowMs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
     /// Runs a statement prepared under `name` (prepared on first use) and returns its rows.
     /// `types` are the parameters' type OIDs (`PostgresType`).
     @discardableResult
-    func query(_ name: String, _ sql: String, types: [UInt32], _ parameters: [PostgresValue]) throws -> PostgresRows {
+    func query(_ name: String, _ sql: String, types: [UInt32], _ parameters: [PostgresValue],
+               timeout: Double = defaultTimeoutSeconds) throws -> PostgresRows {
         if !prepared.contains(name) {
-            let result = types.withUnsafeBufferPointer { PQprepare(conn, name, sql, Int32(types.count), $0.baseAddress) }
+            let result = try run(sql, timeout: timeout) {
+                types.withUnsafeBufferPointer { PQsendPrepare(conn, name, sql, Int32(types.count), $0.baseAddress) }
+            }
             defer { PQclear(result) }
             try check(result, sql)
             prepared.insert(name)
@@ -93,7 +167,10 @@ final class PostgresConnection {
         var values: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) }
         var lengths: [Int32] = encoded.map { Int32($0.count) }
         var formats: [Int32] = parameters.map { if case .text = $0 { return 0 } else { return 1 } }
-        guard let result = PQexecPrepared(conn, name, Int32(parameters.count), &values, &lengths, &formats, 1) else {
+        let sent = try run(sql, timeout: timeout) {
+            PQsendQueryPrepared(conn, name, Int32(parameters.count), &values, &lengths, &formats, 1)
+        }
+        guard let result = sent else {
             broken = PQstatus(conn) != CONNECTION_OK
             throw YaOKError(.relayUnavailable, "PostgreSQL: \(Self.trimmed(PQerrorMessage(conn)))")
         }

@@ -160,7 +160,9 @@ enum PostgresRelaySchema {
     static var currentVersion: Int { migrations.count }
 
     static func migrate(_ c: PostgresConnection) throws {
-        try c.execute("SELECT pg_advisory_lock(\(lockKey))")
+        // Another relay may be migrating (the lock waits for it), and a migration may rewrite
+        // a large table: a minute, not the statements' usual 5 s.
+        try c.execute("SELECT pg_advisory_lock(\(lockKey))", timeout: 60)
         defer { try? c.execute("SELECT pg_advisory_unlock(\(lockKey))") }
         try c.execute("CREATE TABLE IF NOT EXISTS yaok_relay_schema (version INT NOT NULL)")
         try c.execute("INSERT INTO yaok_relay_schema SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM yaok_relay_schema)")
@@ -172,7 +174,7 @@ enum PostgresRelaySchema {
             guard version < migrations.count else { return }
             try c.execute("BEGIN")
             do {
-                try c.execute(migrations[version])
+                try c.execute(migrations[version], timeout: 600)
                 try c.execute("UPDATE yaok_relay_schema SET version = \(version + 1)")
                 try c.execute("COMMIT")
             } catch {

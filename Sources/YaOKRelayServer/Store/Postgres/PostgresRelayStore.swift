@@ -148,7 +148,7 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         try pool.withConnection { c in
             let before = try storedBytes(c)
             let n = try c.query("sweep", "SELECT relay_sweep($1, $2)", types: [PostgresType.int8, PostgresType.int8],
-                                [.int(nowMs), .int(RateLimiter.windowMs)]).int(0, 0)
+                                [.int(nowMs), .int(RateLimiter.windowMs)], timeout: 15).int(0, 0)
             try c.query("sweep_deleted", "DELETE FROM deleted WHERE expires_ms <= $1", types: [PostgresType.int8], [.int(nowMs)])
             // Empty mailboxes' rows go too (a POST recreates its row, in the same lock order).
             try c.query("sweep_mailboxes", "DELETE FROM mailboxes WHERE packets <= 0", types: [], [])
