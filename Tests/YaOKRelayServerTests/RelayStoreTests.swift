@@ -212,4 +212,30 @@ final class PostgresRelayStoreTests: RelayStoreTests {
             XCTAssertEqual(page.packets.count, 40)
         }
     }
+
+    /// Another relay's DELETE that commits while this relay's re-post waits for the
+    /// mailbox's lock: the re-post sees the deletion (checked under the lock), no copy.
+    func testARePostWaitingOnAnotherRelaysDeleteIsNotStoredAgain() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        let write = post(box, id: id)
+        guard case .stored = try store.commit([write], nowMs: now, quota: quota)[0] else { return XCTFail() }
+        // Relay B's DELETE, in a transaction left open: it holds the mailbox's lock.
+        let b = try PostgresConnection(conninfo: conninfo ?? "")
+        try b.execute("BEGIN")
+        XCTAssertGreaterThan(try b.query("d", "SELECT relay_delete($1, $2)", types: [PostgresType.bytea, PostgresType.bytea],
+                                         [.bytes(box.bytes), .bytes(id.bytes)]).int(0, 0), 0)
+        let outcome = Locked<[RelayStoreOutcome]?>(nil)
+        let store = try XCTUnwrap(self.store as? PostgresRelayStore), quota = self.quota, now = self.now
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            outcome.withLock { $0 = try? store.commit([write], nowMs: now, quota: quota) }
+            done.signal()
+        }
+        usleep(300_000)  // the re-post is now waiting for the lock
+        try b.execute("COMMIT")
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(outcome.withLock { $0 }, [.duplicate])
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 0)
+    }
 }

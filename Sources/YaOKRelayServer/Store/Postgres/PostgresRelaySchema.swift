@@ -155,6 +155,46 @@ enum PostgresRelaySchema {
         CREATE OR REPLACE FUNCTION relay_tombstoned(p_mailbox BYTEA, p_message_id BYTEA) RETURNS BOOLEAN
         LANGUAGE sql AS $$ SELECT EXISTS (SELECT 1 FROM deleted WHERE mailbox = p_mailbox AND message_id = p_message_id) $$;
         """,
+        // 3: relay_post checks the deletion note itself, once it holds the mailbox's row lock
+        // (relay_delete writes the note under the same lock): a DELETE committed by another
+        // relay between a separate check and the lock can no longer let a re-post in.
+        """
+        CREATE OR REPLACE FUNCTION relay_post(p_mailbox BYTEA, p_message_id BYTEA, p_expires BIGINT, p_now BIGINT,
+                                              p_packet BYTEA, p_max_packets BIGINT, p_max_bytes BIGINT,
+                                              p_pseudonym BYTEA, p_kind SMALLINT, p_rate_limit BIGINT, p_window BIGINT,
+                                              OUT outcome INT, OUT value BIGINT)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            n BIGINT; b BIGINT; used BIGINT; oldest BIGINT;
+        BEGIN
+            INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (p_mailbox, 0, 0)
+                ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                RETURNING m.packets, m.bytes INTO n, b;
+            -- Under the lock, each statement sees what committed before it was taken.
+            IF EXISTS (SELECT 1 FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id)
+               OR EXISTS (SELECT 1 FROM deleted WHERE mailbox = p_mailbox AND message_id = p_message_id) THEN
+                outcome := 1; value := 0; RETURN;
+            END IF;
+            IF p_rate_limit > 0 THEN
+                SELECT count(*), min(at_ms) INTO used, oldest FROM rate_log
+                    WHERE pseudonym = p_pseudonym AND kind = p_kind AND at_ms > p_now - p_window;
+                IF used >= p_rate_limit THEN
+                    outcome := 3; value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN;
+                END IF;
+            END IF;
+            IF n >= p_max_packets OR b + length(p_packet) > p_max_bytes THEN
+                outcome := 2; value := 0; RETURN;
+            END IF;
+            INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet)
+                VALUES (p_mailbox, p_message_id, p_expires, p_now, p_packet) RETURNING seq INTO value;
+            UPDATE mailboxes SET packets = packets + 1, bytes = bytes + length(p_packet) WHERE mailbox = p_mailbox;
+            IF p_rate_limit > 0 THEN
+                INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (p_pseudonym, p_kind, p_now);
+            END IF;
+            PERFORM pg_notify('yaok_relay_mailbox', encode(p_mailbox, 'hex'));
+            outcome := 0;
+        END $$;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

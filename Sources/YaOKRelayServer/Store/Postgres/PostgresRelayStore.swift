@@ -94,11 +94,8 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
 
     private func store(_ post: RelayPost, _ c: PostgresConnection, nowMs: Int64, quota: MailboxQuota) throws -> RelayStoreOutcome {
         let t = PostgresType.self
-        // Deleted already (a re-post that crossed the DELETE): accepted, not stored again.
-        if try c.query("tombstoned", "SELECT relay_tombstoned($1, $2)", types: [t.bytea, t.bytea],
-                       [.bytes(post.mailbox.bytes), .bytes(post.messageID.bytes)]).bytes(0, 0) == [1] {
-            return .duplicate
-        }
+        // Deleted already (a re-post that crossed the DELETE) is a duplicate: relay_post checks
+        // that under the mailbox's lock (migration 3), so a DELETE from another relay cannot slip in.
         let charge = post.charge
         let rows = try c.query("post", """
             SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11)
