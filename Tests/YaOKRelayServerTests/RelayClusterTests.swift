@@ -79,6 +79,23 @@ final class PostgresRelayServerTests: RelayServerTests {
         XCTAssertEqual(try RelayStatistics.read(postgres: a.conninfo ?? "").storedPackets, 0)
     }
 
+    /// Posts through one relay, deleted through another: the first relay's stored-bytes
+    /// total follows the database (read again at each sweep), not only its own traffic.
+    func testStoredBytesFollowTheSharedStore() throws {
+        let a = try startRelay()
+        let b = try startPeer(of: a)
+        let box = try SigningKey.random()
+        let alice = try readyClient(a)
+        let packet = try makePacket()
+        XCTAssertEqual(try alice.post(packet, to: mailbox(box)), .accepted(request: 1))
+        XCTAssertTrue(eventually { b.server.storedBytes == packet.count }, "B sees A's post")
+        let bob = try readyClient(b)
+        _ = try bob.subscribe([box])
+        XCTAssertEqual(try bob.delivered(1).map(\.1), [packet])
+        try bob.send(.delete([StoredPacketRef(mailbox: mailbox(box), messageID: try messageID(of: packet))]))
+        XCTAssertTrue(eventually { a.server.storedBytes == 0 }, "A sees B's delete")
+    }
+
     func testRevocationThroughTheDatabaseReachesEveryRelay() throws {
         let a = try startRelay()
         let b = try startPeer(of: a)

@@ -66,6 +66,8 @@ extension RelayServer {
             }
         }
         storedBytes = max(0, storedBytes - round.expiredBytes)
+        // A shared store: the database's total (every relay's posts and deletes), not only ours.
+        if let total = round.storedBytes { storedBytes = total }
         for (token, result) in round.reads {
             guard let id = pendingReads.removeValue(forKey: token), let c = connections[id] else { continue }
             touched.insert(id)

@@ -29,6 +29,9 @@ final class DiskThread: @unchecked Sendable {
         var revoked: Set<[UInt8]>?
         /// Bytes of the expired packets swept this round.
         var expiredBytes = 0
+        /// A shared store's total, read again at each sweep: other relays' posts and
+        /// deletes change it too, which this relay's own arithmetic never sees.
+        var storedBytes: Int?
     }
 
     private struct Queue {
@@ -154,9 +157,11 @@ final class DiskThread: @unchecked Sendable {
                 if now >= nextSweep {
                     nextSweep = now + UInt64(configuration.sweepSeconds * 1e9)
                     round.expiredBytes = (try? store.deleteExpired(nowMs: Clock.milliseconds()))?.bytes ?? 0
+                    if store.isShared { round.storedBytes = try? store.storedBytes() }
                 }
             }
-            if !round.writes.isEmpty || !round.reads.isEmpty || round.revoked != nil || round.expiredBytes > 0 { deliver(round) }
+            if !round.writes.isEmpty || !round.reads.isEmpty || round.revoked != nil || round.expiredBytes > 0
+                || round.storedBytes != nil { deliver(round) }
             if stopping && queue.withLock({ $0.writes.isEmpty && $0.reads.isEmpty }) { return }
         }
     }
