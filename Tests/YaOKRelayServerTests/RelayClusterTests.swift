@@ -96,6 +96,14 @@ final class PostgresRelayServerTests: RelayServerTests {
         XCTAssertTrue(eventually { a.server.storedBytes == 0 }, "A sees B's delete")
     }
 
+    /// Idle relays (counters unchanged) still count as running in stats --postgres.
+    func testIdleRelaysCountAsRunning() throws {
+        let a = try startRelay()
+        _ = try startPeer(of: a)
+        usleep(6_000_000)  // longer than the 5 s that stats calls current
+        XCTAssertEqual(try RelayStatistics.read(postgres: a.conninfo ?? "").runningRelays, 2)
+    }
+
     func testRevocationThroughTheDatabaseReachesEveryRelay() throws {
         let a = try startRelay()
         let b = try startPeer(of: a)

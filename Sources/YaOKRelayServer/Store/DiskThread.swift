@@ -150,7 +150,10 @@ final class DiskThread: @unchecked Sendable {
             if now >= nextMaintenance || stopping {
                 nextMaintenance = now + UInt64(configuration.maintenanceSeconds * 1e9)
                 let snapshot = counters()
-                if snapshot != lastCountersSaved, (try? store.saveCounters(snapshot, nowMs: Clock.milliseconds())) != nil {
+                // A shared store: saved every tick even unchanged, as this relay's sign of life
+                // (`updated_ms`: stats --postgres counts relays that saved in the last seconds).
+                if snapshot != lastCountersSaved || store.isShared,
+                   (try? store.saveCounters(snapshot, nowMs: Clock.milliseconds())) != nil {
                     lastCountersSaved = snapshot
                 }
                 round.revoked = try? store.revokedPseudonyms()
