@@ -7,7 +7,8 @@ import YaOKWire
 /// `relay_post` at commit) and `yaok_relay_revoked`. Notifications from this relay's own
 /// pool connections are dropped (the relay already knows what it stored).
 ///
-/// When the connection drops it reconnects with backoff (0.1 s doubling to 5 s) and then
+/// The connection has TCP keepalives and is pinged (`SELECT 1`) every 10 s when idle.
+/// When the connection drops or stops answering it reconnects with backoff (0.1 s doubling to 5 s) and then
 /// reports `.resync`: notifications sent while it was away are lost, so every subscribed
 /// mailbox is read again.
 final class PostgresListener: RelayStoreWatch, @unchecked Sendable {
@@ -78,13 +79,25 @@ final class PostgresListener: RelayStoreWatch, @unchecked Sendable {
         }
     }
 
+    /// How often the idle connection is asked `SELECT 1`: a connection that died silently
+    /// (no FIN, a frozen server) would otherwise wait for notifications forever.
+    static let pingSeconds = 10.0
+
     /// Serves one connection until it fails or the watch stops.
     private func listen(on connection: PostgresConnection) {
         var poller = pollfd(fd: connection.socket, events: Int16(POLLIN), revents: 0)
+        var nextPing = PostgresPool.now() + UInt64(Self.pingSeconds * 1e9)
         while !isStopping {
             let ready = poll(&poller, 1, 200)
             if ready < 0 && errno != EINTR { return }
-            guard ready > 0 else { continue }
+            if PostgresPool.now() >= nextPing {
+                // Fails within the statement deadline: back to run(), reconnect and resync.
+                // Notifications read meanwhile wait in libpq, taken just below.
+                guard (try? connection.execute("SELECT 1")) != nil else { return }
+                nextPing = PostgresPool.now() + UInt64(Self.pingSeconds * 1e9)
+            } else if ready <= 0 {
+                continue
+            }
             let notes: [(channel: String, payload: String, pid: Int32)]
             do {
                 notes = try connection.notifications()
