@@ -158,7 +158,7 @@ struct Revoke: ParsableCommand {
         try failing {
             let store: RelayStore
             if let postgres {
-                store = try PostgresRelayStore(conninfo: postgres, poolSize: 1)
+                store = try PostgresRelayStore(conninfo: postgres, poolSize: 1, migrate: false)
             } else {
                 let data = data ?? ""
                 guard SQLiteRelayStore.exists(in: data) else { throw YaOKError(.notFound, "No relay data in \(data)") }

@@ -238,4 +238,18 @@ final class PostgresRelayStoreTests: RelayStoreTests {
         XCTAssertEqual(outcome.withLock { $0 }, [.duplicate])
         XCTAssertEqual(try store.storedPacketCount(nowMs: now), 0)
     }
+
+    /// stats and revoke never migrate: on a database without the schema they say so and
+    /// leave it as it was.
+    func testStatsAndRevokeDoNotMigrate() throws {
+        let empty = try TestPostgres.freshDatabase()
+        XCTAssertThrowsError(try RelayStatistics.read(postgres: empty)) { error in
+            XCTAssertTrue("\(error)".contains("no Ya OK relay schema (version \(PostgresRelaySchema.currentVersion) expected)"), "\(error)")
+        }
+        XCTAssertThrowsError(try PostgresRelayStore(conninfo: empty, poolSize: 1, migrate: false))
+        let c = try PostgresConnection(conninfo: empty)
+        XCTAssertEqual(try c.query("t", "SELECT to_regclass('yaok_relay_schema') IS NULL", types: [], []).bytes(0, 0), [1])
+        // On a migrated database they work.
+        XCTAssertEqual(try RelayStatistics.read(postgres: conninfo ?? "").storedPackets, 0)
+    }
 }

@@ -31,7 +31,7 @@ public struct RelayStatistics: Sendable, Equatable {
     /// added up (`connected` over the running ones). `relayUnavailable` if the database
     /// cannot be reached: that is the report.
     public static func read(postgres conninfo: String) throws -> RelayStatistics {
-        let store = try PostgresRelayStore(conninfo: conninfo, poolSize: 1)
+        let store = try PostgresRelayStore(conninfo: conninfo, poolSize: 1, migrate: false)
         defer { store.close() }
         let now = Clock.milliseconds()
         let cluster = try store.clusterCounters(nowMs: now)

@@ -199,6 +199,21 @@ enum PostgresRelaySchema {
 
     static var currentVersion: Int { migrations.count }
 
+    /// Throws unless the database has this relay's schema at the current version (without
+    /// changing anything: for stats and revoke).
+    static func check(_ c: PostgresConnection) throws {
+        let table = try c.query("schema_exists", "SELECT to_regclass('yaok_relay_schema') IS NOT NULL", types: [], [])
+        let version = table.bytes(0, 0) == [1]
+            ? try c.query("schema_version", "SELECT version FROM yaok_relay_schema", types: [], []).int(0, 0) : 0
+        guard version > 0 else {
+            throw YaOKError(.notFound, "This database has no Ya OK relay schema (version \(migrations.count) expected): start yaok-relay serve --postgres on it first")
+        }
+        guard version == migrations.count else {
+            throw YaOKError(.storage, "This database has Ya OK relay schema version \(version), version \(migrations.count) expected: "
+                            + (version < migrations.count ? "start this yaok-relay serve on it to migrate" : "run a newer yaok-relay"))
+        }
+    }
+
     static func migrate(_ c: PostgresConnection) throws {
         // Another relay may be migrating (the lock waits for it), and a migration may rewrite
         // a large table: a minute, not the statements' usual 5 s.

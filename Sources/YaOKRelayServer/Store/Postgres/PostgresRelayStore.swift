@@ -18,14 +18,20 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
 
     /// Connects (the server must be reachable now) and migrates the schema. `conninfo` is a
     /// `postgresql://` URI or a libpq `key=value` string. `log` hears outages and returns.
-    public init(conninfo: String, poolSize: Int = 4,
+    /// `migrate: false` (stats, revoke: tools that should not change a database) only checks
+    /// that the schema is this relay's current one.
+    public init(conninfo: String, poolSize: Int = 4, migrate: Bool = true,
                 log: @escaping @Sendable (String) -> Void = { _ in }) throws {
         pool = PostgresPool(conninfo: conninfo, size: poolSize, log: log)
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, 255)
         let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         relayID = "\(host)/\(getpid())/\(Hex.encode((0..<4).map { _ in UInt8.random(in: 0...255) }))"
-        try pool.withConnection { try PostgresRelaySchema.migrate($0) }
+        if migrate {
+            try pool.withConnection { try PostgresRelaySchema.migrate($0) }
+        } else {
+            try pool.withConnection { try PostgresRelaySchema.check($0) }
+        }
     }
 
     public func close() {
