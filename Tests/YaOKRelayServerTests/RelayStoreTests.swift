@@ -252,4 +252,20 @@ final class PostgresRelayStoreTests: RelayStoreTests {
         // On a migrated database they work.
         XCTAssertEqual(try RelayStatistics.read(postgres: conninfo ?? "").storedPackets, 0)
     }
+
+    func testPasswordsAreRedactedFromConnectionStrings() {
+        XCTAssertEqual(PostgresConnection.redacted("postgresql://yaok:s3cret@db.example/yaok?sslmode=require"),
+                       "postgresql://yaok:***@db.example/yaok?sslmode=require")
+        XCTAssertEqual(PostgresConnection.redacted("host=db user=yaok password=s3cret dbname=yaok"),
+                       "host=db user=yaok password=*** dbname=yaok")
+        XCTAssertEqual(PostgresConnection.redacted("host=db password = 'a b\\'c' dbname=yaok"), "host=db password = *** dbname=yaok")
+        XCTAssertEqual(PostgresConnection.redacted("postgresql://db/yaok?password=s3cret&user=x"), "postgresql://db/yaok?password=***&user=x")
+        XCTAssertEqual(PostgresConnection.redacted("missing \"=\" after \"s3cret\"", conninfo: "password=s3cret host=db"),
+                       "missing \"=\" after \"***\"")
+        XCTAssertEqual(PostgresConnection.redacted("host=/run/pg dbname=yaok"), "host=/run/pg dbname=yaok")
+        // A bad connection string's error never carries the password.
+        XCTAssertThrowsError(try PostgresConnection(conninfo: "host=/nonexistent password=s3cret user=x")) { error in
+            XCTAssertFalse("\(error)".contains("s3cret"), "\(error)")
+        }
+    }
 }

@@ -44,7 +44,8 @@ final class PostgresConnection {
             throw YaOKError(.outOfMemory, "libpq could not allocate a connection")
         }
         guard PQstatus(conn) == CONNECTION_OK else {
-            let message = Self.trimmed(PQerrorMessage(conn))
+            // libpq quotes pieces of a malformed connection string: never a password.
+            let message = Self.redacted(Self.trimmed(PQerrorMessage(conn)), conninfo: conninfo)
             PQfinish(conn)
             throw YaOKError(.relayUnavailable, "PostgreSQL unavailable: \(message)")
         }
@@ -206,6 +207,62 @@ final class PostgresConnection {
         if PQstatus(conn) != CONNECTION_OK { broken = true }
         throw PostgresError(sqlState: state, message: message.isEmpty ? Self.trimmed(PQerrorMessage(conn)) : message,
                             connectionLost: broken)
+    }
+
+    /// `text` (a connection string, or a message that may quote one) without passwords:
+    /// the URI's `user:password@` and `password=...` become `***`, and so does the password
+    /// `conninfo` holds wherever it appears. Use it whenever a connection string is shown.
+    public static func redacted(_ text: String, conninfo: String? = nil) -> String {
+        var out = text
+        if let conninfo, let options = PQconninfoParse(conninfo, nil) {
+            var p = options
+            while let keyword = p.pointee.keyword {
+                if String(cString: keyword) == "password", let value = p.pointee.val {
+                    let password = String(cString: value)
+                    if !password.isEmpty { out = out.replacing(password, with: "***") }
+                }
+                p += 1
+            }
+            PQconninfoFree(options)
+        }
+        var c = Array(out)
+        func matches(_ word: String, at i: Int) -> Bool {
+            let w = Array(word)
+            return i + w.count <= c.count && zip(c[i..<i + w.count], w).allSatisfy { $0.lowercased() == $1.lowercased() }
+        }
+        // postgresql://user:secret@host → postgresql://user:***@host
+        var i = 0
+        while i < c.count {
+            if matches("://", at: i) {
+                let start = i + 3
+                var end = start
+                while end < c.count && !"/ ?".contains(c[end]) { end += 1 }
+                if let at = c[start..<end].lastIndex(of: "@"), let colon = c[start..<at].firstIndex(of: ":") {
+                    c.replaceSubrange(colon + 1..<at, with: Array("***"))
+                }
+                i = start
+            } else if matches("password", at: i) {
+                // password=secret, password = 'se cret' (key=value strings, URI parameters)
+                var j = i + 8
+                while j < c.count && c[j] == " " { j += 1 }
+                guard j < c.count && c[j] == "=" else { i += 8; continue }
+                j += 1
+                while j < c.count && c[j] == " " { j += 1 }
+                var end = j
+                if end < c.count && c[end] == "'" {
+                    end += 1
+                    while end < c.count && c[end] != "'" { end += c[end] == "\\" ? 2 : 1 }
+                    end = min(end + 1, c.count)
+                } else {
+                    while end < c.count && !" &\"".contains(c[end]) { end += 1 }
+                }
+                c.replaceSubrange(j..<end, with: Array("***"))
+                i = j + 3
+            } else {
+                i += 1
+            }
+        }
+        return String(c)
     }
 
     static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
