@@ -37,7 +37,7 @@ public struct RelayStatistics: Sendable, Equatable {
         let cluster = try store.clusterCounters(nowMs: now)
         return RelayStatistics(counters: cluster.counters, storedPackets: try store.storedPacketCount(nowMs: now),
                                revokedPseudonyms: try store.revokedCount(), savedAtMs: cluster.savedAtMs,
-                               runningRelays: cluster.running, database: store.health?.description)
+                               runningRelays: cluster.running, database: store.serverDescription)
     }
 
     public init(counters: RelayCounters, storedPackets: Int, revokedPseudonyms: Int, savedAtMs: Int64,

@@ -51,6 +51,11 @@ final class PostgresConnection {
         }
         self.conn = conn
         backendPID = PQbackendPID(conn)
+        // The server's notices (warnings) on stderr as one line, marked as the relay's.
+        PQsetNoticeProcessor(conn, { _, message in
+            let line = "yaok-relay: PostgreSQL notice: " + PostgresConnection.trimmed(message) + "\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+        }, nil)
         // A statement that waits longer than this (a lock held by a stuck peer, a server
         // that stopped answering) fails rather than hang the disk thread; quiet notices.
         try execute("SET statement_timeout = 15000; SET client_min_messages = warning")
@@ -268,7 +273,7 @@ final class PostgresConnection {
     static func trimmed(_ text: UnsafePointer<CChar>?) -> String {
         guard let text else { return "" }
         var s = String(cString: text)
-        while s.last == "\n" || s.last == " " { s.removeLast() }
+        while s.last == "\n" || s.last == " " || s.last == "\t" || s.last == "\r\n" { s.removeLast() }
         return s.replacingNewlines()
     }
 }
@@ -337,5 +342,6 @@ final class PostgresRows {
 }
 
 private extension String {
-    func replacingNewlines() -> String { String(map { $0 == "\n" ? " " : $0 }) }
+    /// One line: newlines, carriage returns and tabs (libpq's DETAIL/HINT layout) as spaces.
+    func replacingNewlines() -> String { String(map { $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == "\r\n" ? " " : $0 }) }
 }

@@ -52,9 +52,14 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
 
     public var health: RelayStoreHealth? {
         let h = pool.health
-        let version = h.serverVersion > 0 ? " \(h.serverVersion / 10000).\(h.serverVersion % 10000)" : ""
         return RelayStoreHealth(reachable: h.reachable, lastError: h.lastError, outages: h.outages, reconnects: h.reconnects,
-                                description: "PostgreSQL\(version), pool of \(pool.size)")
+                                description: "\(serverDescription), pool of \(pool.size) connection\(pool.size == 1 ? "" : "s") per relay")
+    }
+
+    /// "PostgreSQL 15.18": the server, without this process's pool (stats --postgres).
+    public var serverDescription: String {
+        let v = pool.health.serverVersion
+        return "PostgreSQL" + (v > 0 ? " \(v / 10000).\(v % 10000)" : "")
     }
 
     // MARK: - Writes
