@@ -353,6 +353,18 @@ extension Node {
 
     // MARK: - Auto-lock
 
+    /// Runs `body` without it counting as activity for auto-lock: for reads an app makes on
+    /// its own (a screen that refreshes itself), so that a device left alone still locks.
+    /// A call from another thread in the same few milliseconds may be undone with it, which
+    /// can only make the lock come sooner.
+    public func withoutActivity<T>(_ body: () throws -> T) rethrows -> T {
+        let before = state.withLock { $0.lastActivity }
+        let start = EventLoop.monotonicNanoseconds()
+        defer { state.withLock { s in if s.lastActivity >= start { s.lastActivity = before } } }
+        return try body()
+    }
+
+
     /// Sets the idle time after which the node locks itself (persisted); needs the node
     /// unlocked. `.never` is allowed but returns `Warnings.autoLockDisabled`, which the app
     /// must show: "App will not auto-lock. Anyone with access to your phone can read your

@@ -22,8 +22,9 @@ struct Chat: ParsableCommand {
         Through the running `yaok run` for this home when there is one (its transports carry the \
         messages); otherwise the chat opens the node itself with the transports given here \
         (the same flags as `run`). Keys: Enter sends, /retry or Ctrl-R tries failed messages \
-        again, /help lists the rest, Ctrl-C leaves. While a chat is open it reads the \
-        conversation several times a second, which counts as activity for auto-lock.
+        again, /help lists the rest, Ctrl-C leaves. The chat reads the conversation several \
+        times a second; those reads do not count as activity, so an unattended chat still \
+        auto-locks (it then asks for the PIN).
         """)
 
     @OptionGroup var options: GlobalOptions

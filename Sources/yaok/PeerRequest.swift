@@ -90,10 +90,12 @@ enum PeerRequest: Equatable {
                             ("messages", .array(page.messages.map(\.json)))])
 
         case .conversation(let query, let limit):
-            let (id, name) = try PeerRequest.resolveConversation(query, node)
-            let page = try node.history(id, limit: limit)
-            let contact = try? node.contact(id)
-            let diagnostics = try node.diagnostics()
+            // `yaok chat` polls this several times a second: a terminal left open must still
+            // auto-lock, so these reads are not activity (typing and sending are).
+            let (id, name, page, contact, diagnostics) = try node.withoutActivity {
+                let (id, name) = try PeerRequest.resolveConversation(query, node)
+                return (id, name, try node.history(id, limit: limit), try? node.contact(id), try node.diagnostics())
+            }
             return .object([("contact_id", .int(id)), ("contact", .string(name)), ("deleted", .bool(contact == nil)),
                             ("connection", contact?.connection.json ?? .null),
                             ("messages", .array(page.messages.map(\.json))),
