@@ -257,14 +257,15 @@ class RelayServerTests: XCTestCase {
         XCTAssertTrue(eventually(timeout: 60) { sent.withLock { $0 } }, "the flood is read, at the disk's pace")
         let flooded = Date()
         let server = relay.server
-        XCTAssertTrue(eventually(timeout: 10) { server.onLoop { server.pendingDeleteRefs } == 0 })
+        // Drains once the flood stops (at the disk's pace: PostgreSQL on a loaded 2-core
+        // machine took 8.7 s once); the bound that matters is the queue's peak, below.
+        XCTAssertTrue(eventually(timeout: 30) { server.onLoop { server.pendingDeleteRefs } == 0 }, "nothing left queued behind the flood")
         let drained = Date().timeIntervalSince(flooded)
         let peak = server.onLoop { server.peakPendingDeleteRefs } ?? -1
         let growth = residentBytes() - rssBefore
         print("DELETE flood: peak \(peak) refs queued, RSS +\((growth >> 20)) MiB, disk done \(String(format: "%.2f", drained)) s after the last byte, slowest POST \(String(format: "%.3f", slowest)) s")
         // One read's worth (16 KiB ≈ 330 refs) may pass the per-connection limit.
         XCTAssertLessThanOrEqual(peak, relay.server.configuration.maxPendingDeleteRefsPerConnection + 512)
-        XCTAssertLessThan(drained, 5, "nothing left queued behind the flood")
         XCTAssertLessThan(growth, 16 << 20)
         try flooder.send(.ping(request: 9))
         XCTAssertEqual(try flooder.next(where: { $0 == .pong(request: 9) }).0, .pong(request: 9))

@@ -63,6 +63,7 @@ extension RelayTransport {
     private func ready(_ events: EventLoop.IOEvents, generation: UInt64) {
         var frames: [RelayFrame] = []
         var failure: YaOKError?
+        var peerClosed = false
         state.withLock { s in
             guard s.generation == generation, s.fd >= 0 else { return }
             do {
@@ -84,8 +85,8 @@ extension RelayTransport {
                         s.phase = .authenticating
                     }
                 }
-                frames = try readFramesLocked(&s)
-                try flushLocked(&s)
+                (frames, peerClosed) = try readFramesLocked(&s)
+                if !peerClosed { try flushLocked(&s) }
             } catch let error as YaOKError {
                 failure = error
             } catch {
@@ -94,11 +95,15 @@ extension RelayTransport {
         }
         if let failure { return fail(generation, failure) }
         if !frames.isEmpty { handle(frames, generation: generation) }
+        // The relay's last frames (an ERROR: revoked, session expired) come with its close in
+        // one read: they are handled first, and decide what the close means.
+        if peerClosed { fail(generation, YaOKError(.relayUnavailable, "The relay closed the connection")) }
     }
 
-    /// Everything TLS has decrypted, as frames (a read returns at most one record).
-    private func readFramesLocked(_ s: inout RelayState) throws -> [RelayFrame] {
-        guard let tls = s.tls else { return [] }
+    /// Everything TLS has decrypted, as frames (a read returns at most one record), and
+    /// whether the relay closed the connection after them.
+    private func readFramesLocked(_ s: inout RelayState) throws -> ([RelayFrame], closed: Bool) {
+        guard let tls = s.tls else { return ([], false) }
         var frames: [RelayFrame] = []
         reading: while true {
             switch try tls.read(maxBytes: 16_384) {
@@ -109,10 +114,10 @@ extension RelayTransport {
                 if frames.count >= 512 { break reading }
             case .wantRead: break reading
             case .wantWrite: setWritableLocked(&s, true); break reading
-            case .closed: throw YaOKError(.relayUnavailable, "The relay closed the connection")
+            case .closed: return (frames, true)
             }
         }
-        return frames
+        return (frames, false)
     }
 
     /// Queues a frame and writes what the socket takes.
