@@ -38,8 +38,9 @@ let package = Package(
         .target(name: "YaOKCrypto", dependencies: ["YaOKSupport", "YaOKWire", "CSodium"]),
         .target(name: "YaOKStore", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "CSQLite"]),
         .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
-        // Transports: sockets on the node's event loop, each connection a link (LAN today).
-        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode"]),
+        // Transports: sockets on the node's event loop, each connection a link (LAN, and BLE through
+        // the kernel's Bluetooth sockets: libbluetooth's headers).
+        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode", "CBluetooth"]),
         .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTransports"]),
         .target(
             name: "YaOKFFI",

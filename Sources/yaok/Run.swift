@@ -35,11 +35,18 @@ struct Run: ParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Find peers on the LAN by multicast beacons.")
     var lanDiscovery = true
 
+    @Flag(help: "Enable the Bluetooth LE transport (L2CAP channels; LE advertising and scanning).")
+    var ble = false
+
+    @Option(help: "The Bluetooth adapter for --ble, e.g. hci1 (default: the first powered LE adapter).")
+    var bleAdapter: String?
+
     func validate() throws {
         if !lan, lanPort != nil || !lanPeer.isEmpty || lanListen != nil || !lanDiscovery {
             throw ValidationError("--lan-port, --lan-peer, --lan-listen and --no-lan-discovery need --lan")
         }
         if let lanPort, !(0...65535).contains(lanPort) { throw ValidationError("--lan-port must be 0 to 65535") }
+        if !ble, bleAdapter != nil { throw ValidationError("--ble-adapter needs --ble") }
     }
 
     func run() throws {
@@ -68,6 +75,13 @@ struct Run: ParsableCommand {
                     started.append(("lan_port", .int(Int64(port))))
                     notes.append("LAN on \(lanListen ?? "0.0.0.0"):\(port)\(lanDiscovery ? ", discovery on" : "")")
                 }
+            }
+
+            if ble {
+                let b = try BLESetup.start(node, adapter: bleAdapter, out: out)
+                if b.enabled { enabled.append("ble") }
+                started += b.fields
+                notes.append(b.note)
             }
 
             let socketPath = ControlSocket.path(home: options.dataDirectory)
