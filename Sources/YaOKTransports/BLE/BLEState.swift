@@ -115,4 +115,7 @@ struct BLEState {
     var recentCloses: [BLEClosed] = []
     /// Why the last start failed, until the next start or stop.
     var unavailable: String?
+
+    /// An outbound connect is in progress (the kernel makes one LE connection at a time).
+    var isConnecting: Bool { connections.values.contains { $0.phase == .connecting } }
 }

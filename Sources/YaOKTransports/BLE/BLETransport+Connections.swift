@@ -52,7 +52,9 @@ extension BLETransport {
             recordCloseLocked(&s, address: remote.text, direction: .outbound, reason: "connect failed: \(String(cString: strerror(code)))")
             return
         }
-        _ = addConnectionLocked(&s, fd: fd, remote: remote, direction: .outbound, phase: .connecting)
+        if addConnectionLocked(&s, fd: fd, remote: remote, direction: .outbound, phase: .connecting) != nil {
+            pauseDiscoveryLocked(&s)
+        }
     }
 
     private func addConnectionLocked(_ s: inout BLEState, fd: Int32, remote: BLEAddress,
@@ -128,6 +130,7 @@ extension BLETransport {
                 readMTUs(c)
                 connected = true
                 watchWritesLocked(&s, c, false)
+                requestDiscoveryLocked(&s)
                 return (nil, nil)
             }
             if events.contains(.writable), let failure = flushLocked(&s, c) { return failure }
@@ -240,6 +243,7 @@ extension BLETransport {
         _ = Glibc.close(c.fd)
         s.closedCount += 1
         recordCloseLocked(&s, address: c.remote.text, direction: c.direction, reason: reason)
+        if c.phase == .connecting { requestDiscoveryLocked(&s) }
         return c.link
     }
 

@@ -37,6 +37,7 @@ extension BLETransport {
             if on {
                 s.discoveryRuns += 1
                 s.discoveryRequestedAt = 0
+                if s.isConnecting { pauseDiscoveryLocked(&s) }
             } else {
                 // A discovery run lasts about 10 s; the next one starts at once (the
                 // controller's duplicate filter starts afresh, so tokens are heard again).
@@ -121,21 +122,22 @@ extension BLETransport {
 
     /// Draws a new token and advertises it (Add Advertising replaces the instance's data).
     func rotateTokenLocked(_ s: inout BLEState) {
-        guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
         if !s.token.isEmpty { s.previousToken = s.token }
         s.token = Sodium.randomBytes(BLEAdvert.tokenLength)
         s.tokenDrawnAt = EventLoop.monotonicNanoseconds()
         s.tokensDrawn += 1
-        guard adapter.powered, !s.adapterGone else { return }
+        guard let adapter = s.adapter, let mgmt = s.mgmt, adapter.powered, !s.adapterGone else { return }
         if let code = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance,
                                                     data: BLEAdvert(token: s.token).encoded)) {
             s.advertisingError = "Add Advertising: \(String(cString: strerror(code)))"
         }
     }
 
-    /// Asks the kernel for an LE discovery run unless one is running or asked for.
+    /// Asks the kernel for an LE discovery run unless one is running or asked for, or an
+    /// outbound connection is being made.
     func requestDiscoveryLocked(_ s: inout BLEState) {
-        guard let adapter = s.adapter, let mgmt = s.mgmt, adapter.powered, !s.adapterGone, !s.discovering else { return }
+        guard s.running, let adapter = s.adapter, let mgmt = s.mgmt, adapter.powered, !s.adapterGone, !s.discovering,
+              !s.isConnecting else { return }
         let now = EventLoop.monotonicNanoseconds()
         guard s.discoveryRequestedAt == 0 || now &- s.discoveryRequestedAt > BLETransport.nanoseconds(5),
               now >= s.discoveryRetryAt else { return }
@@ -145,6 +147,16 @@ extension BLETransport {
             s.discoveryRequestedAt = 0
             s.discoveryRetryAt = now + BLETransport.nanoseconds(2)
         }
+    }
+
+    /// Stops discovery while an outbound connection is made. The kernel connects when it
+    /// sees the peer's advertising; during a discovery run the controller's duplicate filter
+    /// has already reported the peer once and stays silent about it, so the connection
+    /// would wait for the next run. Without discovery the kernel scans for the peer itself.
+    /// Discovery starts again when the connection is made or fails.
+    func pauseDiscoveryLocked(_ s: inout BLEState) {
+        guard let adapter = s.adapter, let mgmt = s.mgmt, s.discovering || s.discoveryRequestedAt != 0 else { return }
+        mgmt.send(Mgmt.command(.stopDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE]))
     }
 
     // MARK: - Peers
