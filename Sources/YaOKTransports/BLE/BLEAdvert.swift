@@ -4,9 +4,9 @@ import YaOKSupport
 /// connections here", and nothing about who: a random token that changes every few
 /// minutes. It travels as one AD structure, Service Data for the 128-bit Ya OK service UUID:
 ///
-///     ad = length (1) = 27 || 0x21 || uuid (16, little-endian) || version (1) = 0x01 || token (8)
+///     ad = length (1) = 26 || 0x21 || uuid (16, little-endian) || version (1) = 0x01 || token (8)
 ///
-/// 28 bytes; with the 3-byte Flags structure the kernel adds, 31, the legacy limit.
+/// 27 bytes; with the 3-byte Flags structure the kernel adds, 30 (legacy advertising holds 31).
 struct BLEAdvert: Equatable, Sendable {
     /// e5fd7c71-576f-4cc0-a7c4-e1e0e2b7bbba, as written (big-endian).
     static let serviceUUID: [UInt8] = [0xe5, 0xfd, 0x7c, 0x71, 0x57, 0x6f, 0x4c, 0xc0,

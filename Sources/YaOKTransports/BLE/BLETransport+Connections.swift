@@ -243,6 +243,10 @@ extension BLETransport {
         _ = Glibc.close(c.fd)
         s.closedCount += 1
         recordCloseLocked(&s, address: c.remote.text, direction: c.direction, reason: reason)
+        // The peer is connected to again only once it is heard again: an LE connect to a
+        // device that is not advertising (gone out of range, powered off) waits for the
+        // whole timeout, and one started while it comes back was seen to hang until it.
+        if c.phase == .open, c.unitsReceived > 0 { s.discovered.removeValue(forKey: c.remote) }
         if c.phase == .connecting { requestDiscoveryLocked(&s) }
         return c.link
     }

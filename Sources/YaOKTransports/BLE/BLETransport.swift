@@ -36,7 +36,7 @@ public final class BLETransport: Transport {
         /// Bytes queued for one channel beyond which the peer counts as not reading.
         public var maxWriteQueueBytes = 512 * 1024
         /// An outbound connect that has not completed after this many seconds is abandoned.
-        public var connectTimeout: Double = 20
+        public var connectTimeout: Double = 10
         /// A channel whose link has received fewer than two units this long after it opened
         /// is closed (its handshake has not finished).
         public var handshakeTimeout: Double = 30
@@ -44,7 +44,7 @@ public final class BLETransport: Transport {
         public var connectAttemptInterval: Double = 5
         /// The side with the larger token connects itself after hearing a peer for this long
         /// without a connection (the smaller side cannot reach it).
-        public var fallbackAfter: Double = 15
+        public var fallbackAfter: Double = 30
         /// A peer not heard for this long is forgotten.
         public var forgetAfter: Double = 60
         public var maxDiscoveredPeers = 64
