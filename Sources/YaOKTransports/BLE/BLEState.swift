@@ -89,6 +89,10 @@ struct BLEState {
     var tokensDrawn = 0
     var advertising = false
     var advertisingError: String?
+    /// The fresh token was handed to the kernel while the adapter was off (Add Advertising
+    /// is stored then): at power-on the kernel advertises it by itself, and replacing it
+    /// would stop and restart advertising just as peers connect to it (see `poweredLocked`).
+    var advertisingStoredWhileOff = false
     /// Set when the transport found the adapter's "advertising" setting on and turned it off
     /// (with it on, the kernel makes outgoing LE connections in the peripheral role).
     var advertisingSettingCleared = false
@@ -98,6 +102,10 @@ struct BLEState {
     /// Monotonic ns before which discovery is not requested again (after a failure).
     var discoveryRetryAt: UInt64 = 0
     var discoveryRuns = 0
+    /// Monotonic ns when the current discovery run started (0: none running).
+    var discoveryStartedAt: UInt64 = 0
+    /// Runs this transport ended early (`Options.discoveryRunLength`).
+    var discoveryRestarts = 0
     var discoveryError: String?
     var advertsHeard = 0
     var startedAtMs: Int64 = 0
@@ -107,11 +115,20 @@ struct BLEState {
     var connections: [UInt64: BLEConnection] = [:]
     var nextID: UInt64 = 1
     var discovered: [BLEAddress: BLEPeer] = [:]
+    /// The token each peer advertised while its channel was open, after the channel closed:
+    /// ignored from that address until the deadline (monotonic ns). See `closeLocked`.
+    var staleTokens: [BLEAddress: (token: [UInt8], until: UInt64)] = [:]
+    var staleAdvertsIgnored = 0
+    /// Peers dropped from `discovered` when their channel closed, and when (monotonic ns):
+    /// put back if our own adapter turns out to have gone off (see `poweredLocked`).
+    var lostPeers: [BLEAddress: (peer: BLEPeer, at: UInt64)] = [:]
     var timer: EventLoop.TimerID?
     var mgmtBuffer = [UInt8](repeating: 0, count: 2048)
     var readBuffer = [UInt8](repeating: 0, count: 65536)
     var refused = 0
     var closedCount = 0
+    /// Outbound connects that failed and handed the connecting role to the peer.
+    var handOvers = 0
     var recentCloses: [BLEClosed] = []
     /// Why the last start failed, until the next start or stop.
     var unavailable: String?

@@ -2,6 +2,7 @@ import Glibc
 import YaOKSupport
 import YaOKLoop
 import YaOKWire
+import YaOKCrypto
 
 /// L2CAP channels: accepting, connecting, reading SDUs, writing SDUs, closing. Every method
 /// named `…Locked` runs under the transport's lock; links are called only outside it.
@@ -124,7 +125,9 @@ extension BLETransport {
             guard let c = s.connections[id] else { return (nil, nil) }
             if c.phase == .connecting {
                 let code = Socket.pendingError(c.fd)
-                guard code == 0 else { return (closeLocked(&s, id, "connect failed: \(Socket.reason(code))"), nil) }
+                guard code == 0 else {
+                    return (closeLocked(&s, id, "connect failed: \(Socket.reason(code))"), nil)
+                }
                 guard events.contains(.writable) else { return (nil, nil) }
                 c.phase = .open
                 readMTUs(c)
@@ -144,11 +147,14 @@ extension BLETransport {
                     units.append(Array(s.readBuffer[0..<n]))
                     continue
                 }
-                if n == 0 { return (c.link, "the peer closed the channel") }
+                // The channel ended: its socket is closed in this very wake-up (see closeLocked);
+                // the units read before go to the link first, below.
+                if n == 0 { return (closeLocked(&s, id, "the peer closed the channel"), "the peer closed the channel") }
                 let code = errno
                 if code == EINTR { continue }
                 if code == EAGAIN || code == EWOULDBLOCK { return (c.link, nil) }
-                return (c.link, "receive failed: \(Socket.reason(code))")
+                let reason = "receive failed: \(Socket.reason(code))"
+                return (closeLocked(&s, id, reason), reason)
             }
             return (c.link, nil)
         }
@@ -235,8 +241,18 @@ extension BLETransport {
         state.withLock { s in _ = closeLocked(&s, id, "the node closed the link: \(reason)") }
     }
 
-    /// Removes the channel, unregisters and closes its socket. Returns its link, which the
-    /// caller closes outside the lock.
+    /// Removes the channel, unregisters and closes its socket at once. Returns its link,
+    /// which the caller closes outside the lock.
+    ///
+    /// At once matters on Linux 6.1 (Debian's 6.1.0, 6.1.192): there, an L2CAP socket that is
+    /// still open when its LE link goes down (the peer or our adapter powered off, out of
+    /// range) frees the link's HCI channel a second time when it is closed later —
+    /// `l2cap_conn_free` calls `hci_chan_del` on the channel `hci_conn_cleanup` already freed
+    /// (a use-after-free fixed upstream in 6.13, "Bluetooth: L2CAP: Fix corrupted list in
+    /// hci_chan_del"); the kernel panics with "list_del corruption" when it notices. A close
+    /// that lands before the kernel has finished the disconnection (it wakes the socket
+    /// first) is safe, so a channel the kernel ended is closed in the same wake-up; keeping
+    /// it open longer was seen to make the panic more likely, not less.
     func closeLocked(_ s: inout BLEState, _ id: UInt64, _ reason: String) -> (any TransportLink)? {
         guard let c = s.connections.removeValue(forKey: id) else { return nil }
         s.loop?.unregister(fd: c.fd)
@@ -246,9 +262,47 @@ extension BLETransport {
         // The peer is connected to again only once it is heard again: an LE connect to a
         // device that is not advertising (gone out of range, powered off) waits for the
         // whole timeout, and one started while it comes back was seen to hang until it.
-        if c.phase == .open, c.unitsReceived > 0 { s.discovered.removeValue(forKey: c.remote) }
-        if c.phase == .connecting { requestDiscoveryLocked(&s) }
+        //
+        // And not on the token it advertised while the channel was open, for a while: a
+        // controller whose host powered it off can go on advertising (Linux 6.1 leaves
+        // advertising instances on at power-off and BlueZ's virtual controllers are not
+        // reset on close), and a connection made to that ghost is an LE link the peer's
+        // host never learns of — after it powers on, its own connections meet that stale
+        // link and no channel opens ("connects time out; the accepted channel never
+        // reports connected"). A peer that really comes back advertises a fresh token
+        // (PROTOCOL.md §9.1: drawn again whenever its adapter comes back on).
+        if c.phase == .open, c.unitsReceived > 0, let peer = s.discovered.removeValue(forKey: c.remote) {
+            let now = EventLoop.monotonicNanoseconds()
+            if s.staleTokens.count >= options.maxDiscoveredPeers { s.staleTokens.removeAll() }
+            s.staleTokens[c.remote] = (peer.token, now + BLETransport.nanoseconds(options.staleTokenHold))
+            if s.lostPeers.count >= options.maxDiscoveredPeers { s.lostPeers.removeAll() }
+            s.lostPeers[c.remote] = (peer, now)
+        }
+        if c.phase == .connecting {
+            handOverLocked(&s, c.remote)
+            requestDiscoveryLocked(&s)
+        }
         return c.link
+    }
+
+    /// Our outbound connect to `remote` failed or timed out: let the peer connect instead.
+    /// A new token larger than the peer's makes it the connector by the usual rule as soon
+    /// as it hears it (PROTOCOL.md §9.2). This matters on Linux 6.1: an LE connection
+    /// attempt that the controller fails at once ("Connection Failed to be Established",
+    /// e.g. the peer stopped advertising for an instant) is never cleaned up by the kernel,
+    /// and every later connect(2) to that address joins the dead attempt and times out,
+    /// while connections from the peer still work.
+    func handOverLocked(_ s: inout BLEState, _ remote: BLEAddress) {
+        guard let peer = s.discovered[remote], BLEAdvert.connects(own: s.token, peer: peer.token) else { return }
+        var token = Sodium.randomBytes(BLEAdvert.tokenLength)
+        for _ in 0..<64 where BLEAdvert.connects(own: token, peer: peer.token) {
+            token = Sodium.randomBytes(BLEAdvert.tokenLength)
+        }
+        guard !BLEAdvert.connects(own: token, peer: peer.token) else { return }
+        rotateTokenLocked(&s, to: token)
+        s.handOvers += 1
+        // The peer's fallback clock starts again: it is now theirs to connect.
+        s.discovered[remote]?.unconnectedSince = nil
     }
 
     func recordCloseLocked(_ s: inout BLEState, address: String, direction: BLEConnection.Direction, reason: String) {

@@ -34,6 +34,7 @@ extension BLETransport {
 
         case .discovering(let index, _, let on) where index == adapter.index:
             s.discovering = on
+            s.discoveryStartedAt = on ? EventLoop.monotonicNanoseconds() : 0
             if on {
                 s.discoveryRuns += 1
                 s.discoveryRequestedAt = 0
@@ -84,7 +85,9 @@ extension BLETransport {
             }
         case .addAdvertising:
             if status == 0 {
-                s.advertising = true
+                let powered = s.adapter?.powered ?? false
+                s.advertising = powered
+                if !powered { s.advertisingStoredWhileOff = true }
                 s.advertisingError = nil
             } else {
                 s.advertising = false
@@ -98,6 +101,14 @@ extension BLETransport {
     /// The adapter was powered on or off (or removed). Off: every channel is gone (the
     /// kernel tears them down; closing them here says why at once). On: advertise with a
     /// fresh token and discover again.
+    ///
+    /// The fresh token is handed to the kernel while the adapter is off: it keeps the
+    /// advertising instance and starts advertising it by itself at power-on. Replacing the
+    /// instance after power-on instead meant the old token on the air for a moment, then
+    /// advertising stopped and restarted for the new data — and a peer that heard the old
+    /// token and connected in that instant had its LE connection fail at once, an attempt
+    /// Linux 6.1 never cleans up (see `handOverLocked`): reconnection after a power cycle
+    /// took the 30 s fallback, or never came.
     func poweredLocked(_ s: inout BLEState, _ powered: Bool) -> [((any TransportLink)?, String)] {
         guard var adapter = s.adapter, adapter.powered != powered || (!powered && s.adapterGone) else { return [] }
         adapter.powered = powered
@@ -105,32 +116,81 @@ extension BLETransport {
         var closed: [((any TransportLink)?, String)] = []
         if !powered {
             let reason = s.adapterGone ? "\(adapter.name) was removed" : "\(adapter.name) was powered off"
+            let heard = s.discovered
             for id in Array(s.connections.keys) { closed.append((closeLocked(&s, id, reason), reason)) }
+            // Our adapter went off, not theirs: their adverts are no ghosts (see closeLocked),
+            // including those of peers whose channels the kernel ended just before it told
+            // us (a socket's hang-up often comes before New Settings).
+            s.discovered = heard
+            let now = EventLoop.monotonicNanoseconds()
+            for (address, lost) in s.lostPeers where now &- lost.at < BLETransport.nanoseconds(5) {
+                s.discovered[address] = lost.peer
+            }
+            s.lostPeers.removeAll()
+            for address in s.discovered.keys { s.staleTokens.removeValue(forKey: address) }
             s.discovering = false
             s.advertising = false
             s.discoveryRequestedAt = 0
-            s.discovered.removeAll()
+            // Peers heard lately are kept through a power cycle (not a removal): at power-on
+            // the side that connects does so at once (the kernel's own scan finds the peer),
+            // rather than waiting to hear it again — a discovery run may miss an advertiser
+            // it hears only as scanning starts (see `Options.discoveryRunLength`).
+            if s.adapterGone {
+                s.discovered.removeAll()
+            } else {
+                for address in Array(s.discovered.keys) {
+                    s.discovered[address]?.unconnectedSince = nil
+                    s.discovered[address]?.lastAttempt = nil
+                }
+            }
+            s.advertisingStoredWhileOff = false
+            if !s.adapterGone { storeTokenWhileOffLocked(&s) }
         } else {
-            rotateTokenLocked(&s)
+            if s.advertisingStoredWhileOff {
+                s.advertising = true
+            } else {
+                rotateTokenLocked(&s)
+            }
+            s.advertisingStoredWhileOff = false
             s.discoveryRetryAt = 0
             requestDiscoveryLocked(&s)
+            let now = EventLoop.monotonicNanoseconds()
+            for address in s.discovered.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
+                considerLocked(&s, address, now: now)
+            }
         }
         return closed
     }
 
+    /// Draws the next token while the adapter is off and gives it to the kernel (Add
+    /// Advertising is stored while unpowered; its reply sets `advertisingStoredWhileOff`).
+    private func storeTokenWhileOffLocked(_ s: inout BLEState) {
+        guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
+        drawTokenLocked(&s, Sodium.randomBytes(BLEAdvert.tokenLength))
+        if let code = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance,
+                                                    data: BLEAdvert(token: s.token).encoded)) {
+            s.advertisingError = "Add Advertising: \(String(cString: strerror(code)))"
+        }
+    }
+
     // MARK: - Advertising and discovery
 
-    /// Draws a new token and advertises it (Add Advertising replaces the instance's data).
-    func rotateTokenLocked(_ s: inout BLEState) {
-        if !s.token.isEmpty { s.previousToken = s.token }
-        s.token = Sodium.randomBytes(BLEAdvert.tokenLength)
-        s.tokenDrawnAt = EventLoop.monotonicNanoseconds()
-        s.tokensDrawn += 1
+    /// Draws a new token (or takes `token`) and advertises it (Add Advertising replaces the
+    /// instance's data).
+    func rotateTokenLocked(_ s: inout BLEState, to token: [UInt8]? = nil) {
+        drawTokenLocked(&s, token ?? Sodium.randomBytes(BLEAdvert.tokenLength))
         guard let adapter = s.adapter, let mgmt = s.mgmt, adapter.powered, !s.adapterGone else { return }
         if let code = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance,
                                                     data: BLEAdvert(token: s.token).encoded)) {
             s.advertisingError = "Add Advertising: \(String(cString: strerror(code)))"
         }
+    }
+
+    private func drawTokenLocked(_ s: inout BLEState, _ token: [UInt8]) {
+        if !s.token.isEmpty { s.previousToken = s.token }
+        s.token = token
+        s.tokenDrawnAt = EventLoop.monotonicNanoseconds()
+        s.tokensDrawn += 1
     }
 
     /// Asks the kernel for an LE discovery run unless one is running or asked for, or an
@@ -165,6 +225,13 @@ extension BLETransport {
     func heardLocked(_ s: inout BLEState, _ advert: BLEAdvert, from address: BLEAddress, rssi: Int8) {
         guard advert.token != s.token, advert.token != s.previousToken else { return }
         let now = EventLoop.monotonicNanoseconds()
+        if let stale = s.staleTokens[address] {
+            if now < stale.until, stale.token == advert.token {
+                s.staleAdvertsIgnored += 1
+                return
+            }
+            s.staleTokens.removeValue(forKey: address)
+        }
         let nowMs = Clock.milliseconds()
         s.advertsHeard += 1
         if s.firstPeerAfterMs == nil { s.firstPeerAfterMs = nowMs - s.startedAtMs }
@@ -226,9 +293,19 @@ extension BLETransport {
             }
             if let adapter = s.adapter, adapter.powered, !s.adapterGone {
                 if now &- s.tokenDrawnAt >= BLETransport.nanoseconds(options.tokenLifetime) { rotateTokenLocked(&s) }
+                if s.discovering, !s.isConnecting, s.discoveryStartedAt != 0,
+                   now &- s.discoveryStartedAt >= BLETransport.nanoseconds(options.discoveryRunLength),
+                   let mgmt = s.mgmt {
+                    // Ended early; the Discovering event that follows starts the next run.
+                    s.discoveryStartedAt = 0
+                    s.discoveryRestarts += 1
+                    mgmt.send(Mgmt.command(.stopDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE]))
+                }
                 requestDiscoveryLocked(&s)
                 let forget = BLETransport.nanoseconds(options.forgetAfter)
                 s.discovered = s.discovered.filter { now &- $0.value.lastSeen < forget }
+                s.staleTokens = s.staleTokens.filter { now < $0.value.until }
+                s.lostPeers = s.lostPeers.filter { now &- $0.value.at < BLETransport.nanoseconds(5) }
                 var attempts = 0
                 for address in s.discovered.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) })
                 where attempts < BLETransport.maxAttemptsPerSecond {

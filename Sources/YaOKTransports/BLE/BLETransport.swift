@@ -45,6 +45,17 @@ public final class BLETransport: Transport {
         /// The side with the larger token connects itself after hearing a peer for this long
         /// without a connection (the smaller side cannot reach it).
         public var fallbackAfter: Double = 30
+        /// A discovery run is ended and started again after this many seconds (the kernel's
+        /// own run is about 10 s). Each run reports a peer once (the controller's duplicate
+        /// filter), and a report that arrives while the run is still starting is dropped by
+        /// the kernel: with a controller that reports every advertiser at once when scanning
+        /// starts (BlueZ's virtual controllers), a peer missed that way stayed unheard for
+        /// the whole run. Short runs give it another chance soon.
+        public var discoveryRunLength: Double = 3
+        /// After a channel with a peer closes, its advertisement with the token it had
+        /// meanwhile is ignored for this many seconds (a powered-off controller may go on
+        /// advertising it: see `closeLocked`); a fresh token is heard at once.
+        public var staleTokenHold: Double = 30
         /// A peer not heard for this long is forgotten.
         public var forgetAfter: Double = 60
         public var maxDiscoveredPeers = 64
@@ -85,7 +96,7 @@ public final class BLETransport: Transport {
               options.maxWriteQueueBytes >= Wire.maxPacketLength + 64 else {
             throw YaOKError(.invalidArgument, "BLE limits must be positive (write queue at least one packet)")
         }
-        let intervals = [options.tokenLifetime, options.connectTimeout, options.handshakeTimeout,
+        let intervals = [options.tokenLifetime, options.connectTimeout, options.handshakeTimeout, options.discoveryRunLength, options.staleTokenHold,
                          options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter]
         guard intervals.allSatisfy({ $0 > 0 && $0 <= 86_400 }) else {
             throw YaOKError(.invalidArgument, "BLE intervals and timeouts must be in (0, 86400] seconds")
@@ -335,7 +346,9 @@ public final class BLETransport: Transport {
                 ])),
                 ("discovery", .object([
                     ("active", .bool(s.discovering)), ("runs", .int(Int64(s.discoveryRuns))),
+                    ("restarted_runs", .int(Int64(s.discoveryRestarts))),
                     ("adverts_heard", .int(Int64(s.advertsHeard))),
+                    ("stale_adverts_ignored", .int(Int64(s.staleAdvertsIgnored))),
                     ("first_peer_after_ms", s.firstPeerAfterMs.map { .int($0) } ?? .null),
                     ("error", s.discoveryError.map { .string($0) } ?? .null),
                 ])),
@@ -343,6 +356,7 @@ public final class BLETransport: Transport {
                 ("max_connections", .int(Int64(options.maxConnections))),
                 ("refused_connections", .int(Int64(s.refused))),
                 ("closed_connections", .int(Int64(s.closedCount))),
+                ("connects_handed_over", .int(Int64(s.handOvers))),
                 ("recent_closes", .array(closes)),
             ])
         }
