@@ -165,8 +165,8 @@ extension BLETransport {
     /// Draws the next token while the adapter is off and gives it to the kernel (Add
     /// Advertising is stored while unpowered; its reply sets `advertisingStoredWhileOff`).
     private func storeTokenWhileOffLocked(_ s: inout BLEState) {
-        guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
         drawTokenLocked(&s, Sodium.randomBytes(BLEAdvert.tokenLength))
+        guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
         if let code = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance,
                                                     data: BLEAdvert(token: s.token).encoded)) {
             s.advertisingError = "Add Advertising: \(String(cString: strerror(code)))"

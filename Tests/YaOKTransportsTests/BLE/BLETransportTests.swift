@@ -142,4 +142,69 @@ import YaOKCrypto
             #expect(s.discovered[address(999)] != nil)
         }
     }
+
+    /// A failed outbound connect hands the connecting role to the peer: a new token larger
+    /// than the peer's (PROTOCOL.md §9.2).
+    @Test func aFailedConnectHandsTheRoleOver() throws {
+        let t = try BLETransport()
+        t.state.withLock { s in
+            s.token = [UInt8](repeating: 0x10, count: 8)
+            let peer = [UInt8](repeating: 0x80, count: 8)
+            s.discovered[address(1)] = BLEPeer(token: peer, rssi: -40, firstSeenMs: 0, lastSeenMs: 0, lastSeen: 0)
+            #expect(BLEAdvert.connects(own: s.token, peer: peer))
+            t.handOverLocked(&s, address(1))
+            #expect(!BLEAdvert.connects(own: s.token, peer: peer))
+            #expect(s.handOvers == 1 && s.previousToken == [UInt8](repeating: 0x10, count: 8))
+            // Not ours to connect any more: nothing to hand over.
+            let token = s.token
+            t.handOverLocked(&s, address(1))
+            #expect(s.token == token && s.handOvers == 1)
+        }
+    }
+
+    /// After a channel closes, the token the peer had meanwhile is a ghost for a while (a
+    /// powered-off controller may go on advertising it); a fresh token is heard at once.
+    @Test func theTokenOfAClosedChannelIsIgnoredForAWhile() throws {
+        let t = try BLETransport()
+        t.state.withLock { s in
+            s.token = [UInt8](repeating: 0xf0, count: 8)
+            let old = [UInt8](repeating: 0x20, count: 8), fresh = [UInt8](repeating: 0x30, count: 8)
+            let now = EventLoop.monotonicNanoseconds()
+            s.staleTokens[address(1)] = (old, now + BLETransport.nanoseconds(30))
+            t.heardLocked(&s, BLEAdvert(token: old), from: address(1), rssi: -40)
+            #expect(s.discovered[address(1)] == nil && s.staleAdvertsIgnored == 1)
+            t.heardLocked(&s, BLEAdvert(token: fresh), from: address(1), rssi: -40)
+            #expect(s.discovered[address(1)]?.token == fresh && s.staleTokens[address(1)] == nil)
+            // Expired: the old token counts again.
+            s.staleTokens[address(2)] = (old, now &- 1)
+            t.heardLocked(&s, BLEAdvert(token: old), from: address(2), rssi: -40)
+            #expect(s.discovered[address(2)] != nil)
+        }
+    }
+
+    /// Our own adapter going off keeps the peers heard lately (with no ghost rule for them),
+    /// even one whose channel the kernel ended just before, and at power-on the side whose
+    /// turn it is connects at once.
+    @Test func peersAreKeptThroughOurOwnPowerCycle() throws {
+        let t = try BLETransport()
+        t.state.withLock { s in
+            s.running = true
+            s.adapter = BLEAdapter(index: 0, address: address(100), powered: true, instance: 1)
+            s.token = [UInt8](repeating: 0x80, count: 8)
+            let peer = [UInt8](repeating: 0xf0, count: 8)
+            s.discovered[address(1)] = BLEPeer(token: peer, rssi: -40, firstSeenMs: 0, lastSeenMs: 0, lastSeen: 0)
+            s.discovered[address(1)]?.lastAttempt = EventLoop.monotonicNanoseconds()
+            // Peer 2's channel was closed by a hang-up just before New Settings said "off".
+            s.lostPeers[address(2)] = (BLEPeer(token: peer, rssi: -40, firstSeenMs: 0, lastSeenMs: 0, lastSeen: 0),
+                                       EventLoop.monotonicNanoseconds())
+            s.staleTokens[address(2)] = (peer, EventLoop.monotonicNanoseconds() + BLETransport.nanoseconds(30))
+            _ = t.poweredLocked(&s, false)
+            #expect(s.discovered[address(1)] != nil && s.discovered[address(1)]?.lastAttempt == nil)
+            #expect(s.discovered[address(2)] != nil && s.staleTokens.isEmpty && s.lostPeers.isEmpty)
+            #expect(s.token != [UInt8](repeating: 0x80, count: 8))  // drawn while off
+            s.token = [UInt8](repeating: 0x01, count: 8)  // ours to connect to both
+            _ = t.poweredLocked(&s, true)
+            #expect(s.discovered[address(1)]?.lastAttempt != nil)
+        }
+    }
 }
