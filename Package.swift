@@ -22,7 +22,8 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        // The kernel's Bluetooth socket interface (declared in the shim: no library, no headers).
+        .systemLibrary(name: "CBluetooth"),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // include/yaok.h as a module: types for the FFI target, signatures for a test.
         .systemLibrary(name: "CYaOK"),
@@ -39,7 +40,7 @@ let package = Package(
         .target(name: "YaOKStore", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "CSQLite"]),
         .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
         // Transports: sockets on the node's event loop, each connection a link (LAN, and BLE through
-        // the kernel's Bluetooth sockets: libbluetooth's headers).
+        // the kernel's Bluetooth sockets).
         .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode", "CBluetooth"]),
         .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTransports"]),
         .target(

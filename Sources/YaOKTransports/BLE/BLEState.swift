@@ -22,6 +22,8 @@ final class BLEConnection {
     /// Capped by `Options.maxWriteQueueBytes`.
     var queue: [[UInt8]] = []
     var queuedBytes = 0
+    /// Monotonic ns of the last time the queue moved (or became non-empty).
+    var lastWriteProgress: UInt64 = 0
     var watchingWrites = false
     var sendMTU = 0
     var receiveMTU = 0

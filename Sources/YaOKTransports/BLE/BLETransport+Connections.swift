@@ -187,6 +187,7 @@ extension BLETransport {
                 let reason = "unit of \(unit.count) bytes exceeds the channel's MTU \(c.sendMTU)"
                 return (closeLocked(&s, id, reason), reason)
             }
+            if c.queue.isEmpty { c.lastWriteProgress = EventLoop.monotonicNanoseconds() }
             c.queue.append(unit)
             c.queuedBytes += unit.count
             return flushLocked(&s, c)
@@ -199,15 +200,23 @@ extension BLETransport {
         }
     }
 
-    /// Sends queued SDUs until the kernel says EAGAIN. Closes the channel when a send fails
-    /// or the queue is over its cap.
+    /// Sends queued SDUs until the kernel says EAGAIN (all of them in one go when it takes
+    /// them). Closes the channel when a send fails or the queue is over its cap.
     func flushLocked(_ s: inout BLEState, _ c: BLEConnection) -> ((any TransportLink)?, String)? {
-        while let first = c.queue.first {
-            switch L2CAPSocket.send(c.fd, first) {
+        var sent = 0
+        defer {
+            if sent > 0 {
+                c.queue.removeFirst(sent)
+                c.lastWriteProgress = EventLoop.monotonicNanoseconds()
+            }
+        }
+        while sent < c.queue.count {
+            let unit = c.queue[sent]
+            switch L2CAPSocket.send(c.fd, unit) {
             case .sent:
-                c.queue.removeFirst()
-                c.queuedBytes -= first.count
-                c.bytesOut += first.count
+                sent += 1
+                c.queuedBytes -= unit.count
+                c.bytesOut += unit.count
             case .wouldBlock:
                 if c.queuedBytes > options.maxWriteQueueBytes {
                     let reason = "the peer is not reading (\(c.queuedBytes) bytes queued)"

@@ -289,6 +289,11 @@ extension BLETransport {
                           age >= BLETransport.nanoseconds(options.handshakeTimeout) {
                     let reason = "no handshake within \(Int(options.handshakeTimeout)) s"
                     closed.append((closeLocked(&s, c.id, reason), reason))
+                } else if c.phase == .open, !c.queue.isEmpty,
+                          now &- c.lastWriteProgress >= BLETransport.nanoseconds(options.writeStallTimeout) {
+                    let reason = "the peer is not reading (\(c.queuedBytes) bytes queued, none taken for "
+                        + "\(Int(options.writeStallTimeout)) s)"
+                    closed.append((closeLocked(&s, c.id, reason), reason))
                 }
             }
             if let adapter = s.adapter, adapter.powered, !s.adapterGone {

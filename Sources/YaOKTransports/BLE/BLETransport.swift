@@ -27,14 +27,23 @@ public final class BLETransport: Transport {
         public var adapter: String?
         /// The L2CAP PSM links are accepted on (LE dynamic range 0x0080–0x00FF).
         public var psm: UInt16 = BLETransport.defaultPSM
-        /// The SDU size this side accepts (BT_RCVMTU); the peer's is our send MTU.
-        public var receiveMTU = 4096
+        /// The SDU size this side accepts (BT_RCVMTU); the peer's is our send MTU. The default
+        /// holds the largest link packet, so that no packet is fragmented (§4.7): one SDU, one
+        /// send(2) and one recv(2) per packet (the kernel still segments SDUs into PDUs of the
+        /// negotiated MPS and flow-controls them with credits).
+        public var receiveMTU = Wire.maxPacketLength
         /// Seconds after which the advertised token is drawn again.
         public var tokenLifetime: Double = 300
         /// Beyond this many channels, new ones are accepted and closed at once.
         public var maxConnections = 8
-        /// Bytes queued for one channel beyond which the peer counts as not reading.
-        public var maxWriteQueueBytes = 512 * 1024
+        /// Bytes queued for one channel beyond which it is closed (a bound on memory). The node
+        /// hands a link everything due at once — up to 256 packets of up to 17 KiB — so this is
+        /// above that.
+        public var maxWriteQueueBytes = 8 << 20
+        /// A channel whose queue has not moved (the kernel took no SDU) for this many seconds
+        /// counts as a peer that is not reading, and is closed. (A byte cap alone closed healthy
+        /// channels: 50 queued 10 KB messages are 525 KB handed over in one go.)
+        public var writeStallTimeout: Double = 30
         /// An outbound connect that has not completed after this many seconds is abandoned.
         public var connectTimeout: Double = 10
         /// A channel whose link has received fewer than two units this long after it opened
@@ -96,7 +105,7 @@ public final class BLETransport: Transport {
               options.maxWriteQueueBytes >= Wire.maxPacketLength + 64 else {
             throw YaOKError(.invalidArgument, "BLE limits must be positive (write queue at least one packet)")
         }
-        let intervals = [options.tokenLifetime, options.connectTimeout, options.handshakeTimeout, options.discoveryRunLength, options.staleTokenHold,
+        let intervals = [options.tokenLifetime, options.connectTimeout, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.staleTokenHold,
                          options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter]
         guard intervals.allSatisfy({ $0 > 0 && $0 <= 86_400 }) else {
             throw YaOKError(.invalidArgument, "BLE intervals and timeouts must be in (0, 86400] seconds")
