@@ -15,6 +15,9 @@ let package = Package(
         .library(name: "YaOK", targets: ["YaOK"]),
         .executable(name: "yaok", targets: ["yaok"]),
         .executable(name: "yaok-bench", targets: ["yaok-bench"]),
+        .executable(name: "yaok-relay", targets: ["yaok-relay"]),
+        .executable(name: "yaok-relay-load", targets: ["yaok-relay-load"]),
+        .executable(name: "yaok-peer-swift", targets: ["yaok-peer-swift"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -25,6 +28,8 @@ let package = Package(
         // The kernel's Bluetooth socket interface (declared in the shim: no library, no headers).
         .systemLibrary(name: "CBluetooth"),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // libpq, for the relay's PostgreSQL store (several relay processes over one database).
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // include/yaok.h as a module: types for the FFI target, signatures for a test.
         .systemLibrary(name: "CYaOK"),
         // epoll and eventfd for each node's event thread (Glibc's module lacks eventfd).
@@ -39,10 +44,12 @@ let package = Package(
         .target(name: "YaOKCrypto", dependencies: ["YaOKSupport", "YaOKWire", "CSodium"]),
         .target(name: "YaOKStore", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "CSQLite"]),
         .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
-        // Transports: sockets on the node's event loop, each connection a link (LAN, and BLE through
-        // the kernel's Bluetooth sockets).
-        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode", "CBluetooth"]),
-        .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTransports"]),
+        // Transports: sockets on the node's event loop, each connection a link (LAN, the relay
+        // client, and BLE through the kernel's Bluetooth sockets).
+        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode", "YaOKTLS", "CBluetooth"]),
+        // TLS 1.3 over a non-blocking descriptor (OpenSSL), for the relay client and server.
+        .target(name: "YaOKTLS", dependencies: ["YaOKSupport", "COpenSSL"]),
+        .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTLS", "YaOKTransports"]),
         .target(
             name: "YaOKFFI",
             dependencies: ["YaOK", "YaOKSupport", "CYaOK"],
@@ -60,13 +67,35 @@ let package = Package(
         .executableTarget(name: "yaok-lan-probe", dependencies: ["YaOK"]),
         // One peer of the reliability test (scripts/test-reliability), killed and restarted.
         .executableTarget(name: "yaok-soak", dependencies: ["YaOK"]),
-        .testTarget(name: "YaOKTransportsTests", dependencies: ["YaOKTransports", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode"]),
+        .testTarget(name: "YaOKTransportsTests", dependencies: ["YaOKTransports", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTLS", "YaOKRelayServer"]),
         // Runs the built `yaok` executable as a subprocess.
-        .testTarget(name: "YaOKCLITests", dependencies: ["yaok"]),
+        .testTarget(name: "YaOKCLITests", dependencies: ["yaok", "QRCode"]),
         // Compiles each @_cdecl entry point against its declaration in include/yaok.h.
         .testTarget(name: "YaOKFFITests", dependencies: ["YaOKFFI", "CYaOK"]),
-        // A pure-Swift QR code encoder (no Foundation), for printing contact cards.
-        .target(name: "QRCode"),
+        // The relay server (docs/PROTOCOL.md §8, docs/RELAY.md): sessions, group-commit
+        // store, limits on the node's event loop; `yaok-relay` is its thin command line.
+        .target(name: "YaOKRelayServer", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "CPostgres"]),
+        .executableTarget(
+            name: "yaok-relay",
+            dependencies: ["YaOKRelayServer", "YaOKSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // The relay's load test and benchmark (scripts/test-relay-load, scripts/bench-relay):
+        // many raw protocol clients on one epoll thread; starts, SIGKILLs and restarts the relay.
+        .executableTarget(name: "yaok-relay-load", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "YaOKTLS", "CLinux"]),
+        // Depends on the executable so that the real-process test finds it built.
+        .testTarget(name: "YaOKRelayServerTests", dependencies: ["YaOKRelayServer", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "yaok-relay"]),
+        // Loopback only; peers that misbehave (TLS 1.2, no ALPN) are raw OpenSSL.
+        .testTarget(name: "YaOKTLSTests", dependencies: ["YaOKTLS", "YaOKSupport", "COpenSSL"]),
+        // The Swift example peer (examples/swift): interoperates with examples/c/peer.c and
+        // examples/python/peer.py (scripts/test-examples).
+        .executableTarget(name: "yaok-peer-swift", dependencies: ["YaOK"], path: "examples/swift"),
+        // QR codes of contact cards for the CLI (not in libyaok.so): encoded with libqrencode,
+        // drawn in the terminal or written as a PNG (libpng), and read back from a PNG or
+        // JPEG photo (libpng, libjpeg) with ZBar.
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        .systemLibrary(name: "CImageIO", pkgConfig: "libpng", providers: [.apt(["libpng-dev", "libjpeg-dev"])]),
+        .target(name: "QRCode", dependencies: ["CQREncode", "CZBar", "CImageIO"]),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
     ]
 )

@@ -5,7 +5,7 @@ import YaOKWire
 // `swiftc -sanitize=fuzzer,address -parse-as-library` against the YaOKSupport and YaOKWire modules;
 // a SwiftPM executable target would clash with libFuzzer's own main).
 //
-// Every input goes through three paths, so one corpus serves all of them:
+// Every input also goes through RelayFrame.decode, and every input goes through three paths, so one corpus serves all of them:
 //  1. Packet.decode and RoutedHeader.parse, with the invariant that anything accepted
 //     re-encodes to exactly the input (the decoder is strict and canonical), and that a link
 //     packet's associated data (Packet.linkHeader) is exactly its first 12 bytes.
@@ -19,8 +19,10 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     guard let data else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     checkPacketDecoding(bytes[...])
+    checkRelayFrame(bytes)
     for frame in deframe(bytes) {
         checkPacketDecoding(frame[...])
+        checkRelayFrame(frame)
     }
     reassemble(deframe(bytes))
     return 0
@@ -46,6 +48,12 @@ private func checkPacketDecoding(_ bytes: ArraySlice<UInt8>) {
             fatalError("RoutedHeader.parse disagrees with Packet.decode")
         }
     }
+}
+
+/// Relay frames (docs/PROTOCOL.md §8.3) are strict too: anything accepted re-encodes exactly.
+private func checkRelayFrame(_ bytes: [UInt8]) {
+    guard let frame = try? RelayFrame.decode(bytes) else { return }
+    guard frame.encode() == bytes else { fatalError("accepted relay frame does not re-encode to its input") }
 }
 
 /// Chunk sizes from the input's own bytes (1...64), so the fuzzer explores the splits.

@@ -15,7 +15,10 @@
  * Ownership: a string the library returns (char **out) is freed with yaok_string_free();
  *            bytes it returns (uint8_t **out, size_t *out_len) with yaok_bytes_free().
  *            Handles are created by yaok_<type>_new/_decode/_restore and destroyed by
- *            yaok_<type>_free(); every _free accepts NULL as a no-op.
+ *            yaok_<type>_free(); every _free accepts NULL as a no-op. A getter with a
+ *            `const char **out` (the typed-access section) lends a string instead: owned
+ *            by its handle (or live event), valid until that is freed (or returns), never
+ *            freed by the caller.
  * Strings:   UTF-8, NUL-terminated. Invalid UTF-8 input is refused (YAOK_E_INVALID_UTF8),
  *            never silently repaired. A text argument is at most YAOK_MAX_TEXT_BYTES bytes
  *            before its NUL: longer text is refused at once, without being read past that
@@ -529,6 +532,8 @@ yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
 #define YAOK_EVENT_MESSAGE_RECEIVED 7u       /* {"contact_id": n, "message_id": hex}: a new
                                                 message arrived; never its content */
 #define YAOK_EVENT_TRANSPORT_CHANGED 8u      /* {"name", "display_name", "state", "error"} */
+#define YAOK_EVENT_TRANSPORT_NOTICE 9u       /* {"transport", "message", "retry_after_ms"}: e.g.
+                                                "Rate limit reached. Try again in 12 minutes." */
 
 /* Registers `callback` for this node's events, replacing any earlier registration (whose
  * free_user_data then runs on the event thread, after the last event it was given). NULL
@@ -738,10 +743,209 @@ yaok_status yaok_transport_set_enabled(yaok_node *node, const char *name, int32_
 yaok_status yaok_transport_lan_add(yaok_node *node, const char *listen_address, uint16_t port, uint32_t flags,
                                    const char *const *peers, size_t peers_count);
 
+/* Registers the relay transport ("relay", shown as "Relay"), disabled: start it with
+ * yaok_transport_set_enabled(node, "relay", 1). It keeps a TLS 1.3 session with the relay at
+ * `address` ("host:port"), whose certificate must match `pin_hex` (the 64 hex digits
+ * `yaok-relay` prints as "pin:") or chain to the PEM CA certificates in `ca_file`: give
+ * exactly one, the other NULL (else YAOK_E_INVALID_ARGUMENT). A mismatch refuses the
+ * connection (YAOK_EVENT_TRANSPORT_NOTICE, a "tls_failure" security event), never falls back
+ * to plaintext. Messages to contacts with no direct link go to their relay mailbox (sent =
+ * stored by the relay); ours are fetched while the node is unlocked (a lock ends the
+ * session). A relay that is down is retried with backoff; diagnostics show its status
+ * ("Connected", "Disconnected: … Retrying in 8 s.") and the last sync (docs/PROTOCOL.md §8).
+ * Strings are borrowed. Registered twice: YAOK_E_INVALID_ARGUMENT. */
+yaok_status yaok_transport_relay_add(yaok_node *node, const char *address, const char *pin_hex, const char *ca_file);
+
 /* Diagnostics as a JSON object (docs/ABI.md, "diagnostics"): transports, links, packets held
  * while locked and, when unlocked, contacts' connection status and the outbox. Works while
  * locked. *out_json: free with yaok_string_free(). */
 yaok_status yaok_node_diagnostics(yaok_node *node, char **out_json);
+
+/* ---- typed access: events, messages, contacts, diagnostics without JSON ----
+ * The common path of an app, field by field, so that a C app needs no JSON parser to send,
+ * receive and show statuses. The JSON functions above stay for rich results and bindings;
+ * both read the same data.
+ *
+ * Ownership, for everything in this section:
+ *   - yaok_message, yaok_contact and yaok_diagnostics are opaque, immutable snapshots: a
+ *     handle never changes after it is made (a status that changes later arrives as a new
+ *     event), so one handle may be read from several threads at once. Each is created by
+ *     the function that returns it (`yaok_<type> **out`) and destroyed by
+ *     yaok_<type>_free(); _free(NULL) is a no-op. They need no node: a handle stays
+ *     readable after the node locks or is freed.
+ *   - A getter's `const char **out` receives a BORROWED string, NUL-terminated UTF-8, owned
+ *     by the handle and valid until the handle is freed: do not free it, copy what you keep
+ *     longer. (The older getters that take `char **out` give an owned copy instead, freed
+ *     with yaok_string_free.) Strings a handle holds are wiped when it is freed.
+ *   - Event getters read the `const yaok_event *` a callback was given, and only during that
+ *     callback (on the event thread, or on another thread while the callback has not yet
+ *     returned); a borrowed string they give is valid until the callback returns. After it
+ *     returns, the event is no longer live: YAOK_E_INVALID_ARGUMENT.
+ *   - Integers and message IDs are copied into the caller's variables and buffers.
+ * A getter for a field this event kind (or this message or contact) does not have returns
+ * YAOK_E_NOT_FOUND and writes nothing; the last-error message says which field. */
+
+typedef struct yaok_message yaok_message;
+typedef struct yaok_contact yaok_contact;
+typedef struct yaok_diagnostics yaok_diagnostics;
+
+/* Message directions (yaok_message_direction). */
+#define YAOK_DIRECTION_OUTGOING 0u
+#define YAOK_DIRECTION_INCOMING 1u
+
+/* Message times (yaok_message_time `which`), each milliseconds since 1970. */
+#define YAOK_TIME_SENDER 0u    /* the sender's clock; history is ordered by it (always set) */
+#define YAOK_TIME_CREATED 1u   /* when this node stored the message (always set) */
+#define YAOK_TIME_SENT 2u      /* outgoing: when it first reached "sent" (else NOT_FOUND) */
+#define YAOK_TIME_RECEIVED 3u  /* incoming: when it arrived (else NOT_FOUND) */
+
+/* Transport states (yaok_event_transport_state, yaok_diagnostics_transport). */
+#define YAOK_TRANSPORT_DISABLED 0u
+#define YAOK_TRANSPORT_RUNNING 1u
+#define YAOK_TRANSPORT_FAILED 2u
+
+/* Contact connection states (yaok_contact_connection), shown as AC-011-03 says. */
+#define YAOK_CONNECTION_NEVER_CONNECTED 0u /* "Never connected" */
+#define YAOK_CONNECTION_LAST_SEEN 1u       /* "Last seen …" */
+#define YAOK_CONNECTION_ONLINE 2u          /* "Online (<transport>)" */
+
+/* -- events: call these inside the yaok_event_callback, on the event it was given -- */
+
+/* The contact (= conversation) id of YAOK_EVENT_MESSAGE_RECEIVED, YAOK_EVENT_CONTACTS_CHANGED,
+ * and of the message of YAOK_EVENT_MESSAGE_STORED and YAOK_EVENT_MESSAGE_STATUS_CHANGED.
+ * Other kinds: YAOK_E_NOT_FOUND. */
+yaok_status yaok_event_contact_id(const yaok_event *event, int64_t *out_contact_id);
+
+/* The message ID of YAOK_EVENT_MESSAGE_RECEIVED, _STORED and _STATUS_CHANGED, copied into
+ * `out_message_id` (YAOK_MESSAGE_ID_BYTES bytes, the caller's). Other kinds:
+ * YAOK_E_NOT_FOUND. */
+yaok_status yaok_event_message_id(const yaok_event *event, uint8_t *out_message_id);
+
+/* The message's status (YAOK_MESSAGE_*) for YAOK_EVENT_MESSAGE_STATUS_CHANGED (the new
+ * status) and YAOK_EVENT_MESSAGE_STORED. Other kinds: YAOK_E_NOT_FOUND. */
+yaok_status yaok_event_message_status(const yaok_event *event, uint32_t *out_status);
+
+/* The whole message of YAOK_EVENT_MESSAGE_STORED or _STATUS_CHANGED (text, direction,
+ * times) as a new handle that outlives the callback. *out: free with yaok_message_free().
+ * Other kinds: YAOK_E_NOT_FOUND. YAOK_EVENT_MESSAGE_RECEIVED never carries the content:
+ * read it with yaok_message_lookup(node, contact id, message ID), from the callback or later. */
+yaok_status yaok_event_message(const yaok_event *event, yaok_message **out);
+
+/* The transport's name ("lan", "relay", or an app's own) of YAOK_EVENT_TRANSPORT_CHANGED and
+ * YAOK_EVENT_TRANSPORT_NOTICE. *out_name: borrowed until the callback returns. */
+yaok_status yaok_event_transport_name(const yaok_event *event, const char **out_name);
+
+/* The new state (YAOK_TRANSPORT_*) of YAOK_EVENT_TRANSPORT_CHANGED. */
+yaok_status yaok_event_transport_state(const yaok_event *event, uint32_t *out_state);
+
+/* The text for a person that the event carries: the message of YAOK_EVENT_TRANSPORT_NOTICE
+ * ("Rate limit reached. Try again in 12 minutes."); the error of YAOK_EVENT_TRANSPORT_CHANGED
+ * when its state is YAOK_TRANSPORT_FAILED (otherwise YAOK_E_NOT_FOUND); the reason of
+ * YAOK_EVENT_LOCKED ("manual", "auto_lock", "reset"); the method of YAOK_EVENT_UNLOCKED
+ * ("pin", "platform_key", "setup"). Other kinds: YAOK_E_NOT_FOUND.
+ * *out_text: borrowed until the callback returns. */
+yaok_status yaok_event_text(const yaok_event *event, const char **out_text);
+
+/* -- messages -- */
+
+/* yaok_message_send, returning the stored message as a handle instead of JSON (status
+ * YAOK_MESSAGE_PENDING). Same arguments, errors and behaviour. *out: free with
+ * yaok_message_free(). */
+yaok_status yaok_message_send_v2(yaok_node *node, int64_t contact_id, const uint8_t *text, size_t text_len,
+                                 yaok_message **out);
+
+/* One stored message, incoming or outgoing, by its conversation (= contact id) and message
+ * ID (YAOK_MESSAGE_ID_BYTES bytes, borrowed): what a YAOK_EVENT_MESSAGE_RECEIVED names.
+ * None: YAOK_E_NOT_FOUND. Needs the node unlocked. *out: free with yaok_message_free(). */
+yaok_status yaok_message_lookup(yaok_node *node, int64_t contact_id, const uint8_t *message_id, yaok_message **out);
+
+/* Destroys a message handle and wipes the text it holds. NULL is a no-op. */
+void yaok_message_free(yaok_message *message);
+
+/* The message ID, copied into `out_message_id` (YAOK_MESSAGE_ID_BYTES bytes). */
+yaok_status yaok_message_id(const yaok_message *message, uint8_t *out_message_id);
+
+/* The contact (= conversation) id: the recipient of an outgoing message, the sender of an
+ * incoming one. */
+yaok_status yaok_message_contact_id(const yaok_message *message, int64_t *out_contact_id);
+
+/* YAOK_DIRECTION_OUTGOING or YAOK_DIRECTION_INCOMING. */
+yaok_status yaok_message_direction(const yaok_message *message, uint32_t *out_direction);
+
+/* The status when the handle was made: YAOK_MESSAGE_* (incoming messages are
+ * YAOK_MESSAGE_DELIVERED). */
+yaok_status yaok_message_status(const yaok_message *message, uint32_t *out_status);
+
+/* The text: *out_text is borrowed (NUL-terminated UTF-8, valid until yaok_message_free),
+ * *out_len its length in bytes before the NUL. */
+yaok_status yaok_message_text(const yaok_message *message, const char **out_text, size_t *out_len);
+
+/* One of the message's times (`which`: YAOK_TIME_*), milliseconds since 1970. A time the
+ * message does not have (YAOK_TIME_SENT of a message not yet sent, YAOK_TIME_RECEIVED of an
+ * outgoing one): YAOK_E_NOT_FOUND. Unknown `which`: YAOK_E_INVALID_ARGUMENT. */
+yaok_status yaok_message_time(const yaok_message *message, uint32_t which, int64_t *out_ms);
+
+/* -- contacts -- */
+
+/* yaok_contact_add, returning the new contact as a handle instead of JSON. Same arguments,
+ * errors and behaviour. *out: free with yaok_contact_free(). */
+yaok_status yaok_contact_add_v2(yaok_node *node, const char *card_text, yaok_contact **out);
+
+/* One contact by id, as a handle (what yaok_contact_show gives as JSON). None with that id:
+ * YAOK_E_NOT_FOUND. Needs the node unlocked. *out: free with yaok_contact_free(). */
+yaok_status yaok_contact_get(yaok_node *node, int64_t contact_id, yaok_contact **out);
+
+/* The ids of every contact, sorted by name, like snprintf: writes the first
+ * min(count, capacity) ids into `out_ids` (the caller's array of `capacity`; NULL when
+ * capacity is 0) and sets *out_count to the number of contacts, which may be more than
+ * `capacity`: then call again with a larger array. Needs the node unlocked. */
+yaok_status yaok_contact_ids(yaok_node *node, int64_t *out_ids, size_t capacity, size_t *out_count);
+
+/* Destroys a contact handle and wipes the name it holds. NULL is a no-op. */
+void yaok_contact_free(yaok_contact *contact);
+
+/* The contact's id (also its conversation's id). */
+yaok_status yaok_contact_id(const yaok_contact *contact, int64_t *out_contact_id);
+
+/* The display name. *out_name: borrowed until yaok_contact_free. */
+yaok_status yaok_contact_name(const yaok_contact *contact, const char **out_name);
+
+/* The user ID (32 lower-case hex characters). *out_user_id: borrowed until yaok_contact_free. */
+yaok_status yaok_contact_user_id(const yaok_contact *contact, const char **out_user_id);
+
+/* The fingerprint in a YAOK_FINGERPRINT_* format (unknown: YAOK_E_INVALID_ARGUMENT).
+ * *out_fingerprint: borrowed until yaok_contact_free. */
+yaok_status yaok_contact_fingerprint(const yaok_contact *contact, uint32_t format, const char **out_fingerprint);
+
+/* *out_verified: 1 if the contact was marked verified (yaok_contact_verify), else 0. */
+yaok_status yaok_contact_verified(const yaok_contact *contact, int32_t *out_verified);
+
+/* The connection when the handle was made: *out_state YAOK_CONNECTION_*. `out_transport`
+ * and `out_last_seen_ms` may be NULL. *out_transport: the transport's name when ONLINE
+ * (borrowed until yaok_contact_free), else NULL. *out_last_seen_ms: when LAST_SEEN, the
+ * time (milliseconds since 1970), else 0. */
+yaok_status yaok_contact_connection(const yaok_contact *contact, uint32_t *out_state, const char **out_transport,
+                                    int64_t *out_last_seen_ms);
+
+/* -- diagnostics -- */
+
+/* A snapshot of the node's transports (what yaok_node_diagnostics gives as JSON, in the
+ * same order). Works while locked. *out: free with yaok_diagnostics_free(). */
+yaok_status yaok_diagnostics_new(yaok_node *node, yaok_diagnostics **out);
+
+/* Destroys a diagnostics snapshot. NULL is a no-op. */
+void yaok_diagnostics_free(yaok_diagnostics *diagnostics);
+
+/* How many transports are registered. */
+yaok_status yaok_diagnostics_transport_count(const yaok_diagnostics *diagnostics, size_t *out_count);
+
+/* Transport `index` (0 to count-1; beyond: YAOK_E_NOT_FOUND): *out_name ("lan", "relay",
+ * …), *out_state YAOK_TRANSPORT_*, *out_links the links open over it, and *out_status a line
+ * for a person: the transport's own status when it has one (the relay: "Connected",
+ * "Disconnected: connection refused. Retrying in 8 s.", …), else the error when failed,
+ * else "Running" or "Disabled". Strings borrowed until yaok_diagnostics_free. */
+yaok_status yaok_diagnostics_transport(const yaok_diagnostics *diagnostics, size_t index, const char **out_name,
+                                       uint32_t *out_state, uint32_t *out_links, const char **out_status);
 
 /* ---- security log ----
  * Persisted security events: time, kind and detail, never message content or keys. */

@@ -1,3 +1,5 @@
+import CImageIO
+
 /// Ways to draw a symbol. Every renderer surrounds it with a quiet zone of light modules:
 /// the standard asks for 4, and readers fail to find codes that touch other ink.
 extension QRCode {
@@ -31,35 +33,32 @@ extension QRCode {
         return out
     }
 
-    /// A binary PBM (P4) image, 1 = black, each module `scale` pixels square.
-    public func pbm(quietZone: Int = 4, scale: Int = 1) -> [UInt8] {
-        let (side, pixel) = raster(quietZone: quietZone, scale: scale)
-        var out = Array("P4\n\(side) \(side)\n".utf8)
-        let rowBytes = (side + 7) / 8
-        for py in 0..<side {
-            var row = [UInt8](repeating: 0, count: rowBytes)
-            for px in 0..<side where pixel(px, py) { row[px >> 3] |= 0x80 >> UInt8(px & 7) }
-            out += row
-        }
-        return out
-    }
-
-    /// A binary 8-bit PGM (P5) image, black modules on white, each `scale` pixels square.
-    public func pgm(quietZone: Int = 4, scale: Int = 4) -> [UInt8] {
-        let (side, pixel) = raster(quietZone: quietZone, scale: scale)
-        var out = Array("P5\n\(side) \(side)\n255\n".utf8)
-        out.reserveCapacity(out.count + side * side)
-        for py in 0..<side {
-            for px in 0..<side { out.append(pixel(px, py) ? 0 : 255) }
-        }
-        return out
-    }
-
-    /// Image side in pixels and a dark-pixel test, shared by the image formats.
-    private func raster(quietZone: Int, scale: Int) -> (side: Int, dark: (Int, Int) -> Bool) {
+    /// 8-bit grey pixels, black modules on white, each module `scale` pixels square, rows
+    /// top to bottom: the image's side and its `side * side` bytes.
+    public func grayPixels(quietZone: Int = 4, scale: Int = 8) -> (side: Int, pixels: [UInt8]) {
         let margin = max(0, quietZone)
         let scale = max(1, scale)
         let side = (size + 2 * margin) * scale
-        return (side, { px, py in self[px / scale - margin, py / scale - margin] })
+        var pixels = [UInt8](repeating: 255, count: side * side)
+        for py in 0..<side {
+            for px in 0..<side where self[px / scale - margin, py / scale - margin] { pixels[py * side + px] = 0 }
+        }
+        return (side, pixels)
+    }
+
+    /// A binary 8-bit PGM (P5) image of `grayPixels`.
+    public func pgm(quietZone: Int = 4, scale: Int = 4) -> [UInt8] {
+        let (side, pixels) = grayPixels(quietZone: quietZone, scale: scale)
+        return Array("P5\n\(side) \(side)\n255\n".utf8) + pixels
+    }
+
+    /// Writes the symbol as a greyscale PNG file (libpng), each module `scale` pixels square.
+    public func writePNG(to path: String, quietZone: Int = 4, scale: Int = 8) throws {
+        let (side, pixels) = grayPixels(quietZone: quietZone, scale: scale)
+        var message = [CChar](repeating: 0, count: 128)
+        let status = yaok_png_write_gray(path, pixels, UInt32(side), UInt32(side), &message, message.count)
+        guard status == Int32(YAOK_IMAGE_OK) else {
+            throw ImageError.writeFailed(path: path, message: String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
     }
 }

@@ -24,11 +24,17 @@ final class CallbackRegistration: @unchecked Sendable {
 
     deinit { freeUserData?(userData) }
 
-    /// Calls back with a `yaok_event` that is valid for the call only.
+    /// Calls back with a `yaok_event` that is valid for the call only; while the call lasts
+    /// it is a live event, so the typed getters (yaok_event_*) can read its fields.
     func deliver(_ event: NodeEvent) {
+        let view = EventView(event)
         event.json.serialized.withCString { json in
             var cEvent = yaok_event(kind: event.kind, json: json)
-            withUnsafePointer(to: &cEvent) { callback(userData, $0) }
+            withUnsafePointer(to: &cEvent) { pointer in
+                LiveEvents.begin(pointer, view)
+                defer { LiveEvents.end(pointer) }
+                callback(userData, pointer)
+            }
         }
     }
 }

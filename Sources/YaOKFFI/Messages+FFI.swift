@@ -3,7 +3,7 @@ import YaOK
 /* ---- messages ---- */
 
 /// Message text crosses as (bytes, length) of UTF-8: refused, never repaired, if invalid.
-private func text(_ pointer: UnsafePointer<UInt8>?, _ length: Int) throws -> String {
+func messageText(_ pointer: UnsafePointer<UInt8>?, _ length: Int) throws -> String {
     guard length <= Envelope.maxBodyLength else { throw YaOKError(.messageTooLarge) }
     guard let s = String(validating: try bytes(pointer, length, "text"), as: UTF8.self) else {
         throw YaOKError(.invalidUTF8, "text is not valid UTF-8")
@@ -12,7 +12,7 @@ private func text(_ pointer: UnsafePointer<UInt8>?, _ length: Int) throws -> Str
 }
 
 /// A borrowed YAOK_MESSAGE_ID_BYTES message ID.
-private func messageID(_ pointer: UnsafePointer<UInt8>?) throws -> MessageID {
+func messageID(_ pointer: UnsafePointer<UInt8>?) throws -> MessageID {
     try MessageID(bytes: try fixedBytes(pointer, Envelope.messageIDLength, "message_id"))
 }
 
@@ -22,7 +22,7 @@ public func yaok_message_send(_ node: OpaquePointer?, _ contactID: Int64, _ text
     boundary {
         let n = try YaOKFFI.node(node)
         let out = try required(out, "out_json")
-        try give(try n.send(to: contactID, text: try text(textBytes, textLength)).json.serialized, to: out)
+        try give(try n.send(to: contactID, text: try messageText(textBytes, textLength)).json.serialized, to: out)
     }
 }
 

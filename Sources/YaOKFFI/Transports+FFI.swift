@@ -41,3 +41,19 @@ public func yaok_transport_lan_add(_ node: OpaquePointer?, _ listenAddress: Unsa
         try n.addTransport(try LANTransport(options: options))
     }
 }
+
+@_cdecl("yaok_transport_relay_add")
+public func yaok_transport_relay_add(_ node: OpaquePointer?, _ address: UnsafePointer<CChar>?, _ pinHex: UnsafePointer<CChar>?,
+                                     _ caFile: UnsafePointer<CChar>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let pin = try pinHex.map { pointer -> [UInt8] in
+            guard let bytes = Hex.decode(try string(pointer, "pin_hex")), bytes.count == 32 else {
+                throw YaOKError(.invalidArgument, "pin_hex must be 64 hex digits (the relay's SHA-256 pin)")
+            }
+            return bytes
+        }
+        let ca = try caFile.map { try string($0, "ca_file") }
+        try n.addTransport(try RelayTransport(address: RelayAddress(try string(address, "address")), pin: pin, caFile: ca))
+    }
+}

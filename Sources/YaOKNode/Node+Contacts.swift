@@ -78,7 +78,7 @@ extension Node {
 
     /// The one contact that `query` names: its id (digits), user ID, a fingerprint prefix of
     /// at least 4 hex digits (spaces ignored), or its name (case-insensitive). None:
-    /// `notFound`; several: `invalidArgument` asking for something more specific; a query
+    /// `notFound`, whose message suggests close names ("Did you mean "Bob"?"); several: `invalidArgument` asking for something more specific; a query
     /// over `maxQueryBytes`: `invalidArgument`.
     public func findContact(_ query: String) throws -> Contact {
         guard query.utf8.count <= Node.maxQueryBytes else {
@@ -94,7 +94,11 @@ extension Node {
         let matches = all.filter {
             $0.userID == q.lowercased() || (isHex && $0.fingerprint.hex.hasPrefix(hex)) || $0.name.lowercased() == q.lowercased()
         }
-        guard let first = matches.first else { throw YaOKError(.notFound, "No contact matches \"\(q)\"") }
+        guard let first = matches.first else {
+            let close = Node.closeNames(to: q, in: all.map(\.name))
+            let hint = close.isEmpty ? "" : ". Did you mean " + Node.orList(close.map { "\"\($0)\"" }) + "?"
+            throw YaOKError(.notFound, "No contact matches \"\(q)\"" + hint)
+        }
         guard matches.count == 1 else {
             throw YaOKError(.invalidArgument, "\"\(q)\" matches \(matches.count) contacts; use the ID or more of the fingerprint")
         }
@@ -159,6 +163,49 @@ extension Node {
     }
 
     // MARK: -
+
+    /// Names close to `query` for "did you mean": case-insensitive edit distance (see
+    /// `editDistance`) at most 1 for queries of up to 4 characters, 2 up
+    /// to 8, else 3; or a name that starts with the query. Best first, at most 3.
+    static func closeNames(to query: String, in names: [String]) -> [String] {
+        let q = Array(query.lowercased())
+        guard !q.isEmpty else { return [] }
+        let allowed = q.count <= 4 ? 1 : (q.count <= 8 ? 2 : 3)
+        var scored: [(distance: Int, name: String)] = []
+        for name in Set(names) {
+            let n = Array(name.lowercased())
+            let d = n.starts(with: q) ? 0 : editDistance(q, n, atMost: allowed)
+            if d <= allowed { scored.append((d, name)) }
+        }
+        return scored.sorted { ($0.distance, $0.name) < ($1.distance, $1.name) }.prefix(3).map(\.name)
+    }
+
+    /// Edit distance counting an insertion, a deletion, a substitution or two neighbours
+    /// swapped ("Bbo" for "Bob") as one edit; `atMost + 1` as soon as it must exceed `atMost`.
+    static func editDistance(_ a: [Character], _ b: [Character], atMost: Int) -> Int {
+        guard abs(a.count - b.count) <= atMost else { return atMost + 1 }
+        var before: [Int] = []
+        var previous = Array(0...b.count)
+        for i in a.indices {
+            var current = [i + 1] + [Int](repeating: 0, count: b.count)
+            for j in b.indices {
+                current[j + 1] = Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (a[i] == b[j] ? 0 : 1))
+                if i > 0, j > 0, a[i] == b[j - 1], a[i - 1] == b[j] {
+                    current[j + 1] = Swift.min(current[j + 1], before[j - 1] + 1)
+                }
+            }
+            if current.allSatisfy({ $0 > atMost }) { return atMost + 1 }
+            before = previous
+            previous = current
+        }
+        return previous[b.count]
+    }
+
+    /// "A", "A or B", "A, B or C".
+    static func orList(_ items: [String]) -> String {
+        guard items.count > 1, let last = items.last else { return items.first ?? "" }
+        return items.dropLast().joined(separator: ", ") + " or " + last
+    }
 
     static func lookup(_ keys: PublicIdentity, _ unlocked: UnlockedKeys) -> [UInt8] {
         unlocked.cipher.lookup(Array("YaOK-peer-v1".utf8) + keys.keyBytes)

@@ -288,7 +288,10 @@ extension Node {
         s.lastActivity = EventLoop.monotonicNanoseconds()
         scheduleAutoLock(&s)
         // What arrived while locked is opened now; the outbox resumes.
-        loop.post { [weak self] in self?.processHeld() }
+        loop.post { [weak self] in
+            self?.processHeld()
+            self?.notifyTransportsUnlocked()
+        }
     }
 
     /// The link key, sealed under the database key: made and certified at the first unlock,
@@ -328,7 +331,11 @@ extension Node {
             try logSecurityEvent(store, kind)
             return true
         }
-        if wasUnlocked { events.emit(.locked(reason: reason)) }
+        if wasUnlocked {
+            // A lock ends relay sessions: they need the keys just wiped (§8).
+            closeCarriers(reason: "Locked")
+            events.emit(.locked(reason: reason))
+        }
     }
 
     /// The identity, for signing and sealing. Needs the node unlocked. The returned object
@@ -345,6 +352,18 @@ extension Node {
     }
 
     // MARK: - Auto-lock
+
+    /// Runs `body` without it counting as activity for auto-lock: for reads an app makes on
+    /// its own (a screen that refreshes itself), so that a device left alone still locks.
+    /// A call from another thread in the same few milliseconds may be undone with it, which
+    /// can only make the lock come sooner.
+    public func withoutActivity<T>(_ body: () throws -> T) rethrows -> T {
+        let before = state.withLock { $0.lastActivity }
+        let start = EventLoop.monotonicNanoseconds()
+        defer { state.withLock { s in if s.lastActivity >= start { s.lastActivity = before } } }
+        return try body()
+    }
+
 
     /// Sets the idle time after which the node locks itself (persisted); needs the node
     /// unlocked. `.never` is allowed but returns `Warnings.autoLockDisabled`, which the app

@@ -201,7 +201,14 @@ struct NodeState {
 final class EventSink: Sendable {
     typealias Handler = @Sendable (NodeEvent) -> Void
     private let loop: EventLoop
-    private let handler = Locked<Handler?>(nil)
+    /// The handler in a box: a closure stored directly as a generic `Locked` value is
+    /// re-abstracted on every inout access, each read-and-write-back wrapping it in one more
+    /// thunk — the stack grew by a frame set per event until the process crashed.
+    private final class Box: Sendable {
+        let call: Handler
+        init(_ call: @escaping Handler) { self.call = call }
+    }
+    private let handler = Locked<Box?>(nil)
 
     init(loop: EventLoop) { self.loop = loop }
 
@@ -211,12 +218,12 @@ final class EventSink: Sendable {
     /// its last pending event). The call happens on the event thread, outside any node lock.
     func emit(_ event: NodeEvent) {
         guard let current = handler.withLock({ $0 }) else { return }
-        loop.post { current(event) }
+        loop.post { current.call(event) }
     }
 
     func setHandler(_ new: Handler?) {
-        let old = handler.withLock { h -> Handler? in
-            defer { h = new }
+        let old = handler.withLock { h -> Box? in
+            defer { h = new.map(Box.init) }
             return h
         }
         // Release the old handler on the event thread, after any event it is handling

@@ -24,6 +24,9 @@ public enum NodeEvent: Sendable, Equatable {
     case messageReceived(contactID: Int64, messageID: MessageID)
     /// A transport started, stopped or failed.
     case transportChanged(TransportState)
+    /// Something a person should read about a transport that is not a change of state:
+    /// "Rate limit reached. Try again in 12 minutes.", "Relay: certificate rejected …".
+    case transportNotice(TransportNotice)
 
     /// YAOK_EVENT_* in include/yaok.h. Never renumbered.
     public var kind: UInt32 {
@@ -36,6 +39,7 @@ public enum NodeEvent: Sendable, Equatable {
         case .contactsChanged: return 6
         case .messageReceived: return 7
         case .transportChanged: return 8
+        case .transportNotice: return 9
         }
     }
 
@@ -51,7 +55,24 @@ public enum NodeEvent: Sendable, Equatable {
         case .transportChanged(let t):
             return .object([("name", .string(t.name)), ("display_name", .string(t.displayName)),
                             ("state", .string(t.phase.rawValue)), ("error", t.error.map { .string($0) } ?? .null)])
+        case .transportNotice(let n):
+            return .object([("transport", .string(n.transport)), ("message", .string(n.message)),
+                            ("retry_after_ms", n.retryAfterMs.map { .int($0) } ?? .null)])
         }
+    }
+}
+
+/// A transport's notice (`NodeEvent.transportNotice`).
+public struct TransportNotice: Sendable, Equatable {
+    public let transport: String
+    public let message: String
+    /// When trying again makes sense, if the transport knows (a relay's rate limit).
+    public let retryAfterMs: Int64?
+
+    public init(transport: String, message: String, retryAfterMs: Int64? = nil) {
+        self.transport = transport
+        self.message = message
+        self.retryAfterMs = retryAfterMs
     }
 }
 

@@ -130,6 +130,7 @@ enum RowAD {
     }
     static let linkKey = Array("YaOK-link-key-v1".utf8)
     static let linkCertificate = Array("YaOK-link-certificate-v1".utf8)
+    static func relayPseudonym(_ relay: String) -> [UInt8] { Array("YaOK-relay-pseudonym-v1".utf8) + Array(relay.utf8) }
     static func messageBody(conversation: Int64, messageID: [UInt8], direction: Int) -> [UInt8] {
         Array("YaOK-message-body-v1".utf8) + bigEndian(UInt64(bitPattern: conversation)) + messageID + [UInt8(direction & 0xff)]
     }

@@ -144,6 +144,20 @@ enum Schema {
         ALTER TABLE security_events ADD COLUMN mac BLOB;
         ALTER TABLE security_events ADD COLUMN tampered INTEGER NOT NULL DEFAULT 0;
         """,
+        // 9: relay pseudonyms (docs/PROTOCOL.md §8.2): one random Ed25519 seed per relay
+        // address, sealed under the database key with the address in its associated data.
+        """
+        CREATE TABLE relay_accounts (
+            relay TEXT PRIMARY KEY,
+            sealed_seed BLOB NOT NULL
+        );
+        """,
+        // 10: `carried` marks a message a relay stored (sent), which waits for its end-to-end
+        // ack until next_attempt_ms and is posted again (or sent over a direct link) without
+        // it: a relay that loses or drops it must not lose the message (PROTOCOL.md §6.1).
+        """
+        ALTER TABLE outbox ADD COLUMN carried INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

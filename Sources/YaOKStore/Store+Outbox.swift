@@ -45,6 +45,14 @@ extension Store {
             """, [.int(contactID), .int(now), .int(now), .int(Int64(limit))], map: outboxRow)
     }
 
+    /// Queued rows for any contact that are due at `now`, in sending order (for a relay).
+    package func dueOutbox(now: Int64, limit: Int) throws -> [OutboxRow] {
+        try db.rows("""
+            SELECT \(Store.outboxColumns) FROM outbox
+            WHERE state = 0 AND next_attempt_ms <= ? AND expires_ms > ? ORDER BY seq LIMIT ?
+            """, [.int(now), .int(now), .int(Int64(limit))], map: outboxRow)
+    }
+
     package func outboxRow(_ packetID: MessageID) throws -> OutboxRow? {
         try db.rows("SELECT \(Store.outboxColumns) FROM outbox WHERE packet_id = ?", [.blob(packetID.bytes)],
                     map: outboxRow).first
@@ -59,14 +67,36 @@ extension Store {
     /// The earliest `next_attempt_ms` after `now` of a queued row, for the retry timer.
     /// Rows already due wait for a link, and a link that opens pumps them itself.
     package func nextOutboxAttempt(after now: Int64) throws -> Int64? {
-        try db.rows("SELECT min(next_attempt_ms) FROM outbox WHERE state = 0 AND next_attempt_ms > ?", [.int(now)]) {
+        try db.rows("SELECT min(next_attempt_ms) FROM outbox WHERE (state = 0 OR carried = 1) AND next_attempt_ms > ?",
+                    [.int(now)]) {
             $0.isNull(0) ? nil : $0.int64(0)
         }.first ?? nil
     }
 
     package func setOutbox(_ packetID: MessageID, state: OutboxRow.State, attempts: Int, nextAttemptAt: Int64) throws {
-        try db.query("UPDATE outbox SET state = ?, attempts = ?, next_attempt_ms = ? WHERE packet_id = ?",
-                     [.int(Int64(state.rawValue)), .int(Int64(attempts)), .int(nextAttemptAt), .blob(packetID.bytes)])
+        // Queued again: no longer waiting at a relay (`markCarried` sets it when one takes it).
+        try db.query("""
+            UPDATE outbox SET state = ?, attempts = ?, next_attempt_ms = ?, carried = CASE WHEN ? = 0 THEN 0 ELSE carried END
+            WHERE packet_id = ?
+            """, [.int(Int64(state.rawValue)), .int(Int64(attempts)), .int(nextAttemptAt), .int(Int64(state.rawValue)),
+                  .blob(packetID.bytes)])
+    }
+
+    /// A relay stored message `packetID`: sent, waiting for its acknowledgement until `until`.
+    package func markCarried(_ packetID: MessageID, until: Int64) throws {
+        try db.query("UPDATE outbox SET state = 1, carried = 1, next_attempt_ms = ? WHERE packet_id = ?",
+                     [.int(until), .blob(packetID.bytes)])
+    }
+
+    /// Relay-stored messages whose acknowledgement is overdue at `now` (or, with
+    /// `contactID`, all of that contact's: a direct link came up) are queued again, due now.
+    package func requeueCarried(now: Int64, contactID: Int64? = nil) throws {
+        if let contactID {
+            try db.query("UPDATE outbox SET state = 0, carried = 0, next_attempt_ms = ? WHERE carried = 1 AND contact_id = ?",
+                         [.int(now), .int(contactID)])
+        } else {
+            try db.query("UPDATE outbox SET state = 0, carried = 0 WHERE carried = 1 AND next_attempt_ms <= ?", [.int(now)])
+        }
     }
 
     /// Makes every queued row of `contactID` due now (a link to the contact came up).

@@ -15,7 +15,7 @@ package enum Hex {
     }
 
     /// nil for odd lengths or non-hex characters.
-    static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         let chars = Array(text.utf8)
         guard chars.count % 2 == 0 else { return nil }
         var out = [UInt8]()

@@ -21,7 +21,9 @@ public final class Locked<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with exclusive access to the value. Not reentrant: calling withLock on
-    /// the same instance from inside `body` deadlocks.
+    /// the same instance from inside `body` deadlocks. Do not store a bare closure as
+    /// `Value`: each inout access re-abstracts it and wraps it in one more thunk (box it in a
+    /// final class instead).
     public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

@@ -12,7 +12,7 @@ enum BLESetup {
         var note: String
     }
 
-    static func start(_ node: Node, adapter: String?, out: EventOutput) throws -> Started {
+    static func start(_ node: Node, adapter: String?, out: EventOutput?) throws -> Started {
         var options = BLETransport.Options()
         options.adapter = adapter
         let transport = try BLETransport(options: options)  // a malformed --ble-adapter ends `run`
@@ -20,7 +20,7 @@ enum BLESetup {
         do {
             try node.setTransport(transport.name, enabled: true)
         } catch {
-            out.line(.object([("event", .string("warning")), ("message", .string("\(error)"))])) {
+            out?.line(.object([("event", .string("warning")), ("message", .string("\(error)"))])) {
                 "warning: \(error); running without it (`yaok transport ble on` tries again)"
             }
             return Started(note: "Bluetooth unavailable")

@@ -1,3 +1,4 @@
+import Foundation
 import ArgumentParser
 import YaOK
 
@@ -10,23 +11,47 @@ struct Contacts: ParsableCommand {
         defaultSubcommand: List.self)
 
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add a contact from their card text (the QR payload).")
+        static let configuration = CommandConfiguration(
+            abstract: "Add a contact from their card: its text, or a photo of its QR code.",
+            discussion: """
+                The card is the text `yaok card` prints (yaok:1:…), a PNG or JPEG photo or \
+                screenshot of its QR code, or a text file holding the card text. The contact's \
+                name and fingerprint are shown first; in a terminal you are asked before the \
+                contact is added (--yes adds without asking).
+                """)
         @OptionGroup var options: GlobalOptions
-        @Argument(help: "The card text, yaok:1:…") var card: String
+        @Argument(help: "The card text (yaok:1:…), or a PNG/JPEG photo of the QR code, or a file holding the card text.")
+        var card: String
         @Flag(help: "Only show the preview (name and fingerprint); add nothing.") var preview = false
+        @Flag(name: .shortAndLong, help: "Add without asking, even in a terminal.") var yes = false
 
         func run() throws {
             try Output.run(json: options.json) {
+                let source = try CardSource.resolve(card)
                 let node = try options.unlockedNode()
+                let p = try node.previewContact(card: source.text)
+                var shown = (source.origin.map { "Card read from \($0)\n" } ?? "")
+                    + "\(p.name)\n  fingerprint \(p.fingerprint)"
+                if p.existingContactID != nil { shown += "\n  already in your contacts" }
                 if preview {
-                    let p = try node.previewContact(card: card)
-                    Output.emit(p.json, asJSON: options.json) {
-                        "\(p.name)\n  fingerprint \(p.fingerprint)" + (p.existingContactID != nil ? "\n  already in your contacts" : "")
-                    }
+                    Output.emit(p.json, asJSON: options.json) { shown }
                     return
                 }
-                let contact = try node.addContact(card: card)
-                Output.emit(contact.json, asJSON: options.json) { "Added \(contact.name) (\(contact.id))\n  fingerprint \(contact.fingerprint)" }
+                if !options.json {
+                    print(Output.printable(shown))
+                    // A person at a terminal confirms after comparing the fingerprint;
+                    // scripts (no terminal on stdin or stdout) are not asked.
+                    if !yes, p.existingContactID == nil, isatty(0) == 1, isatty(1) == 1 {
+                        print("Add \(p.name) to your contacts? [y/N] ", terminator: "")
+                        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+                        guard answer == "y" || answer == "yes" else {
+                            print("Not added")
+                            return
+                        }
+                    }
+                }
+                let contact = try node.addContact(card: source.text)
+                Output.emit(contact.json, asJSON: options.json) { "Added \(contact.name) (\(contact.id))" }
             }
         }
     }

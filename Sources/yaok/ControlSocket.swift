@@ -11,10 +11,16 @@ import YaOK
 /// Protocol, one exchange per connection:
 ///
 ///     request  = u32 big-endian length (1…65536) + that many bytes of UTF-8 JSON object
-///                {"cmd": "send" | "history" | "retry" | "outbox" | "status", …arguments,
-///                 "pin"?: string}
+///                {"cmd": "send" | "history" | "retry" | "outbox" | "status" | "transport"
+///                 | "conversation", …arguments, "pin"?: string}
 ///     response = u32 big-endian length (≤ 64 MiB) + UTF-8 JSON: exactly what the direct
 ///                command prints with --json, or {"error": message, "status": code or null}
+///
+/// `conversation` ({"contact", "limit": 1…1000}) is what `yaok chat` polls, every 0.4 s
+/// with limit 50 while it is open: the newest messages of one conversation (as `history`),
+/// "contact_id", "contact", "deleted", the contact's "connection", and the node's
+/// diagnostics "transports" and "warnings" (a relay's "details.status" says when it
+/// retries). There is no push: one short exchange per poll, like every other request.
 ///
 /// The server closes the connection after its response. A request that is too large, not
 /// JSON, or is not complete within `idleTimeout` seconds of connecting gets an error

@@ -15,6 +15,12 @@ enum Diagnostics {
             }
             if let at = t["last_activity_ms"]?.int { line += ", last activity \(Output.time(at))" }
             lines.append(line)
+            if t["name"]?.string == "relay", let details = t["details"], let status = details["status"]?.string {
+                // AC-042-01, AC-060-01: "Relay: Connected" and the last sync.
+                var relay = "    Relay: \(status)"
+                if let sync = details["last_sync_ms"]?.int { relay += ", last sync \(Output.time(sync))" }
+                lines.append(relay)
+            }
         }
         for case .string(let warning) in d["warnings"]?.array ?? [] { lines.append("warning: \(warning)") }
         if let contacts = d["contacts"]?.array, !contacts.isEmpty {

@@ -6,7 +6,20 @@ import YaOK
 /// non-zero exit status.
 enum Output {
     static func emit(_ json: JSON, asJSON: Bool, text: () -> String) {
-        print(asJSON ? json.serialized : text())
+        print(asJSON ? json.serialized : printable(text()))
+    }
+
+    /// Text for a terminal: what a contact, a QR code or a relay wrote may hold escape
+    /// sequences, so every control character but a line break or tab (and bidi overrides,
+    /// which disguise text) is shown as "�". JSON output escapes them itself.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { s -> Unicode.Scalar in
+            switch s.value {
+            case 0x09, 0x0A: return s
+            case 0..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return "\u{FFFD}"
+            default: return s
+            }
+        }))
     }
 
     /// Runs a command body; a failure is printed to stderr (and as JSON on stdout with
@@ -15,7 +28,7 @@ enum Output {
         do {
             try body()
         } catch let error as YaOKError {
-            fail(error.message, status: Int64(error.code.rawValue), json: json)
+            fail(hint(error), status: Int64(error.code.rawValue), json: json)
         } catch let error as CLIError {
             fail(error.message, status: error.status.map { Int64($0.rawValue) }, json: json)
         } catch {
@@ -24,11 +37,24 @@ enum Output {
         }
     }
 
+    /// The library's message, with what to do about it where the CLI knows better.
+    static func hint(_ error: YaOKError) -> String {
+        switch error.code {
+        case .locked where error.message == YaOKError.Code.locked.defaultMessage:
+            return "Locked: run the command again and enter your PIN when asked (scripts set YAOK_PIN); "
+                + "a running `yaok run` asks for it with the next command"
+        case .wrongPIN where error.message == YaOKError.Code.wrongPIN.defaultMessage:
+            return "Incorrect PIN: try again (3 wrong PINs in a row make unlocking wait; `yaok status` shows how long)"
+        default:
+            return error.message
+        }
+    }
+
     private static func fail(_ message: String, status: Int64?, json: Bool) -> Never {
         if json {
             print(JSON.object([("error", .string(message)), ("status", status.map { .int($0) } ?? .null)]).serialized)
         }
-        FileHandle.standardError.write(Data("yaok: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("yaok: \(printable(message))\n".utf8))
         exit(1)
     }
 

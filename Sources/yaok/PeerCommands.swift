@@ -41,6 +41,11 @@ enum PeerClient {
             guard let again = try client.exchange(request.json(pin: pin)) else { return nil }
             result = again
         }
+        return try checked(result)
+    }
+
+    /// `result`, unless it is an error response: then that error, thrown.
+    static func checked(_ result: JSON) throws -> JSON {
         if let message = result["error"]?.string {
             if let raw = result["status"]?.int, let code = YaOKError.Code(rawValue: Int32(truncatingIfNeeded: raw)) {
                 throw YaOKError(code, message)

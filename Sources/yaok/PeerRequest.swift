@@ -2,7 +2,7 @@ import YaOK
 
 /// The commands that answer the same whether they open the node themselves or ask the
 /// `yaok run` that holds it (over the control socket): send, history, retry, outbox,
-/// status. Each is a value that travels as the request's JSON, runs against a node, and
+/// status, and `conversation` for `yaok chat`. Each is a value that travels as the request's JSON, runs against a node, and
 /// renders its result, so both paths print exactly the same thing.
 enum PeerRequest: Equatable {
     case send(contact: String, text: String)
@@ -11,6 +11,10 @@ enum PeerRequest: Equatable {
     case outbox
     case status
     case transport(name: String, enabled: Bool)
+    /// What `yaok chat` shows and polls: the newest messages of one conversation, the
+    /// contact's connection, and the transports' state (a relay that is down and when it
+    /// retries).
+    case conversation(contact: String, limit: Int)
 
     static let historyLimits = 1...1000
 
@@ -23,6 +27,8 @@ enum PeerRequest: Equatable {
         case .send(let contact, let text): fields = [("cmd", .string("send")), ("contact", .string(contact)), ("text", .string(text))]
         case .history(let contact, let limit): fields = [("cmd", .string("history")), ("contact", .string(contact)), ("limit", .int(Int64(limit)))]
         case .retry(let id): fields = [("cmd", .string("retry")), ("message_id", .string(id))]
+        case .conversation(let contact, let limit):
+            fields = [("cmd", .string("conversation")), ("contact", .string(contact)), ("limit", .int(Int64(limit)))]
         case .outbox: fields = [("cmd", .string("outbox"))]
         case .status: fields = [("cmd", .string("status"))]
         case .transport(let name, let enabled):
@@ -39,11 +45,12 @@ enum PeerRequest: Equatable {
         }
         switch json["cmd"]?.string {
         case "send": self = .send(contact: try string("contact"), text: try string("text"))
-        case "history":
+        case "history", "conversation":
             guard let limit = json["limit"]?.int, PeerRequest.historyLimits.contains(Int(limit)) else {
                 throw CLIError("Request needs \"limit\" (1 to 1000)", status: .invalidArgument)
             }
-            self = .history(contact: try string("contact"), limit: Int(limit))
+            self = json["cmd"]?.string == "history" ? .history(contact: try string("contact"), limit: Int(limit))
+                : .conversation(contact: try string("contact"), limit: Int(limit))
         case "retry": self = .retry(messageID: try string("message_id"))
         case "outbox": self = .outbox
         case "status": self = .status
@@ -77,10 +84,23 @@ enum PeerRequest: Equatable {
             return try PeerRequest.sent(message, to: contact.name, node)
 
         case .history(let query, let limit):
-            let (id, name) = try PeerRequest.conversation(query, node)
+            let (id, name) = try PeerRequest.resolveConversation(query, node)
             let page = try node.history(id, limit: limit)
             return .object([("contact_id", .int(id)), ("contact", .string(name)),
                             ("messages", .array(page.messages.map(\.json)))])
+
+        case .conversation(let query, let limit):
+            // `yaok chat` polls this several times a second: a terminal left open must still
+            // auto-lock, so these reads are not activity (typing and sending are).
+            let (id, name, page, contact, diagnostics) = try node.withoutActivity {
+                let (id, name) = try PeerRequest.resolveConversation(query, node)
+                return (id, name, try node.history(id, limit: limit), try? node.contact(id), try node.diagnostics())
+            }
+            return .object([("contact_id", .int(id)), ("contact", .string(name)), ("deleted", .bool(contact == nil)),
+                            ("connection", contact?.connection.json ?? .null),
+                            ("messages", .array(page.messages.map(\.json))),
+                            ("transports", diagnostics["transports"] ?? .array([])),
+                            ("warnings", diagnostics["warnings"] ?? .array([]))])
 
         case .retry(let hex):
             guard let id = PeerRequest.messageID(hex: hex) else {
@@ -135,7 +155,7 @@ enum PeerRequest: Equatable {
 
     /// The conversation a history request names: a contact (as `findContact` resolves it),
     /// or the number of a deleted contact whose messages were kept.
-    private static func conversation(_ query: String, _ node: Node) throws -> (Int64, String) {
+    private static func resolveConversation(_ query: String, _ node: Node) throws -> (Int64, String) {
         do {
             let contact = try node.findContact(query)
             return (contact.id, contact.name)
@@ -153,7 +173,7 @@ enum PeerRequest: Equatable {
         switch self {
         case .send, .retry:
             return PeerRequest.renderQueued(result)
-        case .history:
+        case .history, .conversation:
             let name = result["contact"]?.string ?? "?"
             let messages = result["messages"]?.array ?? []
             guard !messages.isEmpty else { return "No messages with \(name)" }
@@ -214,7 +234,9 @@ enum PeerRequest: Equatable {
 
     private static func renderStatus(_ s: JSON) -> String {
         guard s["initialized"]?.bool == true else { return "No identity yet: run `yaok init --name NAME`" }
-        var lines = ["Identity set up; \(s["locked"]?.bool == true ? "locked" : "unlocked")"]
+        var lines = [s["locked"]?.bool == true
+            ? "Identity set up; locked (commands that need the keys ask for the PIN; scripts set YAOK_PIN)"
+            : "Identity set up; unlocked"]
         let lockout = s["lockout_seconds"]?.int ?? 0, failed = s["failed_attempts"]?.int ?? 0
         if lockout > 0 {
             lines.append("Too many attempts. Try again in \(lockout) seconds.")

@@ -20,34 +20,7 @@ struct Run: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Flag(help: "Enable the local network transport (WiFi/Ethernet).")
-    var lan = false
-
-    @Option(help: "The TCP/UDP port the LAN transport listens on.")
-    var lanPort: Int?
-
-    @Option(help: "A peer to connect to directly, HOST:PORT (repeatable); for networks without discovery.")
-    var lanPeer: [String] = []
-
-    @Option(help: "The IPv4 address the LAN transport listens on (default: 0.0.0.0, every interface).")
-    var lanListen: String?
-
-    @Flag(inversion: .prefixedNo, help: "Find peers on the LAN by multicast beacons.")
-    var lanDiscovery = true
-
-    @Flag(help: "Enable the Bluetooth LE transport (L2CAP channels; LE advertising and scanning).")
-    var ble = false
-
-    @Option(help: "The Bluetooth adapter for --ble, e.g. hci1 (default: the first powered LE adapter).")
-    var bleAdapter: String?
-
-    func validate() throws {
-        if !lan, lanPort != nil || !lanPeer.isEmpty || lanListen != nil || !lanDiscovery {
-            throw ValidationError("--lan-port, --lan-peer, --lan-listen and --no-lan-discovery need --lan")
-        }
-        if let lanPort, !(0...65535).contains(lanPort) { throw ValidationError("--lan-port must be 0 to 65535") }
-        if !ble, bleAdapter != nil { throw ValidationError("--ble-adapter needs --ble") }
-    }
+    @OptionGroup var transports: TransportOptions
 
     func run() throws {
         try Output.run(json: options.json) {
@@ -63,26 +36,8 @@ struct Run: ParsableCommand {
             let printer = try EventPrinter(node: node, out: out)
             node.setEventHandler { event in printer.print(event) }
 
-            var enabled: [String] = []
-            var started: [(String, JSON)] = []
-            var notes: [String] = []
-            if lan {
-                let transport = try LANSetup.transport(port: lanPort, peers: lanPeer, listen: lanListen, discovery: lanDiscovery)
-                try node.addTransport(transport)
-                try node.setTransport(transport.name, enabled: true)  // a failure (port in use) ends `run`
-                enabled.append(transport.name)
-                if let port = transport.listeningPort {
-                    started.append(("lan_port", .int(Int64(port))))
-                    notes.append("LAN on \(lanListen ?? "0.0.0.0"):\(port)\(lanDiscovery ? ", discovery on" : "")")
-                }
-            }
-
-            if ble {
-                let b = try BLESetup.start(node, adapter: bleAdapter, out: out)
-                if b.enabled { enabled.append("ble") }
-                started += b.fields
-                notes.append(b.note)
-            }
+            // A failure to start (a port in use) ends `run`; Bluetooth that is absent does not.
+            let started = try transports.start(on: node, out: out)
 
             let socketPath = ControlSocket.path(home: options.dataDirectory)
             let server = try ControlServer(path: socketPath) { request in Run.handle(request, node) }
@@ -90,8 +45,8 @@ struct Run: ParsableCommand {
 
             out.line(.object([("event", .string("started")), ("name", .string(name)),
                               ("home", .string(options.dataDirectory)), ("control_socket", .string(socketPath)),
-                              ("transports", .array(enabled.map { .string($0) }))] + started)) {
-                "\(name) is running (\(notes.isEmpty ? "no transports" : notes.joined(separator: "; "))). "
+                              ("transports", .array(started.enabled.map { .string($0) }))] + started.fields)) {
+                "\(name) is running (\(started.notes.isEmpty ? "no transports" : started.notes.joined(separator: "; "))). "
                     + "Control socket \(socketPath). Ctrl-C to stop."
             }
             if let warnings = (try? node.diagnostics())?["warnings"]?.array {
@@ -132,7 +87,7 @@ final class EventOutput: Sendable {
     init(json: Bool) { self.json = json }
 
     func line(_ value: JSON, text: () -> String) {
-        let line = json ? value.serialized : text()
+        let line = json ? value.serialized : Output.printable(text())
         lock.withLock { _ in
             Swift.print(line)
             fflush(nil)  // all streams: stdout is a C global Swift 6 will not touch
@@ -158,8 +113,8 @@ struct ShutdownSignal {
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
-    /// Installs the handlers (process-wide).
-    static func install() throws -> ShutdownSignal {
+    /// Installs the handlers (process-wide) for `signals` (by default the three above).
+    static func install(_ signals: [Int32] = ShutdownSignal.signals) throws -> ShutdownSignal {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw UnixSocket.lastError("pipe") }
         for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }

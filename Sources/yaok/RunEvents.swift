@@ -61,9 +61,13 @@ final class EventPrinter: Sendable {
                 return text
             }
 
+        case .transportNotice(let n):
+            out.line(.object([("event", .string("notice")), ("transport", .string(n.transport)), ("message", .string(n.message)),
+                              ("retry_after_ms", n.retryAfterMs.map { .int($0) } ?? .null)])) { n.message }
+
         case .locked(let reason):
             out.line(.object([("event", .string("locked")), ("reason", .string(reason))])) {
-                reason == "auto_lock" ? "Locked (auto-lock); still receiving, held until the next unlock" : "Locked (\(reason))"
+                reason == "auto_lock" ? "Locked (auto-lock); still receiving, held until the next unlock (the next command asks for the PIN)" : "Locked (\(reason))"
             }
 
         case .unlocked(let method):

@@ -12,7 +12,7 @@ struct YaOKCommand: ParsableCommand {
         unlock with the PIN: from the YAOK_PIN environment variable (for scripts), else a \
         prompt that does not echo. Wrong PINs count toward the lockout across invocations.
         """,
-        subcommands: [Init.self, Status.self, CardCommand.self, Contacts.self, Send.self, History.self, Retry.self, Outbox.self,
+        subcommands: [Init.self, Status.self, CardCommand.self, Contacts.self, Send.self, Chat.self, History.self, Retry.self, Outbox.self,
                       TransportCommand.self,
                       Run.self, Events.self, Reset.self, Demo.self]
     )

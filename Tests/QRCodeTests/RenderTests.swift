@@ -32,17 +32,20 @@ import Testing
         }
     }
 
-    @Test func pbmAndPgmLayout() throws {
-        let code = try QRCode.encode("pbm")
-        let side = (code.size + 8) * 3
-        let pbm = code.pbm(scale: 3)
-        let pbmHeader = Array("P4\n\(side) \(side)\n".utf8)
-        #expect(Array(pbm.prefix(pbmHeader.count)) == pbmHeader)
-        #expect(pbm.count == pbmHeader.count + side * ((side + 7) / 8))
-        // Pixel (12, 12) is module (0, 0) of the finder (dark): byte 1 of row 12, bit 4.
-        let row12 = pbmHeader.count + 12 * ((side + 7) / 8)
-        #expect(pbm[row12 + 1] & 0x08 != 0)
-        #expect(pbm[row12] == 0)
+    @Test func grayPixelsAndPgmLayout() throws {
+        let code = try QRCode.encode("pixels")
+        let (side, pixels) = code.grayPixels(quietZone: 4, scale: 3)
+        #expect(side == (code.size + 8) * 3)
+        #expect(pixels.count == side * side)
+        #expect(pixels.allSatisfy { $0 == 0 || $0 == 255 })
+        // The quiet zone is white; pixel (12, 12) is module (0, 0), the finder's corner (dark).
+        #expect(pixels[0] == 255 && pixels[11 * side + 11] == 255)
+        #expect(pixels[12 * side + 12] == 0)
+        for y in 0..<code.size {
+            for x in 0..<code.size {
+                #expect((pixels[(12 + 3 * y + 1) * side + 12 + 3 * x + 2] == 0) == code[x, y])
+            }
+        }
 
         let pgm = code.pgm(quietZone: 2, scale: 2)
         let pgmSide = (code.size + 4) * 2
@@ -51,5 +54,19 @@ import Testing
         #expect(pgm.count == pgmHeader.count + pgmSide * pgmSide)
         #expect(pgm[pgmHeader.count] == 255)
         #expect(pgm[pgmHeader.count + 4 * pgmSide + 4] == 0)
+    }
+
+    /// libqrencode's symbols have the fixed patterns in place: the three finders.
+    @Test func finderPatterns() throws {
+        let code = try QRCode.encode("yaok:1:finders", ecc: .quartile)
+        for (ox, oy) in [(0, 0), (code.size - 7, 0), (0, code.size - 7)] {
+            for y in 0..<7 {
+                for x in 0..<7 {
+                    let ring = max(abs(x - 3), abs(y - 3))
+                    #expect(code[ox + x, oy + y] == (ring != 2), "finder at (\(ox), \(oy)), module (\(x), \(y))")
+                }
+            }
+        }
+        #expect(!code[-1, 0] && !code[code.size, 0])
     }
 }

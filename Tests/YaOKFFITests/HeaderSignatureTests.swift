@@ -74,7 +74,39 @@ import YaOKFFI
         do { var f = CYaOK.yaok_string_free; f = YaOKFFI.yaok_string_free; _ = f }
         do { var f = CYaOK.yaok_transport_set_enabled; f = YaOKFFI.yaok_transport_set_enabled; _ = f }
         do { var f = CYaOK.yaok_transport_lan_add; f = YaOKFFI.yaok_transport_lan_add; _ = f }
+        do { var f = CYaOK.yaok_transport_relay_add; f = YaOKFFI.yaok_transport_relay_add; _ = f }
         do { var f = CYaOK.yaok_version_string; f = YaOKFFI.yaok_version_string; _ = f }
+        // Typed access (no JSON).
+        do { var f = CYaOK.yaok_event_contact_id; f = YaOKFFI.yaok_event_contact_id; _ = f }
+        do { var f = CYaOK.yaok_event_message_id; f = YaOKFFI.yaok_event_message_id; _ = f }
+        do { var f = CYaOK.yaok_event_message_status; f = YaOKFFI.yaok_event_message_status; _ = f }
+        do { var f = CYaOK.yaok_event_message; f = YaOKFFI.yaok_event_message; _ = f }
+        do { var f = CYaOK.yaok_event_transport_name; f = YaOKFFI.yaok_event_transport_name; _ = f }
+        do { var f = CYaOK.yaok_event_transport_state; f = YaOKFFI.yaok_event_transport_state; _ = f }
+        do { var f = CYaOK.yaok_event_text; f = YaOKFFI.yaok_event_text; _ = f }
+        do { var f = CYaOK.yaok_message_send_v2; f = YaOKFFI.yaok_message_send_v2; _ = f }
+        do { var f = CYaOK.yaok_message_lookup; f = YaOKFFI.yaok_message_lookup; _ = f }
+        do { var f = CYaOK.yaok_message_free; f = YaOKFFI.yaok_message_free; _ = f }
+        do { var f = CYaOK.yaok_message_id; f = YaOKFFI.yaok_message_id; _ = f }
+        do { var f = CYaOK.yaok_message_contact_id; f = YaOKFFI.yaok_message_contact_id; _ = f }
+        do { var f = CYaOK.yaok_message_direction; f = YaOKFFI.yaok_message_direction; _ = f }
+        do { var f = CYaOK.yaok_message_status; f = YaOKFFI.yaok_message_status; _ = f }
+        do { var f = CYaOK.yaok_message_text; f = YaOKFFI.yaok_message_text; _ = f }
+        do { var f = CYaOK.yaok_message_time; f = YaOKFFI.yaok_message_time; _ = f }
+        do { var f = CYaOK.yaok_contact_add_v2; f = YaOKFFI.yaok_contact_add_v2; _ = f }
+        do { var f = CYaOK.yaok_contact_get; f = YaOKFFI.yaok_contact_get; _ = f }
+        do { var f = CYaOK.yaok_contact_ids; f = YaOKFFI.yaok_contact_ids; _ = f }
+        do { var f = CYaOK.yaok_contact_free; f = YaOKFFI.yaok_contact_free; _ = f }
+        do { var f = CYaOK.yaok_contact_id; f = YaOKFFI.yaok_contact_id; _ = f }
+        do { var f = CYaOK.yaok_contact_name; f = YaOKFFI.yaok_contact_name; _ = f }
+        do { var f = CYaOK.yaok_contact_user_id; f = YaOKFFI.yaok_contact_user_id; _ = f }
+        do { var f = CYaOK.yaok_contact_fingerprint; f = YaOKFFI.yaok_contact_fingerprint; _ = f }
+        do { var f = CYaOK.yaok_contact_verified; f = YaOKFFI.yaok_contact_verified; _ = f }
+        do { var f = CYaOK.yaok_contact_connection; f = YaOKFFI.yaok_contact_connection; _ = f }
+        do { var f = CYaOK.yaok_diagnostics_new; f = YaOKFFI.yaok_diagnostics_new; _ = f }
+        do { var f = CYaOK.yaok_diagnostics_free; f = YaOKFFI.yaok_diagnostics_free; _ = f }
+        do { var f = CYaOK.yaok_diagnostics_transport_count; f = YaOKFFI.yaok_diagnostics_transport_count; _ = f }
+        do { var f = CYaOK.yaok_diagnostics_transport; f = YaOKFFI.yaok_diagnostics_transport; _ = f }
     }
 
     /// The list above covers every function the header declares.
@@ -154,6 +186,37 @@ import YaOKFFI
         "yaok_string_free",
         "yaok_transport_set_enabled",
         "yaok_transport_lan_add",
+        "yaok_transport_relay_add",
         "yaok_version_string",
+        "yaok_event_contact_id",
+        "yaok_event_message_id",
+        "yaok_event_message_status",
+        "yaok_event_message",
+        "yaok_event_transport_name",
+        "yaok_event_transport_state",
+        "yaok_event_text",
+        "yaok_message_send_v2",
+        "yaok_message_lookup",
+        "yaok_message_free",
+        "yaok_message_id",
+        "yaok_message_contact_id",
+        "yaok_message_direction",
+        "yaok_message_status",
+        "yaok_message_text",
+        "yaok_message_time",
+        "yaok_contact_add_v2",
+        "yaok_contact_get",
+        "yaok_contact_ids",
+        "yaok_contact_free",
+        "yaok_contact_id",
+        "yaok_contact_name",
+        "yaok_contact_user_id",
+        "yaok_contact_fingerprint",
+        "yaok_contact_verified",
+        "yaok_contact_connection",
+        "yaok_diagnostics_new",
+        "yaok_diagnostics_free",
+        "yaok_diagnostics_transport_count",
+        "yaok_diagnostics_transport",
     ]
 }

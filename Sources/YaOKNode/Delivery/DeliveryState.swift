@@ -29,6 +29,13 @@ struct DeliveryState {
     /// Units sealed and not yet handed to their transports, in sealing order (flushed on the
     /// event thread only, so that no two threads reorder a link's packets).
     var outgoing: [(link: Link, unit: [UInt8])] = []
+    /// Store-and-forward sessions (relays), by the same ID space as links.
+    var carriers: [UInt64: CarrierState] = [:]
+    /// What carriers are to be told, in order, flushed with `outgoing`.
+    var carrierOut: [(carrier: Carrier, command: CarrierCommand)] = []
+    /// Packets refused from carriers, per transport and hour: logged a few times per hour
+    /// per relay, not per session (a relay that reconnects often must not flood the log).
+    var carrierRejections: [String: (count: Int, since: Int64)] = [:]
     /// The sender time of the last message sent (they strictly increase).
     var lastSentAt: Int64 = 0
     /// The last packet dropped for its time: the link and how far its creation time was
@@ -64,6 +71,22 @@ struct LinkState {
     var isOpen: Bool { peer != nil }
 }
 
+/// One carrier's state (Delivery/Carrier.swift).
+struct CarrierState {
+    let carrier: Carrier
+    /// No posts before this wall-clock time (the service said it is rate limited).
+    var pausedUntil: Int64 = 0
+    /// Packets fetched and not yet processed (capped like a link's queue).
+    var queued = 0
+    var queuedBytes = 0
+}
+
+enum CarrierCommand {
+    case post([CarrierPost])
+    case release([MessageID])
+    case mailboxesChanged
+}
+
 struct TransportEntry {
     let transport: Transport
     var phase: TransportState.Phase = .disabled
@@ -90,6 +113,17 @@ struct PeerDirectory {
     /// 14 days old and 15 minutes ahead, so a handful of days are ever live.
     var incomingTags: [UInt32: [RoutingTag: [Int64]]] = [:]
     static let maxCachedDays = 32
+    /// Relay mailbox IDs we post to, per contact (§8.2): derived on first use.
+    var outgoingMailboxes: [Int64: MailboxID] = [:]
+
+    /// The mailbox we post to for `contactID` (nil: no such contact).
+    mutating func outgoingMailbox(_ contactID: Int64) -> MailboxID? {
+        if let known = outgoingMailboxes[contactID] { return known }
+        guard let peer = byContact[contactID], let key = try? peer.route.outgoingMailbox(),
+              let id = try? MailboxID(bytes: key.publicKey) else { return nil }
+        outgoingMailboxes[contactID] = id
+        return id
+    }
 
     /// The contacts whose tag `header` carries for its creation day: the packet's sender,
     /// if it is for us (two contacts sharing a tag is a 2⁻⁶⁴ accident; both are returned).

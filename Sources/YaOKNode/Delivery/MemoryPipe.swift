@@ -6,7 +6,13 @@ import YaOKSupport
 public final class MemoryPipe: Sendable {
     public let initiator: Link
     public let responder: Link
-    private let dropping = Locked<(@Sendable ([UInt8]) -> Bool)?>(nil)
+    /// Boxed: a closure stored directly as a generic `Locked` value gains a thunk on every
+    /// access (see EventSink).
+    private final class Rule: Sendable {
+        let drops: @Sendable ([UInt8]) -> Bool
+        init(_ drops: @escaping @Sendable ([UInt8]) -> Bool) { self.drops = drops }
+    }
+    private let dropping = Locked<Rule?>(nil)
 
     public init(_ a: Node, _ b: Node, mtu: Int = 65_535, transport: String = "memory") throws {
         let toB = PipeEnd(), toA = PipeEnd()
@@ -14,17 +20,17 @@ public final class MemoryPipe: Sendable {
         // A node that ends its side (handshake timeout, a protocol error) ends the pipe, as a
         // TCP connection or a radio link would end for both.
         initiator = try a.openLink(transport: transport, role: .initiator, mtu: mtu, send: { unit in
-            if drop.withLock({ $0?(unit) }) != true { toB.deliver(unit) }
+            if drop.withLock({ $0 })?.drops(unit) != true { toB.deliver(unit) }
         }, closed: { reason in toB.close(reason) })
         responder = try b.openLink(transport: transport, role: .responder, mtu: mtu, send: { unit in
-            if drop.withLock({ $0?(unit) }) != true { toA.deliver(unit) }
+            if drop.withLock({ $0 })?.drops(unit) != true { toA.deliver(unit) }
         }, closed: { reason in toA.close(reason) })
         toB.connect(responder)
         toA.connect(initiator)
     }
 
     /// From now on, units for which `rule` returns true are lost (nil: none).
-    public func drop(_ rule: (@Sendable ([UInt8]) -> Bool)?) { dropping.withLock { $0 = rule } }
+    public func drop(_ rule: (@Sendable ([UInt8]) -> Bool)?) { dropping.withLock { $0 = rule.map(Rule.init) } }
 
     public func close() {
         initiator.close()

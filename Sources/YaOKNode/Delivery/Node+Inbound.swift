@@ -57,7 +57,11 @@ extension Node {
             try sendReceipt([header.messageID], on: linkID, &s, &effects)
             return
         }
-        guard try process(header, payload, on: linkID, store, &s, &effects) else { return }
+        guard try process(header, payload, on: linkID, store, &s, &effects) else {
+            // Refused for good (not ours, tampered): a relay may delete it (§8.3).
+            release([header.messageID], on: linkID, &s)
+            return
+        }
         try record(digest, header, on: linkID, seen, &s)
         try sendReceipt([header.messageID], on: linkID, &s, &effects)
     }
@@ -145,7 +149,9 @@ extension Node {
         try seen.record(digest.value, expiresAtMs: header.expiresAtMs, nowMs: now)
     }
 
+    /// A link receipt, or for a carrier the release of what it delivered.
     private func sendReceipt(_ ids: [MessageID], on linkID: UInt64, _ s: inout NodeState, _ effects: inout Effects) throws {
+        if s.delivery.carriers[linkID] != nil { return release(ids, on: linkID, &s) }
         try sendOnLink(.receipt(ids), on: linkID, &s, &effects)
     }
 
@@ -163,6 +169,7 @@ extension Node {
     /// Counts a refused packet against its link (closed at `maxRejectionsPerLink`); returns
     /// the link's count so far (1 for a packet from no link, e.g. held while locked).
     private func countRejection(on linkID: UInt64?, _ s: inout NodeState, _ effects: inout Effects) -> Int {
+        if let linkID, let count = countCarrierRejection(linkID, &s) { return count }
         guard let linkID, var link = s.delivery.links[linkID] else { return 1 }
         link.rejections += 1
         s.delivery.links[linkID] = link

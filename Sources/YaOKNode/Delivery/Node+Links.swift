@@ -134,8 +134,13 @@ extension Node {
                     s.delivery.links[id]?.queued = 0
                     s.delivery.links[id]?.queuedBytes = 0
                 }
+                for id in s.delivery.carriers.keys {
+                    s.delivery.carriers[id]?.queued = 0
+                    s.delivery.carriers[id]?.queuedBytes = 0
+                }
                 s.delivery.inboundBytes = 0
                 let queued = s.delivery.outgoing.count
+                let carrierQueued = s.delivery.carrierOut.count
                 let eventsBefore = effects.events.count
                 var rolledBack = true
                 // A batch that is rolled back took nothing: its receipts must not go out, its
@@ -146,6 +151,9 @@ extension Node {
                         if s.delivery.outgoing.count > queued {
                             s.delivery.outgoing.removeLast(s.delivery.outgoing.count - queued)
                         }
+                        if s.delivery.carrierOut.count > carrierQueued {
+                            s.delivery.carrierOut.removeLast(s.delivery.carrierOut.count - carrierQueued)
+                        }
                         effects.events.removeSubrange(eventsBefore...)
                         store.seen.dropFront()
                     }
@@ -153,6 +161,10 @@ extension Node {
                 try store.db.transaction {
                     for (linkID, unit) in batch {
                         do {
+                            if s.delivery.carriers[linkID] != nil {
+                                try receiveFromCarrier(unit, on: linkID, store, &s, &effects)
+                                continue
+                            }
                             try receiveUnit(unit, on: linkID, store, &s, &effects)
                         } catch let error as YaOKError where error.code == .diskFull || error.code == .storage {
                             throw error  // nothing was taken: no receipt, the sender retries
@@ -224,6 +236,9 @@ extension Node {
             s.delivery.links[linkID] = link
             if let contact = link.contactID {
                 try store.makeOutboxDue(contactID: contact, now: now)
+                // What a relay holds for them goes over the direct link too (the relay may
+                // never deliver it); the recipient drops the copy it may get twice.
+                try store.requeueCarried(now: now, contactID: contact)
                 updatePresence(contact, store, &s, &effects)
             }
         } else {
@@ -298,6 +313,7 @@ extension Node {
             for c in [link.contactID, contact].compactMap({ $0 }) { updatePresence(c, store, &s, &effects) }
             if let contact { try? store.makeOutboxDue(contactID: contact, now: now) }
         }
+        notifyCarriersOfContacts(&s)
     }
 
     /// Hands queued units to their transports, in the order they were sealed (a link's
@@ -309,11 +325,15 @@ extension Node {
             loop.post { [weak self] in self?.flushOutgoing() }
             return
         }
-        let units = state.withLock { s -> [(Link, [UInt8])] in
-            defer { s.delivery.outgoing = [] }
-            return s.delivery.outgoing
+        let (units, commands) = state.withLock { s in
+            defer {
+                s.delivery.outgoing = []
+                s.delivery.carrierOut = []
+            }
+            return (s.delivery.outgoing, s.delivery.carrierOut)
         }
         for (link, unit) in units { link.sendUnit(unit) }
+        flushCarrierCommands(commands)
     }
 
     /// Runs what a locked section decided, outside the lock: units to transports, events

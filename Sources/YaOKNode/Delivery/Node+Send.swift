@@ -76,7 +76,8 @@ extension Node {
             guard let message = try store.outgoingMessage(messageID: messageID.bytes, cipher: keys.cipher) else {
                 throw YaOKError(.notFound, "No such outgoing message")
             }
-            guard message.status == .pending || message.status == .failed else {
+            // `sent` too: a relay may have lost what it stored (the ack never came).
+            guard message.status != .delivered else {
                 throw YaOKError(.invalidArgument, "This message was already \(message.status.name)")
             }
             let t = now
@@ -104,12 +105,13 @@ extension Node {
     public func outbox() throws -> [OutboxEntry] {
         try withUnlocked { store, keys, s in
             let linked = Set(s.delivery.links.values.filter(\.isOpen).compactMap(\.contactID))
+            let carried = !s.delivery.carriers.isEmpty
             return try store.outboxRows(kind: .message).compactMap { row -> OutboxEntry? in
                 guard row.state == .queued,
                       let m = try store.outgoingMessage(messageID: row.packetID.bytes, cipher: keys.cipher) else { return nil }
                 return OutboxEntry(messageID: row.packetID, contactID: row.contactID, status: m.status,
                                    attempts: row.attempts, nextAttemptAt: row.nextAttemptAt, expiresAt: row.expiresAt,
-                                   waitingForTransport: !linked.contains(row.contactID))
+                                   waitingForTransport: !carried && !linked.contains(row.contactID))
             }
         }
     }
@@ -122,6 +124,7 @@ extension Node {
         let t = now
         // Deadlines and expiry are the timer's work: a send or a receipt only dispatches.
         if sweep, s.keys != nil {
+            try store.requeueCarried(now: t)
             for (id, flight) in s.delivery.inflight where flight.deadline <= t {
                 s.delivery.inflight[id] = nil
                 try failAttempt(id, store, &s, &effects)
@@ -144,6 +147,7 @@ extension Node {
                 noteActivity(link.link.transport, &s)
             }
         }
+        try pumpCarriers(served: served, store, &s)
         scheduleDeliveryTimer(store, &s)
     }
 
@@ -194,8 +198,10 @@ extension Node {
     /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
     private func scheduleDeliveryTimer(_ store: Store, _ s: inout NodeState) {
         // An hourly sweep at the latest, for expiry.
-        let deadlines = [try? store.nextOutboxAttempt(after: now), s.delivery.inflight.values.map(\.deadline).min(),
-                         now + 3_600_000].compactMap { $0 }
+        let t = now
+        let deadlines = [try? store.nextOutboxAttempt(after: t), s.delivery.inflight.values.map(\.deadline).min(),
+                         s.delivery.carriers.values.map(\.pausedUntil).filter { $0 > t }.min(),
+                         t + 3_600_000].compactMap { $0 }
         guard let due = deadlines.min() else { return }
         if let current = s.delivery.timerDue, current <= due, s.delivery.timer != nil { return }
         if let timer = s.delivery.timer { loop.cancel(timer) }
@@ -232,6 +238,19 @@ extension Node {
         try withUnlocked { store, keys, _ in
             guard let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher) else {
                 throw YaOKError(.notFound, "No such outgoing message")
+            }
+            return m
+        }
+    }
+}
+
+extension Node {
+    /// One stored message of conversation `conversationID`, incoming or outgoing (what a
+    /// `messageReceived` event names). `notFound` if there is none.
+    public func message(_ conversationID: Int64, _ id: MessageID) throws -> Message {
+        try withUnlocked { store, keys, _ in
+            guard let m = try store.message(conversation: conversationID, messageID: id.bytes, cipher: keys.cipher) else {
+                throw YaOKError(.notFound, "No such message")
             }
             return m
         }

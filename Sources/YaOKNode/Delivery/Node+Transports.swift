@@ -47,7 +47,8 @@ extension Node {
     private func transportState(_ name: String, _ s: NodeState) -> TransportState? {
         guard let entry = s.delivery.transports[name] else { return nil }
         return TransportState(name: name, displayName: entry.transport.displayName, phase: entry.phase, error: entry.error,
-                              links: s.delivery.links.values.filter { $0.link.transport == name }.count,
+                              links: s.delivery.links.values.filter { $0.link.transport == name }.count
+                                     + s.delivery.carriers.values.filter { $0.carrier.transport == name }.count,
                               lastActivity: entry.lastActivity)
     }
 
@@ -103,5 +104,27 @@ extension Node {
         }
         for t in transports { t.stop() }
         for l in links { closeLink(l, reason: "The node is closing", notifyTransport: true) }
+        closeCarriers(reason: "The node is closing")
+    }
+
+    /// Tells running transports the node was unlocked (a relay logs in again).
+    func notifyTransportsUnlocked() {
+        let running = (try? withStore { _, s in
+            s.delivery.transports.values.filter { $0.phase == .running }.map(\.transport)
+        }) ?? []
+        for t in running { t.nodeUnlocked() }
+    }
+}
+
+/// What transports tell the person through the node's events and security log.
+extension Node {
+    /// Emits `TRANSPORT_NOTICE` (a rate limit, a relay that will be retried at a time).
+    public func emitNotice(_ notice: TransportNotice) {
+        events.emit(.transportNotice(notice))
+    }
+
+    /// Writes a security event (a relay certificate that did not match its pin) and emits it.
+    public func recordSecurityEvent(_ kind: SecurityEventKind, _ detail: String) {
+        _ = try? withStore { store, _ in try logSecurityEvent(store, kind, detail) }
     }
 }

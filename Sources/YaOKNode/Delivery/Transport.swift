@@ -23,6 +23,13 @@ public protocol Transport: AnyObject, Sendable {
     /// Its own diagnostics as a JSON object: listening address, peers discovered and when,
     /// connections (docs/ABI.md, "diagnostics").
     func diagnostics() -> JSON
+    /// The node was unlocked: a transport that needs the keys (a relay: its mailboxes and
+    /// login) connects again. Called on the event thread.
+    func nodeUnlocked()
+}
+
+extension Transport {
+    public func nodeUnlocked() {}
 }
 
 /// A transport as the node manages it.

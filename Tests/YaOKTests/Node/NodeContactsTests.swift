@@ -39,8 +39,33 @@ import Testing
         #expect(try node.findContact(bob.userID).id == bob.id)
         #expect(try node.findContact("\(bob.id)").id == bob.id)
         #expect(throws: YaOKError(.notFound)) { try node.findContact("Carol") }
+        #expect(Self.message { try node.findContact("Carol") } == "No contact matches \"Carol\"")
+        #expect(Self.message { try node.findContact("bboby") } == "No contact matches \"bboby\". Did you mean \"Bobby\"?")
+        #expect(Self.message { try node.findContact("ALICE") }
+                == "No contact matches \"ALICE\". Did you mean \"alice b\"?")  // a prefix
         #expect(throws: YaOKError(.notFound)) { try node.contact(999) }
         #expect(try node.securityEvents().contains { $0.kind == .contactVerified })
+    }
+
+    static func message(_ body: () throws -> Void) -> String? {
+        do { try body() } catch let error as YaOKError { return error.message } catch { return "\(error)" }
+        return nil
+    }
+
+    @Test func closeNamesForDidYouMean() {
+        let names = ["Bob", "Bobby", "Alice", "Zoë", "Christopher"]
+        #expect(Node.closeNames(to: "bbo", in: names) == ["Bob"])  // two letters swapped: one edit
+        #expect(Node.closeNames(to: "Bo", in: names) == ["Bob", "Bobby"])  // prefixes first (distance 0)
+        #expect(Node.closeNames(to: "alcie", in: names) == ["Alice"])
+        #expect(Node.closeNames(to: "zoe", in: names) == ["Zoë"])
+        #expect(Node.closeNames(to: "christoper", in: names) == ["Christopher"])
+        #expect(Node.closeNames(to: "kristofer", in: names).isEmpty)  // 4 edits
+        #expect(Node.closeNames(to: "Carol", in: names).isEmpty)
+        #expect(Node.closeNames(to: "", in: names).isEmpty)
+        #expect(Node.editDistance(Array("kitten"), Array("sitting"), atMost: 5) == 3)
+        #expect(Node.editDistance(Array("ab"), Array("ba"), atMost: 2) == 1)
+        #expect(Node.editDistance(Array("abcdefgh"), Array("z"), atMost: 2) == 3)
+        #expect(Node.orList(["A", "B", "C"]) == "A, B or C")
     }
 
     @Test func previewFlagsNamesThatMixScripts() throws {

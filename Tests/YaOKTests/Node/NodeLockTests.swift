@@ -221,6 +221,26 @@ import Testing
         #expect(try node.status().locked == false)
     }
 
+    /// Review finding (issue 11): `yaok chat` polled several times a second and kept the
+    /// node unlocked for ever. Reads made inside `withoutActivity` do not hold off auto-lock.
+    @Test func passiveReadsDoNotHoldOffAutoLock() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        let recorder = EventRecorder()
+        recorder.attach(to: node)
+        _ = try node.setAutoLock(.after(seconds: 0.5))
+        let start = Date()
+        var locked = false
+        while Date().timeIntervalSince(start) < 5, !locked {
+            _ = try? node.withoutActivity { try node.contacts() }
+            locked = (try? node.status().locked) ?? false
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(locked, "polling without activity still lets the node auto-lock")
+        #expect(Date().timeIntervalSince(start) < 3)
+    }
+
     @Test func resetNeedsConfirmationAndDestroysEverything() throws {
         let dir = TempDir()
         defer { dir.remove() }

@@ -183,21 +183,46 @@ def test_the_default_search_names_each_place_once(tmp_path):
             pass
         from yaok import _lib
         _lib._REPO_ROOT = pathlib.Path({str(tmp_path)!r})  # no repository build there
+        _lib._PACKAGE_DIR = pathlib.Path({str(tmp_path / "bindings" / "python" / "yaok")!r})  # no bundled copy
         try:
             _lib.load()
         except _lib.LibraryNotFound as e:
             assert e.__cause__ is None and e.__context__ is None  # no OSError chained to it
             print(e)
     """)
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "yaok.h").write_text("/* a checkout */\n")
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     if result.stdout.strip() == "installed":
         pytest.skip("a libyaok.so.1 is installed system-wide")
     message = result.stdout.strip()
+    expected_bundled = str(tmp_path / "bindings" / "python" / "yaok" / "libyaok.so.1")
     expected_build = str(tmp_path / "build" / "lib" / "libyaok.so.1")
+    assert message.count(expected_bundled) == 1 and message.index(expected_bundled) < message.index(expected_build), message
     assert message.count(expected_build) == 1, message
-    assert message.count("libyaok.so.1") == 3, message  # the build, the system loader, the hint
+    # The bundled copy, the build, the system loader, the hint.
+    assert message.count("libyaok.so.1") == 4, message
     assert "scripts/build-lib" in message and "YAOK_LIBRARY" in message
+
+
+def test_an_installed_package_never_looks_outside_itself(tmp_path):
+    """Review finding: three levels above an installed package (site-packages, or a
+    --target directory) may be writable by others; only a checkout's build/lib is ours."""
+    env = {k: v for k, v in os.environ.items() if k not in ("YAOK_LIBRARY", "LD_LIBRARY_PATH")}
+    planted = tmp_path / "build" / "lib"
+    planted.mkdir(parents=True)
+    (planted / "libyaok.so.1").write_bytes(b"not a library")
+    script = textwrap.dedent(f"""
+        import pathlib
+        from yaok import _lib
+        _lib._REPO_ROOT = pathlib.Path({str(tmp_path)!r})
+        _lib._PACKAGE_DIR = pathlib.Path({str(tmp_path / "site" / "yaok")!r})  # not bindings/python/yaok
+        print("\\n".join(_lib._candidates(1)))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert str(planted) not in result.stdout, result.stdout
 
 
 def test_a_failed_load_is_retried_once_the_library_is_there(tmp_path):

@@ -157,3 +157,38 @@ def test_sealed_message_vectors(name):
             ref.open_message_packet(opener, contacts, packet)
     # Neither the hint nor the sender key is in the packet.
     assert sender.x25519_public not in packet and ref.hint(packet[37:69], recipient.x25519_public) not in packet
+
+
+def test_relay_mailbox_vector():
+    """Relay mailboxes (§8.2) recomputed with PyNaCl and hashlib alone."""
+    import hashlib
+    import nacl.signing
+    v = VECTORS["relay-mailbox"]
+    alice = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["sender"]]["secrets"]))
+    bob = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["recipient"]]["secrets"]))
+    key = ref.pair_key(alice, bob.x25519_public)
+    assert key.hex() == v["pair_key"]
+
+    def seed(sender: bytes, recipient: bytes) -> bytes:
+        return hashlib.blake2b(b"YaOK-mailbox-v1" + sender + recipient, digest_size=32, key=key).digest()
+    ab, ba = seed(alice.x25519_public, bob.x25519_public), seed(bob.x25519_public, alice.x25519_public)
+    assert ab.hex() == v["mailbox_seed"] and ba.hex() == v["reverse_mailbox_seed"]
+    assert bytes(nacl.signing.SigningKey(ab).verify_key).hex() == v["mailbox_id"]
+    assert bytes(nacl.signing.SigningKey(ba).verify_key).hex() == v["reverse_mailbox_id"]
+
+
+def test_relay_login_vector():
+    """AUTH and SUBSCRIBE (§8.3) recomputed with PyNaCl alone."""
+    import nacl.signing
+    v = VECTORS["relay-login"]
+    pseudonym = nacl.signing.SigningKey(bytes.fromhex(v["pseudonym_seed"]))
+    public = bytes(pseudonym.verify_key)
+    assert public.hex() == v["pseudonym"]
+    nonce, binding = bytes.fromhex(v["nonce"]), bytes.fromhex(v["binding"])
+    auth = pseudonym.sign(b"YaOK-relay-auth-v1" + nonce + binding).signature
+    assert auth.hex() == v["auth_signature"]
+    assert (bytes([0x01, 0x01]) + public + auth).hex() == v["auth_frame"].replace(" ", "")
+    mailbox = nacl.signing.SigningKey(bytes.fromhex(v["mailbox_seed"]))
+    proof = mailbox.sign(b"YaOK-relay-mailbox-v1" + nonce + binding + public).signature
+    assert proof.hex() == v["subscribe_signature"]
+    assert (bytes([0x02, 0x00, 0x01]) + bytes(mailbox.verify_key) + proof).hex() == v["subscribe_frame"].replace(" ", "")

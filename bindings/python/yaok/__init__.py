@@ -22,13 +22,13 @@ thread (see :mod:`yaok.events`).
 
 One module per header section: :mod:`yaok.identity`, :mod:`yaok.envelope`, :mod:`yaok.node`,
 :mod:`yaok.contacts`, :mod:`yaok.messages`, :mod:`yaok.security`, :mod:`yaok.events`,
-:mod:`yaok.wire`; each
+:mod:`yaok.wire`, :mod:`yaok.typed` (the C-only typed getters, declared, not wrapped); each
 declares its own C signatures with :func:`yaok._lib.declare`.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from . import contacts, envelope, errors, events, links, messages, node, security, wire
+from . import contacts, envelope, errors, events, links, messages, node, security, typed, wire
 from ._lib import ABI_VERSION, abi_version, load_library, status_str, version_string
 from .errors import *  # noqa: F401,F403  (the exception classes and Status; listed below)
 from .contacts import Connection, ConnectionState, Contact, ContactPreview
@@ -59,7 +59,7 @@ __all__ = [
     "Contact", "ContactPreview", "Connection", "ConnectionState",
     "Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry", "Link", "LinkRole",
     "SecurityEvent", "EventKind", "Registration",
-    "node", "contacts", "messages", "security", "events", "links", "wire",
+    "node", "contacts", "messages", "security", "events", "links", "typed", "wire",
     # yaok.errors.__all__, written out: mypy reads only a literal __all__, and names it
     # cannot see there are not exported to an application's type checker.
     "Status", "YaOKError", "UsageError", "NullArgument", "InvalidArgument", "InvalidUTF8",

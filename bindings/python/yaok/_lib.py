@@ -10,9 +10,11 @@ Finding the library, in order:
 
 1. ``$YAOK_LIBRARY``: a path to the .so. If it is set and cannot be loaded, that is an
    error (no silent fall-back to another copy).
-2. The repository's ``build/lib/libyaok.so.<ABI>`` (made by ``scripts/build-lib``) when the
+2. The copy bundled in the package, ``yaok/libyaok.so.<ABI>``, present when the package
+   was installed from the wheel ``scripts/build-wheel`` makes.
+3. The repository's ``build/lib/libyaok.so.<ABI>`` (made by ``scripts/build-lib``) when the
    binding is used from a checkout (e.g. ``pip install -e bindings/python``).
-3. The system loader: ``libyaok.so.<ABI>`` by its SONAME (``LD_LIBRARY_PATH``, ldconfig).
+4. The system loader: ``libyaok.so.<ABI>`` by its SONAME (``LD_LIBRARY_PATH``, ldconfig).
 
 Then ``yaok_abi_version()`` must equal :data:`ABI_VERSION`, the ABI this binding was written
 for; otherwise :class:`~yaok.errors.AbiVersionMismatch` is raised and nothing is used.
@@ -57,17 +59,27 @@ ABI_VERSION = 1
 STATUS = ctypes.c_int32
 
 _REPO_ROOT = Path(__file__).resolve().parents[3]
+_PACKAGE_DIR = Path(__file__).resolve().parent
 
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 UINT32_MAX = (1 << 32) - 1
 
 
+def _in_checkout() -> bool:
+    """Whether this package is the one in a Ya OK checkout (bindings/python/yaok), so that
+    the checkout's build/lib is ours. An installed package never looks there: three levels
+    up from site-packages is a directory anyone may be able to write to."""
+    return (_PACKAGE_DIR == _REPO_ROOT / "bindings" / "python" / "yaok"
+            and (_REPO_ROOT / "include" / "yaok.h").is_file())
+
+
 def _candidates(abi: int) -> Sequence[str]:
-    return [
-        str(_REPO_ROOT / "build" / "lib" / f"libyaok.so.{abi}"),
-        f"libyaok.so.{abi}",
-    ]
+    found = [str(_PACKAGE_DIR / f"libyaok.so.{abi}")]
+    if _in_checkout():
+        found.append(str(_REPO_ROOT / "build" / "lib" / f"libyaok.so.{abi}"))
+    found.append(f"libyaok.so.{abi}")
+    return found
 
 
 def _try_load(candidate: str) -> Tuple[Optional[ctypes.CDLL], str]:

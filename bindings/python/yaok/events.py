@@ -55,6 +55,7 @@ class EventKind(enum.IntEnum):
     CONTACTS_CHANGED = 6        #: {"contact_id": n}
     MESSAGE_RECEIVED = 7        #: {"contact_id": n, "message_id": hex}: never the content
     TRANSPORT_CHANGED = 8       #: {"name", "display_name", "state", "error"}
+    TRANSPORT_NOTICE = 9        #: {"transport", "message", "retry_after_ms"}
 
 
 class yaok_event(ctypes.Structure):

@@ -61,6 +61,7 @@ _set_enabled = declare("yaok_transport_set_enabled", STATUS, NodePointer, ctypes
 _diagnostics = declare("yaok_node_diagnostics", STATUS, NodePointer, CHAR_OUT)
 _lan_add = declare("yaok_transport_lan_add", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_uint16, ctypes.c_uint32,
                    ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
+_relay_add = declare("yaok_transport_relay_add", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
 LAN_NO_DISCOVERY = 1
 
 
@@ -214,6 +215,17 @@ class LinksMixin(NodeBase):
         self._call(_lan_add, None if listen is None else self._text(listen, "listen"),
                    check_int(port, "port", 0, 65535), 0 if discovery else LAN_NO_DISCOVERY,
                    array, len(encoded))
+
+    def add_relay(self, address: str, pin_hex: Optional[str] = None, ca_file: Optional[str] = None) -> None:
+        """Registers the relay transport, disabled (``yaok_transport_relay_add``); start it with
+        ``set_transport_enabled("relay", True)``. ``address``: "host:port"; exactly one of
+        ``pin_hex`` (the 64 hex digits ``yaok-relay`` prints) or ``ca_file`` (PEM CA certificates).
+        The certificate is always checked; a mismatch never falls back to plaintext."""
+        if (pin_hex is None) == (ca_file is None):
+            raise ValueError("give exactly one of pin_hex and ca_file")
+        self._call(_relay_add, self._text(address, "address"),
+                   None if pin_hex is None else self._text(pin_hex, "pin_hex"),
+                   None if ca_file is None else self._text(ca_file, "ca_file"))
 
     def diagnostics(self) -> Dict[str, Any]:
         """Diagnostics as a dict (docs/ABI.md, "diagnostics"); works while locked."""

@@ -1,0 +1,129 @@
+import YaOK
+
+/* ---- typed access: contacts ---- */
+
+/// An immutable snapshot of one contact, its strings lent as `const char *`.
+final class ContactHandle: Handle {
+    let contact: Contact
+    let name: LentString
+    let userID: LentString
+    /// YAOK_FINGERPRINT_HEX, _GROUPED, _SHORT, in that order.
+    let fingerprints: [LentString]
+    let transport: LentString?
+
+    init(_ contact: Contact) throws {
+        self.contact = contact
+        name = try LentString(contact.name)
+        userID = try LentString(contact.userID)
+        fingerprints = try (0..<3).map { try LentString(try formatFingerprint(contact.fingerprint, UInt32($0))) }
+        if case .online(let t) = contact.connection { transport = try LentString(t) } else { transport = nil }
+    }
+}
+
+private func contact(_ pointer: OpaquePointer?) throws -> ContactHandle {
+    try Handles.borrow(pointer, as: ContactHandle.self, "contact")
+}
+
+@_cdecl("yaok_contact_add_v2")
+public func yaok_contact_add_v2(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
+                                _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out")
+        out.pointee = Handles.make(try ContactHandle(try n.addContact(card: try cardText(card, "card_text"))))
+    }
+}
+
+@_cdecl("yaok_contact_get")
+public func yaok_contact_get(_ node: OpaquePointer?, _ contactID: Int64, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out")
+        out.pointee = Handles.make(try ContactHandle(try n.contact(contactID)))
+    }
+}
+
+@_cdecl("yaok_contact_ids")
+public func yaok_contact_ids(_ node: OpaquePointer?, _ outIDs: UnsafeMutablePointer<Int64>?, _ capacity: Int,
+                             _ outCount: UnsafeMutablePointer<Int>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        // size_t arrives as Int: a capacity above Int.max shows up negative.
+        guard capacity >= 0 else { throw YaOKError(.invalidArgument, "capacity is too large") }
+        let outIDs = capacity > 0 ? try required(outIDs, "out_ids") : nil
+        let outCount = try required(outCount, "out_count")
+        let ids = try n.contacts().map(\.id)
+        for (i, id) in ids.prefix(capacity).enumerated() { outIDs?[i] = id }
+        outCount.pointee = ids.count
+    }
+}
+
+@_cdecl("yaok_contact_free")
+public func yaok_contact_free(_ contact: OpaquePointer?) { Handles.release(contact, as: ContactHandle.self) }
+
+@_cdecl("yaok_contact_id")
+public func yaok_contact_id(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
+    boundary {
+        let c = try contact(c)
+        try required(out, "out_contact_id").pointee = c.contact.id
+    }
+}
+
+@_cdecl("yaok_contact_name")
+public func yaok_contact_name(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let c = try contact(c)
+        c.name.lend(to: try required(out, "out_name"))
+    }
+}
+
+@_cdecl("yaok_contact_user_id")
+public func yaok_contact_user_id(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let c = try contact(c)
+        c.userID.lend(to: try required(out, "out_user_id"))
+    }
+}
+
+@_cdecl("yaok_contact_fingerprint")
+public func yaok_contact_fingerprint(_ c: OpaquePointer?, _ format: UInt32,
+                                     _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let c = try contact(c)
+        let out = try required(out, "out_fingerprint")
+        guard format < UInt32(c.fingerprints.count) else { throw YaOKError(.invalidArgument, "Unknown fingerprint format \(format)") }
+        c.fingerprints[Int(format)].lend(to: out)
+    }
+}
+
+@_cdecl("yaok_contact_verified")
+public func yaok_contact_verified(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
+    boundary {
+        let c = try contact(c)
+        try required(out, "out_verified").pointee = c.contact.verified ? 1 : 0
+    }
+}
+
+@_cdecl("yaok_contact_connection")
+public func yaok_contact_connection(_ c: OpaquePointer?, _ outState: UnsafeMutablePointer<UInt32>?,
+                                    _ outTransport: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
+                                    _ outLastSeen: UnsafeMutablePointer<Int64>?) -> Int32 {
+    boundary {
+        let c = try contact(c)
+        let outState = try required(outState, "out_state")
+        switch c.contact.connection {
+        case .neverConnected:
+            outState.pointee = 0
+            outTransport?.pointee = nil
+            outLastSeen?.pointee = 0
+        case .lastSeen(let t):
+            outState.pointee = 1
+            outTransport?.pointee = nil
+            outLastSeen?.pointee = t
+        case .online:
+            outState.pointee = 2
+            outTransport?.pointee = c.transport.map { UnsafePointer($0.pointer) }
+            outLastSeen?.pointee = 0
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import YaOK
+import YaOKSupport
+
+/* ---- typed access: diagnostics ---- */
+
+/// A snapshot of the node's transports, read from the same JSON yaok_node_diagnostics gives.
+final class DiagnosticsHandle: Handle {
+    struct Transport {
+        let name: LentString
+        let state: UInt32
+        let links: UInt32
+        let status: LentString
+    }
+
+    let transports: [Transport]
+
+    init(_ diagnostics: JSON) throws {
+        var transports: [Transport] = []
+        for t in diagnostics["transports"]?.items ?? [] {
+            let state: UInt32
+            switch t["state"]?.text {
+            case "running": state = 1
+            case "failed": state = 2
+            default: state = 0
+            }
+            let status = t["details"]?["status"]?.text
+                ?? (state == 2 ? t["error"]?.text ?? "Failed" : (state == 1 ? "Running" : "Disabled"))
+            let links = t["links"]?.integer ?? 0
+            transports.append(Transport(name: try LentString(t["name"]?.text ?? ""), state: state,
+                                        links: UInt32(clamping: links), status: try LentString(status)))
+        }
+        self.transports = transports
+    }
+}
+
+/// Reading the library's own JSON values (diagnostics are built as JSON by the core).
+extension JSON {
+    subscript(key: String) -> JSON? {
+        guard case .object(let fields) = self else { return nil }
+        return fields.first { $0.0 == key }?.1
+    }
+    var items: [JSON]? { if case .array(let a) = self { return a } else { return nil } }
+    var text: String? { if case .string(let s) = self { return s } else { return nil } }
+    var integer: Int64? { if case .int(let i) = self { return i } else { return nil } }
+}
+
+private func diagnostics(_ pointer: OpaquePointer?) throws -> DiagnosticsHandle {
+    try Handles.borrow(pointer, as: DiagnosticsHandle.self, "diagnostics")
+}
+
+@_cdecl("yaok_diagnostics_new")
+public func yaok_diagnostics_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out")
+        out.pointee = Handles.make(try DiagnosticsHandle(try n.diagnostics()))
+    }
+}
+
+@_cdecl("yaok_diagnostics_free")
+public func yaok_diagnostics_free(_ d: OpaquePointer?) { Handles.release(d, as: DiagnosticsHandle.self) }
+
+@_cdecl("yaok_diagnostics_transport_count")
+public func yaok_diagnostics_transport_count(_ d: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
+    boundary {
+        let d = try diagnostics(d)
+        try required(out, "out_count").pointee = d.transports.count
+    }
+}
+
+@_cdecl("yaok_diagnostics_transport")
+public func yaok_diagnostics_transport(_ d: OpaquePointer?, _ index: Int, _ outName: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
+                                       _ outState: UnsafeMutablePointer<UInt32>?, _ outLinks: UnsafeMutablePointer<UInt32>?,
+                                       _ outStatus: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let d = try diagnostics(d)
+        let outName = try required(outName, "out_name")
+        let outState = try required(outState, "out_state")
+        let outLinks = try required(outLinks, "out_links")
+        let outStatus = try required(outStatus, "out_status")
+        // size_t arrives as Int: an index above Int.max shows up negative.
+        guard index >= 0, index < d.transports.count else {
+            throw YaOKError(.notFound, "No transport at index \(UInt(bitPattern: index)) (there are \(d.transports.count))")
+        }
+        let t = d.transports[index]
+        t.name.lend(to: outName)
+        outState.pointee = t.state
+        outLinks.pointee = t.links
+        t.status.lend(to: outStatus)
+    }
+}

@@ -1,0 +1,168 @@
+import CYaOK
+import YaOK
+
+/* ---- typed access: events ---- */
+
+/// What the typed getters read from one event while its callback runs: the event itself
+/// and the strings it lends (made once, before the callback, so a getter allocates nothing).
+final class EventView: @unchecked Sendable {
+    let event: NodeEvent
+    /// The transport's name (TRANSPORT_CHANGED, TRANSPORT_NOTICE).
+    let transportName: LentString?
+    /// yaok_event_text: notice, failure, lock reason or unlock method.
+    let text: LentString?
+
+    init(_ event: NodeEvent) {
+        self.event = event
+        var name: String?, text: String?
+        switch event {
+        case .transportChanged(let t): name = t.name; text = t.phase == .failed ? t.error : nil
+        case .transportNotice(let n): name = n.transport; text = n.message
+        case .locked(let reason): text = reason
+        case .unlocked(let method): text = method
+        default: break
+        }
+        // Allocation failure leaves the field nil: its getter then says out of memory.
+        transportName = name.flatMap { try? LentString($0) }
+        self.text = text.flatMap { try? LentString($0) }
+        wantedName = name != nil
+        wantedText = text != nil
+    }
+
+    private let wantedName: Bool
+    private let wantedText: Bool
+
+    /// The event's name for messages: "YAOK_EVENT_LOCKED (1)".
+    var label: String {
+        let names = ["", "LOCKED", "UNLOCKED", "SECURITY", "MESSAGE_STORED", "MESSAGE_STATUS_CHANGED",
+                     "CONTACTS_CHANGED", "MESSAGE_RECEIVED", "TRANSPORT_CHANGED", "TRANSPORT_NOTICE"]
+        let kind = Int(event.kind)
+        return kind < names.count ? "YAOK_EVENT_\(names[kind]) (\(kind))" : "event kind \(kind)"
+    }
+
+    var message: Message? {
+        switch event {
+        case .messageStored(let m), .messageStatusChanged(let m): return m
+        default: return nil
+        }
+    }
+
+    func lentName() throws -> LentString {
+        guard wantedName else { throw absent("transport name", label) }
+        guard let transportName else { throw YaOKError(.outOfMemory) }
+        return transportName
+    }
+
+    func lentText() throws -> LentString {
+        guard wantedText else { throw absent("text", label) }
+        guard let text else { throw YaOKError(.outOfMemory) }
+        return text
+    }
+}
+
+/// The events whose callbacks are running, by the address of the `yaok_event` passed: a
+/// getter finds its event here, and refuses a pointer that is not (or no longer) live.
+enum LiveEvents {
+    private static let live = Locked([UInt: EventView]())
+
+    static func begin(_ pointer: UnsafePointer<yaok_event>, _ view: EventView) {
+        live.withLock { $0[UInt(bitPattern: pointer)] = view }
+    }
+
+    static func end(_ pointer: UnsafePointer<yaok_event>) {
+        _ = live.withLock { $0.removeValue(forKey: UInt(bitPattern: pointer)) }
+    }
+
+    static func view(_ pointer: UnsafePointer<yaok_event>?) throws -> EventView {
+        let p = try required(pointer, "event")
+        guard let view = live.withLock({ $0[UInt(bitPattern: p)] }) else {
+            throw YaOKError(.invalidArgument,
+                            "event is not a live event (read it inside the callback it was given to)")
+        }
+        return view
+    }
+}
+
+@_cdecl("yaok_event_contact_id")
+public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_contact_id")
+        switch view.event {
+        case .messageReceived(let contact, _), .contactsChanged(let contact): out.pointee = contact
+        case .messageStored(let m), .messageStatusChanged(let m): out.pointee = m.conversationID
+        default: throw absent("contact id", view.label)
+        }
+    }
+}
+
+@_cdecl("yaok_event_message_id")
+public func yaok_event_message_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt8>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_message_id")
+        switch view.event {
+        case .messageReceived(_, let id): copyMessageID(id, to: out)
+        case .messageStored(let m), .messageStatusChanged(let m): copyMessageID(m.messageID, to: out)
+        default: throw absent("message ID", view.label)
+        }
+    }
+}
+
+@_cdecl("yaok_event_message_status")
+public func yaok_event_message_status(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_status")
+        guard let m = view.message else { throw absent("message status", view.label) }
+        out.pointee = UInt32(m.status.rawValue)
+    }
+}
+
+@_cdecl("yaok_event_message")
+public func yaok_event_message(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out")
+        guard let m = view.message else { throw absent("message", view.label) }
+        out.pointee = Handles.make(try MessageHandle(m))
+    }
+}
+
+@_cdecl("yaok_event_transport_name")
+public func yaok_event_transport_name(_ event: UnsafePointer<yaok_event>?,
+                                      _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_name")
+        try view.lentName().lend(to: out)
+    }
+}
+
+@_cdecl("yaok_event_transport_state")
+public func yaok_event_transport_state(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_state")
+        guard case .transportChanged(let t) = view.event else { throw absent("transport state", view.label) }
+        out.pointee = transportStateCode(t.phase)
+    }
+}
+
+@_cdecl("yaok_event_text")
+public func yaok_event_text(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_text")
+        try view.lentText().lend(to: out)
+    }
+}
+
+/// YAOK_TRANSPORT_*.
+func transportStateCode(_ phase: TransportState.Phase) -> UInt32 {
+    switch phase {
+    case .disabled: return 0
+    case .running: return 1
+    case .failed: return 2
+    }
+}

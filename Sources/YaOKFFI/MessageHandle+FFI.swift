@@ -1,0 +1,105 @@
+import YaOK
+
+/* ---- typed access: messages ---- */
+
+/// An immutable snapshot of one message, with its text lent as `const char *`.
+final class MessageHandle: Handle {
+    let message: Message
+    let text: LentString
+    init(_ message: Message) throws {
+        self.message = message
+        self.text = try LentString(message.text)
+    }
+}
+
+private func message(_ pointer: OpaquePointer?) throws -> Message {
+    try Handles.borrow(pointer, as: MessageHandle.self, "message").message
+}
+
+@_cdecl("yaok_message_send_v2")
+public func yaok_message_send_v2(_ node: OpaquePointer?, _ contactID: Int64, _ textBytes: UnsafePointer<UInt8>?,
+                                 _ textLength: Int, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out")
+        let handle = try MessageHandle(try n.send(to: contactID, text: try messageText(textBytes, textLength)))
+        out.pointee = Handles.make(handle)
+    }
+}
+
+@_cdecl("yaok_message_lookup")
+public func yaok_message_lookup(_ node: OpaquePointer?, _ contactID: Int64, _ id: UnsafePointer<UInt8>?,
+                                _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out")
+        out.pointee = Handles.make(try MessageHandle(try n.message(contactID, try messageID(id))))
+    }
+}
+
+@_cdecl("yaok_message_free")
+public func yaok_message_free(_ message: OpaquePointer?) { Handles.release(message, as: MessageHandle.self) }
+
+@_cdecl("yaok_message_id")
+public func yaok_message_id(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt8>?) -> Int32 {
+    boundary {
+        let m = try message(m)
+        copyMessageID(m.messageID, to: try required(out, "out_message_id"))
+    }
+}
+
+@_cdecl("yaok_message_contact_id")
+public func yaok_message_contact_id(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
+    boundary {
+        let m = try message(m)
+        try required(out, "out_contact_id").pointee = m.conversationID
+    }
+}
+
+@_cdecl("yaok_message_direction")
+public func yaok_message_direction(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let m = try message(m)
+        try required(out, "out_direction").pointee = UInt32(m.direction.rawValue)
+    }
+}
+
+@_cdecl("yaok_message_status")
+public func yaok_message_status(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let m = try message(m)
+        try required(out, "out_status").pointee = UInt32(m.status.rawValue)
+    }
+}
+
+@_cdecl("yaok_message_text")
+public func yaok_message_text(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
+                              _ outLength: UnsafeMutablePointer<Int>?) -> Int32 {
+    boundary {
+        let handle = try Handles.borrow(m, as: MessageHandle.self, "message")
+        let out = try required(out, "out_text")
+        let outLength = try required(outLength, "out_len")
+        handle.text.lend(to: out)
+        outLength.pointee = handle.text.count
+    }
+}
+
+@_cdecl("yaok_message_time")
+public func yaok_message_time(_ m: OpaquePointer?, _ which: UInt32, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
+    boundary {
+        let m = try message(m)
+        let out = try required(out, "out_ms")
+        let time: Int64?
+        switch which {
+        case 0: time = m.senderTimestamp
+        case 1: time = m.createdAt
+        case 2: time = m.sentAt
+        case 3: time = m.receivedAt
+        default: throw YaOKError(.invalidArgument, "Unknown message time \(which)")
+        }
+        guard let time else {
+            throw absent(which == 2 ? "sent time (not sent yet, or incoming)" : "received time (outgoing)", "this message")
+        }
+        out.pointee = time
+    }
+}

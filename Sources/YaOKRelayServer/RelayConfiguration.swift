@@ -1,0 +1,75 @@
+/// How a relay runs: its limits and timeouts (docs/PROTOCOL.md §8.3, §8.5). The defaults
+/// are the protocol's; tests shorten the timeouts.
+public struct RelayConfiguration: Sendable {
+    /// Messages per pseudonym per rolling hour; acks get `ackRateMultiplier` times as many.
+    public var ratePerHour: Int = 100
+    public var ackRateMultiplier: Int = 10
+    /// POSTs from one IPv4 address per rolling hour, summed over its pseudonyms: this many
+    /// times the per-pseudonym limits (messages and acks each).
+    public var addressRateMultiplier: Int = 10
+    /// All packets stored, in bytes: past this, POSTs get ERROR unavailable ("storage is
+    /// full") until DELETEs or expiry free room. DELETEs still work.
+    public var maxStoredBytes: Int = 8 << 30
+    /// Free space the file system of `dataDirectory` must keep (checked at most once a
+    /// second): below it, POSTs get ERROR unavailable as above.
+    public var minFreeDiskBytes: Int = 512 << 20
+    /// The directory whose file system's free space is checked (nil: not checked).
+    public var dataDirectory: String?
+    /// Packets and bytes one mailbox may hold.
+    public var mailboxQuotaPackets: Int = 1000
+    public var mailboxQuotaBytes: Int = 16 << 20
+    /// A session's lifetime, then ERROR sessionExpired.
+    public var sessionLifetimeSeconds: Double = 3600
+    /// TLS and AUTH must be done within this, from accept.
+    public var handshakeTimeoutSeconds: Double = 10
+    /// A connection on which nothing arrives for this long is closed.
+    public var idleTimeoutSeconds: Double = 120
+    /// Connections beyond this are closed as soon as they are accepted.
+    public var maxConnections: Int = 10_000
+    /// Connections from one IPv4 address beyond this are closed at accept (many honest
+    /// clients can share one address behind a NAT, hence a high default).
+    public var maxConnectionsPerAddress: Int = 1_024
+    /// Connections from one IPv4 address not yet READY (TLS or AUTH under way) beyond this
+    /// are closed at accept: a few addresses cannot hold every slot with connections that
+    /// never log in.
+    public var maxPendingPerAddress: Int = 32
+    /// Mailboxes one session may subscribe to.
+    public var maxSubscriptions: Int = 4096
+    /// Longest lifetime a posted packet may claim (7 days).
+    public var maxPacketLifetimeMinutes: Int = 7 * 24 * 60
+    /// A connection whose unsent output exceeds this gets no more DELIVER pushes (its
+    /// mailboxes are read again from the store once it drains) and is not read from.
+    public var writeQueueHighWater: Int = 1 << 20
+    /// Below this, backlog pages are read for it again.
+    public var writeQueueLowWater: Int = 256 << 10
+    /// Past this (only reachable by a client that posts and never reads) it is closed.
+    public var writeQueueHardLimit: Int = 4 << 20
+    /// POSTs of one connection waiting for the disk: beyond this it is not read from.
+    public var maxPendingPostsPerConnection: Int = 256
+    /// DELETE refs of one connection waiting for the disk: from this many it is not read
+    /// from until the disk round returns; nor is any connection with refs waiting while
+    /// `maxPendingDeleteRefs` wait in all.
+    public var maxPendingDeleteRefsPerConnection: Int = 4096
+    public var maxPendingDeleteRefs: Int = 65_536
+    /// One backlog read: at most this many packets and bytes.
+    public var backlogPagePackets: Int = 64
+    public var backlogPageBytes: Int = 256 << 10
+    /// How often timeouts are checked.
+    public var tickSeconds: Double = 0.25
+    /// How often the disk thread saves counters and polls revocations.
+    public var maintenanceSeconds: Double = 1
+    /// How often expired packets are deleted.
+    public var sweepSeconds: Double = 10
+    /// A closing connection gets this long to flush its last ERROR.
+    public var closeGraceSeconds: Double = 1
+
+    /// Pseudonyms with the most posts in the last hour, kept for `yaok-relay stats --top`.
+    public var topPostersKept: Int = 100
+    /// When set, one line per session: when it is READY and when it ends (--log-sessions).
+    public var sessionLog: (@Sendable (String) -> Void)?
+
+    public init() {}
+
+    /// The ack limit per hour.
+    public var ackRatePerHour: Int { ratePerHour * ackRateMultiplier }
+}

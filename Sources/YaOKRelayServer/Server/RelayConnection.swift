@@ -1,0 +1,81 @@
+import YaOKLoop
+import YaOKWire
+
+/// One client connection's I/O state (loop thread only): its descriptor and secure
+/// channel, the bounded read side (one partial frame at most) and write side, its session
+/// once TLS is up, and where its subscribed mailboxes' delivery stands.
+final class RelayConnection {
+    let id: UInt64
+    let fd: Int32
+    let acceptedAt: UInt64
+    /// The client's IPv4 address (host byte order), for the per-address cap.
+    var address: UInt32 = 0
+    /// Counted in `pendingByAddress` (from accept until READY or close).
+    var countedPending = false
+    var lastReceived: UInt64
+    /// Made at the first readiness, so a connection that never speaks costs a descriptor
+    /// and this object, not a TLS state.
+    var channel: (any RelayChannel)?
+    var handshakeDone = false
+    var session: RelaySession?
+    /// When READY went out: the session's lifetime counts from here.
+    var readyAt: UInt64?
+    var decoder: FrameDecoder
+    var output = OutputQueue()
+    /// The events the loop watches for it.
+    var interest: EventLoop.IOEvents = .readable
+    /// The channel is waiting to write (a handshake or read that needs to send first, or
+    /// output the socket would not take).
+    var wantsWrite = false
+    /// Set once the last frame (an ERROR) is queued: nothing more is read, and the
+    /// connection closes when the output drains or at this deadline.
+    var closingDeadline: UInt64?
+    /// POSTs waiting for the disk.
+    var pendingPosts = 0
+    /// DELETE refs waiting for the disk.
+    var pendingDeleteRefs = 0
+    /// POSTs answered ACCEPTED in this session (for the session log).
+    var posts = 0
+    /// Why the session ended, once it has (the ERROR it was sent).
+    var endReason: String?
+
+    // Delivery (§8.3 "Delivering"). Each subscribed mailbox has a cursor: the sequence
+    // number of the last packet sent. A new packet is pushed live only while the mailbox
+    // is caught up and the output is short; otherwise the mailbox is marked to be read
+    // from the store after its cursor, a page at a time, as the output drains.
+    var cursors: [MailboxID: Int64] = [:]
+    var needsRead: [MailboxID] = []
+    var needsReadSet = Set<MailboxID>()
+    /// Mailboxes of the one backlog read in flight.
+    var reading = Set<MailboxID>()
+
+    init(id: UInt64, fd: Int32, now: UInt64) throws {
+        self.id = id
+        self.fd = fd
+        acceptedAt = now
+        lastReceived = now
+        decoder = try FrameDecoder(maxLength: RelayFrame.maxLength)
+    }
+
+    var isClosing: Bool { closingDeadline != nil }
+
+    func markNeedsRead(_ mailbox: MailboxID) {
+        guard !needsReadSet.contains(mailbox) else { return }
+        needsReadSet.insert(mailbox)
+        needsRead.append(mailbox)
+    }
+
+    /// Takes up to `count` mailboxes to read next.
+    func takeNeedsRead(_ count: Int) -> [MailboxID] {
+        let taken = Array(needsRead.prefix(count))
+        needsRead.removeFirst(taken.count)
+        for m in taken { needsReadSet.remove(m) }
+        return taken
+    }
+
+    /// Whether a packet just stored in `mailbox` can go out now, without the store.
+    func canPushLive(_ mailbox: MailboxID, highWater: Int) -> Bool {
+        cursors[mailbox] != nil && !needsReadSet.contains(mailbox) && !reading.contains(mailbox)
+            && output.count < highWater && !isClosing
+    }
+}

@@ -1,0 +1,241 @@
+import YaOKSupport
+
+/// The PostgreSQL store's schema as migrations, recorded in `yaok_relay_schema` (one row),
+/// as `RelaySchema` does for SQLite. They run at open under an advisory lock, so relays
+/// starting together migrate once. Never edit a released migration: append one.
+enum PostgresRelaySchema {
+    /// The advisory lock key that serializes migrations ("yaokrlay").
+    static let lockKey: Int64 = 0x79616f6b726c6179
+
+    static let migrations: [String] = [
+        // 1: the SQLite schema's tables, plus the rate-limit log (cluster-wide limits) and
+        // counters per relay process; the write paths as functions, so that one POST or
+        // DELETE is one round trip, and the locking order lives in one place.
+        //
+        // Ordering (docs/RELAY.md, "PostgreSQL"): every write to a mailbox first locks its
+        // `mailboxes` row, and only then takes a sequence number. So one mailbox's packets
+        // commit in sequence order, and a reader that saw packet N has seen every packet of
+        // that mailbox below N: a session's cursor never skips one committed late.
+        """
+        CREATE TABLE packets (
+            seq BIGSERIAL PRIMARY KEY,
+            mailbox BYTEA NOT NULL,
+            message_id BYTEA NOT NULL,
+            expires_ms BIGINT NOT NULL,
+            received_ms BIGINT NOT NULL,
+            packet BYTEA NOT NULL,
+            UNIQUE (mailbox, message_id)
+        );
+        -- Sealed packets do not compress: skip the attempt.
+        ALTER TABLE packets ALTER COLUMN packet SET STORAGE EXTERNAL;
+        CREATE INDEX packets_by_mailbox ON packets (mailbox, seq);
+        CREATE INDEX packets_by_expiry ON packets (expires_ms);
+        CREATE TABLE mailboxes (
+            mailbox BYTEA PRIMARY KEY,
+            packets BIGINT NOT NULL,
+            bytes BIGINT NOT NULL
+        );
+        CREATE TABLE revoked (
+            pseudonym BYTEA PRIMARY KEY,
+            revoked_ms BIGINT NOT NULL
+        );
+        CREATE TABLE counters (
+            relay TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value BIGINT NOT NULL,
+            PRIMARY KEY (relay, name)
+        );
+        CREATE TABLE rate_log (
+            pseudonym BYTEA NOT NULL,
+            kind SMALLINT NOT NULL,
+            at_ms BIGINT NOT NULL
+        );
+        CREATE INDEX rate_log_by_key ON rate_log (pseudonym, kind, at_ms);
+
+        -- outcome: 0 stored (value = sequence), 1 duplicate, 2 mailbox full,
+        -- 3 rate-limited (value = seconds until a slot frees).
+        CREATE FUNCTION relay_post(p_mailbox BYTEA, p_message_id BYTEA, p_expires BIGINT, p_now BIGINT,
+                                   p_packet BYTEA, p_max_packets BIGINT, p_max_bytes BIGINT,
+                                   p_pseudonym BYTEA, p_kind SMALLINT, p_rate_limit BIGINT, p_window BIGINT,
+                                   OUT outcome INT, OUT value BIGINT)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            n BIGINT; b BIGINT; used BIGINT; oldest BIGINT;
+        BEGIN
+            INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (p_mailbox, 0, 0)
+                ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                RETURNING m.packets, m.bytes INTO n, b;
+            IF EXISTS (SELECT 1 FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id) THEN
+                outcome := 1; value := 0; RETURN;
+            END IF;
+            IF p_rate_limit > 0 THEN
+                SELECT count(*), min(at_ms) INTO used, oldest FROM rate_log
+                    WHERE pseudonym = p_pseudonym AND kind = p_kind AND at_ms > p_now - p_window;
+                IF used >= p_rate_limit THEN
+                    outcome := 3; value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN;
+                END IF;
+            END IF;
+            IF n >= p_max_packets OR b + length(p_packet) > p_max_bytes THEN
+                outcome := 2; value := 0; RETURN;
+            END IF;
+            INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet)
+                VALUES (p_mailbox, p_message_id, p_expires, p_now, p_packet) RETURNING seq INTO value;
+            UPDATE mailboxes SET packets = packets + 1, bytes = bytes + length(p_packet) WHERE mailbox = p_mailbox;
+            IF p_rate_limit > 0 THEN
+                INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (p_pseudonym, p_kind, p_now);
+            END IF;
+            -- Sent at commit, once per mailbox per transaction: live push in other relays.
+            PERFORM pg_notify('yaok_relay_mailbox', encode(p_mailbox, 'hex'));
+            outcome := 0;
+        END $$;
+
+        CREATE FUNCTION relay_delete(p_mailbox BYTEA, p_message_id BYTEA) RETURNS INT
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            len INT;
+        BEGIN
+            PERFORM 1 FROM mailboxes WHERE mailbox = p_mailbox FOR UPDATE;
+            DELETE FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id
+                RETURNING length(packet) INTO len;
+            IF len IS NULL THEN RETURN 0; END IF;
+            UPDATE mailboxes SET packets = packets - 1, bytes = bytes - len WHERE mailbox = p_mailbox;
+            RETURN 1;
+        END $$;
+
+        -- Expired packets, a mailbox at a time in key order (the same lock order as writes).
+        CREATE FUNCTION relay_sweep(p_now BIGINT, p_window BIGINT) RETURNS BIGINT
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            r RECORD; n BIGINT; b BIGINT; total BIGINT := 0;
+        BEGIN
+            FOR r IN SELECT DISTINCT mailbox FROM packets WHERE expires_ms <= p_now ORDER BY mailbox LOOP
+                PERFORM 1 FROM mailboxes WHERE mailbox = r.mailbox FOR UPDATE;
+                WITH d AS (DELETE FROM packets WHERE mailbox = r.mailbox AND expires_ms <= p_now
+                           RETURNING length(packet) AS len)
+                    SELECT count(*), COALESCE(sum(len), 0) INTO n, b FROM d;
+                UPDATE mailboxes SET packets = packets - n, bytes = bytes - b WHERE mailbox = r.mailbox;
+                total := total + n;
+            END LOOP;
+            DELETE FROM rate_log WHERE at_ms <= p_now - p_window;
+            RETURN total;
+        END $$;
+        """,
+        // 2: as SQLite's migration 3, deletions are remembered until the packet would have
+        // expired, so a re-post that crosses the DELETE is a duplicate, not a second copy;
+        // the top posters saved with each relay's counters (for stats --top).
+        """
+        CREATE TABLE deleted (
+            mailbox BYTEA NOT NULL,
+            message_id BYTEA NOT NULL,
+            expires_ms BIGINT NOT NULL,
+            PRIMARY KEY (mailbox, message_id)
+        );
+        CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
+        CREATE TABLE top_posters (
+            relay TEXT NOT NULL,
+            rank BIGINT NOT NULL,
+            pseudonym BYTEA NOT NULL,
+            posts BIGINT NOT NULL,
+            PRIMARY KEY (relay, rank)
+        );
+        CREATE OR REPLACE FUNCTION relay_delete(p_mailbox BYTEA, p_message_id BYTEA) RETURNS INT
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            len INT; expires BIGINT;
+        BEGIN
+            PERFORM 1 FROM mailboxes WHERE mailbox = p_mailbox FOR UPDATE;
+            DELETE FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id
+                RETURNING length(packet), expires_ms INTO len, expires;
+            IF len IS NULL THEN RETURN -1; END IF;
+            UPDATE mailboxes SET packets = packets - 1, bytes = bytes - len WHERE mailbox = p_mailbox;
+            INSERT INTO deleted (mailbox, message_id, expires_ms) VALUES (p_mailbox, p_message_id, expires)
+                ON CONFLICT DO NOTHING;
+            RETURN len;
+        END $$;
+        CREATE OR REPLACE FUNCTION relay_tombstoned(p_mailbox BYTEA, p_message_id BYTEA) RETURNS BOOLEAN
+        LANGUAGE sql AS $$ SELECT EXISTS (SELECT 1 FROM deleted WHERE mailbox = p_mailbox AND message_id = p_message_id) $$;
+        """,
+        // 3: relay_post checks the deletion note itself, once it holds the mailbox's row lock
+        // (relay_delete writes the note under the same lock): a DELETE committed by another
+        // relay between a separate check and the lock can no longer let a re-post in.
+        """
+        CREATE OR REPLACE FUNCTION relay_post(p_mailbox BYTEA, p_message_id BYTEA, p_expires BIGINT, p_now BIGINT,
+                                              p_packet BYTEA, p_max_packets BIGINT, p_max_bytes BIGINT,
+                                              p_pseudonym BYTEA, p_kind SMALLINT, p_rate_limit BIGINT, p_window BIGINT,
+                                              OUT outcome INT, OUT value BIGINT)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            n BIGINT; b BIGINT; used BIGINT; oldest BIGINT;
+        BEGIN
+            INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (p_mailbox, 0, 0)
+                ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                RETURNING m.packets, m.bytes INTO n, b;
+            -- Under the lock, each statement sees what committed before it was taken.
+            IF EXISTS (SELECT 1 FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id)
+               OR EXISTS (SELECT 1 FROM deleted WHERE mailbox = p_mailbox AND message_id = p_message_id) THEN
+                outcome := 1; value := 0; RETURN;
+            END IF;
+            IF p_rate_limit > 0 THEN
+                SELECT count(*), min(at_ms) INTO used, oldest FROM rate_log
+                    WHERE pseudonym = p_pseudonym AND kind = p_kind AND at_ms > p_now - p_window;
+                IF used >= p_rate_limit THEN
+                    outcome := 3; value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN;
+                END IF;
+            END IF;
+            IF n >= p_max_packets OR b + length(p_packet) > p_max_bytes THEN
+                outcome := 2; value := 0; RETURN;
+            END IF;
+            INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet)
+                VALUES (p_mailbox, p_message_id, p_expires, p_now, p_packet) RETURNING seq INTO value;
+            UPDATE mailboxes SET packets = packets + 1, bytes = bytes + length(p_packet) WHERE mailbox = p_mailbox;
+            IF p_rate_limit > 0 THEN
+                INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (p_pseudonym, p_kind, p_now);
+            END IF;
+            PERFORM pg_notify('yaok_relay_mailbox', encode(p_mailbox, 'hex'));
+            outcome := 0;
+        END $$;
+        """,
+    ]
+
+    static var currentVersion: Int { migrations.count }
+
+    /// Throws unless the database has this relay's schema at the current version (without
+    /// changing anything: for stats and revoke).
+    static func check(_ c: PostgresConnection) throws {
+        let table = try c.query("schema_exists", "SELECT to_regclass('yaok_relay_schema') IS NOT NULL", types: [], [])
+        let version = table.bytes(0, 0) == [1]
+            ? try c.query("schema_version", "SELECT version FROM yaok_relay_schema", types: [], []).int(0, 0) : 0
+        guard version > 0 else {
+            throw YaOKError(.notFound, "This database has no Ya OK relay schema (version \(migrations.count) expected): start yaok-relay serve --postgres on it first")
+        }
+        guard version == migrations.count else {
+            throw YaOKError(.storage, "This database has Ya OK relay schema version \(version), version \(migrations.count) expected: "
+                            + (version < migrations.count ? "start this yaok-relay serve on it to migrate" : "run a newer yaok-relay"))
+        }
+    }
+
+    static func migrate(_ c: PostgresConnection) throws {
+        // Another relay may be migrating (the lock waits for it), and a migration may rewrite
+        // a large table: a minute, not the statements' usual 5 s.
+        try c.execute("SELECT pg_advisory_lock(\(lockKey))", timeout: 60)
+        defer { try? c.execute("SELECT pg_advisory_unlock(\(lockKey))") }
+        try c.execute("CREATE TABLE IF NOT EXISTS yaok_relay_schema (version INT NOT NULL)")
+        try c.execute("INSERT INTO yaok_relay_schema SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM yaok_relay_schema)")
+        while true {
+            let version = try c.query("schema_version", "SELECT version FROM yaok_relay_schema", types: [], []).int(0, 0)
+            guard version <= migrations.count else {
+                throw YaOKError(.storage, "The relay database has schema version \(version); this relay knows up to \(migrations.count): run a newer yaok-relay")
+            }
+            guard version < migrations.count else { return }
+            try c.execute("BEGIN")
+            do {
+                try c.execute(migrations[version], timeout: 600)
+                try c.execute("UPDATE yaok_relay_schema SET version = \(version + 1)")
+                try c.execute("COMMIT")
+            } catch {
+                try? c.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,296 @@
+import Glibc
+import YaOKSupport
+import YaOKWire
+
+/// The relay's store in PostgreSQL, shared by several relay processes (docs/RELAY.md,
+/// "PostgreSQL"): mailboxes, quotas, the rate-limit log, revocations and each process's
+/// counters, so any relay can serve any client. The disk thread still batches every POST
+/// and DELETE of a round into one transaction (group commit: one WAL flush for the lot);
+/// the commit returns only once PostgreSQL has it durable, before ACCEPTED goes out.
+///
+/// Connections come from a bounded pool; statements are prepared once per connection;
+/// POST and DELETE are server functions (one round trip each, `PostgresRelaySchema`).
+public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
+    let pool: PostgresPool
+    /// This process's row key in `counters` (a restart is a new relay there).
+    public let relayID: String
+    private var watcher: PostgresListener?
+
+    /// Connects (the server must be reachable now) and migrates the schema. `conninfo` is a
+    /// `postgresql://` URI or a libpq `key=value` string. `log` hears outages and returns.
+    /// `migrate: false` (stats, revoke: tools that should not change a database) only checks
+    /// that the schema is this relay's current one.
+    public init(conninfo: String, poolSize: Int = 4, migrate: Bool = true,
+                log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        pool = PostgresPool(conninfo: conninfo, size: poolSize, log: log)
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, 255)
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        relayID = "\(host)/\(getpid())/\(Hex.encode((0..<4).map { _ in UInt8.random(in: 0...255) }))"
+        if migrate {
+            try pool.withConnection { try PostgresRelaySchema.migrate($0) }
+        } else {
+            try pool.withConnection { try PostgresRelaySchema.check($0) }
+        }
+    }
+
+    public func close() {
+        watcher?.stop()
+        watcher = nil
+        pool.close()
+    }
+
+    public var isShared: Bool { true }
+
+    public func watch(_ onChange: @escaping @Sendable (RelayStoreChange) -> Void) throws -> RelayStoreWatch? {
+        let pool = self.pool
+        let listener = PostgresListener(conninfo: pool.conninfo, ownPIDs: { pool.backendPIDs }, onChange: onChange)
+        try listener.start()
+        watcher = listener
+        return listener
+    }
+
+    public var health: RelayStoreHealth? {
+        let h = pool.health
+        return RelayStoreHealth(reachable: h.reachable, lastError: h.lastError, outages: h.outages, reconnects: h.reconnects,
+                                description: "\(serverDescription), pool of \(pool.size) connection\(pool.size == 1 ? "" : "s") per relay")
+    }
+
+    /// "PostgreSQL 15.18": the server, without this process's pool (stats --postgres).
+    public var serverDescription: String {
+        let v = pool.health.serverVersion
+        return "PostgreSQL" + (v > 0 ? " \(v / 10000).\(v % 10000)" : "")
+    }
+
+    // MARK: - Writes
+
+    public func commit(_ writes: [RelayStoreWrite], nowMs: Int64, quota: MailboxQuota) throws -> [RelayStoreOutcome] {
+        guard !writes.isEmpty else { return [] }
+        // Every write locks its mailbox's row; taking them in key order means two relays'
+        // batches never wait on each other in a cycle. Within a mailbox the order is kept.
+        let order = writes.indices.sorted { a, b in
+            let ka = Self.key(writes[a]), kb = Self.key(writes[b])
+            return ka == kb ? a < b : ka.lexicographicallyPrecedes(kb)
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try pool.withConnection { c -> [RelayStoreOutcome] in
+                    try transaction(c) {
+                        var outcomes = [RelayStoreOutcome](repeating: .duplicate, count: writes.count)
+                        for i in order {
+                            switch writes[i] {
+                            case .post(let post): outcomes[i] = try store(post, c, nowMs: nowMs, quota: quota)
+                            case .delete(let refs):
+                                let (count, bytes) = try delete(refs, c)
+                                outcomes[i] = .deleted(count: count, bytes: bytes)
+                            }
+                        }
+                        return outcomes
+                    }
+                }
+            } catch let error as PostgresError where error.isRetryable && attempt < 4 {
+                continue
+            }
+        }
+    }
+
+    private static func key(_ write: RelayStoreWrite) -> [UInt8] {
+        switch write {
+        case .post(let post): return post.mailbox.bytes
+        case .delete(let refs): return refs.first?.mailbox.bytes ?? []
+        }
+    }
+
+    private func store(_ post: RelayPost, _ c: PostgresConnection, nowMs: Int64, quota: MailboxQuota) throws -> RelayStoreOutcome {
+        let t = PostgresType.self
+        // Deleted already (a re-post that crossed the DELETE) is a duplicate: relay_post checks
+        // that under the mailbox's lock (migration 3), so a DELETE from another relay cannot slip in.
+        let charge = post.charge
+        let rows = try c.query("post", """
+            SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11)
+            """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8], [
+                .bytes(post.mailbox.bytes), .bytes(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs),
+                .bytes(post.packet), .int(Int64(quota.packets)), .int(Int64(quota.bytes)),
+                .bytes(charge?.pseudonym ?? []), .int(charge?.isAck == true ? 1 : 0), .int(Int64(charge?.limit ?? 0)),
+                .int(RateLimiter.windowMs),
+            ])
+        let value = rows.int64(0, 1)
+        switch rows.int(0, 0) {
+        case 0: return .stored(sequence: value)
+        case 1: return .duplicate
+        case 2: return .mailboxFull
+        default: return .rateLimited(retryAfterSeconds: Int(value))
+        }
+    }
+
+    private func delete(_ refs: [StoredPacketRef], _ c: PostgresConnection) throws -> (Int, Int) {
+        var deleted = 0, bytes = 0
+        for ref in refs.sorted(by: { $0.mailbox.bytes.lexicographicallyPrecedes($1.mailbox.bytes) }) {
+            let rows = try c.query("delete", "SELECT relay_delete($1, $2)", types: [PostgresType.bytea, PostgresType.bytea],
+                                   [.bytes(ref.mailbox.bytes), .bytes(ref.messageID.bytes)])
+            let length = rows.int(0, 0)
+            if length >= 0 {
+                deleted += 1
+                bytes += length
+            }
+        }
+        return (deleted, bytes)
+    }
+
+    private func transaction<T>(_ c: PostgresConnection, _ body: () throws -> T) throws -> T {
+        try c.execute("BEGIN")
+        do {
+            let value = try body()
+            try c.execute("COMMIT")
+            return value
+        } catch {
+            if !c.broken { try? c.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    @discardableResult
+    public func deleteExpired(nowMs: Int64) throws -> (packets: Int, bytes: Int) {
+        try pool.withConnection { c in
+            let before = try storedBytes(c)
+            let n = try c.query("sweep", "SELECT relay_sweep($1, $2)", types: [PostgresType.int8, PostgresType.int8],
+                                [.int(nowMs), .int(RateLimiter.windowMs)], timeout: 15).int(0, 0)
+            try c.query("sweep_deleted", "DELETE FROM deleted WHERE expires_ms <= $1", types: [PostgresType.int8], [.int(nowMs)])
+            // Empty mailboxes' rows go too (a POST recreates its row, in the same lock order).
+            try c.query("sweep_mailboxes", "DELETE FROM mailboxes WHERE packets <= 0", types: [], [])
+            // Other relays may write meanwhile: the bytes are this sweep's best estimate.
+            return (n, max(0, before - (try storedBytes(c))))
+        }
+    }
+
+    public func storedBytes() throws -> Int {
+        try pool.withConnection { try storedBytes($0) }
+    }
+
+    private func storedBytes(_ c: PostgresConnection) throws -> Int {
+        try c.query("stored_bytes", "SELECT COALESCE(sum(bytes), 0)::bigint FROM mailboxes", types: [], []).int(0, 0)
+    }
+
+    // MARK: - Reads
+
+    public func packets(_ requests: [RelayPageRequest], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [RelayPage] {
+        try pool.withConnection { c in
+            var pages: [RelayPage] = []
+            var packetBudget = maxPackets, byteBudget = maxBytes
+            for request in requests {
+                guard packetBudget > 0, byteBudget > 0 else {
+                    pages.append(RelayPage(mailbox: request.mailbox, packets: [], complete: false))
+                    continue
+                }
+                // One more row than the budget tells whether the mailbox has more.
+                let rows = try c.query("page", """
+                    SELECT seq, packet FROM packets WHERE mailbox = $1 AND seq > $2 AND expires_ms > $3 ORDER BY seq LIMIT $4
+                    """, types: [PostgresType.bytea, PostgresType.int8, PostgresType.int8, PostgresType.int8],
+                    [.bytes(request.mailbox.bytes), .int(request.after), .int(nowMs), .int(Int64(packetBudget + 1))])
+                var found: [StoredRelayPacket] = []
+                var complete = true
+                for row in 0..<rows.count {
+                    let packet = rows.bytes(row, 1)
+                    guard found.count < packetBudget, byteBudget - packet.count >= 0 || found.isEmpty else {
+                        complete = false
+                        break
+                    }
+                    found.append(StoredRelayPacket(sequence: rows.int64(row, 0), packet: packet))
+                    byteBudget -= packet.count
+                }
+                packetBudget -= found.count
+                pages.append(RelayPage(mailbox: request.mailbox, packets: found, complete: complete))
+            }
+            return pages
+        }
+    }
+
+    public func storedPacketCount(nowMs: Int64) throws -> Int {
+        try pool.withConnection { c in
+            try c.query("stored", "SELECT count(*) FROM packets WHERE expires_ms > $1", types: [PostgresType.int8], [.int(nowMs)]).int(0, 0)
+        }
+    }
+
+    // MARK: - Revocation and counters
+
+    public func revoke(pseudonym: [UInt8], nowMs: Int64) throws {
+        try pool.withConnection { c in
+            try c.query("revoke", """
+                INSERT INTO revoked (pseudonym, revoked_ms) VALUES ($1, $2) ON CONFLICT (pseudonym) DO NOTHING
+                """, types: [PostgresType.bytea, PostgresType.int8], [.bytes(pseudonym), .int(nowMs)])
+            // Relays listening end the pseudonym's sessions at once, not at their next poll.
+            try c.execute("NOTIFY yaok_relay_revoked")
+        }
+    }
+
+    public func revokedPseudonyms() throws -> Set<[UInt8]> {
+        try pool.withConnection { c in
+            let rows = try c.query("revoked", "SELECT pseudonym FROM revoked", types: [], [])
+            return Set((0..<rows.count).map { rows.bytes($0, 0) })
+        }
+    }
+
+    public func revokedCount() throws -> Int {
+        try pool.withConnection { c in try c.query("revoked_count", "SELECT count(*) FROM revoked", types: [], []).int(0, 0) }
+    }
+
+    /// This process's counters: a new process starts from zero (its own row), and `stats`
+    /// adds every relay's rows up.
+    public func loadCounters() throws -> RelayCounters {
+        try pool.withConnection { c in
+            let rows = try c.query("load_counters", "SELECT name, value FROM counters WHERE relay = $1",
+                                   types: [PostgresType.text], [.text(relayID)])
+            var counters = RelayCounters()
+            for row in 0..<rows.count { counters.set(rows.text(row, 0), rows.int64(row, 1)) }
+            let top = try c.query("load_top", "SELECT pseudonym, posts FROM top_posters WHERE relay = $1 ORDER BY rank",
+                                  types: [PostgresType.text], [.text(relayID)])
+            for row in 0..<top.count {
+                counters.topPosters.append(RelayTopPoster(pseudonym: top.bytes(row, 0), posts: top.int64(row, 1)))
+            }
+            return counters
+        }
+    }
+
+    public func saveCounters(_ counters: RelayCounters, nowMs: Int64) throws {
+        try pool.withConnection { c in
+            try transaction(c) {
+                for (name, value) in zip(RelayCounters.names + ["updated_ms"], counters.values + [nowMs]) {
+                    try c.query("save_counter", """
+                        INSERT INTO counters (relay, name, value) VALUES ($1, $2, $3)
+                        ON CONFLICT (relay, name) DO UPDATE SET value = excluded.value
+                        """, types: [PostgresType.text, PostgresType.text, PostgresType.int8], [.text(relayID), .text(name), .int(value)])
+                }
+                try c.query("clear_top", "DELETE FROM top_posters WHERE relay = $1", types: [PostgresType.text], [.text(relayID)])
+                for (rank, top) in counters.topPosters.enumerated() {
+                    try c.query("save_top", "INSERT INTO top_posters (relay, rank, pseudonym, posts) VALUES ($1, $2, $3, $4)",
+                                types: [PostgresType.text, PostgresType.int8, PostgresType.bytea, PostgresType.int8],
+                                [.text(relayID), .int(Int64(rank)), .bytes(top.pseudonym), .int(top.posts)])
+                }
+            }
+        }
+    }
+
+    /// Every relay's counters added up; `connected` counts only relays that saved within
+    /// `currentMs` (the others are stopped or dead). Also how many relays are running.
+    public func clusterCounters(nowMs: Int64, currentMs: Int64 = 5000) throws -> (counters: RelayCounters, running: Int, savedAtMs: Int64) {
+        try pool.withConnection { c in
+            let rows = try c.query("cluster_counters", """
+                SELECT c.name, sum(c.value)::bigint,
+                       sum(CASE WHEN u.value > $1 THEN c.value ELSE 0 END)::bigint
+                FROM counters c JOIN counters u ON u.relay = c.relay AND u.name = 'updated_ms'
+                WHERE c.name <> 'updated_ms' GROUP BY c.name
+                """, types: [PostgresType.int8], [.int(nowMs - currentMs)])
+            var counters = RelayCounters()
+            for row in 0..<rows.count {
+                let name = rows.text(row, 0)
+                counters.set(name, name == "connected" ? rows.int64(row, 2) : rows.int64(row, 1))
+            }
+            let live = try c.query("cluster_running", """
+                SELECT count(*) FILTER (WHERE value > $1), COALESCE(max(value), 0)::bigint FROM counters WHERE name = 'updated_ms'
+                """, types: [PostgresType.int8], [.int(nowMs - currentMs)])
+            return (counters, live.int(0, 0), live.int64(0, 1))
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import YaOKSupport
+import YaOKStore
+
+/// The relay database's schema as migrations, recorded in a `schema_version` table (one
+/// row). Migration N takes version N-1 to N; they run in order, each in its own
+/// transaction, whenever the store opens. Never edit a released migration: append one.
+enum RelaySchema {
+    static let migrations: [String] = [
+        // 1: packets by (mailbox, message ID) with a sequence number that is never reused
+        // (AUTOINCREMENT: a session's delivery cursor must not meet a recycled number);
+        // per-mailbox totals for quotas; revoked pseudonyms; the stats counters.
+        """
+        CREATE TABLE packets (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            mailbox BLOB NOT NULL,
+            message_id BLOB NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            received_ms INTEGER NOT NULL,
+            packet BLOB NOT NULL,
+            UNIQUE (mailbox, message_id)
+        );
+        CREATE INDEX packets_by_mailbox ON packets (mailbox, seq);
+        CREATE INDEX packets_by_expiry ON packets (expires_ms);
+        CREATE TABLE mailboxes (
+            mailbox BLOB PRIMARY KEY,
+            packets INTEGER NOT NULL,
+            bytes INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE revoked (
+            pseudonym BLOB PRIMARY KEY,
+            revoked_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE counters (
+            name TEXT PRIMARY KEY,
+            value INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
+        // 2: the pseudonyms with the most posts in the last hour, saved with the counters.
+        """
+        CREATE TABLE top_posters (
+            rank INTEGER PRIMARY KEY,
+            pseudonym BLOB NOT NULL,
+            posts INTEGER NOT NULL
+        );
+        """,
+        // 3: what the recipient deleted, until the packet would have expired: a sender that
+        // posts it again (its ACCEPTED was lost) gets ACCEPTED without a second copy, which
+        // the recipient would otherwise be delivered again.
+        """
+        CREATE TABLE deleted (
+            mailbox BLOB NOT NULL,
+            message_id BLOB NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            PRIMARY KEY (mailbox, message_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
+        """,
+    ]
+
+    static var currentVersion: Int { migrations.count }
+
+    static func migrate(_ db: Database) throws {
+        try db.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        try db.transaction {
+            var rows = 0
+            try db.query("SELECT COUNT(*) FROM schema_version") { rows = $0.int(0) }
+            if rows == 0 { try db.execute("INSERT INTO schema_version VALUES (0)") }
+        }
+        while true {
+            let done = try db.transaction { () throws -> Bool in
+                var version = 0
+                try db.query("SELECT version FROM schema_version") { version = $0.int(0) }
+                guard version <= migrations.count else {
+                    throw YaOKError(.storage, "The relay database has schema version \(version); this relay knows up to \(migrations.count): run a newer yaok-relay")
+                }
+                guard version < migrations.count else { return true }
+                try db.execute(migrations[version])
+                try db.query("UPDATE schema_version SET version = ?", [.int(Int64(version + 1))])
+                return false
+            }
+            if done { return }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import Glibc
+import YaOKSupport
+import YaOKWire
+import YaOKStore
+
+/// The relay's store in SQLite: `relay.db` in the data directory (0700; the files 0600),
+/// WAL with `synchronous=FULL`, so a commit that returned is on disk. One connection, used
+/// by the relay's disk thread only; `yaok-relay stats` and `revoke` open their own.
+public final class SQLiteRelayStore: RelayStore {
+    public static let fileName = "relay.db"
+    private let db: Database
+
+    /// Opens (creating if needed) the store in `directory`, and migrates its schema.
+    public init(directory: String) throws {
+        try Store.makeDirectory(directory)
+        let path = directory + "/" + Self.fileName
+        // Created 0600 before SQLite opens it; SQLite gives -wal and -shm the same mode.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw YaOKError(errno == ENOSPC ? .diskFull : .storage, "Cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        Glibc.close(fd)
+        db = try Database(path: path)
+        for suffix in ["", "-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
+        try RelaySchema.migrate(db)
+    }
+
+    /// Whether `directory` holds a relay database (for the commands that must not create one).
+    public static func exists(in directory: String) -> Bool {
+        access(directory + "/" + fileName, F_OK) == 0
+    }
+
+    public func close() { db.close() }
+
+    // MARK: - Writes
+
+    public func commit(_ writes: [RelayStoreWrite], nowMs: Int64, quota: MailboxQuota) throws -> [RelayStoreOutcome] {
+        guard !writes.isEmpty else { return [] }
+        return try db.transaction {
+            try writes.map { write in
+                switch write {
+                case .post(let post): return try store(post, nowMs: nowMs, quota: quota)
+                case .delete(let refs):
+                    let (count, bytes) = try delete(refs)
+                    return .deleted(count: count, bytes: bytes)
+                }
+            }
+        }
+    }
+
+    private func store(_ post: RelayPost, nowMs: Int64, quota: MailboxQuota) throws -> RelayStoreOutcome {
+        let mailbox = SQLValue.blob(post.mailbox.bytes)
+        var exists = false
+        try db.query("SELECT 1 FROM packets WHERE mailbox = ? AND message_id = ?",
+                     [mailbox, .blob(post.messageID.bytes)]) { _ in exists = true }
+        if !exists {
+            try db.query("SELECT 1 FROM deleted WHERE mailbox = ? AND message_id = ?",
+                         [mailbox, .blob(post.messageID.bytes)]) { _ in exists = true }
+        }
+        if exists { return .duplicate }
+        var packets = 0, bytes = 0
+        try db.query("SELECT packets, bytes FROM mailboxes WHERE mailbox = ?", [mailbox]) { row in
+            packets = row.int(0)
+            bytes = row.int(1)
+        }
+        guard packets < quota.packets, bytes + post.packet.count <= quota.bytes else { return .mailboxFull }
+        try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet) VALUES (?, ?, ?, ?, ?)",
+                     [mailbox, .blob(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs), .blob(post.packet)])
+        let sequence = db.lastInsertRowID
+        try db.query("""
+            INSERT INTO mailboxes (mailbox, packets, bytes) VALUES (?, 1, ?)
+            ON CONFLICT (mailbox) DO UPDATE SET packets = packets + 1, bytes = bytes + excluded.bytes
+            """, [mailbox, .int(Int64(post.packet.count))])
+        return .stored(sequence: sequence)
+    }
+
+    private func delete(_ refs: [StoredPacketRef]) throws -> (Int, Int) {
+        var deleted = 0, bytes = 0
+        for ref in refs {
+            let mailbox = SQLValue.blob(ref.mailbox.bytes)
+            var length: Int?
+            var expires: Int64 = 0
+            try db.query("DELETE FROM packets WHERE mailbox = ? AND message_id = ? RETURNING length(packet), expires_ms",
+                         [mailbox, .blob(ref.messageID.bytes)]) {
+                length = $0.int(0)
+                expires = $0.int64(1)
+            }
+            guard let length else { continue }
+            try db.query("INSERT OR IGNORE INTO deleted (mailbox, message_id, expires_ms) VALUES (?, ?, ?)",
+                         [mailbox, .blob(ref.messageID.bytes), .int(expires)])
+            deleted += 1
+            bytes += length
+            try uncount(mailbox, packets: 1, bytes: length)
+        }
+        return (deleted, bytes)
+    }
+
+    /// Takes packets off a mailbox's totals, dropping the row at zero.
+    private func uncount(_ mailbox: SQLValue, packets: Int, bytes: Int) throws {
+        try db.query("UPDATE mailboxes SET packets = packets - ?, bytes = bytes - ? WHERE mailbox = ?",
+                     [.int(Int64(packets)), .int(Int64(bytes)), mailbox])
+        try db.query("DELETE FROM mailboxes WHERE mailbox = ? AND packets <= 0", [mailbox])
+    }
+
+    @discardableResult
+    public func deleteExpired(nowMs: Int64) throws -> (packets: Int, bytes: Int) {
+        try db.transaction {
+            var expired: [(SQLValue, Int, Int)] = []
+            try db.query("""
+                SELECT mailbox, COUNT(*), SUM(length(packet)) FROM packets WHERE expires_ms <= ? GROUP BY mailbox
+                """, [.int(nowMs)]) { expired.append((.blob($0.blob(0)), $0.int(1), $0.int(2))) }
+            try db.query("DELETE FROM deleted WHERE expires_ms <= ?", [.int(nowMs)])
+            guard !expired.isEmpty else { return (0, 0) }
+            try db.query("DELETE FROM packets WHERE expires_ms <= ?", [.int(nowMs)])
+            for (mailbox, packets, bytes) in expired { try uncount(mailbox, packets: packets, bytes: bytes) }
+            return (expired.reduce(0) { $0 + $1.1 }, expired.reduce(0) { $0 + $1.2 })
+        }
+    }
+
+    public func storedBytes() throws -> Int {
+        var bytes = 0
+        try db.query("SELECT COALESCE(SUM(bytes), 0) FROM mailboxes") { bytes = $0.int(0) }
+        return bytes
+    }
+
+    // MARK: - Reads
+
+    public func packets(_ requests: [RelayPageRequest], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [RelayPage] {
+        var pages: [RelayPage] = []
+        var packetBudget = maxPackets, byteBudget = maxBytes
+        for request in requests {
+            guard packetBudget > 0, byteBudget > 0 else {
+                pages.append(RelayPage(mailbox: request.mailbox, packets: [], complete: false))
+                continue
+            }
+            var found: [StoredRelayPacket] = []
+            var complete = true
+            let limit = packetBudget
+            // One more row than the budget tells whether the mailbox has more.
+            try db.query("""
+                SELECT seq, packet FROM packets WHERE mailbox = ? AND seq > ? AND expires_ms > ? ORDER BY seq LIMIT ?
+                """, [.blob(request.mailbox.bytes), .int(request.after), .int(nowMs), .int(Int64(limit + 1))]) { row in
+                guard complete else { return }
+                let packet = row.blob(1)
+                guard found.count < limit, byteBudget - packet.count >= 0 || found.isEmpty else {
+                    complete = false
+                    return
+                }
+                found.append(StoredRelayPacket(sequence: row.int64(0), packet: packet))
+                packetBudget -= 1
+                byteBudget -= packet.count
+            }
+            pages.append(RelayPage(mailbox: request.mailbox, packets: found, complete: complete))
+        }
+        return pages
+    }
+
+    public func storedPacketCount(nowMs: Int64) throws -> Int {
+        var count = 0
+        try db.query("SELECT COUNT(*) FROM packets WHERE expires_ms > ?", [.int(nowMs)]) { count = $0.int(0) }
+        return count
+    }
+
+    // MARK: - Revocation and counters
+
+    public func revoke(pseudonym: [UInt8], nowMs: Int64) throws {
+        try db.query("INSERT INTO revoked (pseudonym, revoked_ms) VALUES (?, ?) ON CONFLICT (pseudonym) DO NOTHING",
+                     [.blob(pseudonym), .int(nowMs)])
+    }
+
+    public func revokedPseudonyms() throws -> Set<[UInt8]> {
+        var out = Set<[UInt8]>()
+        try db.query("SELECT pseudonym FROM revoked") { out.insert($0.blob(0)) }
+        return out
+    }
+
+    public func loadCounters() throws -> RelayCounters {
+        var counters = RelayCounters()
+        try db.query("SELECT name, value FROM counters") { counters.set($0.text(0), $0.int64(1)) }
+        try db.query("SELECT pseudonym, posts FROM top_posters ORDER BY rank") {
+            counters.topPosters.append(RelayTopPoster(pseudonym: $0.blob(0), posts: $0.int64(1)))
+        }
+        return counters
+    }
+
+    public func saveCounters(_ counters: RelayCounters, nowMs: Int64) throws {
+        try db.transaction {
+            for (name, value) in zip(RelayCounters.names + ["updated_ms"], counters.values + [nowMs]) {
+                try db.query("INSERT INTO counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                             [.text(name), .int(value)])
+            }
+            try db.execute("DELETE FROM top_posters")
+            for (rank, top) in counters.topPosters.enumerated() {
+                try db.query("INSERT INTO top_posters (rank, pseudonym, posts) VALUES (?, ?, ?)",
+                             [.int(Int64(rank)), .blob(top.pseudonym), .int(top.posts)])
+            }
+        }
+    }
+
+    /// When the counters were last saved (ms since the epoch; 0 if never).
+    public func countersSavedAtMs() throws -> Int64 {
+        var value: Int64 = 0
+        try db.query("SELECT value FROM counters WHERE name = 'updated_ms'") { value = $0.int64(0) }
+        return value
+    }
+
+    public func revokedCount() throws -> Int {
+        var count = 0
+        try db.query("SELECT COUNT(*) FROM revoked") { count = $0.int(0) }
+        return count
+    }
+}

@@ -1,0 +1,271 @@
+import Foundation
+import Glibc
+import XCTest
+@testable import YaOKRelayServer
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+
+/// The store's behaviour: idempotence, quotas, deletion, expiry, paging, revocations,
+/// counters; on SQLite here (with its schema and file modes), and every test again on
+/// PostgreSQL in `PostgresRelayStoreTests`.
+class RelayStoreTests: XCTestCase {
+    var directory = ""
+    var conninfo: String?
+    var store: RelayStore!
+    let quota = MailboxQuota(packets: 3, bytes: 1000)
+    let now = Clock.milliseconds()
+    var backend: StoreBackend { .sqlite }
+
+    override func setUpWithError() throws {
+        directory = try makeTempDirectory("relay-store") + "/data"
+        if backend == .postgres { conninfo = try TestPostgres.freshDatabase() }
+        store = try reopen()
+    }
+
+    func reopen() throws -> RelayStore { try openStore(backend, directory: directory, conninfo: conninfo) }
+
+    override func tearDown() {
+        store.close()
+        try? FileManager.default.removeItem(atPath: (directory as NSString).deletingLastPathComponent)
+    }
+
+    func post(_ box: MailboxID, length: Int = 100, expires: Int64? = nil, id: MessageID = .random()) -> RelayStoreWrite {
+        .post(RelayPost(mailbox: box, messageID: id, expiresAtMs: expires ?? now + 60_000, packet: Sodium.randomBytes(length)))
+    }
+
+    func testIdempotentPostsQuotasAndDeletes() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        let outcomes = try store.commit([post(box, id: id), post(box, id: id), post(box), post(box), post(box)], nowMs: now, quota: quota)
+        guard case .stored(let s1) = outcomes[0], case .stored(let s3) = outcomes[3] else { return XCTFail("\(outcomes)") }
+        XCTAssertLessThan(s1, s3)
+        XCTAssertEqual(outcomes[1], .duplicate)
+        XCTAssertEqual(outcomes[4], .mailboxFull, "three packets at most")
+        XCTAssertEqual(try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota), [.deleted(count: 1, bytes: 100)])
+        guard case .stored(let s4) = try store.commit([post(box)], nowMs: now, quota: quota)[0] else { return XCTFail() }
+        XCTAssertGreaterThan(s4, s3, "sequence numbers are never reused")
+        // Bytes: 1000 at most.
+        let other = mailbox(try SigningKey.random())
+        XCTAssertEqual(try store.commit([post(other, length: 900), post(other, length: 200)], nowMs: now, quota: quota).last, .mailboxFull)
+    }
+
+    /// A packet the recipient deleted and its sender posts again (the ACCEPTED was lost,
+    /// or crossed the DELETE) is accepted without a second copy, until it would have expired.
+    func testARePostAfterTheDeleteIsNotStoredAgain() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        _ = try store.commit([post(box, expires: now + 50, id: id)], nowMs: now, quota: quota)
+        _ = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.commit([post(box, expires: now + 50, id: id)], nowMs: now, quota: quota), [.duplicate])
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 0)
+        // Once the packet would have expired, the note of its deletion goes too.
+        _ = try store.deleteExpired(nowMs: now + 60)
+        XCTAssertEqual(try store.commit([post(box, expires: now + 500, id: id)], nowMs: now + 60, quota: quota).count, 1)
+        guard backend == .sqlite else { return }
+        var notes = -1
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT COUNT(*) FROM deleted") { notes = $0.int(0) }
+        XCTAssertEqual(notes, 0)
+    }
+
+    func testPagesFollowTheCursorAndBudget() throws {
+        let box = mailbox(try SigningKey.random())
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
+        let outcomes = try store.commit((0..<10).map { _ in post(box) }, nowMs: now, quota: quota)
+        let sequences = outcomes.compactMap { if case .stored(let s) = $0 { return s } else { return nil } }
+        let page = try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 4, maxBytes: 1 << 20, nowMs: now)
+        XCTAssertEqual(page[0].packets.map(\.sequence), Array(sequences[0..<4]))
+        XCTAssertFalse(page[0].complete)
+        let rest = try store.packets([RelayPageRequest(mailbox: box, after: sequences[3])], maxPackets: 100, maxBytes: 1 << 20, nowMs: now)
+        XCTAssertEqual(rest[0].packets.map(\.sequence), Array(sequences[4...]))
+        XCTAssertTrue(rest[0].complete)
+        let small = try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 100, maxBytes: 250, nowMs: now)
+        XCTAssertEqual(small[0].packets.count, 2)
+        XCTAssertFalse(small[0].complete)
+    }
+
+    func testExpiredPacketsAreNotServedAndAreSwept() throws {
+        let box = mailbox(try SigningKey.random())
+        _ = try store.commit([post(box, expires: now + 10), post(box, expires: now + 10), post(box)], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now + 20), 1)
+        XCTAssertEqual(try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 10, maxBytes: 1 << 20, nowMs: now + 20)[0].packets.count, 1)
+        XCTAssertEqual(try store.storedBytes(), 300)
+        let swept = try store.deleteExpired(nowMs: now + 20)
+        XCTAssertEqual(swept.packets, 2)
+        XCTAssertEqual(swept.bytes, 200)
+        XCTAssertEqual(try store.storedBytes(), 100)
+        // The quota counts again from what is left.
+        XCTAssertEqual(try store.commit([post(box), post(box)], nowMs: now, quota: quota).map { if case .stored = $0 { return true } else { return false } }, [true, true])
+    }
+
+    func testRevocationsAndCountersPersist() throws {
+        let key = Sodium.randomBytes(32)
+        try store.revoke(pseudonym: key, nowMs: now)
+        try store.revoke(pseudonym: key, nowMs: now)
+        var counters = RelayCounters()
+        counters.accepted = 7
+        counters.rateLimited = 2
+        try store.saveCounters(counters, nowMs: now)
+        store.close()
+        store = try reopen()
+        XCTAssertEqual(try store.revokedPseudonyms(), [key])
+        if let postgres = store as? PostgresRelayStore {
+            // Each process has its own row; the cluster's figures add them up.
+            XCTAssertEqual(try postgres.loadCounters(), RelayCounters(), "a new process starts from zero")
+            XCTAssertEqual(try postgres.clusterCounters(nowMs: now).counters.accepted, 7)
+        } else {
+            XCTAssertEqual(try store.loadCounters(), counters)
+        }
+    }
+
+    func testSchemaVersionAndPrivateFiles() throws {
+        guard backend == .sqlite else {
+            let c = try PostgresConnection(conninfo: conninfo ?? "")
+            XCTAssertEqual(try c.query("v", "SELECT version FROM yaok_relay_schema", types: [], []).int(0, 0), PostgresRelaySchema.currentVersion)
+            // Migrating again (a second relay starting) changes nothing.
+            try PostgresRelaySchema.migrate(c)
+            return
+        }
+        let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+        var version = 0
+        try db.query("SELECT version FROM schema_version") { version = $0.int(0) }
+        XCTAssertEqual(version, RelaySchema.currentVersion)
+        db.close()
+        var info = stat()
+        XCTAssertEqual(stat(directory, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o700)
+        XCTAssertEqual(stat(directory + "/" + SQLiteRelayStore.fileName, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600)
+        var mode = ""
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("PRAGMA journal_mode") { mode = $0.text(0) }
+        XCTAssertEqual(mode, "wal")
+    }
+}
+
+/// Every store test on PostgreSQL, plus what only a shared store does.
+final class PostgresRelayStoreTests: RelayStoreTests {
+    override var backend: StoreBackend { .postgres }
+
+    func testRateLimitIsCountedInTheStore() throws {
+        let pseudonym = Sodium.randomBytes(32)
+        let box = mailbox(try SigningKey.random())
+        func charged(_ isAck: Bool = false, id: MessageID = .random()) -> RelayStoreWrite {
+            .post(RelayPost(mailbox: box, messageID: id, expiresAtMs: now + 60_000, packet: Sodium.randomBytes(10),
+                            charge: RelayRateCharge(pseudonym: pseudonym, isAck: isAck, limit: 2)))
+        }
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
+        let id = MessageID.random()
+        let first = try store.commit([charged(id: id), charged(id: id), charged()], nowMs: now, quota: quota)
+        XCTAssertEqual(first[1], .duplicate, "a duplicate takes no slot")
+        // A second relay (another store over the same database) sees the same count.
+        let other = try reopen()
+        defer { other.close() }
+        guard case .rateLimited(let seconds) = try other.commit([charged()], nowMs: now, quota: quota)[0] else { return XCTFail() }
+        XCTAssertTrue((3590...3600).contains(seconds), "\(seconds)")
+        guard case .stored = try other.commit([charged(true)], nowMs: now, quota: quota)[0] else { return XCTFail("acks have their own limit") }
+        // An hour later the slots are free again.
+        guard case .stored = try other.commit([charged()], nowMs: now + 3_600_001, quota: quota)[0] else { return XCTFail() }
+    }
+
+    func testConcurrentBatchesFromTwoRelaysKeepEachMailboxInOrder() throws {
+        // Two stores committing batches over the same mailboxes at once, in opposite
+        // orders: no deadlock surfaces (key-ordered locking), and every mailbox's sequence
+        // numbers rise in commit order, so a reader never sees a gap filled later.
+        let boxes = try (0..<8).map { _ in mailbox(try SigningKey.random()) }
+        let quota = MailboxQuota(packets: 10_000, bytes: 1 << 30)
+        let now = self.now
+        let stores = try (0..<3).map { _ in try XCTUnwrap(try reopen() as? PostgresRelayStore) }
+        defer { stores.forEach { $0.close() } }
+        let reader = stores[2]
+        let failures = Locked(0)
+        let gaps = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 3) { worker in
+            if worker == 2 {
+                // A reader: each page's sequences must extend what it saw before, never slot in below it.
+                var seen: [MailboxID: Set<Int64>] = [:]
+                for _ in 0..<100 {
+                    for box in boxes {
+                        guard let page = try? reader.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 10_000, maxBytes: 1 << 30, nowMs: now)[0] else { continue }
+                        let before = seen[box] ?? []
+                        let highest = before.max() ?? 0
+                        // Anything at or below what was seen must have been seen: nothing slots in later.
+                        if page.packets.contains(where: { $0.sequence <= highest && !before.contains($0.sequence) }) {
+                            gaps.withLock { $0 += 1 }
+                        }
+                        seen[box] = Set(page.packets.map(\.sequence))
+                    }
+                }
+                return
+            }
+            let s = stores[worker]
+            for round in 0..<20 {
+                let order = worker == 0 ? boxes : boxes.reversed()
+                let writes = order.map { box in RelayStoreWrite.post(RelayPost(mailbox: box, messageID: .random(), expiresAtMs: now + 60_000, packet: [UInt8(round)])) }
+                if (try? s.commit(writes, nowMs: now, quota: quota)) == nil { failures.withLock { $0 += 1 } }
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, 0)
+        XCTAssertEqual(gaps.withLock { $0 }, 0)
+        for box in boxes {
+            let page = try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 10_000, maxBytes: 1 << 30, nowMs: now)[0]
+            XCTAssertEqual(page.packets.count, 40)
+        }
+    }
+
+    /// Another relay's DELETE that commits while this relay's re-post waits for the
+    /// mailbox's lock: the re-post sees the deletion (checked under the lock), no copy.
+    func testARePostWaitingOnAnotherRelaysDeleteIsNotStoredAgain() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        let write = post(box, id: id)
+        guard case .stored = try store.commit([write], nowMs: now, quota: quota)[0] else { return XCTFail() }
+        // Relay B's DELETE, in a transaction left open: it holds the mailbox's lock.
+        let b = try PostgresConnection(conninfo: conninfo ?? "")
+        try b.execute("BEGIN")
+        XCTAssertGreaterThan(try b.query("d", "SELECT relay_delete($1, $2)", types: [PostgresType.bytea, PostgresType.bytea],
+                                         [.bytes(box.bytes), .bytes(id.bytes)]).int(0, 0), 0)
+        let outcome = Locked<[RelayStoreOutcome]?>(nil)
+        let store = try XCTUnwrap(self.store as? PostgresRelayStore), quota = self.quota, now = self.now
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            outcome.withLock { $0 = try? store.commit([write], nowMs: now, quota: quota) }
+            done.signal()
+        }
+        usleep(300_000)  // the re-post is now waiting for the lock
+        try b.execute("COMMIT")
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(outcome.withLock { $0 }, [.duplicate])
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 0)
+    }
+
+    /// stats and revoke never migrate: on a database without the schema they say so and
+    /// leave it as it was.
+    func testStatsAndRevokeDoNotMigrate() throws {
+        let empty = try TestPostgres.freshDatabase()
+        XCTAssertThrowsError(try RelayStatistics.read(postgres: empty)) { error in
+            XCTAssertTrue("\(error)".contains("no Ya OK relay schema (version \(PostgresRelaySchema.currentVersion) expected)"), "\(error)")
+        }
+        XCTAssertThrowsError(try PostgresRelayStore(conninfo: empty, poolSize: 1, migrate: false))
+        let c = try PostgresConnection(conninfo: empty)
+        XCTAssertEqual(try c.query("t", "SELECT to_regclass('yaok_relay_schema') IS NULL", types: [], []).bytes(0, 0), [1])
+        // On a migrated database they work.
+        XCTAssertEqual(try RelayStatistics.read(postgres: conninfo ?? "").storedPackets, 0)
+    }
+
+    func testPasswordsAreRedactedFromConnectionStrings() {
+        XCTAssertEqual(PostgresConnection.redacted("postgresql://yaok:s3cret@db.example/yaok?sslmode=require"),
+                       "postgresql://yaok:***@db.example/yaok?sslmode=require")
+        XCTAssertEqual(PostgresConnection.redacted("host=db user=yaok password=s3cret dbname=yaok"),
+                       "host=db user=yaok password=*** dbname=yaok")
+        XCTAssertEqual(PostgresConnection.redacted("host=db password = 'a b\\'c' dbname=yaok"), "host=db password = *** dbname=yaok")
+        XCTAssertEqual(PostgresConnection.redacted("postgresql://db/yaok?password=s3cret&user=x"), "postgresql://db/yaok?password=***&user=x")
+        XCTAssertEqual(PostgresConnection.redacted("missing \"=\" after \"s3cret\"", conninfo: "password=s3cret host=db"),
+                       "missing \"=\" after \"***\"")
+        XCTAssertEqual(PostgresConnection.redacted("host=/run/pg dbname=yaok"), "host=/run/pg dbname=yaok")
+        // A bad connection string's error never carries the password.
+        XCTAssertThrowsError(try PostgresConnection(conninfo: "host=/nonexistent password=s3cret user=x")) { error in
+            XCTAssertFalse("\(error)".contains("s3cret"), "\(error)")
+        }
+    }
+}
