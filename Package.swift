@@ -25,7 +25,8 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        // The kernel's Bluetooth socket interface (declared in the shim: no library, no headers).
+        .systemLibrary(name: "CBluetooth"),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         // libpq, for the relay's PostgreSQL store (several relay processes over one database).
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
@@ -43,8 +44,9 @@ let package = Package(
         .target(name: "YaOKCrypto", dependencies: ["YaOKSupport", "YaOKWire", "CSodium"]),
         .target(name: "YaOKStore", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "CSQLite"]),
         .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
-        // Transports: sockets on the node's event loop, each connection a link (LAN today).
-        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode", "YaOKTLS"]),
+        // Transports: sockets on the node's event loop, each connection a link (LAN, the relay
+        // client, and BLE through the kernel's Bluetooth sockets).
+        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode", "YaOKTLS", "CBluetooth"]),
         // TLS 1.3 over a non-blocking descriptor (OpenSSL), for the relay client and server.
         .target(name: "YaOKTLS", dependencies: ["YaOKSupport", "COpenSSL"]),
         .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTLS", "YaOKTransports"]),

@@ -106,7 +106,7 @@ struct TransportCommand: ParsableCommand {
         abstract: "Turn a transport of the running peer on or off (e.g. `transport lan off`).",
         discussion: "Transports run inside `yaok run`; this reaches it over the control socket.")
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The transport: lan.") var name: String
+    @Argument(help: "The transport: lan or ble.") var name: String
     @Argument(help: "on or off.") var state: String
 
     func validate() throws {

@@ -36,8 +36,8 @@ struct Run: ParsableCommand {
             let printer = try EventPrinter(node: node, out: out)
             node.setEventHandler { event in printer.print(event) }
 
-            // A failure to start (a port in use) ends `run`.
-            let started = try transports.start(on: node)
+            // A failure to start (a port in use) ends `run`; Bluetooth that is absent does not.
+            let started = try transports.start(on: node, out: out)
 
             let socketPath = ControlSocket.path(home: options.dataDirectory)
             let server = try ControlServer(path: socketPath) { request in Run.handle(request, node) }

@@ -2,7 +2,7 @@ import ArgumentParser
 import YaOK
 
 /// The transport flags of `yaok run`, which `yaok chat` takes too (for when it opens the
-/// node itself): the LAN and a relay.
+/// node itself): the LAN, a relay and Bluetooth LE.
 struct TransportOptions: ParsableArguments {
     @Flag(help: "Enable the local network transport (WiFi/Ethernet).")
     var lan = false
@@ -28,7 +28,14 @@ struct TransportOptions: ParsableArguments {
     @Option(help: "PEM CA certificates to check the relay's certificate against (instead of a pin).")
     var relayCa: String?
 
+    @Flag(help: "Enable the Bluetooth LE transport (L2CAP channels; LE advertising and scanning).")
+    var ble = false
+
+    @Option(help: "The Bluetooth adapter for --ble, e.g. hci1 (default: the first powered LE adapter).")
+    var bleAdapter: String?
+
     func validate() throws {
+        if !ble, bleAdapter != nil { throw ValidationError("--ble-adapter needs --ble") }
         if relay == nil, relayPin != nil || relayCa != nil { throw ValidationError("--relay-pin and --relay-ca need --relay") }
         if relay != nil, (relayPin == nil) == (relayCa == nil) {
             throw ValidationError("--relay needs --relay-pin HEX or --relay-ca FILE (exactly one): the relay's certificate is always checked")
@@ -40,7 +47,7 @@ struct TransportOptions: ParsableArguments {
     }
 
     /// Whether any transport was asked for.
-    var any: Bool { lan || relay != nil }
+    var any: Bool { lan || relay != nil || ble }
 
     /// What `start` reports: the transports' names, fields for `run`'s "started" line, and
     /// a few words each for people ("LAN on 0.0.0.0:4040", "relay host:443").
@@ -51,8 +58,8 @@ struct TransportOptions: ParsableArguments {
     }
 
     /// Adds the chosen transports to `node` and enables them. A failure to start (a port in
-    /// use) throws.
-    func start(on node: Node) throws -> Started {
+    /// use) throws; Bluetooth that is unavailable does not (`BLESetup`: a warning on `out`).
+    func start(on node: Node, out: EventOutput? = nil) throws -> Started {
         var started = Started()
         if lan {
             let transport = try LANSetup.transport(port: lanPort, peers: lanPeer, listen: lanListen, discovery: lanDiscovery)
@@ -71,6 +78,12 @@ struct TransportOptions: ParsableArguments {
             started.enabled.append(transport.name)
             started.fields.append(("relay", .string(transport.address.description)))
             started.notes.append("relay \(transport.address)")
+        }
+        if ble {
+            let b = try BLESetup.start(node, adapter: bleAdapter, out: out)
+            if b.enabled { started.enabled.append("ble") }
+            started.fields += b.fields
+            started.notes.append(b.note)
         }
         return started
     }

@@ -1,0 +1,140 @@
+import YaOKSupport
+import YaOKLoop
+
+/// One L2CAP LE CoC channel. Touched only under the transport's lock.
+final class BLEConnection {
+    enum Direction: String { case inbound, outbound }
+    enum Phase: String {
+        /// An outbound connect(2) in progress (the kernel scans for the peer's advertising,
+        /// then creates the LE connection and the channel).
+        case connecting
+        /// Connected: a link is open (or being opened) over it.
+        case open
+    }
+
+    let id: UInt64
+    let fd: Int32
+    let remote: BLEAddress
+    let direction: Direction
+    var phase: Phase
+    var link: (any TransportLink)?
+    /// SDUs waiting for the kernel to take them (it said EAGAIN: no credits or no buffer).
+    /// Capped by `Options.maxWriteQueueBytes`.
+    var queue: [[UInt8]] = []
+    var queuedBytes = 0
+    /// Monotonic ns of the last time the queue moved (or became non-empty).
+    var lastWriteProgress: UInt64 = 0
+    var watchingWrites = false
+    var sendMTU = 0
+    var receiveMTU = 0
+    let sinceMs: Int64
+    let startedAt: UInt64
+    var unitsReceived = 0
+    var bytesIn = 0
+    var bytesOut = 0
+
+    init(id: UInt64, fd: Int32, remote: BLEAddress, direction: Direction, phase: Phase, now: UInt64, nowMs: Int64) {
+        self.id = id
+        self.fd = fd
+        self.remote = remote
+        self.direction = direction
+        self.phase = phase
+        sinceMs = nowMs
+        startedAt = now
+    }
+}
+
+/// A peer heard advertising: its address, its current token, when. No identity.
+struct BLEPeer {
+    var token: [UInt8]
+    var rssi: Int8
+    let firstSeenMs: Int64
+    var lastSeenMs: Int64
+    var lastSeen: UInt64
+    /// Monotonic ns since when we have heard it without being connected to it.
+    var unconnectedSince: UInt64?
+    var lastAttempt: UInt64?
+}
+
+struct BLEClosed {
+    let address: String
+    let direction: BLEConnection.Direction
+    let reason: String
+    let atMs: Int64
+}
+
+/// The adapter the transport runs on.
+struct BLEAdapter {
+    let index: UInt16
+    var name: String { "hci\(index)" }
+    let address: BLEAddress
+    var powered: Bool
+    /// The Add Advertising instance the transport owns (a free one, the highest).
+    let instance: UInt8
+}
+
+/// Everything the transport's lock protects.
+struct BLEState {
+    var running = false
+    var run: UInt64 = 0
+    /// Weak, as in the LAN transport: the node owns its transports.
+    weak var opener: (any LinkOpener)?
+    var loop: EventLoop?
+    var mgmt: MgmtSocket?
+    var adapter: BLEAdapter?
+    /// The adapter has been removed (unplugged); it may come back with the same index.
+    var adapterGone = false
+    var listener: Int32 = -1
+    var token: [UInt8] = []
+    var previousToken: [UInt8]?
+    var tokenDrawnAt: UInt64 = 0
+    var tokensDrawn = 0
+    var advertising = false
+    var advertisingError: String?
+    /// The fresh token was handed to the kernel while the adapter was off (Add Advertising
+    /// is stored then): at power-on the kernel advertises it by itself, and replacing it
+    /// would stop and restart advertising just as peers connect to it (see `poweredLocked`).
+    var advertisingStoredWhileOff = false
+    /// Set when the transport found the adapter's "advertising" setting on and turned it off
+    /// (with it on, the kernel makes outgoing LE connections in the peripheral role).
+    var advertisingSettingCleared = false
+    var discovering = false
+    /// Monotonic ns of the last Start Discovery sent and not yet answered (0: none).
+    var discoveryRequestedAt: UInt64 = 0
+    /// Monotonic ns before which discovery is not requested again (after a failure).
+    var discoveryRetryAt: UInt64 = 0
+    var discoveryRuns = 0
+    /// Monotonic ns when the current discovery run started (0: none running).
+    var discoveryStartedAt: UInt64 = 0
+    /// Runs this transport ended early (`Options.discoveryRunLength`).
+    var discoveryRestarts = 0
+    var discoveryError: String?
+    var advertsHeard = 0
+    var startedAtMs: Int64 = 0
+    var startedAt: UInt64 = 0
+    /// ms after start when a peer was first heard, for diagnostics and benchmarks.
+    var firstPeerAfterMs: Int64?
+    var connections: [UInt64: BLEConnection] = [:]
+    var nextID: UInt64 = 1
+    var discovered: [BLEAddress: BLEPeer] = [:]
+    /// The token each peer advertised while its channel was open, after the channel closed:
+    /// ignored from that address until the deadline (monotonic ns). See `closeLocked`.
+    var staleTokens: [BLEAddress: (token: [UInt8], until: UInt64)] = [:]
+    var staleAdvertsIgnored = 0
+    /// Peers dropped from `discovered` when their channel closed, and when (monotonic ns):
+    /// put back if our own adapter turns out to have gone off (see `poweredLocked`).
+    var lostPeers: [BLEAddress: (peer: BLEPeer, at: UInt64)] = [:]
+    var timer: EventLoop.TimerID?
+    var mgmtBuffer = [UInt8](repeating: 0, count: 2048)
+    var readBuffer = [UInt8](repeating: 0, count: 65536)
+    var refused = 0
+    var closedCount = 0
+    /// Outbound connects that failed and handed the connecting role to the peer.
+    var handOvers = 0
+    var recentCloses: [BLEClosed] = []
+    /// Why the last start failed, until the next start or stop.
+    var unavailable: String?
+
+    /// An outbound connect is in progress (the kernel makes one LE connection at a time).
+    var isConnecting: Bool { connections.values.contains { $0.phase == .connecting } }
+}

@@ -1,0 +1,375 @@
+import Glibc
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+import YaOKNode
+
+/// The Bluetooth LE transport ("Bluetooth"), on Linux's own Bluetooth stack (BlueZ in the
+/// kernel), for people with no network at all (docs/PROTOCOL.md §9):
+///
+/// - **Links** are L2CAP LE credit-based channels (`SOCK_SEQPACKET`, `BTPROTO_L2CAP`, an LE
+///   address, PSM 0x0081). One SDU is one link unit; the send MTU the peer granted is the
+///   link's MTU, so the node fragments larger packets (§4.7). The connector is the initiator.
+/// - **Discovery** uses the kernel's management interface (mgmt): an advertising instance
+///   (connectable, the Ya OK service UUID and a random token that changes every few minutes)
+///   and LE discovery; the side with the smaller token connects, as on the LAN.
+/// - **Absent Bluetooth** (no kernel support, no adapter, adapter off, no permission): `start`
+///   throws "Bluetooth unavailable: <reason> (<what to do>)" and opens nothing.
+/// - **While running**, an adapter that is powered off (or removed) closes the links and
+///   waits; when it is back, advertising and discovery start again by themselves.
+///
+/// Threads: as `LANTransport`: `start`, `stop` and `diagnostics` from any thread, sockets
+/// serviced on the node's event thread, one lock never held while calling into a link.
+public final class BLETransport: Transport {
+    public struct Options: Sendable {
+        /// "hci0", "hci1", …; nil: the first adapter that is powered and supports LE.
+        public var adapter: String?
+        /// The L2CAP PSM links are accepted on (LE dynamic range 0x0080–0x00FF).
+        public var psm: UInt16 = BLETransport.defaultPSM
+        /// The SDU size this side accepts (BT_RCVMTU); the peer's is our send MTU. The default
+        /// holds the largest link packet, so that no packet is fragmented (§4.7): one SDU, one
+        /// send(2) and one recv(2) per packet (the kernel still segments SDUs into PDUs of the
+        /// negotiated MPS and flow-controls them with credits).
+        public var receiveMTU = Wire.maxPacketLength
+        /// Seconds after which the advertised token is drawn again.
+        public var tokenLifetime: Double = 300
+        /// Beyond this many channels, new ones are accepted and closed at once.
+        public var maxConnections = 8
+        /// Bytes queued for one channel beyond which it is closed (a bound on memory). The node
+        /// hands a link everything due at once — up to 256 packets of up to 17 KiB — so this is
+        /// above that.
+        public var maxWriteQueueBytes = 8 << 20
+        /// A channel whose queue has not moved (the kernel took no SDU) for this many seconds
+        /// counts as a peer that is not reading, and is closed. (A byte cap alone closed healthy
+        /// channels: 50 queued 10 KB messages are 525 KB handed over in one go.)
+        public var writeStallTimeout: Double = 30
+        /// An outbound connect that has not completed after this many seconds is abandoned.
+        public var connectTimeout: Double = 10
+        /// A channel whose link has received fewer than two units this long after it opened
+        /// is closed (its handshake has not finished).
+        public var handshakeTimeout: Double = 30
+        /// The least time between two connection attempts to one address.
+        public var connectAttemptInterval: Double = 5
+        /// The side with the larger token connects itself after hearing a peer for this long
+        /// without a connection (the smaller side cannot reach it).
+        public var fallbackAfter: Double = 30
+        /// A discovery run is ended and started again after this many seconds (the kernel's
+        /// own run is about 10 s). Each run reports a peer once (the controller's duplicate
+        /// filter), and a report that arrives while the run is still starting is dropped by
+        /// the kernel: with a controller that reports every advertiser at once when scanning
+        /// starts (BlueZ's virtual controllers), a peer missed that way stayed unheard for
+        /// the whole run. Short runs give it another chance soon.
+        public var discoveryRunLength: Double = 3
+        /// After a channel with a peer closes, its advertisement with the token it had
+        /// meanwhile is ignored for this many seconds (a powered-off controller may go on
+        /// advertising it: see `closeLocked`); a fresh token is heard at once.
+        public var staleTokenHold: Double = 30
+        /// A peer not heard for this long is forgotten.
+        public var forgetAfter: Double = 60
+        public var maxDiscoveredPeers = 64
+        /// The kernel socket send buffer of each channel (large SDUs need room: PROTOCOL.md §9).
+        public var sendBuffer = 1 << 20
+
+        public init() {}
+    }
+
+    /// The Ya OK PSM: fixed, so the advertisement need not carry it.
+    public static let defaultPSM: UInt16 = 0x0081
+    /// Units each side has received once a link's handshake is complete (PROTOCOL.md §5.2).
+    static let handshakeUnits = 2
+
+    public let name = "ble"
+    public let displayName = "Bluetooth"
+    public let options: Options
+    let requestedIndex: UInt16?
+    let state = Locked(BLEState())
+
+    /// Checks the options; touches no Bluetooth until `start`.
+    public init(options: Options = Options()) throws {
+        if let adapter = options.adapter {
+            guard let index = BLETransport.adapterIndex(adapter) else {
+                throw YaOKError(.invalidArgument, "Bluetooth adapter \"\(adapter)\" is not a name like hci0")
+            }
+            requestedIndex = index
+        } else {
+            requestedIndex = nil
+        }
+        guard (0x0080...0x00ff).contains(options.psm) else {
+            throw YaOKError(.invalidArgument, "The BLE PSM must be in the LE dynamic range 0x0080-0x00FF")
+        }
+        guard options.receiveMTU >= 23, options.receiveMTU <= 65535 else {
+            throw YaOKError(.invalidArgument, "The BLE receive MTU must be 23 to 65535 bytes")
+        }
+        guard options.maxConnections >= 1, options.maxDiscoveredPeers >= 1,
+              options.maxWriteQueueBytes >= Wire.maxPacketLength + 64 else {
+            throw YaOKError(.invalidArgument, "BLE limits must be positive (write queue at least one packet)")
+        }
+        let intervals = [options.tokenLifetime, options.connectTimeout, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.staleTokenHold,
+                         options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter]
+        guard intervals.allSatisfy({ $0 > 0 && $0 <= 86_400 }) else {
+            throw YaOKError(.invalidArgument, "BLE intervals and timeouts must be in (0, 86400] seconds")
+        }
+        self.options = options
+    }
+
+    deinit { stop() }
+
+    /// "hci3" → 3.
+    static func adapterIndex(_ name: String) -> UInt16? {
+        guard name.hasPrefix("hci"), name.count > 3, name.count <= 8 else { return nil }
+        return UInt16(name.dropFirst(3))
+    }
+
+    // MARK: - Transport
+
+    /// Finds the adapter, listens on the PSM, starts advertising and discovery. Throws
+    /// "Bluetooth unavailable: …" (opening nothing) when Bluetooth cannot be used.
+    public func start(on node: Node) throws {
+        try start(opener: node)
+    }
+
+    package func start(opener: any LinkOpener) throws {
+        let loop = opener.eventLoop
+        try state.withLock { s in
+            guard !s.running else { throw YaOKError(.invalidArgument, "The BLE transport is already running") }
+            do {
+                try startLocked(&s, opener: opener, loop: loop)
+                s.unavailable = nil
+            } catch let error as BLEUnavailable {
+                s.unavailable = error.message
+                throw error.error
+            } catch {
+                s.unavailable = "\(error)"
+                throw error
+            }
+        }
+    }
+
+    private func startLocked(_ s: inout BLEState, opener: any LinkOpener, loop: EventLoop) throws {
+        let mgmt = try MgmtSocket.open()
+        var fresh = BLEState()
+        var listener: Int32 = -1
+        var instance: UInt8 = 0
+        var index: UInt16 = 0
+        var registered: [Int32] = []
+        do {
+            let (indexStatus, indexData) = try mgmt.request(.readIndexList, index: Mgmt.indexNone)
+            guard indexStatus == 0, let indexes = Mgmt.parseIndexList(indexData) else {
+                throw BLEUnavailable.from(status: indexStatus, doing: "listing adapters", adapter: "Bluetooth")
+            }
+            guard !indexes.isEmpty else {
+                throw BLEUnavailable("no Bluetooth adapter found",
+                                     guidance: "plug one in or switch it on; `btmgmt info` lists the adapters the kernel sees")
+            }
+            var infos: [(UInt16, Mgmt.ControllerInfo)] = []
+            for i in indexes where requestedIndex == nil || requestedIndex == i {
+                let (status, data) = try mgmt.request(.readInfo, index: i)
+                if status == 0, let info = Mgmt.parseInfo(data) { infos.append((i, info)) }
+            }
+            let names = indexes.map { "hci\($0)" }.joined(separator: ", ")
+            if let requestedIndex, infos.isEmpty {
+                throw BLEUnavailable("no adapter hci\(requestedIndex) (found \(names))", guidance: "choose one of them with --ble-adapter")
+            }
+            let le = infos.filter { ($0.1.supported & Mgmt.Setting.le) != 0 }
+            guard !le.isEmpty else {
+                throw BLEUnavailable("\(requestedIndex.map { "hci\($0) does" } ?? "no adapter (\(names)) does") not support Bluetooth LE",
+                                     guidance: "use an adapter with Bluetooth 4.0 or later")
+            }
+            guard let (chosen, info) = le.first(where: { ($0.1.current & Mgmt.Setting.powered) != 0 }) else {
+                throw BLEUnavailable.poweredOff("hci\(le[0].0)")
+            }
+            index = chosen
+            let adapterName = "hci\(chosen)"
+            guard (info.current & Mgmt.Setting.le) != 0 else {
+                throw BLEUnavailable("\(adapterName) has Bluetooth LE turned off", guidance: "turn it on with `btmgmt --index \(chosen) le on`")
+            }
+            if (info.current & Mgmt.Setting.advertising) != 0 {
+                // With this setting on, the kernel makes every outgoing LE connection in the
+                // peripheral role (directed advertising), which fails against a peer that is
+                // not initiating; advertising instances (ours) work without it.
+                let (status, _) = try mgmt.request(.setAdvertising, index: chosen, [0])
+                guard status == 0 else { throw BLEUnavailable.from(status: status, doing: "turning the advertising setting off", adapter: adapterName) }
+                fresh.advertisingSettingCleared = true
+            }
+            let (featureStatus, featureData) = try mgmt.request(.readAdvertisingFeatures, index: chosen)
+            guard featureStatus == 0, let features = Mgmt.parseAdvertisingFeatures(featureData) else {
+                throw BLEUnavailable.from(status: featureStatus, doing: "reading advertising features", adapter: adapterName)
+            }
+            guard features.maxInstances > 0, features.maxDataLength >= BLEAdvert.encodedLength + 3,
+                  let free = (1...features.maxInstances).reversed().first(where: { !features.instances.contains(UInt8($0)) }) else {
+                throw BLEUnavailable("\(adapterName) has no free advertising instance (\(features.instances.count) of \(features.maxInstances) in use)",
+                                     guidance: "stop other advertisers (`btmgmt --index \(chosen) clr-adv` clears them)")
+            }
+            instance = UInt8(free)
+            fresh.adapter = BLEAdapter(index: chosen, address: info.address, powered: true, instance: instance)
+
+            listener = try L2CAPSocket.open(adapter: info.address, psm: options.psm, receiveMTU: options.receiveMTU,
+                                            sendBuffer: options.sendBuffer)
+            try L2CAPSocket.listen(listener)
+
+            fresh.token = Sodium.randomBytes(BLEAdvert.tokenLength)
+            let (advStatus, _) = try mgmt.request(.addAdvertising, index: chosen,
+                Mgmt.addAdvertisingParameters(instance: instance, data: BLEAdvert(token: fresh.token).encoded))
+            guard advStatus == 0 else { throw BLEUnavailable.from(status: advStatus, doing: "starting advertising", adapter: adapterName) }
+            fresh.advertising = true
+            fresh.tokensDrawn = 1
+
+            try loop.register(fd: mgmt.fd, for: .readable) { [weak self] _ in self?.mgmtReady() }
+            registered.append(mgmt.fd)
+            try loop.register(fd: listener, for: .readable) { [weak self] _ in self?.acceptReady() }
+            registered.append(listener)
+        } catch {
+            for fd in registered { loop.unregister(fd: fd) }
+            if listener >= 0 { _ = Glibc.close(listener) }
+            if instance != 0 { mgmt.send(Mgmt.command(.removeAdvertising, index: index, [instance])) }
+            mgmt.close()
+            throw error
+        }
+        let now = EventLoop.monotonicNanoseconds()
+        fresh.running = true
+        fresh.opener = opener
+        fresh.loop = loop
+        fresh.mgmt = mgmt
+        fresh.listener = listener
+        fresh.tokenDrawnAt = now
+        fresh.startedAt = now
+        fresh.startedAtMs = Clock.milliseconds()
+        fresh.run = s.run &+ 1
+        fresh.nextID = s.nextID
+        s = fresh
+        requestDiscoveryLocked(&s)
+        let run = s.run
+        s.timer = loop.schedule(after: 1) { [weak self] in self?.tick(run: run) }
+    }
+
+    /// Stops scanning and advertising, closes every channel (telling each link) and the
+    /// sockets. Idempotent; afterwards diagnostics say "Bluetooth: Disabled".
+    public func stop() {
+        let links = state.withLock { s -> [any TransportLink] in
+            s.unavailable = nil
+            guard s.running else { return [] }
+            s.running = false
+            if let timer = s.timer { s.loop?.cancel(timer) }
+            s.timer = nil
+            var links: [any TransportLink] = []
+            for id in Array(s.connections.keys) {
+                if let link = closeLocked(&s, id, "the Bluetooth transport stopped") { links.append(link) }
+            }
+            if s.listener >= 0 {
+                s.loop?.unregister(fd: s.listener)
+                _ = Glibc.close(s.listener)
+                s.listener = -1
+            }
+            if let mgmt = s.mgmt {
+                if let adapter = s.adapter {
+                    mgmt.send(Mgmt.command(.stopDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE]))
+                    mgmt.send(Mgmt.command(.removeAdvertising, index: adapter.index, [adapter.instance]))
+                }
+                s.loop?.unregister(fd: mgmt.fd)
+                mgmt.close()
+            }
+            s.mgmt = nil
+            s.advertising = false
+            s.discovering = false
+            s.opener = nil
+            s.loop = nil
+            s.discovered.removeAll()
+            return links
+        }
+        for link in links { link.close(reason: "the Bluetooth transport stopped") }
+    }
+
+    /// One line for people: "Bluetooth: Disabled", "Bluetooth unavailable: …",
+    /// "Bluetooth: hci0 powered off, waiting", "Bluetooth: on hci0, 1 link".
+    public var status: String {
+        state.withLock { statusLocked($0) }
+    }
+
+    func statusLocked(_ s: BLEState) -> String {
+        if let unavailable = s.unavailable { return unavailable }
+        guard s.running, let adapter = s.adapter else { return "Bluetooth: Disabled" }
+        if s.adapterGone { return "Bluetooth: \(adapter.name) removed, waiting for it" }
+        if !adapter.powered { return "Bluetooth: \(adapter.name) powered off, waiting for it" }
+        let open = s.connections.values.filter { $0.phase == .open }.count
+        return "Bluetooth: on \(adapter.name), \(open) \(open == 1 ? "link" : "links")"
+    }
+
+    /// Channels open or being opened right now.
+    public var connectionCount: Int { state.withLock { $0.connections.count } }
+
+    /// The adapter in use ("hci0"), while running.
+    public var adapterName: String? { state.withLock { $0.running ? $0.adapter?.name : nil } }
+
+    /// ms from start until the first Ya OK advertisement was heard (nil: none yet).
+    public var firstPeerAfterMs: Int64? { state.withLock { $0.firstPeerAfterMs } }
+
+    /// Diagnostics (no identities: the adapter, peers' Bluetooth addresses, times, counts):
+    ///
+    ///     {"name":"ble","running":true,"status":"Bluetooth: on hci0, 1 link",
+    ///      "adapter":{"name":"hci0","address":"00:AA:01:00:00:00","address_type":"public",
+    ///                 "powered":true,"present":true} | null,
+    ///      "psm":129,"receive_mtu":4096,
+    ///      "advertising":{"active":true,"instance":1,"tokens_drawn":1,"error":null,
+    ///                     "advertising_setting_cleared":false},
+    ///      "discovery":{"active":true,"runs":3,"adverts_heard":2,"first_peer_after_ms":812,"error":null},
+    ///      "peers":[{"address":"00:AA:01:01:00:01","address_type":"public","rssi":-60,
+    ///                "first_seen_ms":…,"last_seen_ms":…}],
+    ///      "connections":[{"address":"…","direction":"outbound","state":"open","since_ms":…,
+    ///                      "send_mtu":4096,"receive_mtu":4096,"units_received":3,
+    ///                      "bytes_in":…,"bytes_out":…,"queued_bytes":0}],
+    ///      "max_connections":8,"refused_connections":0,"closed_connections":1,
+    ///      "recent_closes":[{"address":"…","direction":"inbound","reason":"…","at_ms":…}]}
+    public func diagnostics() -> JSON {
+        state.withLock { s in
+            let adapter: JSON = s.adapter.map { a in
+                .object([("name", .string(a.name)), ("address", .string(a.address.text)),
+                         ("address_type", .string(a.address.kind.name)), ("powered", .bool(a.powered)),
+                         ("present", .bool(!s.adapterGone))])
+            } ?? .null
+            let peers = s.discovered.sorted { $0.value.firstSeenMs < $1.value.firstSeenMs }.map { address, p in
+                JSON.object([("address", .string(address.text)), ("address_type", .string(address.kind.name)),
+                             ("rssi", .int(Int64(p.rssi))),
+                             ("first_seen_ms", .int(p.firstSeenMs)), ("last_seen_ms", .int(p.lastSeenMs))])
+            }
+            let connections = s.connections.values.sorted { $0.id < $1.id }.map { c in
+                JSON.object([("address", .string(c.remote.text)), ("direction", .string(c.direction.rawValue)),
+                             ("state", .string(c.phase.rawValue)), ("since_ms", .int(c.sinceMs)),
+                             ("send_mtu", .int(Int64(c.sendMTU))), ("receive_mtu", .int(Int64(c.receiveMTU))),
+                             ("units_received", .int(Int64(c.unitsReceived))),
+                             ("bytes_in", .int(Int64(c.bytesIn))), ("bytes_out", .int(Int64(c.bytesOut))),
+                             ("queued_bytes", .int(Int64(c.queuedBytes)))])
+            }
+            let closes = s.recentCloses.map { c in
+                JSON.object([("address", .string(c.address)), ("direction", .string(c.direction.rawValue)),
+                             ("reason", .string(c.reason)), ("at_ms", .int(c.atMs))])
+            }
+            return .object([
+                ("name", .string(name)), ("running", .bool(s.running)), ("status", .string(statusLocked(s))),
+                ("adapter", s.running ? adapter : .null),
+                ("psm", .int(Int64(options.psm))), ("receive_mtu", .int(Int64(options.receiveMTU))),
+                ("advertising", .object([
+                    ("active", .bool(s.advertising)), ("instance", s.adapter.map { .int(Int64($0.instance)) } ?? .null),
+                    ("tokens_drawn", .int(Int64(s.tokensDrawn))), ("error", s.advertisingError.map { .string($0) } ?? .null),
+                    ("advertising_setting_cleared", .bool(s.advertisingSettingCleared)),
+                ])),
+                ("discovery", .object([
+                    ("active", .bool(s.discovering)), ("runs", .int(Int64(s.discoveryRuns))),
+                    ("restarted_runs", .int(Int64(s.discoveryRestarts))),
+                    ("adverts_heard", .int(Int64(s.advertsHeard))),
+                    ("stale_adverts_ignored", .int(Int64(s.staleAdvertsIgnored))),
+                    ("first_peer_after_ms", s.firstPeerAfterMs.map { .int($0) } ?? .null),
+                    ("error", s.discoveryError.map { .string($0) } ?? .null),
+                ])),
+                ("peers", .array(peers)), ("connections", .array(connections)),
+                ("max_connections", .int(Int64(options.maxConnections))),
+                ("refused_connections", .int(Int64(s.refused))),
+                ("closed_connections", .int(Int64(s.closedCount))),
+                ("connects_handed_over", .int(Int64(s.handOvers))),
+                ("recent_closes", .array(closes)),
+            ])
+        }
+    }
+
+    static func nanoseconds(_ seconds: Double) -> UInt64 { UInt64(seconds * 1e9) }
+}
