@@ -158,6 +158,13 @@ enum Schema {
         """
         ALTER TABLE outbox ADD COLUMN carried INTEGER NOT NULL DEFAULT 0;
         """,
+        // 11: covering indexes for the pump's due query (Store.dueOutboxIDs). A row's
+        // columns after `packet` sit behind its overflow pages, so without them every due
+        // check of a 10 KB packet read the packet from disk.
+        """
+        CREATE INDEX outbox_pump_by_contact ON outbox (contact_id, state, seq, next_attempt_ms, expires_ms, packet_id);
+        CREATE INDEX outbox_pump ON outbox (state, seq, next_attempt_ms, expires_ms, packet_id);
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

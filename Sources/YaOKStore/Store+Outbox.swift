@@ -37,20 +37,17 @@ extension Store {
                   .blob(mac)])
     }
 
-    /// Queued rows for `contactID` that are due at `now`, in sending order.
-    package func dueOutbox(contactID: Int64, now: Int64, limit: Int) throws -> [OutboxRow] {
-        try db.rows("""
-            SELECT \(Store.outboxColumns) FROM outbox
-            WHERE contact_id = ? AND state = 0 AND next_attempt_ms <= ? AND expires_ms > ? ORDER BY seq LIMIT ?
-            """, [.int(contactID), .int(now), .int(now), .int(Int64(limit))], map: outboxRow)
-    }
-
-    /// Queued rows for any contact that are due at `now`, in sending order (for a relay).
-    package func dueOutbox(now: Int64, limit: Int) throws -> [OutboxRow] {
-        try db.rows("""
-            SELECT \(Store.outboxColumns) FROM outbox
-            WHERE state = 0 AND next_attempt_ms <= ? AND expires_ms > ? ORDER BY seq LIMIT ?
-            """, [.int(now), .int(now), .int(Int64(limit))], map: outboxRow)
+    /// The IDs of queued rows that are due at `now`, for `contactID` (nil: any contact, for
+    /// a relay), in sending order. Without their packets: the caller skips those in flight
+    /// and loads (and checks) only what it sends, with `outboxRow(_:)`.
+    package func dueOutboxIDs(contactID: Int64?, now: Int64, limit: Int) throws -> [MessageID] {
+        let contact = contactID == nil ? "" : "contact_id = ? AND "
+        return try db.rows("""
+            SELECT packet_id FROM outbox
+            WHERE \(contact)state = 0 AND next_attempt_ms <= ? AND expires_ms > ? ORDER BY seq LIMIT ?
+            """, (contactID.map { [.int($0)] } ?? []) + [.int(now), .int(now), .int(Int64(limit))]) {
+            try MessageID(bytes: $0.blob(0))
+        }
     }
 
     package func outboxRow(_ packetID: MessageID) throws -> OutboxRow? {

@@ -122,18 +122,23 @@ final class DeliveredCounter: @unchecked Sendable {
 
     /// Sends `count` messages one at a time, each after the previous one was delivered, and
     /// prints the p50 and p99 of send → delivered.
-    func reportLatency(_ label: String, node: Node, contact: Int64, count: Int) throws {
+    @discardableResult
+    func reportLatency(_ label: String, node: Node, contact: Int64, count: Int, bytes: Int = 0,
+                       target: String = "p50 ≤ 2 ms") throws -> Double {
         var latencies: [Double] = []
+        let padding = String(repeating: "x", count: bytes)
         for i in 0..<count {
             let before = self.count
             let start = Measure.now()
-            _ = try node.send(to: contact, text: "ping \(i)")
+            let text = "ping \(i) " + padding
+            _ = try node.send(to: contact, text: bytes > 0 ? String(text.prefix(bytes)) : text)
             try wait(above: before)
             latencies.append(Measure.now() - start)
         }
         latencies.sort()
-        Measure.report(label + ", p50", Measure.ms(latencies[latencies.count / 2]), target: "p50 ≤ 2 ms")
+        Measure.report(label + ", p50", Measure.ms(latencies[latencies.count / 2]), target: target)
         Measure.report(label + ", p99", Measure.ms(latencies[latencies.count * 99 / 100]))
+        return latencies[latencies.count / 2]
     }
 
     func wait(above: Int, timeout: Double = 30) throws {

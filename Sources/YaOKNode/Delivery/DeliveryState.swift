@@ -8,9 +8,8 @@ import YaOKStore
 struct DeliveryState {
     var links: [UInt64: LinkState] = [:]
     var nextLinkID: UInt64 = 1
-    /// Packets handed to a link and not yet confirmed by a receipt: packet ID → link and
-    /// the wall-clock deadline after which the attempt counts as failed.
-    var inflight: [MessageID: (link: UInt64, deadline: Int64)] = [:]
+    /// Packets handed to a link or carrier and not yet confirmed by a receipt.
+    var inflight = InFlight()
     /// The node's link key and certificate: loaded at the first unlock and kept while locked
     /// (not wiped by `lock`), so links go on in a locked phone (docs/ARCHITECTURE.md).
     var linkKey: LinkKey?

@@ -57,7 +57,7 @@ extension Node {
             let t = now
             try store.db.transaction {
                 for id in ids where s.delivery.inflight[id]?.link == carrier.id {
-                    s.delivery.inflight[id] = nil
+                    s.delivery.inflight.remove(id)
                     guard let row = try store.outboxRow(id) else { continue }
                     switch row.kind {
                     case .ack:
@@ -84,7 +84,7 @@ extension Node {
         var effects = Effects()
         try? withStore { store, s in
             guard s.delivery.inflight[id]?.link == carrier.id else { return }
-            s.delivery.inflight[id] = nil
+            s.delivery.inflight.remove(id)
             guard s.keys != nil else { return }
             if error.code == .rateLimited {
                 // Not a failure: the message waits, still pending, and nothing more goes to
@@ -137,7 +137,7 @@ extension Node {
         var effects = Effects()
         let removed = (try? withStore { store, s -> Bool in
             guard s.delivery.carriers.removeValue(forKey: carrier.id) != nil else { return false }
-            for (id, flight) in s.delivery.inflight where flight.link == carrier.id { s.delivery.inflight[id] = nil }
+            for id in s.delivery.inflight.ids(on: carrier.id) { s.delivery.inflight.remove(id) }
             s.delivery.carrierOut.removeAll { $0.carrier === carrier }
             if s.keys != nil { try pump(store, &s, &effects) }
             return true
@@ -160,13 +160,17 @@ extension Node {
         guard s.keys != nil,
               let carrier = s.delivery.carriers.values.filter({ $0.pausedUntil <= t }).min(by: { $0.carrier.id < $1.carrier.id })?.carrier
         else { return }
-        // Rows already in flight are due too: ask for enough to get past them.
-        let rows = try store.dueOutbox(now: t, limit: Node.pumpBatch + s.delivery.inflight.count)
+        // Rows already in flight are due too: ask for enough to get past them, IDs first
+        // (their packets are loaded only to be sent).
+        let due = try store.dueOutboxIDs(contactID: nil, now: t, limit: Node.pumpBatch + s.delivery.inflight.count)
         var posts: [CarrierPost] = []
-        for row in rows where s.delivery.inflight[row.packetID] == nil && !served.contains(row.contactID) {
-            guard posts.count < Node.pumpBatch, let mailbox = s.delivery.peers?.outgoingMailbox(row.contactID) else { continue }
+        for id in due where s.delivery.inflight[id] == nil {
+            guard posts.count < Node.pumpBatch, s.delivery.inflight.bytes(on: carrier.id) < Node.linkWindowBytes else { break }
+            guard let row = try store.outboxRow(id), !served.contains(row.contactID),
+                  let mailbox = s.delivery.peers?.outgoingMailbox(row.contactID) else { continue }
             posts.append(CarrierPost(mailbox: mailbox, packetID: row.packetID, packet: row.packet))
-            s.delivery.inflight[row.packetID] = (carrier.id, t + RetrySchedule.attemptTimeoutMs)
+            s.delivery.inflight.add(row.packetID, link: carrier.id, deadline: t + RetrySchedule.attemptTimeoutMs,
+                                    bytes: row.packet.count)
         }
         guard !posts.isEmpty else { return }
         s.delivery.carrierOut.append((carrier, .post(posts)))

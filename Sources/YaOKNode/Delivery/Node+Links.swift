@@ -71,8 +71,8 @@ extension Node {
             guard let state = s.delivery.links.removeValue(forKey: link.id) else { return false }
             state.channel.close()
             if let timer = state.handshakeTimer { loop.cancel(timer) }
-            for (id, flight) in s.delivery.inflight where flight.link == link.id {
-                s.delivery.inflight[id] = nil
+            for id in s.delivery.inflight.ids(on: link.id) {
+                s.delivery.inflight.remove(id)
                 if s.keys != nil { try? failAttempt(id, store, &s, &effects) }
             }
             if let contact = state.contactID { updatePresence(contact, store, &s, &effects) }

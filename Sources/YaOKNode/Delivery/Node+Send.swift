@@ -8,6 +8,11 @@ import YaOKStore
 extension Node {
     /// How many packets one link takes per pump before the next turn of the loop.
     static let pumpBatch = 256
+    /// How many bytes one link or carrier may have unconfirmed. Below the receiver's queue
+    /// for one link (`maxQueuedBytesPerLink`) and the LAN transport's write queue (256 KiB),
+    /// so pacing by receipts never trips either; above what the slowest link (Bluetooth LE,
+    /// about 600 KiB/s) carries in one receipt's round trip, so it never waits idle.
+    static let linkWindowBytes = 128 * 1024
 
     /// Sends `text` to contact `contactID`: encrypts it, stores it and queues it in one
     /// transaction, and returns the message at once, `pending`. It goes out over the first
@@ -125,13 +130,13 @@ extension Node {
         // Deadlines and expiry are the timer's work: a send or a receipt only dispatches.
         if sweep, s.keys != nil {
             try store.requeueCarried(now: t)
-            for (id, flight) in s.delivery.inflight where flight.deadline <= t {
-                s.delivery.inflight[id] = nil
+            for id in s.delivery.inflight.overdue(at: t) {
+                s.delivery.inflight.remove(id)
                 try failAttempt(id, store, &s, &effects)
             }
             for row in try store.expiredOutbox(now: t) {
                 try store.removeOutbox(row.packetID)
-                s.delivery.inflight[row.packetID] = nil
+                s.delivery.inflight.remove(row.packetID)
                 if row.kind == .message, let keys = s.keys {
                     _ = try setStatus(row.packetID, .failed, store, keys, &effects)
                 }
@@ -140,12 +145,19 @@ extension Node {
         var served = Set<Int64>()
         for (linkID, link) in s.delivery.links.sorted(by: { $0.key < $1.key }) where link.isOpen {
             guard let contact = link.contactID, served.insert(contact).inserted else { continue }
-            for row in try store.dueOutbox(contactID: contact, now: t, limit: Node.pumpBatch)
-            where s.delivery.inflight[row.packetID] == nil {
+            var sent = 0
+            // IDs first: rows in flight are still due, and loading (and MAC-checking) their
+            // packets at every pump would cost more than sending.
+            for due in try store.dueOutboxIDs(contactID: contact, now: t, limit: Node.pumpBatch + s.delivery.inflight.count)
+            where s.delivery.inflight[due] == nil {
+                guard sent < Node.pumpBatch, s.delivery.inflight.bytes(on: linkID) < Node.linkWindowBytes else { break }
+                guard let row = try store.outboxRow(due) else { continue }
                 try sendOnLink(.packet(row.packet), on: linkID, &s, &effects)
-                s.delivery.inflight[row.packetID] = (linkID, t + RetrySchedule.attemptTimeoutMs)
-                noteActivity(link.link.transport, &s)
+                s.delivery.inflight.add(row.packetID, link: linkID, deadline: t + RetrySchedule.attemptTimeoutMs,
+                                        bytes: row.packet.count)
+                sent += 1
             }
+            if sent > 0 { noteActivity(link.link.transport, &s) }
         }
         try pumpCarriers(served: served, store, &s)
         scheduleDeliveryTimer(store, &s)
@@ -153,7 +165,7 @@ extension Node {
 
     /// A link confirmed it took packet `id`.
     func confirmReceipt(_ id: MessageID, _ store: Store, _ s: inout NodeState, _ effects: inout Effects) throws {
-        s.delivery.inflight[id] = nil
+        s.delivery.inflight.remove(id)
         guard let row = try store.outboxRow(id) else { return }
         switch row.kind {
         case .ack:
@@ -172,7 +184,7 @@ extension Node {
               let message = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
               message.conversationID == contactID else { return }  // an ack only counts from the recipient
         try store.removeOutbox(id)
-        s.delivery.inflight[id] = nil
+        s.delivery.inflight.remove(id)
         if message.status != .delivered { _ = try setStatus(id, .delivered, store, keys, &effects) }
     }
 
@@ -199,7 +211,7 @@ extension Node {
     private func scheduleDeliveryTimer(_ store: Store, _ s: inout NodeState) {
         // An hourly sweep at the latest, for expiry.
         let t = now
-        let deadlines = [try? store.nextOutboxAttempt(after: t), s.delivery.inflight.values.map(\.deadline).min(),
+        let deadlines = [try? store.nextOutboxAttempt(after: t), s.delivery.inflight.earliestDeadline,
                          s.delivery.carriers.values.map(\.pausedUntil).filter { $0 > t }.min(),
                          t + 3_600_000].compactMap { $0 }
         guard let due = deadlines.min() else { return }

@@ -1,0 +1,52 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
+
+/// The send window (`Node.linkWindowBytes`): receipts pace a backlog, so a sender never has
+/// more unconfirmed on a link than the receiver's queue and the transports' write queues hold.
+@Suite struct SendWindowTests {
+    static let big = String(repeating: "w", count: 10_000)
+
+    @Test func aLinkThatConfirmsNothingGetsOnlyAWindowOfPackets() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        _ = try pair.alice.send((0..<60).map { (pair.bobID, "\($0) " + Self.big) })
+        // Every large unit is lost, so no receipt ever comes back.
+        let large = Mutex<[Int]>([])
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        pipe.drop { unit in
+            guard unit.count > 9_000 else { return false }
+            large.withLock { $0.append(unit.count) }
+            return true
+        }
+        #expect(eventually { !large.withLock { $0 }.isEmpty })
+        usleep(500_000)
+        let sizes = large.withLock { $0 }
+        let unit = try #require(sizes.max())
+        // The window is full with the packet that crosses it, and nothing goes after that.
+        #expect(sizes.count == (Node.linkWindowBytes + unit - 1) / unit)
+    }
+
+    @Test func aBacklogLargerThanTheReceiversQueueArrivesWithoutAFailedAttempt() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let events = EventRecorder()
+        events.attach(to: pair.alice)
+        // 1.5 MB: more than a receiver queues for one link (Node.maxQueuedBytesPerLink).
+        let count = 150
+        #expect(count * 10_000 > Node.maxQueuedBytesPerLink)
+        let ids = try pair.alice.send((0..<count).map { (pair.bobID, "\($0) " + Self.big) }).map(\.messageID)
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { ids.allSatisfy { (try? pair.alice.status(of: $0)) == .delivered } })
+        let failed = events.all.filter { if case .messageStatusChanged(let m) = $0 { m.status == .failed } else { false } }
+        #expect(failed.count == 0)
+        #expect(try pair.bob.texts(pair.aliceID).count == count)
+    }
+}
