@@ -31,7 +31,7 @@ public final class BLETransport: Transport {
         /// holds the largest link packet, so that no packet is fragmented (§4.7): one SDU, one
         /// send(2) and one recv(2) per packet (the kernel still segments SDUs into PDUs of the
         /// negotiated MPS and flow-controls them with credits).
-        public var receiveMTU = Wire.maxPacketLength
+        public var receiveMTU = 65535
         /// Seconds after which the advertised token is drawn again.
         public var tokenLifetime: Double = 300
         /// Beyond this many channels, new ones are accepted and closed at once.
