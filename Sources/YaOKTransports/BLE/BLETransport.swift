@@ -27,10 +27,12 @@ public final class BLETransport: Transport {
         public var adapter: String?
         /// The L2CAP PSM links are accepted on (LE dynamic range 0x0080–0x00FF).
         public var psm: UInt16 = BLETransport.defaultPSM
-        /// The SDU size this side accepts (BT_RCVMTU); the peer's is our send MTU. The default
-        /// holds the largest link packet, so that no packet is fragmented (§4.7): one SDU, one
-        /// send(2) and one recv(2) per packet (the kernel still segments SDUs into PDUs of the
-        /// negotiated MPS and flow-controls them with credits).
+        /// The SDU size this side accepts (BT_RCVMTU); the peer's is our send MTU. The default,
+        /// the largest there is, holds the largest link packet, so that no packet is fragmented
+        /// (§4.7): one SDU, one send(2) and one recv(2) per packet (the kernel still segments
+        /// SDUs into PDUs of the negotiated MPS). Linux grants the sender credits in proportion
+        /// to it (MTU / MPS + 1 PDUs), so a large one keeps several packets in flight while
+        /// this side is busy with the last one.
         public var receiveMTU = 65535
         /// Seconds after which the advertised token is drawn again.
         public var tokenLifetime: Double = 300
