@@ -99,14 +99,17 @@ public final class EventLoop: Sendable {
     // MARK: - Handing work to the loop
 
     /// Runs `work` on the loop thread soon, after the work already posted.
-    /// Ignored once the loop has stopped.
-    public func post(_ work: @escaping Work) {
+    /// Ignored once the loop has stopped: then it returns false, so a caller whose work
+    /// must happen (telling a link its connection is gone) can do it itself.
+    @discardableResult
+    public func post(_ work: @escaping Work) -> Bool {
         let accepted = state.withLock { s -> Bool in
             guard !s.stopping else { return false }
             s.posted.append(work)
             return true
         }
         if accepted { wake() }
+        return accepted
     }
 
     /// Runs `work` on the loop thread once `seconds` (≥ 0) have passed on the monotonic clock.

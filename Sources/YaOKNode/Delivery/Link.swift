@@ -45,6 +45,19 @@ public final class Link: Sendable {
         node?.linkReceived(self, unit) ?? false
     }
 
+    /// Whether the handshake has completed: the peer is authenticated (PROTOCOL.md §5.2).
+    /// False before, and once the link is closed. Any thread; takes the node's lock.
+    public var isAuthenticated: Bool {
+        node?.linkIsAuthenticated(self) ?? false
+    }
+
+    /// Sends a keepalive link packet (§5.4) once the handshake has completed (nothing
+    /// before): for a transport with no keepalive of its own, to show the peer the link is
+    /// alive when there is nothing else to send. Any thread.
+    public func sendKeepalive() {
+        node?.sendKeepalive(self)
+    }
+
     /// The transport lost the connection (or the app is done with it). Messages in flight
     /// over it count as failed attempts and are retried. Idempotent.
     public func close(reason: String = "closed by transport") {

@@ -83,6 +83,21 @@ extension Node {
         perform(effects)
     }
 
+    /// Whether `link`'s handshake has completed (its peer is authenticated). Takes the
+    /// node's lock: a transport asks outside its own.
+    func linkIsAuthenticated(_ link: Link) -> Bool {
+        state.withLock { $0.delivery.links[link.id]?.isOpen ?? false }
+    }
+
+    /// Sends a keepalive (§5.4) on `link` if its handshake has completed; nothing otherwise.
+    /// For transports that have no keepalive of their own (BLE: each SDU is a unit, there
+    /// is no empty frame), so a silent but healthy link is told from a dead one.
+    func sendKeepalive(_ link: Link) {
+        var effects = Effects()
+        _ = try? withStore { _, s in try sendOnLink(.keepalive, on: link.id, &s, &effects) }
+        perform(effects)
+    }
+
     /// What one link may have waiting for the event thread (bytes, and units: a flood of
     /// tiny frames costs more than its bytes), and all links together. A small-MTU link
     /// legitimately queues a thousand fragments for one large message.
@@ -234,6 +249,9 @@ extension Node {
             link.handshakeTimer = nil
             link.contactID = try peers(store, &s)?.contact(for: peer)
             s.delivery.links[linkID] = link
+            // §5.2: a responder confirms completion at once, so the initiator knows m3 arrived
+            // (and a transport that counts units sees two on each side: BLE, LAN).
+            if link.link.role == .responder { try sendOnLink(.keepalive, on: linkID, &s, &effects) }
             if let contact = link.contactID {
                 try store.makeOutboxDue(contactID: contact, now: now)
                 // What a relay holds for them goes over the direct link too (the relay may

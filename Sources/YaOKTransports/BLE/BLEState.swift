@@ -28,10 +28,23 @@ final class BLEConnection {
     var sendMTU = 0
     var receiveMTU = 0
     let sinceMs: Int64
-    let startedAt: UInt64
+    /// Monotonic ns of the connect(2), then of the open: handshake deadlines count from it.
+    var startedAt: UInt64
     var unitsReceived = 0
     var bytesIn = 0
     var bytesOut = 0
+
+    // Slots and idle channels (BLETransport+Connections.swift).
+    /// The link has authenticated the peer (its handshake completed): such a channel is
+    /// never evicted, and keepalives go out on it. Asked of the link outside the lock, so it
+    /// may lag the link by up to a tick (see `refreshAuthentication`).
+    var authenticated = false
+    /// Monotonic ns of the last SDU received, and of the last one queued or sent (from the
+    /// open on): for the idle timeout and keepalives.
+    var lastReceived: UInt64
+    var lastSent: UInt64
+    /// The most bytes the write queue has held (`Options.maxWriteQueueBytes` bounds it).
+    var peakQueuedBytes = 0
 
     init(id: UInt64, fd: Int32, remote: BLEAddress, direction: Direction, phase: Phase, now: UInt64, nowMs: Int64) {
         self.id = id
@@ -41,6 +54,8 @@ final class BLEConnection {
         self.phase = phase
         sinceMs = nowMs
         startedAt = now
+        lastReceived = now
+        lastSent = now
     }
 }
 
@@ -134,6 +149,15 @@ struct BLEState {
     var recentCloses: [BLEClosed] = []
     /// Why the last start failed, until the next start or stop.
     var unavailable: String?
+
+    // Slots and idle channels (BLETransport+Connections.swift).
+    /// The once-a-second sweep of channel deadlines and keepalives.
+    var connectionTimer: EventLoop.TimerID?
+    /// Channels closed to make room for a new one (their handshake had not finished).
+    var evicted = 0
+    /// Tests only: the MTU (both ways) of channels whose socket is not Bluetooth (a
+    /// socketpair standing in for an accepted channel), which have none to read.
+    var nonBluetoothMTU: Int?
 
     /// An outbound connect is in progress (the kernel makes one LE connection at a time).
     var isConnecting: Bool { connections.values.contains { $0.phase == .connecting } }

@@ -4,21 +4,35 @@ import YaOKLoop
 import YaOKWire
 import YaOKCrypto
 
-/// L2CAP channels: accepting, connecting, reading SDUs, writing SDUs, closing. Every method
-/// named `…Locked` runs under the transport's lock; links are called only outside it.
+/// L2CAP channels: accepting, connecting, slots, reading SDUs, writing SDUs, deadlines and
+/// keepalives, closing. Every method named `…Locked` runs under the transport's lock; links
+/// are called only outside it.
 extension BLETransport {
+    /// A channel closed under the lock: its link, to be told why outside it.
+    typealias ClosedChannel = ((any TransportLink)?, String)
+
     // MARK: - Accepting
 
     func acceptReady() {
+        acceptChannels { s in s.listener >= 0 ? L2CAPSocket.accept(s.listener) : .none }
+    }
+
+    /// Accepts a bounded batch of channels from `next` (the listener; tests hand in
+    /// socketpair ends), each only where `makeRoomLocked` finds it a slot, and opens their
+    /// links.
+    func acceptChannels(_ next: (inout BLEState) -> L2CAPSocket.AcceptResult) {
+        // Eviction must spare every channel whose handshake has finished: ask the links now.
+        refreshAuthentication()
+        var evicted: [ClosedChannel] = []
         let accepted = state.withLock { s -> [UInt64] in
-            guard s.running, s.listener >= 0 else { return [] }
+            guard s.running else { return [] }
             var accepted: [UInt64] = []
             for _ in 0..<8 {
-                switch L2CAPSocket.accept(s.listener) {
+                switch next(&s) {
                 case .none, .failed:
                     return accepted
                 case .accepted(let fd, let remote):
-                    guard s.connections.count < options.maxConnections else {
+                    guard makeRoomLocked(&s, for: remote, direction: .inbound, evicting: &evicted) else {
                         _ = Glibc.close(fd)
                         s.refused += 1
                         continue
@@ -30,7 +44,53 @@ extension BLETransport {
             }
             return accepted
         }
+        for (link, reason) in evicted { link?.close(reason: reason) }
         openLinks(accepted, initiator: false)
+    }
+
+    // MARK: - Slots
+
+    /// Finds a slot for a new channel with `remote`:
+    /// - at most `maxChannelsPerAddress` channels with one address, both directions
+    ///   together (one device opening channel after channel over its LE connection);
+    /// - at most `maxConnections` in all, of which inbound ones at most
+    ///   `maxConnections - reservedOutboundSlots` (an inbound flood cannot stop us
+    ///   connecting to the peers we discover).
+    ///
+    /// Where a rule is met only by making room, inbound channels whose handshake has not
+    /// finished are evicted, oldest first (it had the longest to finish). Authenticated
+    /// channels are never evicted, nor channels we opened (to a peer we chose). Returns
+    /// false, evicting nothing, when no room can be made; else the evicted channels are in
+    /// `evicted`, for the caller to tell their links outside the lock.
+    func makeRoomLocked(_ s: inout BLEState, for remote: BLEAddress, direction: BLEConnection.Direction,
+                        evicting evicted: inout [ClosedChannel]) -> Bool {
+        let all = s.connections.values.sorted { $0.id < $1.id }
+        var victims: [UInt64] = []
+        func count(_ include: (BLEConnection) -> Bool) -> Int {
+            all.filter { !victims.contains($0.id) && include($0) }.count
+        }
+        func evictable(_ include: (BLEConnection) -> Bool) -> UInt64? {
+            all.first { c in
+                !victims.contains(c.id) && c.direction == .inbound && c.phase == .open && !c.authenticated && include(c)
+            }?.id
+        }
+        let sameAddress = { (c: BLEConnection) in c.remote.bytes == remote.bytes }
+        while count(sameAddress) >= options.maxChannelsPerAddress {
+            guard let victim = evictable(sameAddress) else { return false }
+            victims.append(victim)
+        }
+        let inboundLimit = options.maxConnections - options.reservedOutboundSlots
+        while count({ _ in true }) >= options.maxConnections
+                || (direction == .inbound && count({ $0.direction == .inbound }) >= inboundLimit) {
+            guard let victim = evictable({ _ in true }) else { return false }
+            victims.append(victim)
+        }
+        let reason = "evicted: its handshake had not finished and a new channel needed the slot"
+        for id in victims {
+            evicted.append((closeLocked(&s, id, reason), reason))
+            s.evicted += 1
+        }
+        return true
     }
 
     // MARK: - Connecting
@@ -39,7 +99,15 @@ extension BLETransport {
     /// peer's connectable advertising, connects (we are the central) and opens the channel;
     /// writability says it is done, SO_ERROR whether it worked.
     func connectLocked(_ s: inout BLEState, to remote: BLEAddress) {
-        guard s.connections.count < options.maxConnections, let adapter = s.adapter else { return }
+        guard let adapter = s.adapter else { return }
+        var evicted: [ClosedChannel] = []
+        guard makeRoomLocked(&s, for: remote, direction: .outbound, evicting: &evicted) else { return }
+        // Under the lock, maybe inside the discovery tick: the links are told from the loop.
+        // (A loop that has stopped is the node closing, which closes every link itself.)
+        if !evicted.isEmpty, let loop = s.loop {
+            let links = evicted
+            loop.post { for (link, reason) in links { link?.close(reason: reason) } }
+        }
         let fd: Int32
         do {
             fd = try L2CAPSocket.open(adapter: adapter.address, psm: 0, receiveMTU: options.receiveMTU, sendBuffer: options.sendBuffer)
@@ -68,7 +136,7 @@ extension BLETransport {
         s.nextID += 1
         let c = BLEConnection(id: id, fd: fd, remote: remote, direction: direction, phase: phase,
                               now: EventLoop.monotonicNanoseconds(), nowMs: Clock.milliseconds())
-        if phase == .open { readMTUs(c) }
+        if phase == .open { readMTUs(c, s) }
         do {
             c.watchingWrites = phase == .connecting
             try loop.register(fd: fd, for: phase == .connecting ? [.readable, .writable] : .readable, handler: handler(id))
@@ -80,9 +148,9 @@ extension BLETransport {
         return id
     }
 
-    private func readMTUs(_ c: BLEConnection) {
-        c.sendMTU = L2CAPSocket.mtu(c.fd, send: true) ?? 0
-        c.receiveMTU = L2CAPSocket.mtu(c.fd, send: false) ?? options.receiveMTU
+    private func readMTUs(_ c: BLEConnection, _ s: BLEState) {
+        c.sendMTU = L2CAPSocket.mtu(c.fd, send: true) ?? s.nonBluetoothMTU ?? 0
+        c.receiveMTU = L2CAPSocket.mtu(c.fd, send: false) ?? s.nonBluetoothMTU ?? options.receiveMTU
     }
 
     private func handler(_ id: UInt64) -> EventLoop.IOHandler {
@@ -130,10 +198,15 @@ extension BLETransport {
                 }
                 guard events.contains(.writable) else { return (nil, nil) }
                 c.phase = .open
-                readMTUs(c)
-                connected = true
-                watchWritesLocked(&s, c, false)
+                // Handshake and idle deadlines count from the open, not from the connect.
+                let now = EventLoop.monotonicNanoseconds()
+                c.startedAt = now
+                c.lastReceived = now
+                c.lastSent = now
+                readMTUs(c, s)
                 requestDiscoveryLocked(&s)
+                if let failure = watchWritesLocked(&s, c, false) { return (closeLocked(&s, id, failure), nil) }
+                connected = true
                 return (nil, nil)
             }
             if events.contains(.writable), let failure = flushLocked(&s, c) { return failure }
@@ -144,6 +217,7 @@ extension BLETransport {
                 if n > 0 {
                     c.bytesIn += n
                     c.unitsReceived += 1
+                    c.lastReceived = EventLoop.monotonicNanoseconds()
                     units.append(Array(s.readBuffer[0..<n]))
                     continue
                 }
@@ -180,29 +254,51 @@ extension BLETransport {
 
     /// The link's `send`: one unit, one SDU. Straight to the kernel when nothing is queued;
     /// queued (and writability watched) when it has no room or credits.
+    ///
+    /// The queue's cap (`maxWriteQueueBytes`) holds for every SDU: one that would take the
+    /// queue past it is refused, not queued, and the channel is closed as a peer that is not
+    /// reading — the one way a transport tells the node a link cannot take more: its packets
+    /// in flight count as failed attempts and are retried later (PROTOCOL.md §6).
     func linkSend(_ id: UInt64, _ unit: [UInt8]) {
-        let dropped = state.withLock { s -> ((any TransportLink)?, String)? in
+        var handshaking: (any TransportLink)?
+        let dropped = state.withLock { s -> ClosedChannel? in
             guard let c = s.connections[id], c.phase == .open else { return nil }
+            if !c.authenticated { handshaking = c.link }
             guard unit.count <= max(c.sendMTU, 1) else {
                 let reason = "unit of \(unit.count) bytes exceeds the channel's MTU \(c.sendMTU)"
                 return (closeLocked(&s, id, reason), reason)
             }
-            if c.queue.isEmpty { c.lastWriteProgress = EventLoop.monotonicNanoseconds() }
+            guard c.queuedBytes + unit.count <= options.maxWriteQueueBytes else {
+                let reason = "the peer is not reading (\(c.queuedBytes) bytes queued; \(unit.count) more would pass "
+                    + "the cap of \(options.maxWriteQueueBytes))"
+                return (closeLocked(&s, id, reason), reason)
+            }
+            let now = EventLoop.monotonicNanoseconds()
+            if c.queue.isEmpty { c.lastWriteProgress = now }
             c.queue.append(unit)
             c.queuedBytes += unit.count
+            c.peakQueuedBytes = max(c.peakQueuedBytes, c.queuedBytes)
+            c.lastSent = now
             return flushLocked(&s, c)
         }
-        guard let (link, reason) = dropped, let link else { return }
-        if let loop = state.withLock({ $0.loop }) {
-            loop.post { link.close(reason: reason) }
-        } else {
+        guard let (link, reason) = dropped else {
+            // A link sends its first units as its handshake completes (the initiator m3, the
+            // responder its keepalive): the moment to learn it, rather than at the next tick.
+            if let handshaking { noteAuthenticated([(id, handshaking)]) }
+            return
+        }
+        guard let link else { return }
+        // Called from inside the link: tell it afterwards, not re-entrantly — unless the loop
+        // has stopped and will run nothing more.
+        if state.withLock({ $0.loop })?.post({ link.close(reason: reason) }) != true {
             link.close(reason: reason)
         }
     }
 
     /// Sends queued SDUs until the kernel says EAGAIN (all of them in one go when it takes
-    /// them). Closes the channel when a send fails or the queue is over its cap.
-    func flushLocked(_ s: inout BLEState, _ c: BLEConnection) -> ((any TransportLink)?, String)? {
+    /// them), then watches writability while any are left. Closes the channel when a send
+    /// fails or its socket cannot be watched.
+    func flushLocked(_ s: inout BLEState, _ c: BLEConnection) -> ClosedChannel? {
         var sent = 0
         defer {
             if sent > 0 {
@@ -218,30 +314,109 @@ extension BLETransport {
                 c.queuedBytes -= unit.count
                 c.bytesOut += unit.count
             case .wouldBlock:
-                if c.queuedBytes > options.maxWriteQueueBytes {
-                    let reason = "the peer is not reading (\(c.queuedBytes) bytes queued)"
-                    return (closeLocked(&s, c.id, reason), reason)
+                if !c.watchingWrites, let failure = watchWritesLocked(&s, c, true) {
+                    return (closeLocked(&s, c.id, failure), failure)
                 }
-                if !c.watchingWrites { watchWritesLocked(&s, c, true) }
                 return nil
             case .failed(let code):
                 let reason = "send failed: \(Socket.reason(code))"
                 return (closeLocked(&s, c.id, reason), reason)
             }
         }
-        if c.watchingWrites { watchWritesLocked(&s, c, false) }
+        if c.watchingWrites, let failure = watchWritesLocked(&s, c, false) {
+            return (closeLocked(&s, c.id, failure), failure)
+        }
         return nil
     }
 
-    private func watchWritesLocked(_ s: inout BLEState, _ c: BLEConnection, _ writes: Bool) {
-        guard let loop = s.loop else { return }
+    /// The loop has no "modify": re-registers the socket with the new interest. When that
+    /// fails the socket is watched by nothing — no SDU, hang-up or error would ever reach
+    /// us — so the caller closes the channel (`closeLocked`, as any close): returns why.
+    private func watchWritesLocked(_ s: inout BLEState, _ c: BLEConnection, _ writes: Bool) -> String? {
+        guard let loop = s.loop else { return "the Bluetooth transport stopped" }
         loop.unregister(fd: c.fd)
         do {
             try loop.register(fd: c.fd, for: writes ? [.readable, .writable] : .readable, handler: handler(c.id))
             c.watchingWrites = writes
+            return nil
         } catch {
             c.watchingWrites = false
+            return "cannot watch the channel any more: \(error)"
         }
+    }
+
+    // MARK: - Deadlines and keepalives
+
+    /// Once a second, on its own timer beside the discovery tick: `sweepConnections`.
+    func connectionTick(run: UInt64) {
+        let due = state.withLock { s -> Bool in
+            guard s.running, s.run == run, let loop = s.loop else { return false }
+            s.connectionTimer = loop.schedule(after: 1) { [weak self] in self?.connectionTick(run: run) }
+            return true
+        }
+        if due { sweepConnections(now: EventLoop.monotonicNanoseconds()) }
+    }
+
+    /// Closes open channels
+    /// - whose link has not authenticated the peer `handshakeTimeout` after the open (the
+    ///   node gives up on the handshake too; this also frees a channel whose link could not
+    ///   be opened or was never told anything);
+    /// - on which no SDU has arrived for `idleTimeout`;
+    ///
+    /// and asks the link of each authenticated channel that has sent nothing for
+    /// `keepaliveInterval` for a keepalive (PROTOCOL.md §5.4): the peer's idle timeout is
+    /// this side's keepalives, as on the LAN, where they are empty frames (§4.6), which
+    /// SDUs do not have. `now`: monotonic ns (tests pass a later one).
+    func sweepConnections(now: UInt64) {
+        refreshAuthentication()
+        var closed: [ClosedChannel] = []
+        var keepalives: [any TransportLink] = []
+        state.withLock { s in
+            guard s.running else { return }
+            for c in s.connections.values.sorted(by: { $0.id < $1.id }) where c.phase == .open {
+                if !c.authenticated, BLETransport.elapsed(since: c.startedAt, now) >= BLETransport.nanoseconds(options.handshakeTimeout) {
+                    let reason = "the peer was not authenticated within \(BLETransport.seconds(options.handshakeTimeout)) s"
+                    closed.append((closeLocked(&s, c.id, reason), reason))
+                } else if BLETransport.elapsed(since: c.lastReceived, now) >= BLETransport.nanoseconds(options.idleTimeout) {
+                    let reason = "nothing received for \(BLETransport.seconds(options.idleTimeout)) s"
+                    closed.append((closeLocked(&s, c.id, reason), reason))
+                } else if c.authenticated, let link = c.link,
+                          BLETransport.elapsed(since: c.lastSent, now) >= BLETransport.nanoseconds(options.keepaliveInterval) {
+                    c.lastSent = now  // asked once per interval, even if the link sends nothing
+                    keepalives.append(link)
+                }
+            }
+        }
+        for (link, reason) in closed { link?.close(reason: reason) }
+        for link in keepalives { link.sendKeepalive() }
+    }
+
+    /// Asks the links of channels not yet known to be authenticated whether they are now,
+    /// outside the lock (a link takes the node's lock), and notes those that are.
+    func refreshAuthentication() {
+        let pending = state.withLock { s in
+            s.connections.values.compactMap { c -> (UInt64, any TransportLink)? in
+                guard !c.authenticated, c.phase == .open, let link = c.link else { return nil }
+                return (c.id, link)
+            }
+        }
+        noteAuthenticated(pending)
+    }
+
+    private func noteAuthenticated(_ candidates: [(UInt64, any TransportLink)]) {
+        let done = candidates.filter { $0.1.isAuthenticated }
+        guard !done.isEmpty else { return }
+        state.withLock { s in
+            for (id, link) in done where s.connections[id]?.link === link { s.connections[id]?.authenticated = true }
+        }
+    }
+
+    /// `now - since`, or 0 for a `since` taken after `now`.
+    static func elapsed(since: UInt64, _ now: UInt64) -> UInt64 { now > since ? now - since : 0 }
+
+    /// "10", "0.5": seconds for a reason people read.
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
     }
 
     // MARK: - Closing

@@ -36,11 +36,12 @@ public final class BLETransport: Transport {
         public var receiveMTU = 65535
         /// Seconds after which the advertised token is drawn again.
         public var tokenLifetime: Double = 300
-        /// Beyond this many channels, new ones are accepted and closed at once.
+        /// Beyond this many channels, new ones are accepted and closed at once (or take the
+        /// slot of one whose handshake has not finished: see `maxChannelsPerAddress` below).
         public var maxConnections = 8
-        /// Bytes queued for one channel beyond which it is closed (a bound on memory). The node
-        /// hands a link everything due at once — up to 256 packets of up to 17 KiB — so this is
-        /// above that.
+        /// The most bytes queued for one channel (a bound on memory): an SDU that would take
+        /// the queue past it is refused and the channel closed. The node hands a link
+        /// everything due at once — up to 256 packets of up to 17 KiB — so this is above that.
         public var maxWriteQueueBytes = 8 << 20
         /// A channel whose queue has not moved (the kernel took no SDU) for this many seconds
         /// counts as a peer that is not reading, and is closed. (A byte cap alone closed healthy
@@ -48,9 +49,27 @@ public final class BLETransport: Transport {
         public var writeStallTimeout: Double = 30
         /// An outbound connect that has not completed after this many seconds is abandoned.
         public var connectTimeout: Double = 10
-        /// A channel whose link has received fewer than two units this long after it opened
-        /// is closed (its handshake has not finished).
-        public var handshakeTimeout: Double = 30
+        /// A channel whose link has not authenticated the peer (its handshake, PROTOCOL.md
+        /// §5.2, has not completed) this long after the channel opened is closed; so is one
+        /// whose link has received fewer than two units by then. The node itself gives a
+        /// handshake 10 s (`Node.handshakeTimeoutMs`): waiting longer only holds the slot.
+        public var handshakeTimeout: Double = 10
+
+        // Channel slots and idle channels (BLETransport+Connections.swift: `makeRoomLocked`,
+        // `sweepConnections`).
+        /// Channels with one remote address, in both directions together. Two nodes need one
+        /// each way at most; without a cap one device could open every slot over its one LE
+        /// connection and keep renewing them.
+        public var maxChannelsPerAddress = 2
+        /// Slots of `maxConnections` that inbound channels never take, so a flood of them
+        /// cannot stop this node connecting to the peers it discovers.
+        public var reservedOutboundSlots = 1
+        /// A keepalive (PROTOCOL.md §5.4, from the link) goes out on an authenticated channel
+        /// that has sent nothing for this many seconds: BLE has no empty frame to send.
+        public var keepaliveInterval: Double = 20
+        /// A channel on which no SDU has arrived for this many seconds is closed (the peer's
+        /// keepalives arrive every `keepaliveInterval`; this must be well above it).
+        public var idleTimeout: Double = 90
         /// The least time between two connection attempts to one address.
         public var connectAttemptInterval: Double = 5
         /// The side with the larger token connects itself after hearing a peer for this long
@@ -107,10 +126,19 @@ public final class BLETransport: Transport {
               options.maxWriteQueueBytes >= Wire.maxPacketLength + 64 else {
             throw YaOKError(.invalidArgument, "BLE limits must be positive (write queue at least one packet)")
         }
+        guard options.maxChannelsPerAddress >= 1,
+              options.reservedOutboundSlots >= 0, options.reservedOutboundSlots < options.maxConnections else {
+            throw YaOKError(.invalidArgument, "BLE channels per address must be at least 1, and reserved outbound slots "
+                            + "fewer than maxConnections (\(options.maxConnections))")
+        }
         let intervals = [options.tokenLifetime, options.connectTimeout, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.staleTokenHold,
-                         options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter]
+                         options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter,
+                         options.keepaliveInterval, options.idleTimeout]
         guard intervals.allSatisfy({ $0 > 0 && $0 <= 86_400 }) else {
             throw YaOKError(.invalidArgument, "BLE intervals and timeouts must be in (0, 86400] seconds")
+        }
+        guard options.idleTimeout > options.keepaliveInterval else {
+            throw YaOKError(.invalidArgument, "The BLE idle timeout must be longer than the keepalive interval")
         }
         self.options = options
     }
@@ -243,6 +271,7 @@ public final class BLETransport: Transport {
         requestDiscoveryLocked(&s)
         let run = s.run
         s.timer = loop.schedule(after: 1) { [weak self] in self?.tick(run: run) }
+        s.connectionTimer = loop.schedule(after: 1) { [weak self] in self?.connectionTick(run: run) }
     }
 
     /// Stops scanning and advertising, closes every channel (telling each link) and the
@@ -254,6 +283,8 @@ public final class BLETransport: Transport {
             s.running = false
             if let timer = s.timer { s.loop?.cancel(timer) }
             s.timer = nil
+            if let timer = s.connectionTimer { s.loop?.cancel(timer) }
+            s.connectionTimer = nil
             var links: [any TransportLink] = []
             for id in Array(s.connections.keys) {
                 if let link = closeLocked(&s, id, "the Bluetooth transport stopped") { links.append(link) }
@@ -319,8 +350,8 @@ public final class BLETransport: Transport {
     ///                "first_seen_ms":…,"last_seen_ms":…}],
     ///      "connections":[{"address":"…","direction":"outbound","state":"open","since_ms":…,
     ///                      "send_mtu":4096,"receive_mtu":4096,"units_received":3,
-    ///                      "bytes_in":…,"bytes_out":…,"queued_bytes":0}],
-    ///      "max_connections":8,"refused_connections":0,"closed_connections":1,
+    ///                      "bytes_in":…,"bytes_out":…,"queued_bytes":0,"authenticated":true}],
+    ///      "max_connections":8,"refused_connections":0,"evicted_connections":0,"closed_connections":1,
     ///      "recent_closes":[{"address":"…","direction":"inbound","reason":"…","at_ms":…}]}
     public func diagnostics() -> JSON {
         state.withLock { s in
@@ -340,7 +371,8 @@ public final class BLETransport: Transport {
                              ("send_mtu", .int(Int64(c.sendMTU))), ("receive_mtu", .int(Int64(c.receiveMTU))),
                              ("units_received", .int(Int64(c.unitsReceived))),
                              ("bytes_in", .int(Int64(c.bytesIn))), ("bytes_out", .int(Int64(c.bytesOut))),
-                             ("queued_bytes", .int(Int64(c.queuedBytes)))])
+                             ("queued_bytes", .int(Int64(c.queuedBytes))),
+                             ("authenticated", .bool(c.authenticated))])
             }
             let closes = s.recentCloses.map { c in
                 JSON.object([("address", .string(c.address)), ("direction", .string(c.direction.rawValue)),
@@ -366,6 +398,7 @@ public final class BLETransport: Transport {
                 ("peers", .array(peers)), ("connections", .array(connections)),
                 ("max_connections", .int(Int64(options.maxConnections))),
                 ("refused_connections", .int(Int64(s.refused))),
+                ("evicted_connections", .int(Int64(s.evicted))),
                 ("closed_connections", .int(Int64(s.closedCount))),
                 ("connects_handed_over", .int(Int64(s.handOvers))),
                 ("recent_closes", .array(closes)),

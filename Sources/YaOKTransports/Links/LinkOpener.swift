@@ -23,4 +23,11 @@ package protocol TransportLink: AnyObject, Sendable {
     func receive(_ unit: [UInt8]) -> Bool
     /// The connection is gone (any thread; idempotent).
     func close(reason: String)
+    /// Whether the link's handshake has completed (its peer is authenticated). Any thread;
+    /// takes the node's lock, so never ask while holding the transport's.
+    var isAuthenticated: Bool { get }
+    /// Sends a keepalive on an authenticated link (nothing otherwise): for a transport with
+    /// no keepalive of its own. Any thread; it may call the link's `send` before returning,
+    /// so never call it while holding the transport's lock.
+    func sendKeepalive()
 }

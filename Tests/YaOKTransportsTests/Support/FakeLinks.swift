@@ -46,6 +46,8 @@ final class FakeLink: TransportLink, Sendable {
     private let loop: EventLoop
     private let received = Mutex<[[UInt8]]>([])
     private let closeReason = Mutex<String?>(nil)
+    private let handshakeDone = Mutex(false)
+    private let keepalivesAsked = Mutex(0)
 
     init(initiator: Bool, mtu: Int, echo: Bool, send: @escaping @Sendable ([UInt8]) -> Void,
          closed: @escaping @Sendable (String) -> Void, loop: EventLoop) {
@@ -67,6 +69,16 @@ final class FakeLink: TransportLink, Sendable {
     func close(reason: String) {
         closeReason.withLock { if $0 == nil { $0 = reason } }
     }
+
+    /// A fake has no handshake: a test says when it counts as done (`authenticate`).
+    var isAuthenticated: Bool { handshakeDone.withLock { $0 } && !isClosed }
+
+    func authenticate() { handshakeDone.withLock { $0 = true } }
+
+    /// Counted only: a fake has no keepalive packet to send.
+    func sendKeepalive() { keepalivesAsked.withLock { $0 += 1 } }
+
+    var keepalives: Int { keepalivesAsked.withLock { $0 } }
 
     /// Sends a unit the way a node does: on the event thread.
     func send(_ unit: [UInt8]) {

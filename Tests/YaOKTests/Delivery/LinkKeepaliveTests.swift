@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
+
+/// What a transport without keepalives of its own (BLE: an SDU is a unit, there is no empty
+/// frame) needs from a link: the responder's keepalive on completion (PROTOCOL.md §5.2), so
+/// each side has received two units once the handshake is done; whether the handshake has
+/// completed (to spare authenticated channels); and a keepalive on demand (§5.4).
+@Suite struct LinkKeepaliveTests {
+    @Test func theResponderConfirmsCompletionAndKeepalivesGoOnDemand() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let sent = Locked<[[UInt8]]>([])
+        let link = try pair.bob.openLink(transport: "test", role: .responder, mtu: 65_535,
+                                         send: { unit in sent.withLock { $0.append(unit) } })
+        defer { link.close() }
+        let key = try LinkKey()
+        let stranger = try Identity(name: "Stranger")
+        let initiator = try LinkHandshake(role: .initiator, staticKey: key,
+                                          certificate: try LinkCertificate(linkPublicKey: key.publicKey, signedBy: stranger))
+        link.receive(try #require(try initiator.start()))
+        #expect(eventually { sent.withLock { $0.count } >= 1 })
+        // Mid-handshake: not authenticated, and a keepalive has nothing to go on.
+        #expect(!link.isAuthenticated)
+        link.sendKeepalive()
+        let m3 = try initiator.receive(try handshakePayload(sent.withLock { $0[0] }))
+        let session = try #require(m3.completion?.session)
+        #expect(sent.withLock { $0.count } == 1)
+
+        link.receive(try #require(m3.packet))
+        #expect(eventually { sent.withLock { $0.count } >= 2 })
+        #expect(link.isAuthenticated)
+        #expect(try session.open(sent.withLock { $0[1] }) == .keepalive)
+
+        link.sendKeepalive()
+        #expect(eventually { sent.withLock { $0.count } >= 3 })
+        #expect(try session.open(sent.withLock { $0[2] }) == .keepalive)
+
+        link.close()
+        #expect(!link.isAuthenticated)
+    }
+}
