@@ -40,9 +40,10 @@ public final class BLETransport: Transport {
         /// slot of one whose handshake has not finished: see `maxChannelsPerAddress` below).
         public var maxConnections = 8
         /// The most bytes queued for one channel (a bound on memory): an SDU that would take
-        /// the queue past it is refused and the channel closed. The node hands a link
-        /// everything due at once — up to 256 packets of up to 17 KiB — so this is above that.
-        public var maxWriteQueueBytes = 8 << 20
+        /// the queue past it is refused and the channel closed. The node keeps at most 128 KiB
+        /// of packets unconfirmed on a link (PROTOCOL.md §6.1), plus receipts and keepalives,
+        /// so a healthy channel stays far below this.
+        public var maxWriteQueueBytes = 1 << 20
         /// A channel whose queue has not moved (the kernel took no SDU) for this many seconds
         /// counts as a peer that is not reading, and is closed. (A byte cap alone closed healthy
         /// channels: 50 queued 10 KB messages are 525 KB handed over in one go.)
