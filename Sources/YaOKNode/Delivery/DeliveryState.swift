@@ -28,6 +28,9 @@ struct DeliveryState {
     /// Units sealed and not yet handed to their transports, in sealing order (flushed on the
     /// event thread only, so that no two threads reorder a link's packets).
     var outgoing: [(link: Link, unit: [UInt8])] = []
+    /// A flush is handing units and commands to transports (event thread): a flush started
+    /// from inside it (a transport that answers at once) leaves the new ones to it.
+    var flushing = false
     /// Store-and-forward sessions (relays), by the same ID space as links.
     var carriers: [UInt64: CarrierState] = [:]
     /// What carriers are to be told, in order, flushed with `outgoing`.

@@ -343,15 +343,26 @@ extension Node {
             loop.post { [weak self] in self?.flushOutgoing() }
             return
         }
-        let (units, commands) = state.withLock { s in
-            defer {
+        // A transport may answer inside the call that hands it something (a relay client
+        // that accepts at once), and the engine then queues more. Sending that from a nested
+        // flush would put it ahead of what this flush still holds (a later message posted
+        // before an earlier one), so the nested call returns and this loop sends it next.
+        guard state.withLock({ s in
+            defer { s.delivery.flushing = true }
+            return !s.delivery.flushing
+        }) else { return }
+        while true {
+            let (units, commands) = state.withLock { s in
+                let taken = (s.delivery.outgoing, s.delivery.carrierOut)
                 s.delivery.outgoing = []
                 s.delivery.carrierOut = []
+                if taken.0.isEmpty && taken.1.isEmpty { s.delivery.flushing = false }
+                return taken
             }
-            return (s.delivery.outgoing, s.delivery.carrierOut)
+            if units.isEmpty && commands.isEmpty { return }
+            for (link, unit) in units { link.sendUnit(unit) }
+            flushCarrierCommands(commands)
         }
-        for (link, unit) in units { link.sendUnit(unit) }
-        flushCarrierCommands(commands)
     }
 
     /// Runs what a locked section decided, outside the lock: units to transports, events
