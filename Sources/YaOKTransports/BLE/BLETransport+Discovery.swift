@@ -196,12 +196,13 @@ extension BLETransport {
     }
 
     /// Hands the current token and our PSM to the kernel (Add Advertising replaces the
-    /// instance's data). With LE privacy the instance is removed and added again instead:
-    /// the kernel sets a new instance up from scratch, with a new resolvable private address,
-    /// so that the address changes together with the token and neither links the other.
-    /// (Updated in place, an instance keeps its address, which the kernel renews on its own
-    /// schedule — 15 min by default — minutes after the token changed: each would link the
-    /// old and the new of the other.) PROTOCOL.md §9.3.
+    /// instance's data). With LE privacy the instance is removed and added again instead, so
+    /// that the address changes together with the token and neither links the old and the
+    /// new of the other: advertising stops, and the kernel sets the new instance up from
+    /// scratch — with a new private address (extended advertising: every new instance;
+    /// legacy: once the adapter's has expired, which Linux 6.1 does not renew by itself for
+    /// an instance-only advertiser) — before it starts again. Updated in place, the new data
+    /// goes on the air under the old address first. PROTOCOL.md §9.3.
     func advertiseLocked(_ s: inout BLEState) {
         guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
         if adapter.privacy, let code = mgmt.send(Mgmt.removeAdvertising(index: adapter.index, instance: adapter.instance)) {
