@@ -36,7 +36,7 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         // The core, in layers whose order the compiler enforces (each imports only those
         // below it): support (errors, JSON, the event loop) → wire (pure: packets, frames,
-        // fragments; the fuzzer builds it alone) → crypto (libsodium) → store (SQLite) →
+        // fragments, the BLE advertisement and mgmt codecs; the fuzzer builds it alone) → crypto (libsodium) → store (SQLite) →
         // node (lock, contacts, delivery). `YaOK` re-exports them all for Swift apps.
         .target(name: "YaOKSupport"),
         .target(name: "YaOKLoop", dependencies: ["YaOKSupport", "CLinux"]),

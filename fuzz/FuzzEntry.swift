@@ -5,13 +5,19 @@ import YaOKWire
 // `swiftc -sanitize=fuzzer,address -parse-as-library` against the YaOKSupport and YaOKWire modules;
 // a SwiftPM executable target would clash with libFuzzer's own main).
 //
-// Every input also goes through RelayFrame.decode, and every input goes through three paths, so one corpus serves all of them:
+// Every input also goes through RelayFrame.decode and the Bluetooth LE codecs (4, below), and
+// every input goes through three paths, so one corpus serves all of them:
 //  1. Packet.decode and RoutedHeader.parse, with the invariant that anything accepted
 //     re-encodes to exactly the input (the decoder is strict and canonical), and that a link
 //     packet's associated data (Packet.linkHeader) is exactly its first 12 bytes.
 //  2. FrameDecoder fed the input in chunks whose sizes come from the input itself.
 //  3. The frames from (2), decoded as link units; fragments go to a Reassembler with a
 //     small budget whose bound is checked after every fragment.
+//  4. The Bluetooth LE advertisement parser (BLEAdvert, PROTOCOL.md §9.1: what any radio in
+//     range can send) and the mgmt packet decoders (Mgmt: what the kernel writes), with the
+//     invariants that an accepted advertisement is found in the input exactly as it encodes
+//     (version 2, or version 1 for PSM 0x0081), and that every decoded mgmt event re-encodes
+//     to a packet that decodes to the same event.
 // A violated invariant calls fatalError, which libFuzzer reports as a crash.
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -25,7 +31,54 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         checkRelayFrame(frame)
     }
     reassemble(deframe(bytes))
+    checkBLEAdvert(bytes[...])
+    checkMgmt(bytes[...])
     return 0
+}
+
+/// The advertisement: accepted only as the exact structure of version 1 or 2.
+private func checkBLEAdvert(_ bytes: ArraySlice<UInt8>) {
+    guard let advert = BLEAdvert(parsing: bytes) else { return }
+    guard advert.token.count == BLEAdvert.tokenLength, (1...0xff).contains(advert.psm) else {
+        fatalError("BLEAdvert accepted a token of \(advert.token.count) bytes or PSM \(advert.psm)")
+    }
+    guard BLEAdvert(parsing: advert.encoded) == advert else { fatalError("BLEAdvert does not read back its own encoding") }
+    let forms = advert.psm == BLEAdvert.version1PSM ? [advert.encoded, advert.encodedVersion1] : [advert.encoded]
+    guard forms.contains(where: { contains(bytes, $0) }) else {
+        fatalError("BLEAdvert accepted a structure that is not in the input as it encodes")
+    }
+}
+
+/// The mgmt decoders: events round-trip; replies stay within their input; a Device Found's
+/// advertising data goes to the advertisement parser.
+private func checkMgmt(_ bytes: ArraySlice<UInt8>) {
+    if let event = Mgmt.parse(bytes) {
+        guard Mgmt.parse(Mgmt.encode(event)[...]) == event else { fatalError("mgmt event does not round-trip: \(event)") }
+        if case .deviceFound(_, _, _, _, let eir) = event {
+            guard eir.count <= bytes.count else { fatalError("Device Found's data is longer than the packet") }
+            checkBLEAdvert(eir[...])
+        }
+    }
+    let array = Array(bytes)
+    if let indexes = Mgmt.parseIndexList(array), 2 + 2 * indexes.count > array.count {
+        fatalError("index list longer than its reply")
+    }
+    if let features = Mgmt.parseAdvertisingFeatures(array), 8 + features.instances.count > array.count {
+        fatalError("advertising instances beyond the reply")
+    }
+    if let info = Mgmt.parseInfo(array), info.address.bytes.count != 6 {
+        fatalError("controller address of \(info.address.bytes.count) bytes")
+    }
+}
+
+private func contains(_ haystack: ArraySlice<UInt8>, _ needle: [UInt8]) -> Bool {
+    guard needle.count <= haystack.count else { return false }
+    var i = haystack.startIndex
+    while i + needle.count <= haystack.endIndex {
+        if haystack[i..<(i + needle.count)].elementsEqual(needle) { return true }
+        i += 1
+    }
+    return false
 }
 
 private func checkPacketDecoding(_ bytes: ArraySlice<UInt8>) {

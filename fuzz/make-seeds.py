@@ -1,4 +1,5 @@
-# Regenerates the checked-in seed corpus (fuzz/corpus) from the format in docs/PROTOCOL.md §4,
+# Regenerates the checked-in seed corpus (fuzz/corpus) from the formats in docs/PROTOCOL.md §4 and
+# §9.1 (and BlueZ's doc/mgmt-api.txt for the Bluetooth management packets),
 # written independently of the Swift code: run from the repository root with python3.
 import struct, os, random
 random.seed(4)
@@ -34,6 +35,26 @@ seeds["framed-fragments-shuffled"] = b"".join(frame(f) for f in fs + fs[:3])
 fs2 = frags(routed(2, 5, bytes(60)), 20, 65535)
 seeds["framed-fragments-two-groups"] = b"".join(frame(f) for f in fs2 + frags(p, 185, 1))
 seeds["framed-link-and-handshake"] = frame(bytes([1, 3, 0, 33, 1]) + bytes(32)) + frame(seeds["link-keepalive"])
+
+# Bluetooth LE (§9.1): the advertisement (version 2 after the Flags structure, version 1 among
+# other structures), and mgmt packets as the kernel writes them (BlueZ doc/mgmt-api.txt):
+# header = event (u16 LE) || controller index (u16 LE) || parameter length (u16 LE).
+uuid_le = bytes.fromhex("e5fd7c71576f4cc0a7c4e1e0e2b7bbba")[::-1]
+def advert_v2(token, psm): return bytes([27, 0x21]) + uuid_le + bytes([2]) + token + bytes([psm])
+def advert_v1(token): return bytes([26, 0x21]) + uuid_le + bytes([1]) + token
+def mgmt(event, index, params): return struct.pack("<HHH", event, index, len(params)) + params
+ble_token = bytes(range(8))
+seeds["ble-advert-v2"] = bytes([2, 1, 6]) + advert_v2(ble_token, 0xc5)
+seeds["ble-advert-v1-among-others"] = bytes([2, 1, 6, 5, 9]) + b"abcd" + advert_v1(ble_token) + bytes(3)
+addr = bytes([0, 0, 0, 1, 0xaa, 0])  # 00:AA:01:00:00:00, least significant byte first
+eir = bytes([2, 1, 6]) + advert_v2(bytes(range(8, 16)), 0x81)
+seeds["mgmt-device-found"] = mgmt(0x0012, 0, addr + bytes([1, 0xc4]) + struct.pack("<IH", 0, len(eir)) + eir)
+info = addr + bytes([9]) + struct.pack("<HII", 0x3f, 0xffff, 0x2601) + bytes(3) + b"ble-a".ljust(249, b"\0") + bytes(11)
+seeds["mgmt-read-info-complete"] = mgmt(0x0001, 0, struct.pack("<HB", 0x0004, 0) + info)
+seeds["mgmt-index-list-complete"] = mgmt(0x0001, 0xffff, struct.pack("<HB", 0x0003, 0) + struct.pack("<HHH", 2, 0, 1))
+seeds["mgmt-adv-features-complete"] = mgmt(0x0001, 0, struct.pack("<HB", 0x003d, 0) + struct.pack("<I", 0xffff) + bytes([31, 31, 5, 2, 1, 2]))
+seeds["mgmt-new-settings"] = mgmt(0x0006, 0, struct.pack("<I", 0x2601))
+seeds["mgmt-discovering"] = mgmt(0x0013, 0, bytes([6, 1]))
 for name, data in seeds.items():
     open(os.path.join(out, name), "wb").write(data)
 print(len(seeds), "seeds")

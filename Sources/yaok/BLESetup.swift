@@ -25,6 +25,10 @@ enum BLESetup {
             }
             return Started(note: "Bluetooth unavailable")
         }
+        // What an observer can learn that the person can change (LE privacy off).
+        for advisory in transport.advisories {
+            out?.line(.object([("event", .string("warning")), ("message", .string(advisory))])) { "warning: \(advisory)" }
+        }
         let name = transport.adapterName ?? "?"
         return Started(enabled: true, fields: [("ble_adapter", .string(name))], note: "Bluetooth LE on \(name)")
     }

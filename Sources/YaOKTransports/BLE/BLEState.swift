@@ -69,6 +69,17 @@ struct BLEPeer {
     /// Monotonic ns since when we have heard it without being connected to it.
     var unconnectedSince: UInt64?
     var lastAttempt: UInt64?
+
+    // Discovery hardening (PROTOCOL.md §9.2): where to connect, and the backoff that keeps
+    // fake advertisers from taking every attempt.
+    /// The PSM its advertisement names (0x0081 for version 1).
+    var psm: UInt16 = BLETransport.defaultPSM
+    /// Outbound connects to it that failed in a row; 0 again once a channel with it opens.
+    var failures = 0
+    /// Monotonic ns before which it is not connected to again (exponential backoff).
+    var retryAt: UInt64 = 0
+    /// A channel with it has been open: the last to be evicted from a full table.
+    var linked = false
 }
 
 struct BLEClosed {
@@ -86,6 +97,9 @@ struct BLEAdapter {
     var powered: Bool
     /// The Add Advertising instance the transport owns (a free one, the highest).
     let instance: UInt8
+    /// LE privacy is on: the kernel advertises from a resolvable private address it renews
+    /// (otherwise from the adapter's fixed address, which lets an observer follow it).
+    var privacy = false
 }
 
 /// Everything the transport's lock protects.
@@ -158,6 +172,24 @@ struct BLEState {
     /// Tests only: the MTU (both ways) of channels whose socket is not Bluetooth (a
     /// socketpair standing in for an accepted channel), which have none to read.
     var nonBluetoothMTU: Int?
+
+    // Start-up and discovery hardening (BLETransport+Start.swift, +Discovery.swift).
+    /// The start in progress (its number), while it talks to the kernel outside the lock;
+    /// `stop` clears it, and that start then undoes what it did.
+    var starting: UInt64?
+    var startAttempts: UInt64 = 0
+    /// The PSM the listener is bound to (advertised in version 2).
+    var listenPSM: UInt16 = 0
+    /// A discovery run this transport started (and so stops at `stop`): not bluetoothd's.
+    var discoveryOurs = false
+    /// Monotonic ns of the last hand-over (a token drawn larger than a peer's after our
+    /// connect to it failed): at most one per `Options.handOverInterval`.
+    var lastHandOverAt: UInt64?
+    var handOversRefused = 0
+    var connectFailures = 0
+    /// Adverts refused because the peer table was full of peers we have channels with.
+    var peersRefused = 0
+    var notConnectableIgnored = 0
 
     /// An outbound connect is in progress (the kernel makes one LE connection at a time).
     var isConnecting: Bool { connections.values.contains { $0.phase == .connecting } }

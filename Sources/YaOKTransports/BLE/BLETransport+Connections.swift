@@ -115,7 +115,7 @@ extension BLETransport {
             recordCloseLocked(&s, address: remote.text, direction: .outbound, reason: "\(error)")
             return
         }
-        let code = L2CAPSocket.startConnect(fd, to: remote, psm: options.psm)
+        let code = L2CAPSocket.startConnect(fd, to: remote, psm: connectPSMLocked(s, remote))
         guard code == 0 else {
             _ = Glibc.close(fd)
             recordCloseLocked(&s, address: remote.text, direction: .outbound, reason: "connect failed: \(String(cString: strerror(code)))")
@@ -467,26 +467,6 @@ extension BLETransport {
             requestDiscoveryLocked(&s)
         }
         return c.link
-    }
-
-    /// Our outbound connect to `remote` failed or timed out: let the peer connect instead.
-    /// A new token larger than the peer's makes it the connector by the usual rule as soon
-    /// as it hears it (PROTOCOL.md §9.2). This matters on Linux 6.1: an LE connection
-    /// attempt that the controller fails at once ("Connection Failed to be Established",
-    /// e.g. the peer stopped advertising for an instant) is never cleaned up by the kernel,
-    /// and every later connect(2) to that address joins the dead attempt and times out,
-    /// while connections from the peer still work.
-    func handOverLocked(_ s: inout BLEState, _ remote: BLEAddress) {
-        guard let peer = s.discovered[remote], BLEAdvert.connects(own: s.token, peer: peer.token) else { return }
-        var token = Sodium.randomBytes(BLEAdvert.tokenLength)
-        for _ in 0..<64 where BLEAdvert.connects(own: token, peer: peer.token) {
-            token = Sodium.randomBytes(BLEAdvert.tokenLength)
-        }
-        guard !BLEAdvert.connects(own: token, peer: peer.token) else { return }
-        rotateTokenLocked(&s, to: token)
-        s.handOvers += 1
-        // The peer's fallback clock starts again: it is now theirs to connect.
-        s.discovered[remote]?.unconnectedSince = nil
     }
 
     func recordCloseLocked(_ s: inout BLEState, address: String, direction: BLEConnection.Direction, reason: String) {

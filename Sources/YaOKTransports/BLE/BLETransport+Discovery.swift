@@ -2,12 +2,18 @@ import Glibc
 import YaOKSupport
 import YaOKLoop
 import YaOKCrypto
+import YaOKWire
 
 /// Advertising, discovery, the adapter coming and going, whom to connect to (PROTOCOL.md §9).
+///
+/// Anyone can advertise anything from any address, so whom to connect to is chosen so that
+/// fake advertisers cannot keep a real peer from being tried: candidates in a fair order
+/// (fewest failed connects first, ties drawn at random — never by address), a backoff per
+/// address that doubles with each failed connect, hand-overs (a token drawn to give the
+/// peer the connecting role) at most once per `Options.handOverInterval`, and a full peer
+/// table making room by dropping peers never linked and least recently heard, never one we
+/// have a channel with.
 extension BLETransport {
-    /// Connection attempts a second, all addresses together.
-    static let maxAttemptsPerSecond = 4
-
     // MARK: - mgmt events
 
     /// The mgmt socket is readable: a bounded batch of events.
@@ -29,11 +35,19 @@ extension BLETransport {
     func handleLocked(_ s: inout BLEState, _ event: Mgmt.Event) -> [((any TransportLink)?, String)] {
         guard let adapter = s.adapter else { return [] }
         switch event {
-        case .deviceFound(let index, let address, let rssi, _, let eir) where index == adapter.index:
-            if let advert = BLEAdvert(parsing: eir) { heardLocked(&s, advert, from: address, rssi: rssi) }
+        case .deviceFound(let index, let address, let rssi, let flags, let eir) where index == adapter.index:
+            guard let advert = BLEAdvert(parsing: eir) else { break }
+            // A Ya OK node advertises connectably (§9.1); an advert that is not cannot lead
+            // to a channel, and is the cheapest kind to fake.
+            if (flags & Mgmt.DeviceFoundFlag.notConnectable) != 0 {
+                s.notConnectableIgnored += 1
+                break
+            }
+            heardLocked(&s, advert, from: address, rssi: rssi)
 
         case .discovering(let index, _, let on) where index == adapter.index:
             s.discovering = on
+            if !on { s.discoveryOurs = false }
             s.discoveryStartedAt = on ? EventLoop.monotonicNanoseconds() : 0
             if on {
                 s.discoveryRuns += 1
@@ -47,13 +61,18 @@ extension BLETransport {
 
         case .commandComplete(let index, Mgmt.Op.readInfo.rawValue, 0, let data) where index == adapter.index:
             // The answer to the Read Controller Information sent when the adapter came back.
-            if let info = Mgmt.parseInfo(data) { return poweredLocked(&s, (info.current & Mgmt.Setting.powered) != 0) }
+            if let info = Mgmt.parseInfo(data) {
+                s.adapter?.privacy = info.privacy
+                return poweredLocked(&s, (info.current & Mgmt.Setting.powered) != 0)
+            }
         case .commandComplete(let index, let opcode, let status, _) where index == adapter.index:
             commandDoneLocked(&s, opcode: opcode, status: status)
         case .commandStatus(let index, let opcode, let status) where index == adapter.index:
             commandDoneLocked(&s, opcode: opcode, status: status)
 
         case .newSettings(let index, let settings) where index == adapter.index:
+            // Privacy changes only while the adapter is off; the advisory follows it.
+            s.adapter?.privacy = (settings & Mgmt.Setting.privacy) != 0
             return poweredLocked(&s, (settings & Mgmt.Setting.powered) != 0)
 
         case .indexRemoved(let index) where index == adapter.index:
@@ -77,6 +96,7 @@ extension BLETransport {
             s.discoveryRequestedAt = 0
             if status == 0 {
                 s.discoveryError = nil
+                s.discoveryOurs = true
             } else {
                 // Busy: someone else (bluetoothd) is discovering; their results reach us
                 // too. Not powered: the adapter went off. Either way, try again later.
@@ -154,10 +174,7 @@ extension BLETransport {
             s.advertisingStoredWhileOff = false
             s.discoveryRetryAt = 0
             requestDiscoveryLocked(&s)
-            let now = EventLoop.monotonicNanoseconds()
-            for address in s.discovered.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) }) {
-                considerLocked(&s, address, now: now)
-            }
+            connectNextLocked(&s, now: EventLoop.monotonicNanoseconds())
         }
         return closed
     }
@@ -166,24 +183,40 @@ extension BLETransport {
     /// Advertising is stored while unpowered; its reply sets `advertisingStoredWhileOff`).
     private func storeTokenWhileOffLocked(_ s: inout BLEState) {
         drawTokenLocked(&s, Sodium.randomBytes(BLEAdvert.tokenLength))
-        guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
-        if let code = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance,
-                                                    data: BLEAdvert(token: s.token).encoded)) {
-            s.advertisingError = "Add Advertising: \(String(cString: strerror(code)))"
-        }
+        advertiseLocked(&s)
     }
 
     // MARK: - Advertising and discovery
 
-    /// Draws a new token (or takes `token`) and advertises it (Add Advertising replaces the
-    /// instance's data).
+    /// Draws a new token (or takes `token`) and advertises it.
     func rotateTokenLocked(_ s: inout BLEState, to token: [UInt8]? = nil) {
         drawTokenLocked(&s, token ?? Sodium.randomBytes(BLEAdvert.tokenLength))
-        guard let adapter = s.adapter, let mgmt = s.mgmt, adapter.powered, !s.adapterGone else { return }
-        if let code = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance,
-                                                    data: BLEAdvert(token: s.token).encoded)) {
+        guard let adapter = s.adapter, adapter.powered, !s.adapterGone else { return }
+        advertiseLocked(&s)
+    }
+
+    /// Hands the current token and our PSM to the kernel (Add Advertising replaces the
+    /// instance's data). With LE privacy the instance is removed and added again instead, so
+    /// that the address changes together with the token and neither links the old and the
+    /// new of the other: advertising stops, and the kernel sets the new instance up from
+    /// scratch — with a new private address (extended advertising: every new instance;
+    /// legacy: once the adapter's has expired, which Linux 6.1 does not renew by itself for
+    /// an instance-only advertiser) — before it starts again. Updated in place, the new data
+    /// goes on the air under the old address first. PROTOCOL.md §9.3.
+    func advertiseLocked(_ s: inout BLEState) {
+        guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
+        if adapter.privacy, let code = mgmt.send(Mgmt.removeAdvertising(index: adapter.index, instance: adapter.instance)) {
+            s.advertisingError = "Remove Advertising: \(String(cString: strerror(code)))"
+        }
+        let advert = BLEAdvert(token: s.token, psm: advertisedPSM(s))
+        if let code = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance, data: advert.encoded)) {
             s.advertisingError = "Add Advertising: \(String(cString: strerror(code)))"
         }
+    }
+
+    /// The PSM our listener is bound to (what the kernel reported), else the configured one.
+    func advertisedPSM(_ s: BLEState) -> UInt16 {
+        (1...0xff).contains(s.listenPSM) ? s.listenPSM : options.psm
     }
 
     private func drawTokenLocked(_ s: inout BLEState, _ token: [UInt8]) {
@@ -221,7 +254,8 @@ extension BLETransport {
 
     // MARK: - Peers
 
-    /// A Ya OK advertisement from `address`: remember the peer, maybe connect.
+    /// A Ya OK advertisement from `address`: remember the peer (making room if the table is
+    /// full), maybe connect to someone.
     func heardLocked(_ s: inout BLEState, _ advert: BLEAdvert, from address: BLEAddress, rssi: Int8) {
         guard advert.token != s.token, advert.token != s.previousToken else { return }
         let now = EventLoop.monotonicNanoseconds()
@@ -236,45 +270,157 @@ extension BLETransport {
         s.advertsHeard += 1
         if s.firstPeerAfterMs == nil { s.firstPeerAfterMs = nowMs - s.startedAtMs }
         if s.discovered[address] == nil {
-            if s.discovered.count >= options.maxDiscoveredPeers,
-               let oldest = s.discovered.min(by: { $0.value.lastSeen < $1.value.lastSeen })?.key {
-                s.discovered.removeValue(forKey: oldest)
+            if s.discovered.count >= options.maxDiscoveredPeers {
+                guard let victim = evictionVictimLocked(s) else {
+                    s.peersRefused += 1
+                    return
+                }
+                s.discovered.removeValue(forKey: victim)
             }
             s.discovered[address] = BLEPeer(token: advert.token, rssi: rssi, firstSeenMs: nowMs, lastSeenMs: nowMs, lastSeen: now)
         }
         s.discovered[address]?.token = advert.token
+        s.discovered[address]?.psm = advert.psm
         s.discovered[address]?.rssi = rssi
         s.discovered[address]?.lastSeen = now
         s.discovered[address]?.lastSeenMs = nowMs
-        considerLocked(&s, address, now: now)
+        connectNextLocked(&s, now: now)
     }
 
-    /// Connects to a discovered peer when this side should (the rules of PROTOCOL.md §9):
-    /// not when a channel with that address exists (either direction); the smaller token
-    /// connects, the larger only after `fallbackAfter`; one outbound attempt at a time (the
-    /// kernel makes one LE connection at a time); at most once per `connectAttemptInterval`
-    /// per address and `maxAttemptsPerSecond` in all.
-    func considerLocked(_ s: inout BLEState, _ address: BLEAddress, now: UInt64) {
-        guard var peer = s.discovered[address] else { return }
+    /// The peer a full table drops for a new one: never one we have a channel with (either
+    /// direction, any phase); of the others, one never linked before one that was, then the
+    /// least recently heard. nil: every peer has a channel (the new one is not kept).
+    func evictionVictimLocked(_ s: BLEState) -> BLEAddress? {
+        let withChannels = Set(s.connections.values.map { $0.remote.bytes })
+        return s.discovered.filter { !withChannels.contains($0.key.bytes) }
+            .min { a, b in
+                a.value.linked != b.value.linked ? !a.value.linked : a.value.lastSeen < b.value.lastSeen
+            }?.key
+    }
+
+    /// Brings the peer's connection bookkeeping up to date and says whether this side should
+    /// connect to it now (the rules of PROTOCOL.md §9.2): not when a channel with that address
+    /// exists (either direction); the smaller token connects, the larger only after
+    /// `fallbackAfter`; at most once per `connectAttemptInterval`, and not before its backoff
+    /// (after failed connects) has passed.
+    func refreshPeerLocked(_ s: inout BLEState, _ address: BLEAddress, now: UInt64) -> Bool {
+        guard var peer = s.discovered[address] else { return false }
         defer { s.discovered[address] = peer }
-        if s.connections.values.contains(where: { $0.remote.bytes == address.bytes }) {
+        let channels = s.connections.values.filter { $0.remote.bytes == address.bytes }
+        if !channels.isEmpty {
+            if channels.contains(where: { $0.phase == .open }) {
+                peer.linked = true
+                peer.failures = 0
+                peer.retryAt = 0
+            }
             peer.unconnectedSince = nil
-            return
+            return false
         }
         let since = peer.unconnectedSince ?? now
         peer.unconnectedSince = since
         let ours = BLEAdvert.connects(own: s.token, peer: peer.token)
-        guard ours || now &- since >= BLETransport.nanoseconds(options.fallbackAfter) else { return }
-        guard !s.connections.values.contains(where: { $0.phase == .connecting }) else { return }
-        if let last = peer.lastAttempt, now &- last < BLETransport.nanoseconds(options.connectAttemptInterval) { return }
-        peer.lastAttempt = now
+        guard ours || BLETransport.elapsed(now, since) >= BLETransport.nanoseconds(options.fallbackAfter) else { return false }
+        if let last = peer.lastAttempt, BLETransport.elapsed(now, last) < BLETransport.nanoseconds(options.connectAttemptInterval) {
+            return false
+        }
+        return now >= peer.retryAt
+    }
+
+    /// Connects to `address` if this side should (`refreshPeerLocked`) and no outbound
+    /// connect is in progress (the kernel makes one LE connection at a time).
+    func considerLocked(_ s: inout BLEState, _ address: BLEAddress, now: UInt64) {
+        guard refreshPeerLocked(&s, address, now: now), !s.isConnecting else { return }
+        attemptLocked(&s, address, now: now)
+    }
+
+    /// Connects to the first peer of `attemptOrderLocked` — unless an outbound connect is in
+    /// progress (the kernel makes one LE connection at a time). An attempt that fails at once
+    /// (no socket) leaves the turn to the next, `maxAttemptsPerCall` at most.
+    func connectNextLocked(_ s: inout BLEState, now: UInt64) {
+        for address in attemptOrderLocked(&s, now: now).prefix(BLETransport.maxAttemptsPerCall) {
+            guard !s.isConnecting else { return }
+            attemptLocked(&s, address, now: now)
+        }
+    }
+
+    /// Connection attempts started by one `connectNextLocked` when each fails at once.
+    static let maxAttemptsPerCall = 4
+
+    /// Every peer this side should connect to now, in the order to try them. Fair, never by
+    /// address: fewest failed connects in a row first (a peer never tried, or whose channel
+    /// opened, before one whose connects keep failing), then a peer we have had a channel
+    /// with before a stranger, then at random. So a crowd of fake advertisers that never
+    /// accept holds a real peer up for one attempt each at most, and then only once their
+    /// backoff has passed.
+    func attemptOrderLocked(_ s: inout BLEState, now: UInt64) -> [BLEAddress] {
+        var candidates: [(address: BLEAddress, key: (Int, Int, UInt64))] = []
+        var rng = SystemRandomNumberGenerator()
+        for address in Array(s.discovered.keys) where refreshPeerLocked(&s, address, now: now) {
+            guard let peer = s.discovered[address] else { continue }
+            candidates.append((address, (peer.failures, peer.linked ? 0 : 1, rng.next())))
+        }
+        return candidates.sorted { $0.key < $1.key }.map(\.address)
+    }
+
+    private func attemptLocked(_ s: inout BLEState, _ address: BLEAddress, now: UInt64) {
+        s.discovered[address]?.lastAttempt = now
         connectLocked(&s, to: address)
     }
 
+    /// The PSM to connect to `remote` on: the one its advertisement names (version 2: a
+    /// phone's listener has a dynamic one), 0x0081 for version 1.
+    func connectPSMLocked(_ s: BLEState, _ remote: BLEAddress) -> UInt16 {
+        s.discovered[remote]?.psm ?? options.psm
+    }
+
+    /// Our outbound connect to `remote` failed or timed out (`closeLocked`). The address
+    /// backs off: `connectAttemptInterval` doubled for each failure in a row, at most
+    /// `maxConnectBackoff`. And the connecting role may be handed to the peer: a new token
+    /// larger than the peer's makes it the connector by the usual rule as soon as it hears it
+    /// (PROTOCOL.md §9.2). This matters on Linux 6.1: an LE connection attempt that the
+    /// controller fails at once ("Connection Failed to be Established", e.g. the peer stopped
+    /// advertising for an instant) is never cleaned up by the kernel, and every later
+    /// connect(2) to that address joins the dead attempt and times out, while connections
+    /// from the peer still work. A hand-over is made only after an address's first failure
+    /// and at most once per `handOverInterval`: otherwise every fake advertiser that does not
+    /// accept would redraw our token (a peer refused one connects by itself after
+    /// `fallbackAfter`). Failures that say nothing about the peer — our adapter going off,
+    /// `stop` — are not counted.
+    func handOverLocked(_ s: inout BLEState, _ remote: BLEAddress, now: UInt64 = EventLoop.monotonicNanoseconds()) {
+        guard s.running, let adapter = s.adapter, adapter.powered, !s.adapterGone, var peer = s.discovered[remote] else { return }
+        peer.failures += 1
+        let backoff = min(options.connectAttemptInterval * Double(1 << min(peer.failures - 1, 30)), options.maxConnectBackoff)
+        peer.retryAt = now &+ BLETransport.nanoseconds(backoff)
+        s.discovered[remote] = peer
+        s.connectFailures += 1
+        guard BLEAdvert.connects(own: s.token, peer: peer.token) else { return }
+        if let last = s.lastHandOverAt, BLETransport.elapsed(now, last) < BLETransport.nanoseconds(options.handOverInterval) {
+            s.handOversRefused += 1
+            return
+        }
+        guard peer.failures == 1 else {
+            s.handOversRefused += 1
+            return
+        }
+        var token = Sodium.randomBytes(BLEAdvert.tokenLength)
+        for _ in 0..<64 where BLEAdvert.connects(own: token, peer: peer.token) {
+            token = Sodium.randomBytes(BLEAdvert.tokenLength)
+        }
+        guard !BLEAdvert.connects(own: token, peer: peer.token) else { return }
+        rotateTokenLocked(&s, to: token)
+        s.handOvers += 1
+        s.lastHandOverAt = now
+        // The peer's fallback clock starts again: it is now theirs to connect.
+        s.discovered[remote]?.unconnectedSince = nil
+    }
+
+    /// `now - then`, 0 if `then` is later (times from different clocks in tests).
+    static func elapsed(_ now: UInt64, _ then: UInt64) -> UInt64 { now > then ? now - then : 0 }
+
     // MARK: - The tick
 
-    /// Once a second: token rotation, timeouts, discovery kept going, peers retried or
-    /// forgotten.
+    /// Once a second: token rotation, timeouts, discovery kept going, peers forgotten, one
+    /// peer (fairly chosen) connected to.
     func tick(run: UInt64) {
         let closed = state.withLock { s -> [((any TransportLink)?, String)] in
             guard s.running, s.run == run, let loop = s.loop else { return [] }
@@ -311,13 +457,7 @@ extension BLETransport {
                 s.discovered = s.discovered.filter { now &- $0.value.lastSeen < forget }
                 s.staleTokens = s.staleTokens.filter { now < $0.value.until }
                 s.lostPeers = s.lostPeers.filter { now &- $0.value.at < BLETransport.nanoseconds(5) }
-                var attempts = 0
-                for address in s.discovered.keys.sorted(by: { $0.bytes.lexicographicallyPrecedes($1.bytes) })
-                where attempts < BLETransport.maxAttemptsPerSecond {
-                    let before = s.connections.count
-                    considerLocked(&s, address, now: now)
-                    if s.connections.count > before { attempts += 1 }
-                }
+                connectNextLocked(&s, now: now)
             }
             s.timer = loop.schedule(after: 1) { [weak self] in self?.tick(run: run) }
             return closed

@@ -9,23 +9,27 @@ import YaOKNode
 /// kernel), for people with no network at all (docs/PROTOCOL.md §9):
 ///
 /// - **Links** are L2CAP LE credit-based channels (`SOCK_SEQPACKET`, `BTPROTO_L2CAP`, an LE
-///   address, PSM 0x0081). One SDU is one link unit; the send MTU the peer granted is the
+///   address, PSM 0x0081 by default, advertised). One SDU is one link unit; the send MTU the peer granted is the
 ///   link's MTU, so the node fragments larger packets (§4.7). The connector is the initiator.
 /// - **Discovery** uses the kernel's management interface (mgmt): an advertising instance
-///   (connectable, the Ya OK service UUID and a random token that changes every few minutes)
-///   and LE discovery; the side with the smaller token connects, as on the LAN.
+///   (connectable, the Ya OK service UUID, a random token that changes every few minutes and
+///   the PSM) and LE discovery; the side with the smaller token connects, as on the LAN.
+///   Peers are tried in a fair order with a backoff per address (fake advertisers cannot
+///   starve real ones), and `stop` gives the adapter back as it was found.
 /// - **Absent Bluetooth** (no kernel support, no adapter, adapter off, no permission): `start`
 ///   throws "Bluetooth unavailable: <reason> (<what to do>)" and opens nothing.
 /// - **While running**, an adapter that is powered off (or removed) closes the links and
 ///   waits; when it is back, advertising and discovery start again by themselves.
 ///
 /// Threads: as `LANTransport`: `start`, `stop` and `diagnostics` from any thread, sockets
-/// serviced on the node's event thread, one lock never held while calling into a link.
+/// serviced on the node's event thread, one lock never held while calling into a link nor
+/// while waiting for the kernel's answer to a mgmt command.
 public final class BLETransport: Transport {
     public struct Options: Sendable {
         /// "hci0", "hci1", …; nil: the first adapter that is powered and supports LE.
         public var adapter: String?
-        /// The L2CAP PSM links are accepted on (LE dynamic range 0x0080–0x00FF).
+        /// The L2CAP PSM links are accepted on (LE dynamic range 0x0080–0x00FF); advertised
+        /// (PROTOCOL.md §9.1, version 2), so peers need not assume it.
         public var psm: UInt16 = BLETransport.defaultPSM
         /// The SDU size this side accepts (BT_RCVMTU); the peer's is our send MTU. The default,
         /// the largest there is, holds the largest link packet, so that no packet is fragmented
@@ -71,8 +75,15 @@ public final class BLETransport: Transport {
         /// A channel on which no SDU has arrived for this many seconds is closed (the peer's
         /// keepalives arrive every `keepaliveInterval`; this must be well above it).
         public var idleTimeout: Double = 90
-        /// The least time between two connection attempts to one address.
+        /// The least time between two connection attempts to one address; after each failed
+        /// connect to it in a row the wait doubles (5, 10, 20 … s), up to `maxConnectBackoff`.
         public var connectAttemptInterval: Double = 5
+        /// The longest wait before connecting again to an address whose connects keep failing
+        /// (an advertiser that does not accept: PROTOCOL.md §9.2).
+        public var maxConnectBackoff: Double = 300
+        /// The least time between two hand-overs (a failed connect answered with a token larger
+        /// than the peer's): fake advertisers cannot make the token change at every failure.
+        public var handOverInterval: Double = 60
         /// The side with the larger token connects itself after hearing a peer for this long
         /// without a connection (the smaller side cannot reach it).
         public var fallbackAfter: Double = 30
@@ -96,7 +107,8 @@ public final class BLETransport: Transport {
         public init() {}
     }
 
-    /// The Ya OK PSM: fixed, so the advertisement need not carry it.
+    /// The PSM a Linux node listens on by default, and the one a version-1 advertisement
+    /// implies (version 2 carries the listener's own: phones get a dynamic one).
     public static let defaultPSM: UInt16 = 0x0081
     /// Units each side has received once a link's handshake is complete (PROTOCOL.md §5.2).
     static let handshakeUnits = 2
@@ -107,8 +119,16 @@ public final class BLETransport: Transport {
     let requestedIndex: UInt16?
     let state = Locked(BLEState())
 
+    /// The kernel interfaces start-up opens (the tests' fakes in tests).
+    let system: BLESystem
+
     /// Checks the options; touches no Bluetooth until `start`.
-    public init(options: Options = Options()) throws {
+    public convenience init(options: Options = Options()) throws {
+        try self.init(options: options, system: .kernel)
+    }
+
+    init(options: Options, system: BLESystem) throws {
+        self.system = system
         if let adapter = options.adapter {
             guard let index = BLETransport.adapterIndex(adapter) else {
                 throw YaOKError(.invalidArgument, "Bluetooth adapter \"\(adapter)\" is not a name like hci0")
@@ -134,7 +154,7 @@ public final class BLETransport: Transport {
         }
         let intervals = [options.tokenLifetime, options.connectTimeout, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.staleTokenHold,
                          options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter,
-                         options.keepaliveInterval, options.idleTimeout]
+                         options.keepaliveInterval, options.idleTimeout, options.maxConnectBackoff, options.handOverInterval]
         guard intervals.allSatisfy({ $0 > 0 && $0 <= 86_400 }) else {
             throw YaOKError(.invalidArgument, "BLE intervals and timeouts must be in (0, 86400] seconds")
         }
@@ -160,160 +180,6 @@ public final class BLETransport: Transport {
         try start(opener: node)
     }
 
-    package func start(opener: any LinkOpener) throws {
-        let loop = opener.eventLoop
-        try state.withLock { s in
-            guard !s.running else { throw YaOKError(.invalidArgument, "The BLE transport is already running") }
-            do {
-                try startLocked(&s, opener: opener, loop: loop)
-                s.unavailable = nil
-            } catch let error as BLEUnavailable {
-                s.unavailable = error.message
-                throw error.error
-            } catch {
-                s.unavailable = "\(error)"
-                throw error
-            }
-        }
-    }
-
-    private func startLocked(_ s: inout BLEState, opener: any LinkOpener, loop: EventLoop) throws {
-        let mgmt = try MgmtSocket.open()
-        var fresh = BLEState()
-        var listener: Int32 = -1
-        var instance: UInt8 = 0
-        var index: UInt16 = 0
-        var registered: [Int32] = []
-        do {
-            let (indexStatus, indexData) = try mgmt.request(.readIndexList, index: Mgmt.indexNone)
-            guard indexStatus == 0, let indexes = Mgmt.parseIndexList(indexData) else {
-                throw BLEUnavailable.from(status: indexStatus, doing: "listing adapters", adapter: "Bluetooth")
-            }
-            guard !indexes.isEmpty else {
-                throw BLEUnavailable("no Bluetooth adapter found",
-                                     guidance: "plug one in or switch it on; `btmgmt info` lists the adapters the kernel sees")
-            }
-            var infos: [(UInt16, Mgmt.ControllerInfo)] = []
-            for i in indexes where requestedIndex == nil || requestedIndex == i {
-                let (status, data) = try mgmt.request(.readInfo, index: i)
-                if status == 0, let info = Mgmt.parseInfo(data) { infos.append((i, info)) }
-            }
-            let names = indexes.map { "hci\($0)" }.joined(separator: ", ")
-            if let requestedIndex, infos.isEmpty {
-                throw BLEUnavailable("no adapter hci\(requestedIndex) (found \(names))", guidance: "choose one of them with --ble-adapter")
-            }
-            let le = infos.filter { ($0.1.supported & Mgmt.Setting.le) != 0 }
-            guard !le.isEmpty else {
-                throw BLEUnavailable("\(requestedIndex.map { "hci\($0) does" } ?? "no adapter (\(names)) does") not support Bluetooth LE",
-                                     guidance: "use an adapter with Bluetooth 4.0 or later")
-            }
-            guard let (chosen, info) = le.first(where: { ($0.1.current & Mgmt.Setting.powered) != 0 }) else {
-                throw BLEUnavailable.poweredOff("hci\(le[0].0)")
-            }
-            index = chosen
-            let adapterName = "hci\(chosen)"
-            guard (info.current & Mgmt.Setting.le) != 0 else {
-                throw BLEUnavailable("\(adapterName) has Bluetooth LE turned off", guidance: "turn it on with `btmgmt --index \(chosen) le on`")
-            }
-            if (info.current & Mgmt.Setting.advertising) != 0 {
-                // With this setting on, the kernel makes every outgoing LE connection in the
-                // peripheral role (directed advertising), which fails against a peer that is
-                // not initiating; advertising instances (ours) work without it.
-                let (status, _) = try mgmt.request(.setAdvertising, index: chosen, [0])
-                guard status == 0 else { throw BLEUnavailable.from(status: status, doing: "turning the advertising setting off", adapter: adapterName) }
-                fresh.advertisingSettingCleared = true
-            }
-            let (featureStatus, featureData) = try mgmt.request(.readAdvertisingFeatures, index: chosen)
-            guard featureStatus == 0, let features = Mgmt.parseAdvertisingFeatures(featureData) else {
-                throw BLEUnavailable.from(status: featureStatus, doing: "reading advertising features", adapter: adapterName)
-            }
-            guard features.maxInstances > 0, features.maxDataLength >= BLEAdvert.encodedLength + 3,
-                  let free = (1...features.maxInstances).reversed().first(where: { !features.instances.contains(UInt8($0)) }) else {
-                throw BLEUnavailable("\(adapterName) has no free advertising instance (\(features.instances.count) of \(features.maxInstances) in use)",
-                                     guidance: "stop other advertisers (`btmgmt --index \(chosen) clr-adv` clears them)")
-            }
-            instance = UInt8(free)
-            fresh.adapter = BLEAdapter(index: chosen, address: info.address, powered: true, instance: instance)
-
-            listener = try L2CAPSocket.open(adapter: info.address, psm: options.psm, receiveMTU: options.receiveMTU,
-                                            sendBuffer: options.sendBuffer)
-            try L2CAPSocket.listen(listener)
-
-            fresh.token = Sodium.randomBytes(BLEAdvert.tokenLength)
-            let (advStatus, _) = try mgmt.request(.addAdvertising, index: chosen,
-                Mgmt.addAdvertisingParameters(instance: instance, data: BLEAdvert(token: fresh.token).encoded))
-            guard advStatus == 0 else { throw BLEUnavailable.from(status: advStatus, doing: "starting advertising", adapter: adapterName) }
-            fresh.advertising = true
-            fresh.tokensDrawn = 1
-
-            try loop.register(fd: mgmt.fd, for: .readable) { [weak self] _ in self?.mgmtReady() }
-            registered.append(mgmt.fd)
-            try loop.register(fd: listener, for: .readable) { [weak self] _ in self?.acceptReady() }
-            registered.append(listener)
-        } catch {
-            for fd in registered { loop.unregister(fd: fd) }
-            if listener >= 0 { _ = Glibc.close(listener) }
-            if instance != 0 { mgmt.send(Mgmt.command(.removeAdvertising, index: index, [instance])) }
-            mgmt.close()
-            throw error
-        }
-        let now = EventLoop.monotonicNanoseconds()
-        fresh.running = true
-        fresh.opener = opener
-        fresh.loop = loop
-        fresh.mgmt = mgmt
-        fresh.listener = listener
-        fresh.tokenDrawnAt = now
-        fresh.startedAt = now
-        fresh.startedAtMs = Clock.milliseconds()
-        fresh.run = s.run &+ 1
-        fresh.nextID = s.nextID
-        s = fresh
-        requestDiscoveryLocked(&s)
-        let run = s.run
-        s.timer = loop.schedule(after: 1) { [weak self] in self?.tick(run: run) }
-        s.connectionTimer = loop.schedule(after: 1) { [weak self] in self?.connectionTick(run: run) }
-    }
-
-    /// Stops scanning and advertising, closes every channel (telling each link) and the
-    /// sockets. Idempotent; afterwards diagnostics say "Bluetooth: Disabled".
-    public func stop() {
-        let links = state.withLock { s -> [any TransportLink] in
-            s.unavailable = nil
-            guard s.running else { return [] }
-            s.running = false
-            if let timer = s.timer { s.loop?.cancel(timer) }
-            s.timer = nil
-            if let timer = s.connectionTimer { s.loop?.cancel(timer) }
-            s.connectionTimer = nil
-            var links: [any TransportLink] = []
-            for id in Array(s.connections.keys) {
-                if let link = closeLocked(&s, id, "the Bluetooth transport stopped") { links.append(link) }
-            }
-            if s.listener >= 0 {
-                s.loop?.unregister(fd: s.listener)
-                _ = Glibc.close(s.listener)
-                s.listener = -1
-            }
-            if let mgmt = s.mgmt {
-                if let adapter = s.adapter {
-                    mgmt.send(Mgmt.command(.stopDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE]))
-                    mgmt.send(Mgmt.command(.removeAdvertising, index: adapter.index, [adapter.instance]))
-                }
-                s.loop?.unregister(fd: mgmt.fd)
-                mgmt.close()
-            }
-            s.mgmt = nil
-            s.advertising = false
-            s.discovering = false
-            s.opener = nil
-            s.loop = nil
-            s.discovered.removeAll()
-            return links
-        }
-        for link in links { link.close(reason: "the Bluetooth transport stopped") }
-    }
-
     /// One line for people: "Bluetooth: Disabled", "Bluetooth unavailable: …",
     /// "Bluetooth: hci0 powered off, waiting", "Bluetooth: on hci0, 1 link".
     public var status: String {
@@ -322,6 +188,7 @@ public final class BLETransport: Transport {
 
     func statusLocked(_ s: BLEState) -> String {
         if let unavailable = s.unavailable { return unavailable }
+        if s.starting != nil { return "Bluetooth: starting" }
         guard s.running, let adapter = s.adapter else { return "Bluetooth: Disabled" }
         if s.adapterGone { return "Bluetooth: \(adapter.name) removed, waiting for it" }
         if !adapter.powered { return "Bluetooth: \(adapter.name) powered off, waiting for it" }
@@ -341,18 +208,22 @@ public final class BLETransport: Transport {
     /// Diagnostics (no identities: the adapter, peers' Bluetooth addresses, times, counts):
     ///
     ///     {"name":"ble","running":true,"status":"Bluetooth: on hci0, 1 link",
+    ///      "advisories":["Bluetooth: advertising with hci0's fixed address …"],
     ///      "adapter":{"name":"hci0","address":"00:AA:01:00:00:00","address_type":"public",
     ///                 "powered":true,"present":true} | null,
     ///      "psm":129,"receive_mtu":4096,
     ///      "advertising":{"active":true,"instance":1,"tokens_drawn":1,"error":null,
-    ///                     "advertising_setting_cleared":false},
-    ///      "discovery":{"active":true,"runs":3,"adverts_heard":2,"first_peer_after_ms":812,"error":null},
-    ///      "peers":[{"address":"00:AA:01:01:00:01","address_type":"public","rssi":-60,
-    ///                "first_seen_ms":…,"last_seen_ms":…}],
+    ///                     "advertising_setting_cleared":false,"privacy":false},
+    ///      "discovery":{"active":true,"runs":3,"adverts_heard":2,"stale_adverts_ignored":0,
+    ///                   "not_connectable_ignored":0,"peers_refused_table_full":0,
+    ///                   "first_peer_after_ms":812,"error":null},
+    ///      "peers":[{"address":"00:AA:01:01:00:01","address_type":"public","rssi":-60,"psm":129,
+    ///                "first_seen_ms":…,"last_seen_ms":…,"linked":true,"connect_failures":0}],
     ///      "connections":[{"address":"…","direction":"outbound","state":"open","since_ms":…,
     ///                      "send_mtu":4096,"receive_mtu":4096,"units_received":3,
     ///                      "bytes_in":…,"bytes_out":…,"queued_bytes":0,"authenticated":true}],
     ///      "max_connections":8,"refused_connections":0,"evicted_connections":0,"closed_connections":1,
+    ///      "connects_handed_over":0,"hand_overs_refused":0,"connect_failures":0,
     ///      "recent_closes":[{"address":"…","direction":"inbound","reason":"…","at_ms":…}]}
     public func diagnostics() -> JSON {
         state.withLock { s in
@@ -363,8 +234,9 @@ public final class BLETransport: Transport {
             } ?? .null
             let peers = s.discovered.sorted { $0.value.firstSeenMs < $1.value.firstSeenMs }.map { address, p in
                 JSON.object([("address", .string(address.text)), ("address_type", .string(address.kind.name)),
-                             ("rssi", .int(Int64(p.rssi))),
-                             ("first_seen_ms", .int(p.firstSeenMs)), ("last_seen_ms", .int(p.lastSeenMs))])
+                             ("rssi", .int(Int64(p.rssi))), ("psm", .int(Int64(p.psm))),
+                             ("first_seen_ms", .int(p.firstSeenMs)), ("last_seen_ms", .int(p.lastSeenMs)),
+                             ("linked", .bool(p.linked)), ("connect_failures", .int(Int64(p.failures)))])
             }
             let connections = s.connections.values.sorted { $0.id < $1.id }.map { c in
                 JSON.object([("address", .string(c.remote.text)), ("direction", .string(c.direction.rawValue)),
@@ -381,18 +253,22 @@ public final class BLETransport: Transport {
             }
             return .object([
                 ("name", .string(name)), ("running", .bool(s.running)), ("status", .string(statusLocked(s))),
+                ("advisories", .array(advisoriesLocked(s).map { .string($0) })),
                 ("adapter", s.running ? adapter : .null),
-                ("psm", .int(Int64(options.psm))), ("receive_mtu", .int(Int64(options.receiveMTU))),
+                ("psm", .int(Int64(s.listenPSM != 0 ? s.listenPSM : options.psm))), ("receive_mtu", .int(Int64(options.receiveMTU))),
                 ("advertising", .object([
                     ("active", .bool(s.advertising)), ("instance", s.adapter.map { .int(Int64($0.instance)) } ?? .null),
                     ("tokens_drawn", .int(Int64(s.tokensDrawn))), ("error", s.advertisingError.map { .string($0) } ?? .null),
                     ("advertising_setting_cleared", .bool(s.advertisingSettingCleared)),
+                    ("privacy", s.adapter.map { .bool($0.privacy) } ?? .null),
                 ])),
                 ("discovery", .object([
                     ("active", .bool(s.discovering)), ("runs", .int(Int64(s.discoveryRuns))),
                     ("restarted_runs", .int(Int64(s.discoveryRestarts))),
                     ("adverts_heard", .int(Int64(s.advertsHeard))),
                     ("stale_adverts_ignored", .int(Int64(s.staleAdvertsIgnored))),
+                    ("not_connectable_ignored", .int(Int64(s.notConnectableIgnored))),
+                    ("peers_refused_table_full", .int(Int64(s.peersRefused))),
                     ("first_peer_after_ms", s.firstPeerAfterMs.map { .int($0) } ?? .null),
                     ("error", s.discoveryError.map { .string($0) } ?? .null),
                 ])),
@@ -402,6 +278,8 @@ public final class BLETransport: Transport {
                 ("evicted_connections", .int(Int64(s.evicted))),
                 ("closed_connections", .int(Int64(s.closedCount))),
                 ("connects_handed_over", .int(Int64(s.handOvers))),
+                ("hand_overs_refused", .int(Int64(s.handOversRefused))),
+                ("connect_failures", .int(Int64(s.connectFailures))),
                 ("recent_closes", .array(closes)),
             ])
         }

@@ -2,31 +2,45 @@ import Foundation
 import Testing
 @testable import YaOKTransports
 
-/// The advertisement of PROTOCOL.md §9: one Service Data structure, the Ya OK UUID, a
-/// version and a random token; anything a nearby radio sends is parsed without harm.
+/// The advertisement of PROTOCOL.md §9.1: one Service Data structure, the Ya OK UUID, a
+/// version, a random token and (version 2) the listener's PSM; version 1 is still read;
+/// anything a nearby radio sends is parsed without harm.
 @Suite struct BLEAdvertTests {
     let token: [UInt8] = Array(0x10..<0x18)
 
     @Test func encodesAsTheProtocolSays() {
-        let advert = BLEAdvert(token: token)
+        let advert = BLEAdvert(token: token, psm: 0xc5)
         let bytes = advert.encoded
         #expect(bytes.count == BLEAdvert.encodedLength)
-        #expect(bytes.count + 3 <= 31)  // with the kernel's Flags structure: the legacy limit
-        #expect(bytes[0] == 26 && bytes[1] == 0x21)
+        #expect(bytes.count + 3 == 31)  // with the kernel's Flags structure: exactly the legacy limit
+        #expect(bytes[0] == 27 && bytes[1] == 0x21)
         #expect(Array(bytes[2..<18]) == BLEAdvert.serviceUUID.reversed())  // little-endian on air
-        #expect(bytes[18] == 0x01)
-        #expect(Array(bytes[19...]) == token)
+        #expect(bytes[18] == 0x02)
+        #expect(Array(bytes[19..<27]) == token)
+        #expect(bytes[27] == 0xc5)
         #expect(BLEAdvert(parsing: bytes) == advert)
     }
 
-    /// The `ble-advert` vector of docs/PROTOCOL.md §9, read from the document.
+    /// The `ble-advert` vector (version 2) of docs/PROTOCOL.md §9.1, read from the document.
     @Test func matchesTheProtocolVector() throws {
         let v = try #require(try protocolVector("ble-advert"))
         let token = try #require(hex(v["token"]))
+        let psm = try #require(v["psm"].flatMap { UInt16($0.dropFirst(2), radix: 16) })
         let ad = try #require(hex(v["ad"]))
-        #expect(BLEAdvert(token: token).encoded == ad)
+        #expect(BLEAdvert(token: token, psm: psm).encoded == ad)
         let received = try #require(hex(v["received"]))
-        #expect(BLEAdvert(parsing: received) == BLEAdvert(token: token))
+        #expect(received.count == 31)
+        #expect(BLEAdvert(parsing: received) == BLEAdvert(token: token, psm: psm))
+    }
+
+    /// Version 1 (no PSM: it meant 0x0081) is still read: `ble-advert-v1`.
+    @Test func version1IsStillRead() throws {
+        let v = try #require(try protocolVector("ble-advert-v1"))
+        let token = try #require(hex(v["token"]))
+        let ad = try #require(hex(v["ad"]))
+        let parsed = try #require(BLEAdvert(parsing: ad))
+        #expect(parsed.token == token && parsed.psm == 0x0081)
+        #expect(BLEAdvert(token: token).encodedVersion1 == ad)
     }
 
     @Test func uuidTextMatchesBytes() {
@@ -46,22 +60,31 @@ import Testing
     }
 
     @Test func anythingElseIsIgnored() {
-        let good = BLEAdvert(token: token).encoded
+        let good = BLEAdvert(token: token, psm: 0x81).encoded
         #expect(BLEAdvert(parsing: []) == nil)
         #expect(BLEAdvert(parsing: Array(good.dropLast())) == nil)               // runs past the end
         var version = good
-        version[18] = 0x02
+        version[18] = 0x03
         #expect(BLEAdvert(parsing: version) == nil)                              // a later version
+        version[18] = 0x01
+        #expect(BLEAdvert(parsing: version) == nil)                              // version 1 has no PSM
+        var v2Short = BLEAdvert(token: token).encodedVersion1
+        v2Short[18] = 0x02
+        #expect(BLEAdvert(parsing: v2Short) == nil)                              // version 2 without its PSM
+        var psm0 = good
+        psm0[27] = 0
+        #expect(BLEAdvert(parsing: psm0) == nil)                                 // no PSM 0
         var otherUUID = good
         otherUUID[5] ^= 0xff
         #expect(BLEAdvert(parsing: otherUUID) == nil)                            // someone else's service
         var longer = good
-        longer[0] = 27
+        longer[0] = 28
         #expect(BLEAdvert(parsing: longer + [0]) == nil)                         // another length
         var type16 = good
         type16[1] = 0x16
         #expect(BLEAdvert(parsing: type16) == nil)                               // 16-bit service data
         #expect(BLEAdvert(parsing: [0xff, 0x21] + good) == nil)                  // length past the end first
+        #expect(BLEAdvert(parsing: [17, 0x21] + BLEAdvert.serviceUUID.reversed()) == nil)  // no version byte
     }
 
     /// Whatever arrives over the air (any bytes, any lengths) parses or is refused; never a
@@ -78,7 +101,9 @@ import Testing
                 }
                 data = Array(data.prefix(Int.random(in: 0...data.count, using: &rng)))
             }
-            if let parsed = BLEAdvert(parsing: data) { #expect(parsed.token.count == BLEAdvert.tokenLength) }
+            if let parsed = BLEAdvert(parsing: data) {
+                #expect(parsed.token.count == BLEAdvert.tokenLength && (1...0xff).contains(parsed.psm))
+            }
         }
     }
 

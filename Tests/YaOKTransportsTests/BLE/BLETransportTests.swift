@@ -148,6 +148,8 @@ import YaOKCrypto
     @Test func aFailedConnectHandsTheRoleOver() throws {
         let t = try BLETransport()
         t.state.withLock { s in
+            s.running = true  // a failure while stopping, or with our adapter off, hands nothing over
+            s.adapter = BLEAdapter(index: 0, address: address(100), powered: true, instance: 1)
             s.token = [UInt8](repeating: 0x10, count: 8)
             let peer = [UInt8](repeating: 0x80, count: 8)
             s.discovered[address(1)] = BLEPeer(token: peer, rssi: -40, firstSeenMs: 0, lastSeenMs: 0, lastSeen: 0)
