@@ -357,7 +357,9 @@ extension BLETransport {
         if due { sweepConnections(now: EventLoop.monotonicNanoseconds()) }
     }
 
-    /// Closes open channels
+    /// Closes channels
+    /// - whose connect has not completed `connectTimeout` after it started;
+    /// - whose write queue has not moved for `writeStallTimeout` (the peer is not reading);
     /// - whose link has not authenticated the peer `handshakeTimeout` after the open (the
     ///   node gives up on the handshake too; this also frees a channel whose link could not
     ///   be opened or was never told anything);
@@ -373,8 +375,18 @@ extension BLETransport {
         var keepalives: [any TransportLink] = []
         state.withLock { s in
             guard s.running else { return }
-            for c in s.connections.values.sorted(by: { $0.id < $1.id }) where c.phase == .open {
-                if !c.authenticated, BLETransport.elapsed(since: c.startedAt, now) >= BLETransport.nanoseconds(options.handshakeTimeout) {
+            for c in s.connections.values.sorted(by: { $0.id < $1.id }) {
+                if c.phase == .connecting {
+                    if BLETransport.elapsed(since: c.startedAt, now) >= BLETransport.nanoseconds(options.connectTimeout) {
+                        let reason = "no connection within \(BLETransport.seconds(options.connectTimeout)) s"
+                        closed.append((closeLocked(&s, c.id, reason), reason))
+                    }
+                } else if !c.queue.isEmpty,
+                          BLETransport.elapsed(since: c.lastWriteProgress, now) >= BLETransport.nanoseconds(options.writeStallTimeout) {
+                    let reason = "the peer is not reading (\(c.queuedBytes) bytes queued, none taken for "
+                        + "\(BLETransport.seconds(options.writeStallTimeout)) s)"
+                    closed.append((closeLocked(&s, c.id, reason), reason))
+                } else if !c.authenticated, BLETransport.elapsed(since: c.startedAt, now) >= BLETransport.nanoseconds(options.handshakeTimeout) {
                     let reason = "the peer was not authenticated within \(BLETransport.seconds(options.handshakeTimeout)) s"
                     closed.append((closeLocked(&s, c.id, reason), reason))
                 } else if BLETransport.elapsed(since: c.lastReceived, now) >= BLETransport.nanoseconds(options.idleTimeout) {

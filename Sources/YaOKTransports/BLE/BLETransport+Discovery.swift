@@ -419,29 +419,13 @@ extension BLETransport {
 
     // MARK: - The tick
 
-    /// Once a second: token rotation, timeouts, discovery kept going, peers forgotten, one
-    /// peer (fairly chosen) connected to.
+    /// Once a second: token rotation, discovery kept going, peers forgotten, one peer
+    /// (fairly chosen) connected to. (Channel deadlines: `sweepConnections`.)
     func tick(run: UInt64) {
         let closed = state.withLock { s -> [((any TransportLink)?, String)] in
             guard s.running, s.run == run, let loop = s.loop else { return [] }
             let now = EventLoop.monotonicNanoseconds()
             var closed: [((any TransportLink)?, String)] = []
-            for c in s.connections.values.sorted(by: { $0.id < $1.id }) {
-                let age = now &- c.startedAt
-                if c.phase == .connecting, age >= BLETransport.nanoseconds(options.connectTimeout) {
-                    let reason = "no connection within \(Int(options.connectTimeout)) s"
-                    closed.append((closeLocked(&s, c.id, reason), reason))
-                } else if c.phase == .open, c.unitsReceived < BLETransport.handshakeUnits,
-                          age >= BLETransport.nanoseconds(options.handshakeTimeout) {
-                    let reason = "no handshake within \(Int(options.handshakeTimeout)) s"
-                    closed.append((closeLocked(&s, c.id, reason), reason))
-                } else if c.phase == .open, !c.queue.isEmpty,
-                          now &- c.lastWriteProgress >= BLETransport.nanoseconds(options.writeStallTimeout) {
-                    let reason = "the peer is not reading (\(c.queuedBytes) bytes queued, none taken for "
-                        + "\(Int(options.writeStallTimeout)) s)"
-                    closed.append((closeLocked(&s, c.id, reason), reason))
-                }
-            }
             if let adapter = s.adapter, adapter.powered, !s.adapterGone {
                 if now &- s.tokenDrawnAt >= BLETransport.nanoseconds(options.tokenLifetime) { rotateTokenLocked(&s) }
                 if s.discovering, !s.isConnecting, s.discoveryStartedAt != 0,

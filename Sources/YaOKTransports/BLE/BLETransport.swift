@@ -55,9 +55,8 @@ public final class BLETransport: Transport {
         /// An outbound connect that has not completed after this many seconds is abandoned.
         public var connectTimeout: Double = 10
         /// A channel whose link has not authenticated the peer (its handshake, PROTOCOL.md
-        /// §5.2, has not completed) this long after the channel opened is closed; so is one
-        /// whose link has received fewer than two units by then. The node itself gives a
-        /// handshake 10 s (`Node.handshakeTimeoutMs`): waiting longer only holds the slot.
+        /// §5.2, has not completed) this long after the channel opened is closed. The node
+        /// itself gives a handshake 10 s (`Node.handshakeTimeoutMs`): waiting longer only holds the slot.
         public var handshakeTimeout: Double = 10
 
         // Channel slots and idle channels (BLETransport+Connections.swift: `makeRoomLocked`,
@@ -110,8 +109,6 @@ public final class BLETransport: Transport {
     /// The PSM a Linux node listens on by default, and the one a version-1 advertisement
     /// implies (version 2 carries the listener's own: phones get a dynamic one).
     public static let defaultPSM: UInt16 = 0x0081
-    /// Units each side has received once a link's handshake is complete (PROTOCOL.md §5.2).
-    static let handshakeUnits = 2
 
     public let name = "ble"
     public let displayName = "Bluetooth"
