@@ -743,6 +743,20 @@ yaok_status yaok_transport_set_enabled(yaok_node *node, const char *name, int32_
 yaok_status yaok_transport_lan_add(yaok_node *node, const char *listen_address, uint16_t port, uint32_t flags,
                                    const char *const *peers, size_t peers_count);
 
+/* Registers the Bluetooth LE transport ("ble", shown as "Bluetooth"), disabled: start it with
+ * yaok_transport_set_enabled(node, "ble", 1). It uses the kernel's Bluetooth stack on Linux
+ * (docs/PROTOCOL.md §9): adapter `adapter` ("hci0", …; NULL: the first powered one that
+ * supports LE) advertises a rotating random token, scans for other nodes, and carries links
+ * over L2CAP LE credit-based channels; peers found are authenticated (§5) and shown as
+ * "Online (Bluetooth)". It needs CAP_NET_ADMIN. Where Bluetooth cannot be used (no kernel
+ * support, no adapter, adapter off, no permission) the start fails with YAOK_E_LINK_FAILED
+ * and "Bluetooth unavailable: <reason> (<what to do>)", shown in diagnostics and a
+ * YAOK_EVENT_TRANSPORT_CHANGED event; the node's other transports carry on, and enabling it
+ * again retries. Diagnostics list "advisories" (e.g. LE privacy off: the adapter's fixed
+ * address can be followed). `adapter` is borrowed; not a name like "hci0":
+ * YAOK_E_INVALID_ARGUMENT. Registered twice: YAOK_E_INVALID_ARGUMENT. */
+yaok_status yaok_transport_ble_add(yaok_node *node, const char *adapter);
+
 /* Registers the relay transport ("relay", shown as "Relay"), disabled: start it with
  * yaok_transport_set_enabled(node, "relay", 1). It keeps a TLS 1.3 session with the relay at
  * `address` ("host:port"), whose certificate must match `pin_hex` (the 64 hex digits

@@ -42,6 +42,16 @@ public func yaok_transport_lan_add(_ node: OpaquePointer?, _ listenAddress: Unsa
     }
 }
 
+@_cdecl("yaok_transport_ble_add")
+public func yaok_transport_ble_add(_ node: OpaquePointer?, _ adapter: UnsafePointer<CChar>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        var options = BLETransport.Options()
+        options.adapter = try adapter.map { try string($0, "adapter") }
+        try n.addTransport(try BLETransport(options: options))
+    }
+}
+
 @_cdecl("yaok_transport_relay_add")
 public func yaok_transport_relay_add(_ node: OpaquePointer?, _ address: UnsafePointer<CChar>?, _ pinHex: UnsafePointer<CChar>?,
                                      _ caFile: UnsafePointer<CChar>?) -> Int32 {

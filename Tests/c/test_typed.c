@@ -332,6 +332,28 @@ static void test_messages_and_events(void) {
     CHECK(yaok_diagnostics_transport(d, 1, &name, &state, &links, &line) == YAOK_E_NOT_FOUND);
     CHECK(yaok_diagnostics_transport(d, 0, NULL, &state, &links, &line) == YAOK_E_NULL_ARGUMENT);
 
+    /* Bluetooth LE from C. Where Bluetooth cannot be used (this test machine's kernel has
+     * none) the start says why and what to do, and the LAN goes on running. */
+    CHECK(yaok_transport_ble_add(alice, "bt0") == YAOK_E_INVALID_ARGUMENT);
+    CHECK(yaok_transport_ble_add(alice, NULL) == YAOK_OK);
+    CHECK(yaok_transport_ble_add(alice, NULL) == YAOK_E_INVALID_ARGUMENT);
+    yaok_status ble = yaok_transport_set_enabled(alice, "ble", 1);
+    if (ble != YAOK_OK) {
+        CHECK(ble == YAOK_E_LINK_FAILED);
+        CHECK(yaok_last_error_message() != NULL &&
+              strncmp(yaok_last_error_message(), "Bluetooth unavailable: ", 23) == 0);
+    }
+    CHECK(yaok_transport_set_enabled(alice, "ble", 0) == YAOK_OK);
+    yaok_diagnostics *after = NULL;
+    CHECK(yaok_diagnostics_new(alice, &after) == YAOK_OK && yaok_diagnostics_transport_count(after, &count) == YAOK_OK &&
+          count == 2);
+    for (size_t i = 0; i < count; i++) {
+        CHECK(yaok_diagnostics_transport(after, i, &name, &state, &links, &line) == YAOK_OK);
+        if (strcmp(name, "lan") == 0) CHECK(state == YAOK_TRANSPORT_RUNNING);
+        if (strcmp(name, "ble") == 0) CHECK(strcmp(line, "Bluetooth: Disabled") == 0);
+    }
+    yaok_diagnostics_free(after);
+
     /* LOCKED carries its reason as text; getters for fields it lacks say which. */
     CHECK(yaok_node_lock(alice) == YAOK_OK);
     for (int i = 0; i < 500 && !read_seen(&at_alice, &at_alice.locked_manual); i++) sleep_ms(10);

@@ -62,6 +62,7 @@ _diagnostics = declare("yaok_node_diagnostics", STATUS, NodePointer, CHAR_OUT)
 _lan_add = declare("yaok_transport_lan_add", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_uint16, ctypes.c_uint32,
                    ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t)
 _relay_add = declare("yaok_transport_relay_add", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
+_ble_add = declare("yaok_transport_ble_add", STATUS, NodePointer, ctypes.c_char_p)
 LAN_NO_DISCOVERY = 1
 
 
@@ -226,6 +227,14 @@ class LinksMixin(NodeBase):
         self._call(_relay_add, self._text(address, "address"),
                    None if pin_hex is None else self._text(pin_hex, "pin_hex"),
                    None if ca_file is None else self._text(ca_file, "ca_file"))
+
+    def add_ble(self, adapter: Optional[str] = None) -> None:
+        """Registers the Bluetooth LE transport, disabled (``yaok_transport_ble_add``); start it
+        with ``set_transport_enabled("ble", True)``. ``adapter``: "hci0", … (None: the first
+        powered LE adapter). Where Bluetooth cannot be used the start raises
+        :class:`~yaok.LinkFailed` with "Bluetooth unavailable: …" and what to do; the other
+        transports carry on."""
+        self._call(_ble_add, None if adapter is None else self._text(adapter, "adapter"))
 
     def diagnostics(self) -> Dict[str, Any]:
         """Diagnostics as a dict (docs/ABI.md, "diagnostics"); works while locked."""
