@@ -128,7 +128,10 @@ extension Node {
     func pump(_ store: Store, _ s: inout NodeState, _ effects: inout Effects, sweep: Bool = false) throws {
         let t = now
         // Deadlines and expiry are the timer's work: a send or a receipt only dispatches.
-        if sweep, s.keys != nil {
+        // Locked too: the timer is set by these deadlines, and an overdue attempt that stayed
+        // in flight would hold its link's window and bring the timer back at once, forever
+        // (only the status events wait for the keys).
+        if sweep {
             try store.requeueCarried(now: t)
             for id in s.delivery.inflight.overdue(at: t) {
                 s.delivery.inflight.remove(id)

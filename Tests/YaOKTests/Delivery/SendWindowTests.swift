@@ -50,3 +50,27 @@ import Testing
         #expect(try pair.bob.texts(pair.aliceID).count == count)
     }
 }
+
+extension SendWindowTests {
+    /// An attempt whose receipt never comes is failed by the timer while the node is locked
+    /// too: otherwise it holds the link's window until the unlock, and the timer, set by its
+    /// past deadline, fires again at once, over and over.
+    @Test func aLockedNodeFailsOverdueAttemptsAndReleasesTheWindow() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        pipe.drop { $0.count > 9_000 }  // the message is lost: no receipt
+        let id = try pair.alice.send(to: pair.bobID, text: Self.big).messageID
+        #expect(eventually { pair.alice.state.withLock { $0.delivery.inflight[id] != nil } })
+        try pair.alice.lock()
+        clock.advance(seconds: 31)
+        pair.alice.runDeliveryTimers()
+        let (flying, due) = pair.alice.state.withLock { ($0.delivery.inflight.count, $0.delivery.timerDue) }
+        #expect(flying == 0)
+        #expect((due ?? 0) > clock.now)
+        let row = try #require(try pair.alice.withStore { store, _ in try store.outboxRow(id) })
+        #expect(row.attempts == 1)
+    }
+}
