@@ -202,13 +202,34 @@ extension Node {
         perform(effects)
     }
 
-    /// One unit: a fragment, a handshake packet or a link packet.
+    /// One unit: a fragment, a handshake packet or a link packet. Once the handshake is
+    /// complete, a unit that cannot be taken (malformed, a bad fragment, a handshake packet
+    /// again) is dropped and counted, and the link stays up (§5.2, §5.3: lossy radios corrupt
+    /// and replay, and anyone in range can inject); only a link that keeps sending them is
+    /// closed. Before that, any of them ends the handshake.
     private func receiveUnit(_ unit: [UInt8], on linkID: UInt64, _ store: Store, _ s: inout NodeState,
                              _ effects: inout Effects) throws {
         guard var link = s.delivery.links[linkID] else { return }
         link.lastReceived = now
         s.delivery.links[linkID] = link
         noteActivity(link.link.transport, &s)
+        guard link.peer != nil else { return try takeUnit(unit, on: linkID, store, &s, &effects) }
+        do {
+            try takeUnit(unit, on: linkID, store, &s, &effects)
+        } catch let error as YaOKError where error.code != .diskFull && error.code != .storage {
+            try countBadUnit(on: linkID, error, &s)
+        }
+    }
+
+    private func countBadUnit(on linkID: UInt64, _ error: YaOKError, _ s: inout NodeState) throws {
+        s.delivery.links[linkID]?.badUnits += 1
+        if (s.delivery.links[linkID]?.badUnits ?? 0) > Node.maxBadUnitsPerLink {
+            throw YaOKError(.linkFailed, "The link sent \(Node.maxBadUnitsPerLink) bad packets: closed (last: \(error))")
+        }
+    }
+
+    private func takeUnit(_ unit: [UInt8], on linkID: UInt64, _ store: Store, _ s: inout NodeState,
+                          _ effects: inout Effects) throws {
         let packet: [UInt8]
         switch try Packet.decode(unit) {
         case .fragment(let fragment):
@@ -228,10 +249,7 @@ extension Node {
                 guard let payload = try s.delivery.links[linkID]?.channel.open(packet) else { return }
                 try receiveLinkPayload(payload, on: linkID, store, &s, &effects)
             } catch let error as YaOKError where error.code != .diskFull && error.code != .storage {
-                s.delivery.links[linkID]?.badUnits += 1
-                if (s.delivery.links[linkID]?.badUnits ?? 0) > Node.maxBadUnitsPerLink {
-                    throw YaOKError(.linkFailed, "The link sent \(Node.maxBadUnitsPerLink) bad packets: closed (last: \(error))")
-                }
+                try countBadUnit(on: linkID, error, &s)
             }
         case .routed, .fragment:
             throw YaOKError(.linkFailed, "Only handshake and link packets travel on a link")
