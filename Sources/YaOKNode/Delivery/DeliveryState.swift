@@ -58,6 +58,9 @@ struct LinkState {
     var contactID: Int64?
     let openedAt: Int64
     var lastReceived: Int64
+    /// When this side last sent a link packet (a keepalive follows `Node.linkKeepaliveMs`
+    /// after it: the peer's transport closes a link it hears nothing on).
+    var lastSent: Int64
     var handshakeTimer: EventLoop.TimerID?
     /// Seen-packet records this link caused in the current minute (a per-link cap).
     var recordsThisMinute = 0

@@ -45,7 +45,7 @@ extension Node {
             let fragmenter = mtu >= Wire.maxPacketLength ? nil : try Fragmenter(mtu: mtu)
             let t = now
             var state = LinkState(link: link, channel: channel, fragmenter: fragmenter, reassembler: try Reassembler(),
-                                  openedAt: t, lastReceived: t, minuteStart: t)
+                                  openedAt: t, lastReceived: t, lastSent: t, minuteStart: t)
             state.handshakeTimer = loop.schedule(after: Double(Node.handshakeTimeoutMs) / 1000) { [weak self, weak link] in
                 guard let self, let link else { return }
                 let pending = self.state.withLock { $0.delivery.links[link.id].map { !$0.isOpen } ?? false }
@@ -300,6 +300,7 @@ extension Node {
                     _ effects: inout Effects) throws {
         guard var link = s.delivery.links[linkID], link.isOpen else { return }
         let packet = try link.channel.seal(payload)
+        link.lastSent = now
         s.delivery.outgoing += try link.units(for: packet).map { (link.link, $0) }
         s.delivery.links[linkID] = link
     }

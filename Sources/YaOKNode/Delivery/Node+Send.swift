@@ -13,6 +13,10 @@ extension Node {
     /// so pacing by receipts never trips either; above what the slowest link (Bluetooth LE,
     /// about 600 KiB/s) carries in one receipt's round trip, so it never waits idle.
     static let linkWindowBytes = 128 * 1024
+    /// A link on which this side has sent nothing for this long gets a keepalive (§5.4), on
+    /// every transport: a radio the app brings has no keepalive of its own, and the peer's
+    /// transport closes a link it hears nothing on (Bluetooth LE after 90 s).
+    static let linkKeepaliveMs: Int64 = 20_000
 
     /// Sends `text` to contact `contactID`: encrypts it, stores it and queues it in one
     /// transaction, and returns the message at once, `pending`. It goes out over the first
@@ -145,6 +149,11 @@ extension Node {
                 }
             }
         }
+        if sweep {
+            for (linkID, link) in s.delivery.links where link.isOpen && t - link.lastSent >= Node.linkKeepaliveMs {
+                try sendOnLink(.keepalive, on: linkID, &s, &effects)
+            }
+        }
         var served = Set<Int64>()
         for (linkID, link) in s.delivery.links.sorted(by: { $0.key < $1.key }) where link.isOpen {
             guard let contact = link.contactID, served.insert(contact).inserted else { continue }
@@ -214,7 +223,8 @@ extension Node {
     private func scheduleDeliveryTimer(_ store: Store, _ s: inout NodeState) {
         // An hourly sweep at the latest, for expiry.
         let t = now
-        let deadlines = [try? store.nextOutboxAttempt(after: t), s.delivery.inflight.earliestDeadline,
+        let keepalive = s.delivery.links.values.filter(\.isOpen).map { $0.lastSent + Node.linkKeepaliveMs }.min()
+        let deadlines = [try? store.nextOutboxAttempt(after: t), s.delivery.inflight.earliestDeadline, keepalive,
                          s.delivery.carriers.values.map(\.pausedUntil).filter { $0 > t }.min(),
                          t + 3_600_000].compactMap { $0 }
         guard let due = deadlines.min() else { return }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import YaOKSupport
 @testable import YaOKWire
@@ -42,5 +43,37 @@ import Testing
 
         link.close()
         #expect(!link.isAuthenticated)
+    }
+}
+
+/// Every link gets a keepalive after 20 s with nothing sent (PROTOCOL.md §5.4), whatever its
+/// transport: a radio an app brings through `Node.openLink` has no keepalive of its own, and
+/// the far side's transport (Bluetooth LE: 90 s) closes a link it hears nothing on.
+@Suite struct IdleKeepaliveTests {
+    @Test func anIdleLinkGetsAKeepaliveFromTheDeliveryTimer() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let small = Mutex(0)
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        pipe.drop { unit in
+            if unit.count == 29 { small.withLock { $0 += 1 } }  // a keepalive link packet
+            return false
+        }
+        #expect(eventually { pair.alice.state.withLock { $0.delivery.links.values.contains { $0.isOpen } } })
+        #expect(eventually { pair.bob.state.withLock { $0.delivery.links.values.contains { $0.isOpen } } })
+        usleep(100_000)
+        let before = small.withLock { $0 }
+        clock.advance(seconds: 10)
+        pair.alice.runDeliveryTimers()
+        usleep(100_000)
+        #expect(small.withLock { $0 } == before)  // not yet idle long enough
+        clock.advance(seconds: 11)
+        pair.alice.runDeliveryTimers()
+        pair.bob.runDeliveryTimers()
+        #expect(eventually { small.withLock { $0 } == before + 2 })
+        let due = pair.alice.state.withLock { $0.delivery.timerDue }
+        #expect((due ?? 0) > clock.now)
     }
 }
