@@ -37,15 +37,24 @@ extension Store {
                   .blob(mac)])
     }
 
-    /// The IDs of queued rows that are due at `now`, for `contactID` (nil: any contact, for
-    /// a relay), in sending order. Without their packets: the caller skips those in flight
-    /// and loads (and checks) only what it sends, with `outboxRow(_:)`.
-    package func dueOutboxIDs(contactID: Int64?, now: Int64, limit: Int) throws -> [MessageID] {
-        let contact = contactID == nil ? "" : "contact_id = ? AND "
+    /// The IDs of queued rows that are due at `now`, for `contactID` (nil: any contact but
+    /// those in `excluding`, for a relay: contacts a direct link serves), in sending order.
+    /// Without their packets: the caller skips those in flight and loads (and checks) only
+    /// what it sends, with `outboxRow(_:)`.
+    package func dueOutboxIDs(contactID: Int64?, excluding: Set<Int64> = [], now: Int64, limit: Int) throws -> [MessageID] {
+        var filter = ""
+        var values: [SQLValue] = []
+        if let contactID {
+            filter = "contact_id = ? AND "
+            values.append(.int(contactID))
+        } else if !excluding.isEmpty {
+            filter = "contact_id NOT IN (\(Array(repeating: "?", count: excluding.count).joined(separator: ", "))) AND "
+            values += excluding.sorted().map { .int($0) }
+        }
         return try db.rows("""
             SELECT packet_id FROM outbox
-            WHERE \(contact)state = 0 AND next_attempt_ms <= ? AND expires_ms > ? ORDER BY seq LIMIT ?
-            """, (contactID.map { [.int($0)] } ?? []) + [.int(now), .int(now), .int(Int64(limit))]) {
+            WHERE \(filter)state = 0 AND next_attempt_ms <= ? AND expires_ms > ? ORDER BY seq LIMIT ?
+            """, values + [.int(now), .int(now), .int(Int64(limit))]) {
             try MessageID(bytes: $0.blob(0))
         }
     }

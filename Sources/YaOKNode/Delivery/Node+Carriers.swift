@@ -162,7 +162,8 @@ extension Node {
         else { return }
         // Rows already in flight are due too: ask for enough to get past them, IDs first
         // (their packets are loaded only to be sent).
-        let due = try store.dueOutboxIDs(contactID: nil, now: t, limit: Node.pumpBatch + s.delivery.inflight.count)
+        let due = try store.dueOutboxIDs(contactID: nil, excluding: served, now: t,
+                                         limit: Node.pumpBatch + s.delivery.inflight.count)
         var posts: [CarrierPost] = []
         for id in due where s.delivery.inflight[id] == nil {
             guard posts.count < Node.pumpBatch, s.delivery.inflight.bytes(on: carrier.id) < Node.linkWindowBytes else { break }

@@ -184,3 +184,31 @@ import Testing
         #expect(try pair.bob.texts(pair.aliceID).isEmpty)
     }
 }
+
+extension CarrierTests {
+    /// A backlog for a contact a direct link serves does not hold back what goes to a relay
+    /// for another contact (the relay's due list skips contacts served directly).
+    @Test func aDirectBacklogDoesNotStarveTheRelay() throws {
+        let dirs = [TempDir(), TempDir(), TempDir()]
+        defer { dirs.forEach { $0.remove() } }
+        let alice = try makeNode(dirs[0], name: "Alice")
+        let bob = try makeNode(dirs[1], name: "Bob")
+        let carol = try makeNode(dirs[2], name: "Carol")
+        defer { [alice, bob, carol].forEach { $0.close() } }
+        let bobID = try alice.addContact(card: bob.profile().text).id
+        let carolID = try alice.addContact(card: carol.profile().text).id
+        _ = try bob.addContact(card: alice.profile().text)
+        _ = try carol.addContact(card: alice.profile().text)
+        // Bob is linked but takes nothing (every unit after the handshake is lost), and 3,000
+        // messages wait for him: more than one relay pump looks at.
+        let pipe = try MemoryPipe(alice, bob)
+        defer { pipe.close() }
+        #expect(eventually { alice.linkIsOpen(to: bobID) })
+        pipe.drop { _ in true }
+        _ = try alice.send((0..<3000).map { (bobID, "to Bob \($0)") })
+        let relay = MemoryRelay()
+        try relay.connect(alice)
+        let m = try alice.send(to: carolID, text: "to Carol")
+        #expect(eventually { (try? alice.status(of: m.messageID)) == .sent })
+    }
+}
