@@ -154,22 +154,31 @@ extension Node {
                 try sendOnLink(.keepalive, on: linkID, &s, &effects)
             }
         }
-        var served = Set<Int64>()
+        // A contact's open links, oldest first: the next one takes over when one's window is
+        // full (two links to one contact: over the LAN and Bluetooth, or both directions).
+        var linksByContact: [Int64: [UInt64]] = [:]
         for (linkID, link) in s.delivery.links.sorted(by: { $0.key < $1.key }) where link.isOpen {
-            guard let contact = link.contactID, served.insert(contact).inserted else { continue }
+            if let contact = link.contactID { linksByContact[contact, default: []].append(linkID) }
+        }
+        let served = Set(linksByContact.keys)
+        for (contact, linkIDs) in linksByContact.sorted(by: { $0.key < $1.key }) {
             var sent = 0
+            var used = Set<UInt64>()
             // IDs first: rows in flight are still due, and loading (and MAC-checking) their
             // packets at every pump would cost more than sending.
             for due in try store.dueOutboxIDs(contactID: contact, now: t, limit: Node.pumpBatch + s.delivery.inflight.count)
             where s.delivery.inflight[due] == nil {
-                guard sent < Node.pumpBatch, s.delivery.inflight.bytes(on: linkID) < Node.linkWindowBytes else { break }
+                guard sent < Node.pumpBatch,
+                      let linkID = linkIDs.first(where: { s.delivery.inflight.bytes(on: $0) < Node.linkWindowBytes })
+                else { break }
                 guard let row = try store.outboxRow(due) else { continue }
                 try sendOnLink(.packet(row.packet), on: linkID, &s, &effects)
                 s.delivery.inflight.add(row.packetID, link: linkID, deadline: t + RetrySchedule.attemptTimeoutMs,
                                         bytes: row.packet.count)
                 sent += 1
+                used.insert(linkID)
             }
-            if sent > 0 { noteActivity(link.link.transport, &s) }
+            for linkID in used { if let link = s.delivery.links[linkID] { noteActivity(link.link.transport, &s) } }
         }
         try pumpCarriers(served: served, store, &s)
         scheduleDeliveryTimer(store, &s)

@@ -74,3 +74,23 @@ extension SendWindowTests {
         #expect(row.attempts == 1)
     }
 }
+
+extension SendWindowTests {
+    /// With two links to one contact, the second takes over when the first's window is full
+    /// (here the first has stalled: it confirms nothing), instead of standing idle.
+    @Test func aSecondLinkCarriesWhatTheFirstsWindowCannot() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let stalled = try MemoryPipe(pair.alice, pair.bob)
+        defer { stalled.close() }
+        #expect(eventually { pair.alice.linkIsOpen(to: pair.bobID) })
+        stalled.drop { $0.count > 9_000 }
+        let spare = try MemoryPipe(pair.alice, pair.bob)
+        defer { spare.close() }
+        #expect(eventually { pair.alice.state.withLock { $0.delivery.links.values.filter(\.isOpen).count == 2 } })
+        let ids = try pair.alice.send((0..<30).map { (pair.bobID, "\($0) " + Self.big) }).map(\.messageID)
+        // All but the window's worth stuck on the stalled link (they wait for their attempt
+        // to time out) arrive over the other.
+        #expect(eventually { ids.filter { (try? pair.alice.status(of: $0)) == .delivered }.count >= 30 - 9 })
+    }
+}
