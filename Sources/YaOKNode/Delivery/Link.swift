@@ -51,6 +51,23 @@ public final class Link: Sendable {
         node?.linkIsAuthenticated(self) ?? false
     }
 
+    /// Whether the authenticated peer is one of our contacts: true or false when the node
+    /// can tell, nil when it cannot — the handshake has not completed (or the link is
+    /// closed), or the node is locked and its contacts cannot be read (§6.3). For a
+    /// transport that gives strangers fewer of its scarce slots (BLE, PROTOCOL.md §9.2).
+    /// Any thread; takes the node's lock, as `isAuthenticated`.
+    public var peerIsContact: Bool? {
+        guard let node else { return nil }
+        return node.state.withLock { s -> Bool? in
+            guard let link = s.delivery.links[id], let peer = link.peer else { return nil }
+            if link.contactID != nil { return true }
+            // Matched at the handshake only if the contacts could be read then; ask the
+            // directory now (built while unlocked; nil while locked or not yet rebuilt).
+            guard s.keys != nil, let directory = s.delivery.peers else { return nil }
+            return directory.contact(for: peer) != nil
+        }
+    }
+
     /// Sends a keepalive link packet (§5.4) once the handshake has completed (nothing
     /// before): for a transport with no keepalive of its own, to show the peer the link is
     /// alive when there is nothing else to send. Any thread.

@@ -39,6 +39,16 @@ final class BLEConnection {
     /// never evicted, and keepalives go out on it. Asked of the link outside the lock, so it
     /// may lag the link by up to a tick (see `refreshAuthentication`).
     var authenticated = false
+    /// Monotonic ns when `authenticated` was first seen true: a stranger's grace period
+    /// (`Options.strangerGracePeriod`) counts from it.
+    var authenticatedAt: UInt64 = 0
+    /// Whether the authenticated peer is one of the node's contacts, as the link last said:
+    /// nil while unknown (no handshake yet, or the node is locked and cannot read its
+    /// contacts). A stranger's channel (false) may be evicted, is capped in number and is
+    /// closed after its grace period: anyone can complete the handshake with an identity
+    /// made for the purpose, and slots are few. Asked again at each sweep until true (a
+    /// contact may be added meanwhile).
+    var contact: Bool?
     /// Monotonic ns of the last SDU received, and of the last one queued or sent (from the
     /// open on): for the idle timeout and keepalives.
     var lastReceived: UInt64
@@ -78,8 +88,18 @@ struct BLEPeer {
     var failures = 0
     /// Monotonic ns before which it is not connected to again (exponential backoff).
     var retryAt: UInt64 = 0
-    /// A channel with it has been open: the last to be evicted from a full table.
+    /// A channel with it has authenticated a peer not known to be a stranger (now or before
+    /// its last close: `BLEState.recentlyLinked`): tried before strangers, the last to be
+    /// evicted from a full table, and given the full `connectTimeout`.
     var linked = false
+    /// Advertisements heard from it: a full table drops the least heard first, so a crowd of
+    /// fresh addresses each heard once replace one another, not a peer heard run after run
+    /// (whose fallback clock, `unconnectedSince`, would start again each time it came back).
+    var sightings = 0
+    /// Heard since our last connect attempt to it. A never-linked address gets one attempt
+    /// per sighting: one heard once and gone (a fake from a fresh random address) is not
+    /// tried again from the table.
+    var heardSinceAttempt = true
 }
 
 struct BLEClosed {
@@ -95,7 +115,8 @@ struct BLEAdapter {
     var name: String { "hci\(index)" }
     let address: BLEAddress
     var powered: Bool
-    /// The Add Advertising instance the transport owns (a free one, the highest).
+    /// The Add Advertising instance the transport owns: always the adapter's highest, so
+    /// that a start after a crash takes over the instance the crashed run left behind.
     let instance: UInt8
     /// LE privacy is on: the kernel advertises from a resolvable private address it renews
     /// (otherwise from the adapter's fixed address, which lets an observer follow it).
@@ -130,6 +151,12 @@ struct BLEState {
     var discovering = false
     /// Monotonic ns of the last Start Discovery sent and not yet answered (0: none).
     var discoveryRequestedAt: UInt64 = 0
+    /// Monotonic ns of the last Stop Discovery sent while a run was on (0: none pending).
+    /// If no "Discovering off" follows within `BLETransport.discoveryStopDeadline`, the
+    /// event is taken as lost: discovery is assumed off and asked for again.
+    var discoveryStopRequestedAt: UInt64 = 0
+    /// Stop Discovery requests whose "Discovering off" never came.
+    var discoveryStopsAssumed = 0
     /// Monotonic ns before which discovery is not requested again (after a failure).
     var discoveryRetryAt: UInt64 = 0
     var discoveryRuns = 0
@@ -153,6 +180,18 @@ struct BLEState {
     /// Peers dropped from `discovered` when their channel closed, and when (monotonic ns):
     /// put back if our own adapter turns out to have gone off (see `poweredLocked`).
     var lostPeers: [BLEAddress: (peer: BLEPeer, at: UInt64)] = [:]
+    /// Addresses whose channel authenticated a peer not known to be a stranger, kept across
+    /// closes (a peer's entry in `discovered` is not): the fair order's "linked before".
+    var recentlyLinked = BLERecentAddresses<Bool>(capacity: 64)
+    /// Addresses whose authenticated peer was a stranger, and until when (monotonic ns) we do
+    /// not connect to them again (its channel is closed after its grace period; connecting
+    /// again at once would only hand it another).
+    var recentStrangers = BLERecentAddresses<UInt64>(capacity: 64)
+    /// Peers a full table dropped for a newcomer: when one is heard again soon, its fallback
+    /// clock and sightings come back with it, so that a flood of fresh addresses cannot keep
+    /// restarting a real peer's 30 s fallback (or keep it at one sighting, first to go). Four
+    /// tables' worth: a flood must bring 256 fresh addresses between two of its sightings.
+    var droppedPeers = BLERecentAddresses<(unconnectedSince: UInt64?, sightings: Int, lastSeen: UInt64)>(capacity: 256)
     var timer: EventLoop.TimerID?
     var mgmtBuffer = [UInt8](repeating: 0, count: 2048)
     var readBuffer = [UInt8](repeating: 0, count: 65536)
@@ -167,8 +206,12 @@ struct BLEState {
     // Slots and idle channels (BLETransport+Connections.swift).
     /// The once-a-second sweep of channel deadlines and keepalives.
     var connectionTimer: EventLoop.TimerID?
-    /// Channels closed to make room for a new one (their handshake had not finished).
+    /// Channels closed to make room for a new one (their handshake had not finished, or
+    /// their peer is a stranger).
     var evicted = 0
+    /// Channels closed because their authenticated peer is not a contact (grace period over,
+    /// or more strangers than `Options.maxStrangerChannels`).
+    var strangersClosed = 0
     /// Tests only: the MTU (both ways) of channels whose socket is not Bluetooth (a
     /// socketpair standing in for an accepted channel), which have none to read.
     var nonBluetoothMTU: Int?

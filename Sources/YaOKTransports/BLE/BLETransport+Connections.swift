@@ -57,22 +57,35 @@ extension BLETransport {
     ///   `maxConnections - reservedOutboundSlots` (an inbound flood cannot stop us
     ///   connecting to the peers we discover).
     ///
-    /// Where a rule is met only by making room, inbound channels whose handshake has not
-    /// finished are evicted, oldest first (it had the longest to finish). Authenticated
-    /// channels are never evicted, nor channels we opened (to a peer we chose). Returns
-    /// false, evicting nothing, when no room can be made; else the evicted channels are in
-    /// `evicted`, for the caller to tell their links outside the lock.
+    /// Where a rule is met only by making room, a channel is evicted: first an inbound one
+    /// whose handshake has not finished, oldest first (it had the longest to finish); then
+    /// one whose authenticated peer is a stranger (not a contact: anyone can complete the
+    /// handshake with a self-made identity), either direction, oldest first. Channels with
+    /// contacts are never evicted, nor those whose peer the node cannot place (locked), nor
+    /// unauthenticated ones we opened (to a peer we chose). Returns false, evicting
+    /// nothing, when no room can be made; else the evicted channels are in `evicted`, for
+    /// the caller to tell their links outside the lock. The flags are as last asked of the
+    /// links: callers refresh them first (`refreshAuthentication`, outside the lock).
     func makeRoomLocked(_ s: inout BLEState, for remote: BLEAddress, direction: BLEConnection.Direction,
                         evicting evicted: inout [ClosedChannel]) -> Bool {
         let all = s.connections.values.sorted { $0.id < $1.id }
-        var victims: [UInt64] = []
+        var victims: [(id: UInt64, reason: String)] = []
+        func taken(_ c: BLEConnection) -> Bool { victims.contains { $0.id == c.id } }
         func count(_ include: (BLEConnection) -> Bool) -> Int {
-            all.filter { !victims.contains($0.id) && include($0) }.count
+            all.filter { !taken($0) && include($0) }.count
         }
-        func evictable(_ include: (BLEConnection) -> Bool) -> UInt64? {
-            all.first { c in
-                !victims.contains(c.id) && c.direction == .inbound && c.phase == .open && !c.authenticated && include(c)
-            }?.id
+        func evictable(_ include: (BLEConnection) -> Bool) -> (id: UInt64, reason: String)? {
+            if let c = all.first(where: { c in
+                !taken(c) && c.direction == .inbound && c.phase == .open && !c.authenticated && include(c)
+            }) {
+                return (c.id, "evicted: its handshake had not finished and a new channel needed the slot")
+            }
+            if let c = all.first(where: { c in
+                !taken(c) && c.phase == .open && c.authenticated && c.contact == false && include(c)
+            }) {
+                return (c.id, "evicted: its peer is not a contact and a new channel needed the slot")
+            }
+            return nil
         }
         let sameAddress = { (c: BLEConnection) in c.remote.bytes == remote.bytes }
         while count(sameAddress) >= options.maxChannelsPerAddress {
@@ -85,8 +98,7 @@ extension BLETransport {
             guard let victim = evictable({ _ in true }) else { return false }
             victims.append(victim)
         }
-        let reason = "evicted: its handshake had not finished and a new channel needed the slot"
-        for id in victims {
+        for (id, reason) in victims {
             evicted.append((closeLocked(&s, id, reason), reason))
             s.evicted += 1
         }
@@ -97,7 +109,10 @@ extension BLETransport {
 
     /// Starts a non-blocking connect to a discovered peer's PSM. The kernel scans for the
     /// peer's connectable advertising, connects (we are the central) and opens the channel;
-    /// writability says it is done, SO_ERROR whether it worked.
+    /// writability says it is done, SO_ERROR whether it worked. Runs under the lock, so it
+    /// cannot ask the links whether they have authenticated: every path here (the tick,
+    /// mgmt events) refreshes the flags just before taking the lock, or an inbound channel
+    /// that authenticated a moment ago could be evicted as unfinished.
     func connectLocked(_ s: inout BLEState, to remote: BLEAddress) {
         guard let adapter = s.adapter else { return }
         var evicted: [ClosedChannel] = []
@@ -358,11 +373,15 @@ extension BLETransport {
     }
 
     /// Closes channels
-    /// - whose connect has not completed `connectTimeout` after it started;
+    /// - whose connect has not completed `connectTimeout` after it started
+    ///   (`newcomerConnectTimeout` for an address not linked with lately);
     /// - whose write queue has not moved for `writeStallTimeout` (the peer is not reading);
     /// - whose link has not authenticated the peer `handshakeTimeout` after the open (the
     ///   node gives up on the handshake too; this also frees a channel whose link could not
     ///   be opened or was never told anything);
+    /// - whose authenticated peer is not a contact, `strangerGracePeriod` after it
+    ///   authenticated (not while the node cannot tell: locked), and the newest beyond
+    ///   `maxStrangerChannels` of those;
     /// - on which no SDU has arrived for `idleTimeout`;
     ///
     /// and asks the link of each authenticated channel that has sent nothing for
@@ -377,8 +396,9 @@ extension BLETransport {
             guard s.running else { return }
             for c in s.connections.values.sorted(by: { $0.id < $1.id }) {
                 if c.phase == .connecting {
-                    if BLETransport.elapsed(since: c.startedAt, now) >= BLETransport.nanoseconds(options.connectTimeout) {
-                        let reason = "no connection within \(BLETransport.seconds(options.connectTimeout)) s"
+                    let timeout = connectTimeoutLocked(s, c.remote)
+                    if BLETransport.elapsed(since: c.startedAt, now) >= BLETransport.nanoseconds(timeout) {
+                        let reason = "no connection within \(BLETransport.seconds(timeout)) s"
                         closed.append((closeLocked(&s, c.id, reason), reason))
                     }
                 } else if !c.queue.isEmpty,
@@ -389,6 +409,12 @@ extension BLETransport {
                 } else if !c.authenticated, BLETransport.elapsed(since: c.startedAt, now) >= BLETransport.nanoseconds(options.handshakeTimeout) {
                     let reason = "the peer was not authenticated within \(BLETransport.seconds(options.handshakeTimeout)) s"
                     closed.append((closeLocked(&s, c.id, reason), reason))
+                } else if c.authenticated, c.contact == false,
+                          BLETransport.elapsed(since: c.authenticatedAt, now) >= BLETransport.nanoseconds(options.strangerGracePeriod) {
+                    let reason = "its peer is not a contact (closed \(BLETransport.seconds(options.strangerGracePeriod)) s "
+                        + "after the handshake)"
+                    closed.append((closeLocked(&s, c.id, reason), reason))
+                    s.strangersClosed += 1
                 } else if BLETransport.elapsed(since: c.lastReceived, now) >= BLETransport.nanoseconds(options.idleTimeout) {
                     let reason = "nothing received for \(BLETransport.seconds(options.idleTimeout)) s"
                     closed.append((closeLocked(&s, c.id, reason), reason))
@@ -398,17 +424,37 @@ extension BLETransport {
                     keepalives.append(link)
                 }
             }
+            closed += capStrangersLocked(&s)
         }
         for (link, reason) in closed { link?.close(reason: reason) }
         for link in keepalives { link.sendKeepalive() }
     }
 
-    /// Asks the links of channels not yet known to be authenticated whether they are now,
-    /// outside the lock (a link takes the node's lock), and notes those that are.
+    /// Closes the newest channels with strangers beyond `maxStrangerChannels` (the older ones
+    /// are nearer the end of their grace period; the latecomer waits its turn).
+    func capStrangersLocked(_ s: inout BLEState) -> [ClosedChannel] {
+        let strangers = s.connections.values.filter { $0.authenticated && $0.contact == false }.sorted { $0.id < $1.id }
+        guard strangers.count > options.maxStrangerChannels else { return [] }
+        let reason = "its peer is not a contact and \(options.maxStrangerChannels) channels with strangers are open"
+        return strangers.dropFirst(options.maxStrangerChannels).map { c in
+            s.strangersClosed += 1
+            return (closeLocked(&s, c.id, reason), reason)
+        }
+    }
+
+    /// How long an outbound connect to `remote` may take: the full `connectTimeout` for an
+    /// address we have linked with lately, `newcomerConnectTimeout` for any other.
+    func connectTimeoutLocked(_ s: BLEState, _ remote: BLEAddress) -> Double {
+        s.recentlyLinked.contains(remote) ? options.connectTimeout : min(options.newcomerConnectTimeout, options.connectTimeout)
+    }
+
+    /// Asks the links of channels not yet known to be authenticated, or whose peer is not
+    /// known to be a contact, what they are now — outside the lock (a link takes the node's
+    /// lock) — and notes it.
     func refreshAuthentication() {
         let pending = state.withLock { s in
             s.connections.values.compactMap { c -> (UInt64, any TransportLink)? in
-                guard !c.authenticated, c.phase == .open, let link = c.link else { return nil }
+                guard !c.authenticated || c.contact != true, c.phase == .open, let link = c.link else { return nil }
                 return (c.id, link)
             }
         }
@@ -416,10 +462,34 @@ extension BLETransport {
     }
 
     private func noteAuthenticated(_ candidates: [(UInt64, any TransportLink)]) {
-        let done = candidates.filter { $0.1.isAuthenticated }
-        guard !done.isEmpty else { return }
+        let answers = candidates.compactMap { id, link -> (UInt64, any TransportLink, Bool?)? in
+            guard link.isAuthenticated else { return nil }
+            return (id, link, link.peerIsContact)
+        }
+        guard !answers.isEmpty else { return }
+        let now = EventLoop.monotonicNanoseconds()
         state.withLock { s in
-            for (id, link) in done where s.connections[id]?.link === link { s.connections[id]?.authenticated = true }
+            for (id, link, contact) in answers {
+                guard let c = s.connections[id], c.link === link else { continue }
+                if !c.authenticated {
+                    c.authenticated = true
+                    c.authenticatedAt = now
+                }
+                c.contact = contact
+                switch contact {
+                case false?:
+                    s.recentlyLinked.remove(c.remote)
+                    s.recentStrangers.set(c.remote, now &+ BLETransport.nanoseconds(options.maxConnectBackoff))
+                    s.discovered[c.remote]?.linked = false
+                case true?:
+                    // Linked, for the fair order, across closes.
+                    s.recentlyLinked.set(c.remote, true)
+                    s.recentStrangers.remove(c.remote)
+                    s.discovered[c.remote]?.linked = true
+                case nil:
+                    break  // the node cannot tell (locked): asked again at the next sweep
+                }
+            }
         }
     }
 

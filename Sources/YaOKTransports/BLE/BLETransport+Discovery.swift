@@ -18,6 +18,8 @@ extension BLETransport {
 
     /// The mgmt socket is readable: a bounded batch of events.
     func mgmtReady() {
+        // An advert may lead to a connect, which may evict: with fresh flags (`connectLocked`).
+        refreshAuthentication()
         let links = state.withLock { s -> [((any TransportLink)?, String)] in
             guard s.running, let mgmt = s.mgmt else { return [] }
             var closed: [((any TransportLink)?, String)] = []
@@ -47,6 +49,7 @@ extension BLETransport {
 
         case .discovering(let index, _, let on) where index == adapter.index:
             s.discovering = on
+            s.discoveryStopRequestedAt = 0
             if !on { s.discoveryOurs = false }
             s.discoveryStartedAt = on ? EventLoop.monotonicNanoseconds() : 0
             if on {
@@ -92,6 +95,15 @@ extension BLETransport {
 
     private func commandDoneLocked(_ s: inout BLEState, opcode: UInt16, status: UInt8) {
         switch Mgmt.Op(rawValue: opcode) {
+        case .stopDiscovery where status != 0:
+            // Refused (no run of ours is on, or the adapter went off): no "Discovering off"
+            // will come, so do not wait for it.
+            if s.discoveryStopRequestedAt != 0 {
+                s.discoveryStopRequestedAt = 0
+                s.discovering = false
+                s.discoveryStartedAt = 0
+                requestDiscoveryLocked(&s)
+            }
         case .startDiscovery:
             s.discoveryRequestedAt = 0
             if status == 0 {
@@ -151,6 +163,7 @@ extension BLETransport {
             s.discovering = false
             s.advertising = false
             s.discoveryRequestedAt = 0
+            s.discoveryStopRequestedAt = 0
             // Peers heard lately are kept through a power cycle (not a removal): at power-on
             // the side that connects does so at once (the kernel's own scan finds the peer),
             // rather than waiting to hear it again — a discovery run may miss an advertiser
@@ -161,6 +174,7 @@ extension BLETransport {
                 for address in Array(s.discovered.keys) {
                     s.discovered[address]?.unconnectedSince = nil
                     s.discovered[address]?.lastAttempt = nil
+                    s.discovered[address]?.heardSinceAttempt = true
                 }
             }
             s.advertisingStoredWhileOff = false
@@ -249,6 +263,7 @@ extension BLETransport {
     /// Discovery starts again when the connection is made or fails.
     func pauseDiscoveryLocked(_ s: inout BLEState) {
         guard let adapter = s.adapter, let mgmt = s.mgmt, s.discovering || s.discoveryRequestedAt != 0 else { return }
+        if s.discovering, s.discoveryStopRequestedAt == 0 { s.discoveryStopRequestedAt = EventLoop.monotonicNanoseconds() }
         mgmt.send(Mgmt.command(.stopDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE]))
     }
 
@@ -256,9 +271,9 @@ extension BLETransport {
 
     /// A Ya OK advertisement from `address`: remember the peer (making room if the table is
     /// full), maybe connect to someone.
-    func heardLocked(_ s: inout BLEState, _ advert: BLEAdvert, from address: BLEAddress, rssi: Int8) {
+    func heardLocked(_ s: inout BLEState, _ advert: BLEAdvert, from address: BLEAddress, rssi: Int8,
+                     now: UInt64 = EventLoop.monotonicNanoseconds()) {
         guard advert.token != s.token, advert.token != s.previousToken else { return }
-        let now = EventLoop.monotonicNanoseconds()
         if let stale = s.staleTokens[address] {
             if now < stale.until, stale.token == advert.token {
                 s.staleAdvertsIgnored += 1
@@ -275,10 +290,23 @@ extension BLETransport {
                     s.peersRefused += 1
                     return
                 }
-                s.discovered.removeValue(forKey: victim)
+                if let dropped = s.discovered.removeValue(forKey: victim) {
+                    s.droppedPeers.set(victim, (dropped.unconnectedSince, dropped.sightings, dropped.lastSeen))
+                }
             }
-            s.discovered[address] = BLEPeer(token: advert.token, rssi: rssi, firstSeenMs: nowMs, lastSeenMs: nowMs, lastSeen: now)
+            var peer = BLEPeer(token: advert.token, rssi: rssi, firstSeenMs: nowMs, lastSeenMs: nowMs, lastSeen: now)
+            peer.linked = s.recentlyLinked.contains(address)
+            if let dropped = s.droppedPeers[address] {
+                s.droppedPeers.remove(address)
+                if BLETransport.elapsed(now, dropped.lastSeen) < BLETransport.nanoseconds(options.forgetAfter) {
+                    peer.unconnectedSince = dropped.unconnectedSince
+                    peer.sightings = dropped.sightings
+                }
+            }
+            s.discovered[address] = peer
         }
+        s.discovered[address]?.sightings += 1
+        s.discovered[address]?.heardSinceAttempt = true
         s.discovered[address]?.token = advert.token
         s.discovered[address]?.psm = advert.psm
         s.discovered[address]?.rssi = rssi
@@ -289,12 +317,17 @@ extension BLETransport {
 
     /// The peer a full table drops for a new one: never one we have a channel with (either
     /// direction, any phase); of the others, one never linked before one that was, then the
-    /// least recently heard. nil: every peer has a channel (the new one is not kept).
+    /// least heard (a flood of fresh addresses, each heard once, churns among itself, not a
+    /// real peer heard run after run: dropped and heard again, its fallback clock would
+    /// start over, and the 30 s fallback never come), then the least recently heard. nil:
+    /// every peer has a channel (the new one is not kept).
     func evictionVictimLocked(_ s: BLEState) -> BLEAddress? {
         let withChannels = Set(s.connections.values.map { $0.remote.bytes })
         return s.discovered.filter { !withChannels.contains($0.key.bytes) }
             .min { a, b in
-                a.value.linked != b.value.linked ? !a.value.linked : a.value.lastSeen < b.value.lastSeen
+                if a.value.linked != b.value.linked { return !a.value.linked }
+                if a.value.sightings != b.value.sightings { return a.value.sightings < b.value.sightings }
+                return a.value.lastSeen < b.value.lastSeen
             }?.key
     }
 
@@ -309,13 +342,18 @@ extension BLETransport {
         let channels = s.connections.values.filter { $0.remote.bytes == address.bytes }
         if !channels.isEmpty {
             if channels.contains(where: { $0.phase == .open }) {
-                peer.linked = true
+                // The connect worked; "linked" waits for the peer to prove a contact.
                 peer.failures = 0
                 peer.retryAt = 0
             }
             peer.unconnectedSince = nil
             return false
         }
+        peer.linked = s.recentlyLinked.contains(address)
+        // A stranger's channel is closed after its grace period: not connected to again soon.
+        if let until = s.recentStrangers[address], now < until { return false }
+        // A never-linked address: one attempt per sighting.
+        if !peer.linked, !peer.heardSinceAttempt { return false }
         let since = peer.unconnectedSince ?? now
         peer.unconnectedSince = since
         let ours = BLEAdvert.connects(own: s.token, peer: peer.token)
@@ -364,6 +402,7 @@ extension BLETransport {
 
     private func attemptLocked(_ s: inout BLEState, _ address: BLEAddress, now: UInt64) {
         s.discovered[address]?.lastAttempt = now
+        s.discovered[address]?.heardSinceAttempt = false
         connectLocked(&s, to: address)
     }
 
@@ -414,6 +453,38 @@ extension BLETransport {
         s.discovered[remote]?.unconnectedSince = nil
     }
 
+    /// How long a Stop Discovery may go without its "Discovering off" before that event is
+    /// taken as lost (the kernel answers within milliseconds; its own timeouts are 2 s).
+    static let discoveryStopDeadline: Double = 4
+
+    /// The tick's part in discovery: ends a run that has lasted `discoveryRunLength` (the
+    /// "Discovering off" that follows starts the next), and asks for a run when none is on.
+    /// A Stop Discovery whose "Discovering off" has not come within `discoveryStopDeadline`
+    /// is taken as answered: discovery is assumed off and asked for again. Without that, one
+    /// lost event left `discovering` true, and discovery stopped for good. (If the kernel was
+    /// in fact still discovering, Start Discovery fails "Busy" and is retried every 2 s
+    /// until its run ends.)
+    func keepDiscoveringLocked(_ s: inout BLEState, now: UInt64) {
+        guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
+        if s.discovering, s.discoveryStopRequestedAt != 0,
+           BLETransport.elapsed(now, s.discoveryStopRequestedAt) >= BLETransport.nanoseconds(BLETransport.discoveryStopDeadline) {
+            s.discovering = false
+            s.discoveryOurs = false
+            s.discoveryStartedAt = 0
+            s.discoveryStopRequestedAt = 0
+            s.discoveryStopsAssumed += 1
+        }
+        if s.discovering, !s.isConnecting, s.discoveryStartedAt != 0,
+           BLETransport.elapsed(now, s.discoveryStartedAt) >= BLETransport.nanoseconds(options.discoveryRunLength) {
+            // Ended early; the Discovering event that follows starts the next run.
+            s.discoveryStartedAt = 0
+            s.discoveryRestarts += 1
+            s.discoveryStopRequestedAt = now
+            mgmt.send(Mgmt.command(.stopDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE]))
+        }
+        requestDiscoveryLocked(&s)
+    }
+
     /// `now - then`, 0 if `then` is later (times from different clocks in tests).
     static func elapsed(_ now: UInt64, _ then: UInt64) -> UInt64 { now > then ? now - then : 0 }
 
@@ -422,24 +493,18 @@ extension BLETransport {
     /// Once a second: token rotation, discovery kept going, peers forgotten, one peer
     /// (fairly chosen) connected to. (Channel deadlines: `sweepConnections`.)
     func tick(run: UInt64) {
+        refreshAuthentication()  // before a connect may evict (`connectLocked`)
         let closed = state.withLock { s -> [((any TransportLink)?, String)] in
             guard s.running, s.run == run, let loop = s.loop else { return [] }
             let now = EventLoop.monotonicNanoseconds()
             var closed: [((any TransportLink)?, String)] = []
             if let adapter = s.adapter, adapter.powered, !s.adapterGone {
                 if now &- s.tokenDrawnAt >= BLETransport.nanoseconds(options.tokenLifetime) { rotateTokenLocked(&s) }
-                if s.discovering, !s.isConnecting, s.discoveryStartedAt != 0,
-                   now &- s.discoveryStartedAt >= BLETransport.nanoseconds(options.discoveryRunLength),
-                   let mgmt = s.mgmt {
-                    // Ended early; the Discovering event that follows starts the next run.
-                    s.discoveryStartedAt = 0
-                    s.discoveryRestarts += 1
-                    mgmt.send(Mgmt.command(.stopDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE]))
-                }
-                requestDiscoveryLocked(&s)
+                keepDiscoveringLocked(&s, now: now)
                 let forget = BLETransport.nanoseconds(options.forgetAfter)
                 s.discovered = s.discovered.filter { now &- $0.value.lastSeen < forget }
                 s.staleTokens = s.staleTokens.filter { now < $0.value.until }
+                s.recentStrangers.filter { now < $0 }
                 s.lostPeers = s.lostPeers.filter { now &- $0.value.at < BLETransport.nanoseconds(5) }
                 connectNextLocked(&s, now: now)
             }

@@ -151,12 +151,17 @@ extension BLETransport {
             guard featureStatus == 0, let features = Mgmt.parseAdvertisingFeatures(featureData) else {
                 throw BLEUnavailable.from(status: featureStatus, doing: "reading advertising features", adapter: adapterName)
             }
-            guard features.maxInstances > 0, features.maxDataLength >= BLEAdvert.encodedLength + 3,
-                  let free = (1...features.maxInstances).reversed().first(where: { !features.instances.contains(UInt8($0)) }) else {
-                throw BLEUnavailable("\(adapterName) has no free advertising instance (\(features.instances.count) of \(features.maxInstances) in use)",
-                                     guidance: "stop other advertisers (`btmgmt --index \(chosen) clr-adv` clears them)")
+            guard features.maxInstances > 0, features.maxDataLength >= BLEAdvert.encodedLength + 3 else {
+                throw BLEUnavailable("\(adapterName) cannot advertise a Ya OK advertisement (\(features.maxInstances) instances "
+                                     + "of at most \(features.maxDataLength) bytes)",
+                                     guidance: "use an adapter with Bluetooth 4.0 or later")
             }
-            var adapter = BLEAdapter(index: chosen, address: info.address, powered: true, instance: UInt8(free))
+            // Always the adapter's highest instance: a node killed before `stop` leaves its
+            // instance advertising (the Ya OK UUID and its last token), and the next start
+            // must take that one over rather than add a second beside it. Other advertisers
+            // (bluetoothd) take the lowest free instance.
+            let ours = UInt8(clamping: features.maxInstances)
+            var adapter = BLEAdapter(index: chosen, address: info.address, powered: true, instance: ours)
             adapter.privacy = info.privacy
 
             let (fd, psm) = try system.listen(info.address, options.psm, options.receiveMTU, options.sendBuffer)
@@ -168,6 +173,9 @@ extension BLETransport {
 
             let token = Sodium.randomBytes(BLEAdvert.tokenLength)
             instance = adapter.instance
+            // A leftover of ours (see above) goes first; removing an instance that is not
+            // there only fails with "Invalid Parameters", which changes nothing.
+            _ = try mgmt.request(.removeAdvertising, index: chosen, [adapter.instance])
             let (advStatus, _) = try mgmt.request(.addAdvertising, index: chosen,
                 Mgmt.addAdvertisingParameters(instance: adapter.instance, data: BLEAdvert(token: token, psm: psm).encoded))
             guard advStatus == 0 else { throw BLEUnavailable.from(status: advStatus, doing: "starting advertising", adapter: adapterName) }

@@ -54,10 +54,23 @@ public final class BLETransport: Transport {
         public var writeStallTimeout: Double = 30
         /// An outbound connect that has not completed after this many seconds is abandoned.
         public var connectTimeout: Double = 10
+        /// The same for an address no channel has authenticated a contact (or unknown peer)
+        /// at lately (`BLEState.recentlyLinked`): a fake advertiser from a fresh random
+        /// address holds the one outbound connect this long at most. An LE connect to a
+        /// device that is advertising takes about one advertising interval (1.28 s by default).
+        public var newcomerConnectTimeout: Double = 5
         /// A channel whose link has not authenticated the peer (its handshake, PROTOCOL.md
         /// §5.2, has not completed) this long after the channel opened is closed. The node
         /// itself gives a handshake 10 s (`Node.handshakeTimeoutMs`): waiting longer only holds the slot.
         public var handshakeTimeout: Double = 10
+        /// A channel whose authenticated peer is not one of the node's contacts is closed this
+        /// many seconds after it authenticated (unless the node cannot tell: locked). This
+        /// version forwards nothing for others (PROTOCOL.md §4.3), so a stranger has nothing
+        /// to give; without it, anyone with a self-made identity could hold slots for good.
+        public var strangerGracePeriod: Double = 30
+        /// At most this many channels with strangers (authenticated, not contacts) at once;
+        /// the newest beyond it are closed.
+        public var maxStrangerChannels = 2
 
         // Channel slots and idle channels (BLETransport+Connections.swift: `makeRoomLocked`,
         // `sweepConnections`).
@@ -149,7 +162,11 @@ public final class BLETransport: Transport {
             throw YaOKError(.invalidArgument, "BLE channels per address must be at least 1, and reserved outbound slots "
                             + "fewer than maxConnections (\(options.maxConnections))")
         }
-        let intervals = [options.tokenLifetime, options.connectTimeout, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.staleTokenHold,
+        guard options.maxStrangerChannels >= 0 else {
+            throw YaOKError(.invalidArgument, "BLE maxStrangerChannels must not be negative")
+        }
+        let intervals = [options.tokenLifetime, options.connectTimeout, options.newcomerConnectTimeout,
+                         options.strangerGracePeriod, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.staleTokenHold,
                          options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter,
                          options.keepaliveInterval, options.idleTimeout, options.maxConnectBackoff, options.handOverInterval]
         guard intervals.allSatisfy({ $0 > 0 && $0 <= 86_400 }) else {

@@ -21,11 +21,7 @@ enum L2CAPSocket {
         }
         guard rc == 0 else {
             let code = errno
-            if code == EADDRINUSE {
-                throw YaOKError(.invalidArgument, "Cannot listen on L2CAP PSM 0x\(String(psm, radix: 16)) of \(adapter.text): "
-                                + "it is in use (another Ya OK node on this adapter?)")
-            }
-            throw BLEUnavailable.from(errno: code, doing: "binding an L2CAP socket to \(adapter.text)")
+            throw bindFailure(code, psm: psm, adapter: adapter)
         }
         var mtu = UInt16(clamping: receiveMTU)
         guard setsockopt(fd, SOL_BLUETOOTH, BT_RCVMTU, &mtu, socklen_t(MemoryLayout<UInt16>.size)) == 0 else {
@@ -40,6 +36,12 @@ enum L2CAPSocket {
         }
         ok = true
         return fd
+    }
+
+    /// Why bind(2) failed, for `start` to throw (a `BLEUnavailable`: LINK_FAILED at the C API).
+    static func bindFailure(_ code: Int32, psm: UInt16, adapter: BLEAddress) -> BLEUnavailable {
+        code == EADDRINUSE ? .psmInUse(psm, adapter: adapter)
+            : .from(errno: code, doing: "binding an L2CAP socket to \(adapter.text)")
     }
 
     static func sockaddr(_ address: BLEAddress, psm: UInt16) -> sockaddr_l2 {

@@ -26,6 +26,11 @@ package protocol TransportLink: AnyObject, Sendable {
     /// Whether the link's handshake has completed (its peer is authenticated). Any thread;
     /// takes the node's lock, so never ask while holding the transport's.
     var isAuthenticated: Bool { get }
+    /// Whether the authenticated peer is one of the node's contacts: true or false when
+    /// known, nil when not (no handshake yet, or the node is locked and cannot read its
+    /// contacts). Any thread; takes the node's lock, so never ask while holding the
+    /// transport's.
+    var peerIsContact: Bool? { get }
     /// Sends a keepalive on an authenticated link (nothing otherwise): for a transport with
     /// no keepalive of its own. Any thread; it may call the link's `send` before returning,
     /// so never call it while holding the transport's lock.

@@ -81,7 +81,7 @@ import YaOKCrypto
             s.connections[99] = BLEConnection(id: 99, fd: -1, remote: a, direction: .inbound, phase: .open,
                                               now: start, nowMs: 0)
             _ = t.refreshPeerLocked(&s, a, now: start)
-            #expect(s.discovered[a]?.failures == 0 && s.discovered[a]?.retryAt == 0 && s.discovered[a]?.linked == true)
+            #expect(s.discovered[a]?.failures == 0 && s.discovered[a]?.retryAt == 0)
             s.connections.removeAll()
         }
     }
@@ -144,6 +144,7 @@ import YaOKCrypto
             // Heard first (so least recently): the two that matter.
             s.discovered[withChannel] = Self.peer([UInt8](repeating: 0x80, count: 8), seen: 1)
             s.discovered[linkedBefore] = Self.peer([UInt8](repeating: 0x81, count: 8), seen: 2)
+            s.recentlyLinked.set(linkedBefore, true)
             s.discovered[linkedBefore]?.linked = true
             s.connections[7] = BLEConnection(id: 7, fd: -1, remote: withChannel, direction: .outbound, phase: .open,
                                              now: 0, nowMs: 0)

@@ -122,4 +122,23 @@ import Synchronization
         #expect(transport.status == "Bluetooth: on hci0, 0 links")
         transport.stop()
     }
+
+    /// A node killed before `stop` leaves its advertising instance on the adapter. The next
+    /// start takes the same (the highest) instance over, removing it first: one Ya OK
+    /// beacon, not two; and `stop` leaves none.
+    @Test func aCrashedRunsBeaconIsTakenOver() throws {
+        let kernel = try FakeMgmtKernel()
+        defer { kernel.close() }
+        kernel.instances.withLock { $0 = [5] }  // the crashed run's
+        let transport = try BLETransport(options: BLETransport.Options(), system: kernel.system)
+        let opener = try FakeOpener()
+        try transport.start(opener: opener)
+        let ops = kernel.commands.map(\.op)
+        let removed = try #require(ops.firstIndex(of: Mgmt.Op.removeAdvertising.rawValue))
+        let added = try #require(ops.firstIndex(of: Mgmt.Op.addAdvertising.rawValue))
+        #expect(removed < added && kernel.commands[removed].parameters == [5] && kernel.commands[added].parameters.first == 5)
+        #expect(kernel.instances.withLock { $0 } == [5])
+        transport.stop()
+        #expect(kernel.instances.withLock { $0 }.isEmpty)
+    }
 }

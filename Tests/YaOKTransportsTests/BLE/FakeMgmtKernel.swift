@@ -26,6 +26,9 @@ final class FakeMgmtKernel: @unchecked Sendable {
     /// Current settings of hci0 (powered, LE, plus what the test adds: advertising, privacy).
     let settings: Mutex<UInt32>
     static let address: [UInt8] = [0x00, 0xAA, 0x01, 0x00, 0x00, 0x00]
+    /// Advertising instances in use (Add / Remove Advertising change it; a test may start
+    /// with a leftover one). The adapter has 5.
+    let instances = Mutex<Set<UInt8>>([])
 
     init(advertisingSetting: Bool = false, privacy: Bool = false) throws {
         var current = Mgmt.Setting.powered | Mgmt.Setting.le
@@ -135,8 +138,15 @@ final class FakeMgmtKernel: @unchecked Sendable {
             }
             return Mgmt.le32(current)
         case .readAdvertisingFeatures:
-            return Mgmt.le32(0xffff) + [31, 31, 5, 0]
-        case .addAdvertising, .removeAdvertising:
+            let used = instances.withLock { $0.sorted() }
+            return Mgmt.le32(0xffff) + [31, 31, 5, UInt8(used.count)] + used
+        case .addAdvertising:
+            if let instance = c.parameters.first { instances.withLock { _ = $0.insert(instance) } }
+            return Array(c.parameters.prefix(1))
+        case .removeAdvertising:
+            // (The kernel answers "Invalid Parameters" for an instance not there; the
+            // transport ignores the status either way.)
+            if let instance = c.parameters.first { instances.withLock { if instance == 0 { $0.removeAll() } else { _ = $0.remove(instance) } } }
             return Array(c.parameters.prefix(1))
         case .startDiscovery, .stopDiscovery:
             return Array(c.parameters.prefix(1))

@@ -48,6 +48,7 @@ final class FakeLink: TransportLink, Sendable {
     private let closeReason = Mutex<String?>(nil)
     private let handshakeDone = Mutex(false)
     private let keepalivesAsked = Mutex(0)
+    private let contact = Mutex<Bool?>(nil)
 
     init(initiator: Bool, mtu: Int, echo: Bool, send: @escaping @Sendable ([UInt8]) -> Void,
          closed: @escaping @Sendable (String) -> Void, loop: EventLoop) {
@@ -74,6 +75,12 @@ final class FakeLink: TransportLink, Sendable {
     var isAuthenticated: Bool { handshakeDone.withLock { $0 } && !isClosed }
 
     func authenticate() { handshakeDone.withLock { $0 = true } }
+
+    /// What the node would say of the authenticated peer: a contact (true), a stranger
+    /// (false), or unknown (nil, the default: as a locked node).
+    var peerIsContact: Bool? { isAuthenticated ? contact.withLock { $0 } : nil }
+
+    func setContact(_ value: Bool?) { contact.withLock { $0 = value } }
 
     /// Counted only: a fake has no keepalive packet to send.
     func sendKeepalive() { keepalivesAsked.withLock { $0 += 1 } }
