@@ -53,6 +53,10 @@ extension BLETransport {
     /// Claims the start under the lock, talks to the kernel outside it, installs the result
     /// under it. A `stop` that comes meanwhile wins: the start undoes its work and throws.
     package func start(opener: any LinkOpener) throws {
+        try lifecycle.withLock { _ in try startSerialized(opener: opener) }
+    }
+
+    private func startSerialized(opener: any LinkOpener) throws {
         let loop = opener.eventLoop
         let attempt = try state.withLock { s -> UInt64 in
             guard !s.running, s.starting == nil else { throw YaOKError(.invalidArgument, "The BLE transport is already running") }
@@ -231,6 +235,13 @@ extension BLETransport {
     /// afterwards diagnostics say "Bluetooth: Disabled". A start in progress is abandoned
     /// (it undoes its own work). The kernel's answers are awaited outside the lock.
     public func stop() {
+        // A start in progress sees this when the kernel answers, and undoes its work; the
+        // lifecycle lock then waits for it.
+        state.withLock { $0.starting = nil }
+        lifecycle.withLock { _ in stopSerialized() }
+    }
+
+    private func stopSerialized() {
         let (links, restore) = state.withLock { s -> ([any TransportLink], Restore?) in
             s.unavailable = nil
             s.starting = nil

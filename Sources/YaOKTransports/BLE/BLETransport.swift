@@ -128,6 +128,11 @@ public final class BLETransport: Transport {
     public let options: Options
     let requestedIndex: UInt16?
     let state = Locked(BLEState())
+    /// Held through a whole `start` and a whole `stop` (never the state lock: start waits for
+    /// the kernel while holding it): a `stop` returns only once an abandoned start has given
+    /// the adapter back, so a start right after finds it as it was (no "PSM in use", no old
+    /// clean-up turning the advertising setting on under the new run).
+    let lifecycle = Locked(())
 
     /// The kernel interfaces start-up opens (the tests' fakes in tests).
     let system: BLESystem

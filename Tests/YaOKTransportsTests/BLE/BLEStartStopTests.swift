@@ -123,6 +123,26 @@ import Synchronization
         transport.stop()
     }
 
+    /// `stop` returns only once the abandoned start has given the adapter back, so a start
+    /// right after it finds the adapter as it was (it used to race the old clean-up).
+    @Test func stopWaitsForAnAbandonedStartsUndo() throws {
+        let kernel = try FakeMgmtKernel(advertisingSetting: true)
+        defer { kernel.close() }
+        kernel.delay(.addAdvertising, by: 0.5)
+        let transport = try BLETransport(options: BLETransport.Options(), system: kernel.system)
+        let opener = try FakeOpener()
+        Thread.detachNewThread { try? transport.start(opener: opener) }
+        try waitUntil("advertising asked for") { kernel.commands.contains(where: Self.add(.addAdvertising)) }
+        transport.stop()
+        let tail = kernel.commands.suffix(2).map(\.op)
+        #expect(tail == [Mgmt.Op.removeAdvertising.rawValue, Mgmt.Op.setAdvertising.rawValue])
+        kernel.delay(.addAdvertising, by: 0)
+        try transport.start(opener: opener)
+        #expect(transport.status == "Bluetooth: on hci0, 0 links")
+        #expect(kernel.commands.last?.op != Mgmt.Op.setAdvertising.rawValue)
+        transport.stop()
+    }
+
     /// A node killed before `stop` leaves its advertising instance on the adapter. The next
     /// start takes the same (the highest) instance over, removing it first: one Ya OK
     /// beacon, not two; and `stop` leaves none.
