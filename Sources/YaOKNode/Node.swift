@@ -60,6 +60,11 @@ public final class Node: Sendable {
     let events: EventSink
     /// Held while the node is open: one node per data directory.
     let directoryLock: DirectoryLock
+    /// Held while a transport is switched on or off (`setTransport`), state write included:
+    /// an enable and a disable that overlap end in the state of the one that came last, not
+    /// "failed: disabled while starting" after the disable. Never the state lock (a start
+    /// waits for a kernel or a network).
+    let transportSwitching = Locked(())
 
     /// Opens (creating if needed) the node stored in `dataDirectory`, locked.
     /// Migrates an older store; a newer or damaged one is `corruptStore`.

@@ -18,6 +18,10 @@ extension Node {
     /// Starts or stops a registered transport. A start that fails leaves it `failed` with
     /// the reason (also in diagnostics and the event) and throws that error.
     public func setTransport(_ name: String, enabled: Bool) throws {
+        try transportSwitching.withLock { _ in try switchTransport(name, enabled: enabled) }
+    }
+
+    private func switchTransport(_ name: String, enabled: Bool) throws {
         let transport = try withStore { _, s -> Transport in
             guard let entry = s.delivery.transports[name] else { throw YaOKError(.notFound, "No transport named \(name)") }
             return entry.transport

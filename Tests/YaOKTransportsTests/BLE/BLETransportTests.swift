@@ -206,7 +206,10 @@ import YaOKCrypto
             #expect(s.token != [UInt8](repeating: 0x80, count: 8))  // drawn while off
             s.token = [UInt8](repeating: 0x01, count: 8)  // ours to connect to both
             _ = t.poweredLocked(&s, true)
-            #expect(s.discovered[address(1)]?.lastAttempt != nil)
+            // The two are tried in a random order (ties, §9.2): here each connect fails at once
+            // (no Bluetooth socket in a unit test), so the second may be tried too.
+            let attempted = [1, 2].filter { s.discovered[address($0)]?.lastAttempt != nil }
+            #expect(!attempted.isEmpty)
         }
     }
 }
