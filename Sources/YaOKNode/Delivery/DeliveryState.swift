@@ -17,6 +17,9 @@ struct DeliveryState {
     /// Contacts by X25519 key with their route and ack keys, and the incoming routing tags
     /// of the days seen: built when unlocked, dropped on lock and whenever contacts change.
     var peers: PeerDirectory?
+    /// The contacts as digests, built with `peers` and kept while locked (nil until the
+    /// first unlock of this process).
+    var contactDigests: ContactKeyDigests?
     var timer: EventLoop.TimerID?
     var timerDue: Int64?
     var transports: [String: TransportEntry] = [:]
@@ -64,8 +67,10 @@ struct LinkState {
     var handshakeTimer: EventLoop.TimerID?
     /// Seen-packet records this link caused in the current minute (a per-link cap).
     var recordsThisMinute = 0
-    /// Packets dropped as bad so far (a link that keeps sending them is closed).
+    /// Packets dropped as bad since `badUnitsSince` (a link that sends too many of them within
+    /// a minute is closed).
     var badUnits = 0
+    var badUnitsSince: Int64 = 0
     /// Messages rejected from this link (stranger, tampered): logged a few times, then closed.
     var rejections = 0
     /// Units received and not yet processed (capped per link: see `Node.linkReceived`).

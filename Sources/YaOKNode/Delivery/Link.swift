@@ -62,9 +62,9 @@ public final class Link: Sendable {
             guard let link = s.delivery.links[id], let peer = link.peer else { return nil }
             if link.contactID != nil { return true }
             // Matched at the handshake only if the contacts could be read then; ask the
-            // directory now (built while unlocked; nil while locked or not yet rebuilt).
-            guard s.keys != nil, let directory = s.delivery.peers else { return nil }
-            return directory.contact(for: peer) != nil
+            // directory now, or while locked the digests kept from the last unlock.
+            if s.keys != nil, let directory = s.delivery.peers { return directory.contact(for: peer) != nil }
+            return s.delivery.contactDigests?.contains(peer)
         }
     }
 

@@ -71,11 +71,15 @@ extension Node {
             guard let state = s.delivery.links.removeValue(forKey: link.id) else { return false }
             state.channel.close()
             if let timer = state.handshakeTimer { loop.cancel(timer) }
+            // With another link to the contact still open, what was in flight goes over it now
+            // (not a failed attempt that waits a minute); else it is a failed attempt.
+            let another = state.contactID.map { c in s.delivery.links.values.contains { $0.isOpen && $0.contactID == c } } ?? false
             for id in s.delivery.inflight.ids(on: link.id) {
                 s.delivery.inflight.remove(id)
-                if s.keys != nil { try? failAttempt(id, store, &s, &effects) }
+                if s.keys != nil, !another { try? failAttempt(id, store, &s, &effects) }
             }
             if let contact = state.contactID { updatePresence(contact, store, &s, &effects) }
+            if another { try? pump(store, &s, &effects) }
             return true
         }) ?? false
         guard removed else { return }
@@ -209,22 +213,34 @@ extension Node {
     /// closed. Before that, any of them ends the handshake.
     private func receiveUnit(_ unit: [UInt8], on linkID: UInt64, _ store: Store, _ s: inout NodeState,
                              _ effects: inout Effects) throws {
-        guard var link = s.delivery.links[linkID] else { return }
-        link.lastReceived = now
-        s.delivery.links[linkID] = link
-        noteActivity(link.link.transport, &s)
-        guard link.peer != nil else { return try takeUnit(unit, on: linkID, store, &s, &effects) }
-        do {
+        guard let link = s.delivery.links[linkID] else { return }
+        if link.peer == nil {
             try takeUnit(unit, on: linkID, store, &s, &effects)
-        } catch let error as YaOKError where error.code != .diskFull && error.code != .storage {
-            try countBadUnit(on: linkID, error, &s)
+        } else {
+            do {
+                try takeUnit(unit, on: linkID, store, &s, &effects)
+            } catch let error as YaOKError where error.code != .diskFull && error.code != .storage {
+                return try countBadUnit(on: linkID, error, &s)
+            }
         }
+        // Only what was taken shows the link alive: noise must not keep a dead link open.
+        s.delivery.links[linkID]?.lastReceived = now
+        noteActivity(link.link.transport, &s)
     }
 
+    /// Counts a unit dropped as bad; a link that sends more than `maxBadUnitsPerLink` of
+    /// them within a minute is closed (a slow trickle of noise over days is not).
     private func countBadUnit(on linkID: UInt64, _ error: YaOKError, _ s: inout NodeState) throws {
-        s.delivery.links[linkID]?.badUnits += 1
-        if (s.delivery.links[linkID]?.badUnits ?? 0) > Node.maxBadUnitsPerLink {
-            throw YaOKError(.linkFailed, "The link sent \(Node.maxBadUnitsPerLink) bad packets: closed (last: \(error))")
+        guard var link = s.delivery.links[linkID] else { return }
+        let t = now
+        if t - link.badUnitsSince >= 60_000 {
+            link.badUnits = 0
+            link.badUnitsSince = t
+        }
+        link.badUnits += 1
+        s.delivery.links[linkID] = link
+        if link.badUnits > Node.maxBadUnitsPerLink {
+            throw YaOKError(.linkFailed, "The link sent \(Node.maxBadUnitsPerLink) bad packets within a minute: closed (last: \(error))")
         }
     }
 
@@ -336,6 +352,7 @@ extension Node {
             directory.byContact[record.id] = peer
         }
         s.delivery.peers = directory
+        s.delivery.contactDigests = ContactKeyDigests(directory.byContact.values.map(\.identity))
         return directory
     }
 

@@ -132,15 +132,17 @@ extension Node {
     func pump(_ store: Store, _ s: inout NodeState, _ effects: inout Effects, sweep: Bool = false) throws {
         let t = now
         // Deadlines and expiry are the timer's work: a send or a receipt only dispatches.
-        // Locked too: the timer is set by these deadlines, and an overdue attempt that stayed
-        // in flight would hold its link's window and bring the timer back at once, forever
-        // (only the status events wait for the keys).
+        // Overdue attempts fail while locked too: the timer is set by their deadlines, and
+        // one that stayed in flight would hold its link's window and bring the timer back at
+        // once, forever. Expiry waits for the keys: the message's status must say `failed`.
         if sweep {
-            try store.requeueCarried(now: t)
             for id in s.delivery.inflight.overdue(at: t) {
                 s.delivery.inflight.remove(id)
                 try failAttempt(id, store, &s, &effects)
             }
+        }
+        if sweep, s.keys != nil {
+            try store.requeueCarried(now: t)
             for row in try store.expiredOutbox(now: t) {
                 try store.removeOutbox(row.packetID)
                 s.delivery.inflight.remove(row.packetID)
@@ -149,8 +151,10 @@ extension Node {
                 }
             }
         }
-        if sweep {
-            for (linkID, link) in s.delivery.links where link.isOpen && t - link.lastSent >= Node.linkKeepaliveMs {
+        // When one link is due a keepalive, every link half-way there gets one too: one
+        // timer wake-up serves them all, not one per link every 20 s.
+        if sweep, s.delivery.links.values.contains(where: { $0.isOpen && t - $0.lastSent >= Node.linkKeepaliveMs }) {
+            for (linkID, link) in s.delivery.links where link.isOpen && t - link.lastSent >= Node.linkKeepaliveMs / 2 {
                 try sendOnLink(.keepalive, on: linkID, &s, &effects)
             }
         }

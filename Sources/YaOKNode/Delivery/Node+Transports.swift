@@ -102,7 +102,9 @@ extension Node {
     /// Stops every transport and closes every link (the node is closing).
     func stopDelivery() {
         let (transports, links) = state.withLock { s -> ([Transport], [Link]) in
-            let t = s.delivery.transports.values.filter { $0.phase == .running }.map(\.transport)
+            // Every one, not only the running ones: one whose first start is still waiting
+            // (for a kernel, a network) would otherwise come up after the node closed.
+            let t = s.delivery.transports.values.map(\.transport)
             let l = s.delivery.links.values.map(\.link)
             return (t, l)
         }

@@ -18,7 +18,8 @@ public protocol Transport: AnyObject, Sendable {
     /// (the port is in use, no Bluetooth adapter); the node then reports the transport as
     /// failed with that message and keeps running its other transports.
     func start(on node: Node) throws
-    /// Closes every socket and link. Idempotent; also called when the node closes.
+    /// Closes every socket and link, and abandons a start in progress. Idempotent; called
+    /// for every registered transport when the node closes, running or not.
     func stop()
     /// Its own diagnostics as a JSON object: listening address, peers discovered and when,
     /// connections (docs/ABI.md, "diagnostics").

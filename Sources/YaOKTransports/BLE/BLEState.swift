@@ -43,8 +43,8 @@ final class BLEConnection {
     /// (`Options.strangerGracePeriod`) counts from it.
     var authenticatedAt: UInt64 = 0
     /// Whether the authenticated peer is one of the node's contacts, as the link last said:
-    /// nil while unknown (no handshake yet, or the node is locked and cannot read its
-    /// contacts). A stranger's channel (false) may be evicted, is capped in number and is
+    /// nil while unknown (no handshake yet, or the node has not been unlocked since it
+    /// started; a locked node answers from its contacts at the last unlock). A stranger's channel (false) may be evicted, is capped in number and is
     /// closed after its grace period: anyone can complete the handshake with an identity
     /// made for the purpose, and slots are few. Asked again at each sweep until true (a
     /// contact may be added meanwhile).

@@ -164,7 +164,14 @@ extension BLETransport {
             // instance advertising (the Ya OK UUID and its last token), and the next start
             // must take that one over rather than add a second beside it. Other advertisers
             // (bluetoothd) take the lowest free instance.
+            // In use while a lower one is free, the highest is a leftover of ours; in use with
+            // every instance taken, it may be another program's: then we add none.
             let ours = UInt8(clamping: features.maxInstances)
+            let taken = Set(features.instances)
+            if taken.contains(ours), (1..<ours).allSatisfy(taken.contains) {
+                throw BLEUnavailable("\(adapterName) has no free advertising instance (all \(ours) in use by other programs)",
+                                     guidance: "stop another advertiser on it (`btmgmt --index \(chosen) advinfo` lists them), or choose another adapter with --ble-adapter")
+            }
             var adapter = BLEAdapter(index: chosen, address: info.address, powered: true, instance: ours)
             adapter.privacy = info.privacy
 

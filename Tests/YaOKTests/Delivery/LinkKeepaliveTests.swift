@@ -77,3 +77,28 @@ import Testing
         #expect((due ?? 0) > clock.now)
     }
 }
+
+/// A transport asks whether a link's peer is a contact to give contacts way over strangers
+/// (PROTOCOL.md §9.2); the answer holds while the node is locked too (from digests kept
+/// across the lock), or a locked node could not tell them apart.
+@Suite struct PeerIsContactTests {
+    @Test func contactsAndStrangersAreToldApartWhileLocked() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let dir = TempDir()
+        defer { dir.remove() }
+        let carol = try makeNode(dir, name: "Carol")
+        defer { carol.close() }
+        _ = try carol.addContact(card: pair.alice.profile().text)
+        let friend = try MemoryPipe(pair.alice, pair.bob)
+        defer { friend.close() }
+        let stranger = try MemoryPipe(pair.alice, carol)
+        defer { stranger.close() }
+        #expect(eventually { friend.initiator.isAuthenticated && stranger.initiator.isAuthenticated })
+        #expect(friend.initiator.peerIsContact == true)
+        #expect(stranger.initiator.peerIsContact == false)
+        try pair.alice.lock()
+        #expect(friend.initiator.peerIsContact == true)
+        #expect(stranger.initiator.peerIsContact == false)
+    }
+}

@@ -162,3 +162,20 @@ import Synchronization
         #expect(kernel.instances.withLock { $0 }.isEmpty)
     }
 }
+
+extension BLEStartStopTests {
+    /// Every advertising instance in use: the highest may be another program's (bluetoothd
+    /// gives its clients the lowest free one), so the start adds none and says so, rather
+    /// than removing someone else's advertisement.
+    @Test func noFreeInstanceIsNotTakenOver() throws {
+        let kernel = try FakeMgmtKernel()
+        defer { kernel.close() }
+        kernel.instances.withLock { $0 = [1, 2, 3, 4, 5] }
+        let transport = try BLETransport(options: BLETransport.Options(), system: kernel.system)
+        let opener = try FakeOpener()
+        #expect(throws: YaOKError.self) { try transport.start(opener: opener) }
+        #expect(transport.status.contains("no free advertising instance"))
+        #expect(!kernel.commands.contains { $0.op == Mgmt.Op.removeAdvertising.rawValue && $0.parameters == [5] })
+        #expect(kernel.instances.withLock { $0 } == [1, 2, 3, 4, 5])
+    }
+}
