@@ -139,6 +139,23 @@ public func yaok_link_receive(_ link: OpaquePointer?, _ unit: UnsafePointer<UInt
     }
 }
 
+/// YAOK_LINK_PEER_*
+private let peerUnknown: UInt32 = 0, peerContact: UInt32 = 1, peerStranger: UInt32 = 2
+
+@_cdecl("yaok_link_peer")
+public func yaok_link_peer(_ link: OpaquePointer?, _ outAuthenticated: UnsafeMutablePointer<Int32>?,
+                           _ outPeer: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let handle = try Handles.borrow(link, as: LinkHandle.self, "link")
+        let authenticatedOut = try required(outAuthenticated, "out_authenticated")
+        let peerOut = try required(outPeer, "out_peer")
+        guard let l = handle.link, !handle.callbacks.isClosed else { throw YaOKError(.closed, "The link is closed") }
+        let authenticated = l.isAuthenticated
+        authenticatedOut.pointee = authenticated ? 1 : 0
+        peerOut.pointee = !authenticated ? peerUnknown : l.peerIsContact.map { $0 ? peerContact : peerStranger } ?? peerUnknown
+    }
+}
+
 @_cdecl("yaok_link_close")
 public func yaok_link_close(_ link: OpaquePointer?) {
     guard let handle = Handles.take(link, as: LinkHandle.self) else { return }

@@ -76,6 +76,7 @@ import YaOKFFI
         do { var f = CYaOK.yaok_transport_lan_add; f = YaOKFFI.yaok_transport_lan_add; _ = f }
         do { var f = CYaOK.yaok_transport_relay_add; f = YaOKFFI.yaok_transport_relay_add; _ = f }
         do { var f = CYaOK.yaok_transport_ble_add; f = YaOKFFI.yaok_transport_ble_add; _ = f }
+        do { var f = CYaOK.yaok_link_peer; f = YaOKFFI.yaok_link_peer; _ = f }
         do { var f = CYaOK.yaok_version_string; f = YaOKFFI.yaok_version_string; _ = f }
         // Typed access (no JSON).
         do { var f = CYaOK.yaok_event_contact_id; f = YaOKFFI.yaok_event_contact_id; _ = f }
@@ -189,6 +190,7 @@ import YaOKFFI
         "yaok_transport_lan_add",
         "yaok_transport_relay_add",
         "yaok_transport_ble_add",
+        "yaok_link_peer",
         "yaok_version_string",
         "yaok_event_contact_id",
         "yaok_event_message_id",

@@ -205,6 +205,17 @@ static void test_delivery(void) {
     pthread_mutex_unlock(&inbox.mutex);
     CHECK(yaok_message_retry(alice, message_id, &json) == YAOK_E_INVALID_ARGUMENT);
 
+    /* Who is at the other end: a contact, also while locked. */
+    int32_t authenticated = -1;
+    uint32_t peer = 99;
+    CHECK(yaok_link_peer(a_link, &authenticated, &peer) == YAOK_OK && authenticated == 1 &&
+          peer == YAOK_LINK_PEER_CONTACT);
+    CHECK(yaok_node_lock(alice) == YAOK_OK);
+    CHECK(yaok_link_peer(a_link, &authenticated, &peer) == YAOK_OK && authenticated == 1 &&
+          peer == YAOK_LINK_PEER_CONTACT);
+    CHECK(yaok_node_unlock(alice, PIN) == YAOK_OK);
+    CHECK(yaok_link_peer(a_link, NULL, &peer) == YAOK_E_NULL_ARGUMENT);
+
     /* Diagnostics show the link; contacts' keys come back from the store. */
     CHECK(yaok_node_diagnostics(alice, &json) == YAOK_OK && strstr(json, "\"links\":[{") &&
           strstr(json, "\"transport\":\"memory\"") && strstr(json, "\"held_packets\":0"));

@@ -71,6 +71,7 @@ def test_two_nodes_deliver_over_a_memory_link(tmp_path):
         assert data == {"contact_id": alice_id, "message_id": message.message_id_hex}
         assert bob.mark_read(alice_id) == 1
         assert alice.contact(bob_id).connection == yaok.Connection("online", transport="memory")
+        assert a_link.peer() == (True, True) and b_link.peer() == (True, True)
         diagnostics = alice.diagnostics()
         assert [link["transport"] for link in diagnostics["links"]] == ["memory"]
         with pytest.raises(yaok.NotFound, match="No transport named lan"):

@@ -21,7 +21,7 @@ import enum
 import itertools
 import logging
 import threading
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from ._lib import STATUS, OwnedHandle, declare
 from ._node_base import CHAR_OUT, UINT32_MAX, NodeBase, NodePointer, check_int
@@ -57,6 +57,7 @@ _open = declare("yaok_link_open", STATUS, NodePointer, ctypes.c_char_p, ctypes.c
                 SEND_CALLBACK, CLOSED_CALLBACK, ctypes.c_void_p, FREE_CALLBACK, ctypes.POINTER(LinkPointer))
 _receive = declare("yaok_link_receive", STATUS, LinkPointer, ctypes.c_char_p, ctypes.c_size_t)
 _close = declare("yaok_link_close", None, LinkPointer)
+_peer = declare("yaok_link_peer", STATUS, LinkPointer, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint32))
 _set_enabled = declare("yaok_transport_set_enabled", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_int32)
 _diagnostics = declare("yaok_node_diagnostics", STATUS, NodePointer, CHAR_OUT)
 _lan_add = declare("yaok_transport_lan_add", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_uint16, ctypes.c_uint32,
@@ -143,6 +144,15 @@ class Link:
         raw = bytes(unit)
         with self._handle.borrow() as pointer:
             _receive(pointer, raw, len(raw))
+
+    def peer(self) -> Tuple[bool, Optional[bool]]:
+        """``(authenticated, is_contact)`` (``yaok_link_peer``): whether the handshake is
+        complete, and whether the authenticated peer is a contact (None: not known yet).
+        Anyone can complete a handshake, so a radio with few slots closes strangers first."""
+        authenticated, peer = ctypes.c_int32(), ctypes.c_uint32()
+        with self._handle.borrow() as pointer:
+            _peer(pointer, ctypes.byref(authenticated), ctypes.byref(peer))
+        return bool(authenticated.value), {1: True, 2: False}.get(peer.value)
 
     def close(self) -> None:
         """Closes the link (``yaok_link_close``); messages in flight are retried later."""
