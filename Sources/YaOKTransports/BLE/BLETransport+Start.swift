@@ -240,7 +240,9 @@ extension BLETransport {
     /// sockets, and gives the adapter back as it was found: our advertising instance removed,
     /// the advertising setting on again if it was, our discovery run stopped. Idempotent;
     /// afterwards diagnostics say "Bluetooth: Disabled". A start in progress is abandoned
-    /// (it undoes its own work). The kernel's answers are awaited outside the lock.
+    /// (it undoes its own work), and waited for: a stop on the event thread while another
+    /// thread's start waits for a slow kernel holds the loop up to that start's timeouts
+    /// (3 s a request). The kernel's answers are awaited outside the state lock.
     public func stop() {
         // A start in progress sees this when the kernel answers, and undoes its work; the
         // lifecycle lock then waits for it.
