@@ -68,13 +68,6 @@ public final class Link: Sendable {
         }
     }
 
-    /// Sends a keepalive link packet (§5.4) once the handshake has completed (nothing
-    /// before): for a transport with no keepalive of its own, to show the peer the link is
-    /// alive when there is nothing else to send. Any thread.
-    public func sendKeepalive() {
-        node?.sendKeepalive(self)
-    }
-
     /// The transport lost the connection (or the app is done with it). Messages in flight
     /// over it count as failed attempts and are retried. Idempotent.
     public func close(reason: String = "closed by transport") {

@@ -93,15 +93,6 @@ extension Node {
         state.withLock { $0.delivery.links[link.id]?.isOpen ?? false }
     }
 
-    /// Sends a keepalive (§5.4) on `link` if its handshake has completed; nothing otherwise.
-    /// For transports that have no keepalive of their own (BLE: each SDU is a unit, there
-    /// is no empty frame), so a silent but healthy link is told from a dead one.
-    func sendKeepalive(_ link: Link) {
-        var effects = Effects()
-        _ = try? withStore { _, s in try sendOnLink(.keepalive, on: link.id, &s, &effects) }
-        perform(effects)
-    }
-
     /// What one link may have waiting for the event thread (bytes, and units: a flood of
     /// tiny frames costs more than its bytes), and all links together. A small-MTU link
     /// legitimately queues a thousand fragments for one large message.

@@ -16,7 +16,7 @@ extension Node {
     /// A link on which this side has sent nothing for this long gets a keepalive (§5.4), on
     /// every transport: a radio the app brings has no keepalive of its own, and the peer's
     /// transport closes a link it hears nothing on (Bluetooth LE after 90 s).
-    static let linkKeepaliveMs: Int64 = 20_000
+    public static let linkKeepaliveMs: Int64 = 20_000
 
     /// Sends `text` to contact `contactID`: encrypts it, stores it and queues it in one
     /// transaction, and returns the message at once, `pending`. It goes out over the first

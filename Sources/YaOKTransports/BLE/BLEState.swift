@@ -49,10 +49,8 @@ final class BLEConnection {
     /// made for the purpose, and slots are few. Asked again at each sweep until true (a
     /// contact may be added meanwhile).
     var contact: Bool?
-    /// Monotonic ns of the last SDU received, and of the last one queued or sent (from the
-    /// open on): for the idle timeout and keepalives.
+    /// Monotonic ns of the last SDU received (from the open on): for the idle timeout.
     var lastReceived: UInt64
-    var lastSent: UInt64
     /// The most bytes the write queue has held (`Options.maxWriteQueueBytes` bounds it).
     var peakQueuedBytes = 0
 
@@ -65,7 +63,6 @@ final class BLEConnection {
         sinceMs = nowMs
         startedAt = now
         lastReceived = now
-        lastSent = now
     }
 }
 

@@ -217,7 +217,6 @@ extension BLETransport {
                 let now = EventLoop.monotonicNanoseconds()
                 c.startedAt = now
                 c.lastReceived = now
-                c.lastSent = now
                 readMTUs(c, s)
                 requestDiscoveryLocked(&s)
                 if let failure = watchWritesLocked(&s, c, false) { return (closeLocked(&s, id, failure), nil) }
@@ -293,7 +292,6 @@ extension BLETransport {
             c.queue.append(unit)
             c.queuedBytes += unit.count
             c.peakQueuedBytes = max(c.peakQueuedBytes, c.queuedBytes)
-            c.lastSent = now
             return flushLocked(&s, c)
         }
         guard let (link, reason) = dropped else {
@@ -382,16 +380,14 @@ extension BLETransport {
     /// - whose authenticated peer is not a contact, `strangerGracePeriod` after it
     ///   authenticated (not while the node cannot tell: locked), and the newest beyond
     ///   `maxStrangerChannels` of those;
-    /// - on which no SDU has arrived for `idleTimeout`;
+    /// - on which no SDU has arrived for `idleTimeout` (the peer's node sends a keepalive
+    ///   on every link idle for 20 s, PROTOCOL.md §5.4: an SDU cannot be empty, so there is
+    ///   no frame of the transport's own for that).
     ///
-    /// and asks the link of each authenticated channel that has sent nothing for
-    /// `keepaliveInterval` for a keepalive (PROTOCOL.md §5.4): the peer's idle timeout is
-    /// this side's keepalives, as on the LAN, where they are empty frames (§4.6), which
-    /// SDUs do not have. `now`: monotonic ns (tests pass a later one).
+    /// `now`: monotonic ns (tests pass a later one).
     func sweepConnections(now: UInt64) {
         refreshAuthentication()
         var closed: [ClosedChannel] = []
-        var keepalives: [any TransportLink] = []
         state.withLock { s in
             guard s.running else { return }
             for c in s.connections.values.sorted(by: { $0.id < $1.id }) {
@@ -418,16 +414,11 @@ extension BLETransport {
                 } else if BLETransport.elapsed(since: c.lastReceived, now) >= BLETransport.nanoseconds(options.idleTimeout) {
                     let reason = "nothing received for \(BLETransport.seconds(options.idleTimeout)) s"
                     closed.append((closeLocked(&s, c.id, reason), reason))
-                } else if c.authenticated, let link = c.link,
-                          BLETransport.elapsed(since: c.lastSent, now) >= BLETransport.nanoseconds(options.keepaliveInterval) {
-                    c.lastSent = now  // asked once per interval, even if the link sends nothing
-                    keepalives.append(link)
                 }
             }
             closed += capStrangersLocked(&s)
         }
         for (link, reason) in closed { link?.close(reason: reason) }
-        for link in keepalives { link.sendKeepalive() }
     }
 
     /// Closes the newest channels with strangers beyond `maxStrangerChannels` (the older ones

@@ -81,11 +81,9 @@ public final class BLETransport: Transport {
         /// Slots of `maxConnections` that inbound channels never take, so a flood of them
         /// cannot stop this node connecting to the peers it discovers.
         public var reservedOutboundSlots = 1
-        /// A keepalive (PROTOCOL.md §5.4, from the link) goes out on an authenticated channel
-        /// that has sent nothing for this many seconds: BLE has no empty frame to send.
-        public var keepaliveInterval: Double = 20
-        /// A channel on which no SDU has arrived for this many seconds is closed (the peer's
-        /// keepalives arrive every `keepaliveInterval`; this must be well above it).
+        /// A channel on which no SDU has arrived for this many seconds is closed. The peer's
+        /// node sends a keepalive on a link idle for `Node.linkKeepaliveMs` (PROTOCOL.md
+        /// §5.4); this must be well above it.
         public var idleTimeout: Double = 90
         /// The least time between two connection attempts to one address; after each failed
         /// connect to it in a row the wait doubles (5, 10, 20 … s), up to `maxConnectBackoff`.
@@ -173,12 +171,12 @@ public final class BLETransport: Transport {
         let intervals = [options.tokenLifetime, options.connectTimeout, options.newcomerConnectTimeout,
                          options.strangerGracePeriod, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.staleTokenHold,
                          options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter,
-                         options.keepaliveInterval, options.idleTimeout, options.maxConnectBackoff, options.handOverInterval]
+                         options.idleTimeout, options.maxConnectBackoff, options.handOverInterval]
         guard intervals.allSatisfy({ $0 > 0 && $0 <= 86_400 }) else {
             throw YaOKError(.invalidArgument, "BLE intervals and timeouts must be in (0, 86400] seconds")
         }
-        guard options.idleTimeout > options.keepaliveInterval else {
-            throw YaOKError(.invalidArgument, "The BLE idle timeout must be longer than the keepalive interval")
+        guard options.idleTimeout * 1000 > Double(Node.linkKeepaliveMs) else {
+            throw YaOKError(.invalidArgument, "The BLE idle timeout must be longer than the links' keepalive interval (\(Node.linkKeepaliveMs / 1000) s)")
         }
         self.options = options
     }

@@ -31,8 +31,4 @@ package protocol TransportLink: AnyObject, Sendable {
     /// contacts). Any thread; takes the node's lock, so never ask while holding the
     /// transport's.
     var peerIsContact: Bool? { get }
-    /// Sends a keepalive on an authenticated link (nothing otherwise): for a transport with
-    /// no keepalive of its own. Any thread; it may call the link's `send` before returning,
-    /// so never call it while holding the transport's lock.
-    func sendKeepalive()
 }

@@ -7,12 +7,11 @@ import Testing
 @testable import YaOKStore
 @testable import YaOKNode
 
-/// What a transport without keepalives of its own (BLE: an SDU is a unit, there is no empty
-/// frame) needs from a link: the responder's keepalive on completion (PROTOCOL.md §5.2), so
-/// each side has received two units once the handshake is done; whether the handshake has
-/// completed (to spare authenticated channels); and a keepalive on demand (§5.4).
+/// What a transport needs from a link: the responder's keepalive on completion (PROTOCOL.md
+/// §5.2), so each side has received two units once the handshake is done, and whether the
+/// handshake has completed (to spare authenticated channels).
 @Suite struct LinkKeepaliveTests {
-    @Test func theResponderConfirmsCompletionAndKeepalivesGoOnDemand() throws {
+    @Test func theResponderConfirmsCompletion() throws {
         let pair = try Pair()
         defer { pair.close() }
         let sent = Locked<[[UInt8]]>([])
@@ -25,9 +24,8 @@ import Testing
                                           certificate: try LinkCertificate(linkPublicKey: key.publicKey, signedBy: stranger))
         link.receive(try #require(try initiator.start()))
         #expect(eventually { sent.withLock { $0.count } >= 1 })
-        // Mid-handshake: not authenticated, and a keepalive has nothing to go on.
+        // Mid-handshake: not authenticated, and nothing more is sent.
         #expect(!link.isAuthenticated)
-        link.sendKeepalive()
         let m3 = try initiator.receive(try handshakePayload(sent.withLock { $0[0] }))
         let session = try #require(m3.completion?.session)
         #expect(sent.withLock { $0.count } == 1)
@@ -36,10 +34,6 @@ import Testing
         #expect(eventually { sent.withLock { $0.count } >= 2 })
         #expect(link.isAuthenticated)
         #expect(try session.open(sent.withLock { $0[1] }) == .keepalive)
-
-        link.sendKeepalive()
-        #expect(eventually { sent.withLock { $0.count } >= 3 })
-        #expect(try session.open(sent.withLock { $0[2] }) == .keepalive)
 
         link.close()
         #expect(!link.isAuthenticated)

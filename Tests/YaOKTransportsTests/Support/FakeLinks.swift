@@ -47,7 +47,6 @@ final class FakeLink: TransportLink, Sendable {
     private let received = Mutex<[[UInt8]]>([])
     private let closeReason = Mutex<String?>(nil)
     private let handshakeDone = Mutex(false)
-    private let keepalivesAsked = Mutex(0)
     private let contact = Mutex<Bool?>(nil)
 
     init(initiator: Bool, mtu: Int, echo: Bool, send: @escaping @Sendable ([UInt8]) -> Void,
@@ -81,11 +80,6 @@ final class FakeLink: TransportLink, Sendable {
     var peerIsContact: Bool? { isAuthenticated ? contact.withLock { $0 } : nil }
 
     func setContact(_ value: Bool?) { contact.withLock { $0 = value } }
-
-    /// Counted only: a fake has no keepalive packet to send.
-    func sendKeepalive() { keepalivesAsked.withLock { $0 += 1 } }
-
-    var keepalives: Int { keepalivesAsked.withLock { $0 } }
 
     /// Sends a unit the way a node does: on the event thread.
     func send(_ unit: [UInt8]) {
