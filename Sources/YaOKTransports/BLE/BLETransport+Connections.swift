@@ -182,20 +182,12 @@ extension BLETransport {
                 link?.close(reason: "MTU too small")
                 continue
             }
-            do {
-                let link = try opener.openLink(
-                    transport: name, initiator: initiator, mtu: mtu,
-                    send: { [weak self] unit in self?.linkSend(id, unit) },
-                    closed: { [weak self] reason in self?.linkClosedByNode(id, reason) })
-                let kept = state.withLock { s -> Bool in
-                    guard let c = s.connections[id] else { return false }
-                    c.link = link
-                    return true
-                }
-                if !kept { link.close(reason: "channel closed") }
-            } catch {
-                state.withLock { s in _ = closeLocked(&s, id, "cannot open a link: \(error)") }
-            }
+            opener.openLink(
+                transport: name, initiator: initiator, mtu: mtu,
+                send: { [weak self] unit in self?.linkSend(id, unit) },
+                closed: { [weak self] reason in self?.linkClosedByNode(id, reason) },
+                attach: { link in state.withLock { s in s.connections[id].map { $0.link = link } != nil } },
+                failed: { error in state.withLock { s in _ = closeLocked(&s, id, "cannot open a link: \(error)") } })
         }
     }
 

@@ -107,22 +107,12 @@ extension LANTransport {
     func openLinks(_ ids: [UInt64], initiator: Bool) {
         guard !ids.isEmpty, let opener = state.withLock({ $0.opener }) else { return }
         for id in ids {
-            do {
-                let link = try opener.openLink(
-                    transport: name, initiator: initiator, mtu: LANTransport.linkMTU,
-                    send: { [weak self] unit in self?.linkSend(id, unit) },
-                    closed: { [weak self] reason in self?.linkClosedByNode(id, reason) })
-                let kept = state.withLock { s -> Bool in
-                    guard let c = s.connections[id] else { return false }
-                    c.link = link
-                    return true
-                }
-                // The connection ended while the link was being opened (the node refused
-                // it at once, or the transport stopped): the link must not outlive it.
-                if !kept { link.close(reason: "connection closed") }
-            } catch {
-                state.withLock { s in _ = closeLocked(&s, id, "cannot open a link: \(error)") }
-            }
+            opener.openLink(
+                transport: name, initiator: initiator, mtu: LANTransport.linkMTU,
+                send: { [weak self] unit in self?.linkSend(id, unit) },
+                closed: { [weak self] reason in self?.linkClosedByNode(id, reason) },
+                attach: { link in state.withLock { s in s.connections[id].map { $0.link = link } != nil } },
+                failed: { error in state.withLock { s in _ = closeLocked(&s, id, "cannot open a link: \(error)") } })
         }
     }
 

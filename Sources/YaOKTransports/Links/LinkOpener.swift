@@ -32,3 +32,20 @@ package protocol TransportLink: AnyObject, Sendable {
     /// transport's.
     var peerIsContact: Bool? { get }
 }
+
+extension LinkOpener {
+    /// Opens the link of one connection (outside the transport's lock: the node may send at
+    /// once) and hands it to `attach`, which keeps it if the connection is still there. One
+    /// that ended meanwhile (the node refused it at once, the transport stopped) must not
+    /// outlive it, so its link is closed; a link that cannot be opened goes to `failed`.
+    func openLink(transport: String, initiator: Bool, mtu: Int,
+                  send: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (String) -> Void,
+                  attach: (any TransportLink) -> Bool, failed: (Error) -> Void) {
+        do {
+            let link = try openLink(transport: transport, initiator: initiator, mtu: mtu, send: send, closed: closed)
+            if !attach(link) { link.close(reason: "connection closed") }
+        } catch {
+            failed(error)
+        }
+    }
+}
