@@ -191,6 +191,26 @@ func bleAddress(_ n: Int) -> BLEAddress {
         #expect(h.connection(x8.id) != nil)
     }
 
+    // MARK: - Hostile input
+
+    /// Whatever a peer sends arrives at its link as it was (the link judges it: LinkNoiseTests),
+    /// one SDU per unit, up to the read buffer, which is larger than any receive MTU (a
+    /// longer one, which L2CAP cannot deliver, is cut there); the channel stays up.
+    @Test func garbageAndOversizedSDUsGoToTheLinkAndTheChannelStays() throws {
+        let h = try BLEChannelHarness()
+        defer { h.close() }
+        let c = try #require(try h.accept(from: bleAddress(1)))
+        let junk: [[UInt8]] = [[0], [0xff, 0xfe], (0..<300).map { UInt8($0 & 0xff) }, [UInt8](repeating: 0x5a, count: 70_000)]
+        for unit in junk {
+            #expect(send(c.peer, unit, unit.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) == unit.count)
+        }
+        try waitUntil("four SDUs at the link") { c.link.units.count == 4 }
+        let units = c.link.units
+        #expect(Array(units.prefix(3)) == Array(junk.prefix(3)))
+        #expect(units[3] == [UInt8](repeating: 0x5a, count: 65_536))
+        #expect(h.connection(c.id) != nil && c.link.closedBecause == nil)
+    }
+
     // MARK: - Deadlines
 
     /// A channel whose link has not authenticated the peer within `handshakeTimeout` is
