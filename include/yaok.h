@@ -196,13 +196,16 @@ typedef struct yaok_identity yaok_identity;
 #define YAOK_FINGERPRINT_SHORT 2    /* the first 6 hex characters */
 
 /* Creates a fresh identity. `name` is 2 to 50 characters as a person counts them (an emoji
- * is one), surrounding white space removed; else YAOK_E_INVALID_NAME.
+ * is one), surrounding white space removed (docs/PROTOCOL.md §1); else YAOK_E_INVALID_NAME,
+ * also for a name over 4096 bytes, refused at once. Not UTF-8: YAOK_E_INVALID_UTF8.
  * On success *out owns a new handle: free it with yaok_identity_free(). */
 yaok_status yaok_identity_new(const char *name, yaok_identity **out);
 
 /* Rebuilds an identity from its YAOK_IDENTITY_SECRET_BYTES secret: the X25519 secret key
  * (32) followed by the Ed25519 seed (32). For test vectors and restore from a platform
- * keystore. `secrets` is borrowed; wipe your copy afterwards. */
+ * keystore. `secrets` is borrowed; wipe your copy afterwards. `name` as for
+ * yaok_identity_new (YAOK_E_INVALID_NAME); other lengths of `secrets`:
+ * YAOK_E_INVALID_ARGUMENT. */
 yaok_status yaok_identity_restore(const char *name, const uint8_t *secrets, size_t secrets_len,
                                   yaok_identity **out);
 
@@ -266,7 +269,8 @@ yaok_status yaok_card_public_keys(const yaok_card *card, uint8_t *out_encryption
  * packet header) and delivers them. message_id (YAOK_MESSAGE_ID_BYTES) and timestamp_ms
  * (milliseconds since 1970, 0 to 2^48-1, like every time in this header a signed 64-bit
  * count of milliseconds) are bound into the envelope, so opening with other values fails
- * as YAOK_E_TAMPERED; a negative time is YAOK_E_INVALID_ARGUMENT. */
+ * as YAOK_E_TAMPERED; a time outside 0 to 2^48-1 (a packet's `created`, PROTOCOL.md §3) is
+ * YAOK_E_INVALID_ARGUMENT, when sealing and when opening. */
 
 /* Seals `body` (1 to YAOK_MAX_MESSAGE_BYTES bytes) from `sender` to `recipient`.
  * Errors: YAOK_E_EMPTY_MESSAGE, YAOK_E_MESSAGE_TOO_LARGE.
@@ -301,8 +305,9 @@ yaok_status yaok_envelope_open(const yaok_identity *recipient,
  * library would encode, nothing trailing), into a JSON object (docs/ABI.md, "packet"):
  * version, type ("message", "ack", "handshake", "fragment", "link") and that type's
  * fields, bytes as lower-case hex. Checks the layout only: no time, tag or crypto check.
- * Errors, in the order §4.1 checks them: YAOK_E_UNSUPPORTED_VERSION (first byte not 1),
- * YAOK_E_UNKNOWN_PACKET_TYPE, YAOK_E_MALFORMED_PACKET (empty, cut short, length field
+ * Errors, in the order §4.1 checks them, whatever the packet's length:
+ * YAOK_E_UNSUPPORTED_VERSION (first byte not 1), then YAOK_E_UNKNOWN_PACKET_TYPE, then
+ * YAOK_E_MALFORMED_PACKET (empty, cut short, length field
  * that differs from the bytes that follow, lifetime 0, fragment index >= count or
  * count < 2, empty fragment, over 17408 bytes, link length under 25); the message says
  * which field. *out_json: free with yaok_string_free(). */
@@ -416,8 +421,9 @@ void yaok_node_free(yaok_node *node);
 /* First-time setup (US-002): creates the identity `name`, seals it under `pin` (a PIN or a
  * passphrase, see above) and leaves the node unlocked. With a device secret set
  * (yaok_node_set_device_secret), the vault is bound to it. Errors, checked in this order:
- * YAOK_E_INVALID_NAME, YAOK_E_PIN_TOO_SHORT ("PIN must be at least 6 digits" for digits
- * only, else "Passphrase must be at least 6 characters"), YAOK_E_INVALID_ARGUMENT (more
+ * YAOK_E_INVALID_NAME (a name over 4096 bytes too), YAOK_E_PIN_TOO_SHORT ("PIN must be at
+ * least 6 digits" for digits only, else "Passphrase must be at least 6 characters"),
+ * YAOK_E_INVALID_ARGUMENT (more
  * than 256 bytes, or control characters), YAOK_E_PIN_MISMATCH ("PINs do not match"),
  * YAOK_E_ALREADY_INITIALIZED.
  * *out_warnings: YAOK_WARNING_* bits (YAOK_WARNING_ALL_ZERO_PIN for "000000").
@@ -595,7 +601,8 @@ yaok_status yaok_contact_find(yaok_node *node, const char *query, char **out_jso
 yaok_status yaok_contact_verify(yaok_node *node, int64_t contact_id);
 
 /* Renames a contact: the display-name rules of docs/PROTOCOL.md §1 (2 to 50 characters,
- * normalised to NFC, no invisible, format or control characters; else YAOK_E_INVALID_NAME). */
+ * normalised to NFC, no invisible, format or control characters; else YAOK_E_INVALID_NAME,
+ * also for a name over 4096 bytes). */
 yaok_status yaok_contact_rename(yaok_node *node, int64_t contact_id, const char *name);
 
 /* Deletes a contact and its public keys (US-012). With YAOK_CONTACT_DELETE_KEEP_MESSAGES
@@ -610,10 +617,14 @@ yaok_status yaok_contact_delete(yaok_node *node, int64_t contact_id, uint32_t fl
 yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_json);
 
 /* ---- messages ----
- * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes (1 to
+ * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes with their length (1 to
  * YAOK_MAX_MESSAGE_BYTES; YAOK_E_EMPTY_MESSAGE, YAOK_E_MESSAGE_TOO_LARGE,
- * YAOK_E_INVALID_UTF8). Message IDs are YAOK_MESSAGE_ID_BYTES bytes. All need the node
- * unlocked. Free *out_json with yaok_string_free(). */
+ * YAOK_E_INVALID_UTF8), so it may hold a NUL. A received text is exactly what the sender
+ * sent, whatever UTF-8 allows (controls, bidi controls, white space only; show it with
+ * care), or, from a sender whose text was not UTF-8, that text with U+FFFD in place of
+ * the invalid bytes and an "invalid_text" security event (docs/PROTOCOL.md §3.2).
+ * Message IDs are YAOK_MESSAGE_ID_BYTES bytes. All need the node unlocked. Free
+ * *out_json with yaok_string_free(). */
 
 /* Message status values (the "status" of a message's JSON, as numbers for C apps). */
 #define YAOK_MESSAGE_PENDING 0u
@@ -634,10 +645,12 @@ yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_js
 yaok_status yaok_message_send(yaok_node *node, int64_t contact_id, const uint8_t *text, size_t text_len,
                               char **out_json);
 
-/* Tries a pending or failed outgoing message again now (`message_id`: YAOK_MESSAGE_ID_BYTES
- * bytes, borrowed). One whose packet expired is sealed afresh under the same ID.
- * *out_json: the message. No such outgoing message: YAOK_E_NOT_FOUND; already sent or
- * delivered: YAOK_E_INVALID_ARGUMENT. */
+/* Tries a pending, failed or sent outgoing message again now (`message_id`:
+ * YAOK_MESSAGE_ID_BYTES bytes, borrowed); it is "pending" again until a link or relay
+ * confirms it. A "sent" one is taken too (docs/PROTOCOL.md §6.1): a relay that stored it may
+ * have lost it, and its acknowledgement may never come. One whose packet expired is sealed
+ * afresh under the same ID. *out_json: the message. No such outgoing message:
+ * YAOK_E_NOT_FOUND; already delivered: YAOK_E_INVALID_ARGUMENT. */
 yaok_status yaok_message_retry(yaok_node *node, const uint8_t *message_id, char **out_json);
 
 /* One message we sent, with its current status (`message_id`: YAOK_MESSAGE_ID_BYTES bytes).
@@ -904,7 +917,8 @@ yaok_status yaok_message_direction(const yaok_message *message, uint32_t *out_di
 yaok_status yaok_message_status(const yaok_message *message, uint32_t *out_status);
 
 /* The text: *out_text is borrowed (NUL-terminated UTF-8, valid until yaok_message_free),
- * *out_len its length in bytes before the NUL. */
+ * *out_len its length in bytes before the terminating NUL. The text itself may hold NUL
+ * bytes (PROTOCOL.md §3.2): use *out_len, not strlen. */
 yaok_status yaok_message_text(const yaok_message *message, const char **out_text, size_t *out_len);
 
 /* One of the message's times (`which`: YAOK_TIME_*), milliseconds since 1970. A time the

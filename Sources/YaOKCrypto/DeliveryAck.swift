@@ -33,17 +33,27 @@ public enum DeliveryAck {
     /// direction and the creation day (docs/PROTOCOL.md §4.3), as a message's would be.
     public static func seal(_ ids: [MessageID], key: SecureBytes, route: RoutePair, createdMs: Int64,
                             lifetimeMinutes: UInt16 = SealedMessage.defaultLifetimeMinutes) throws -> (header: RoutedHeader, packet: [UInt8]) {
-        guard (1...maxIDs).contains(ids.count) else { throw YaOKError(.invalidArgument, "An ack carries 1 to \(maxIDs) message IDs") }
         let header = try RoutedHeader.new(type: .ack, route: route, createdMs: createdMs,
                                           messageID: .random(), lifetimeMinutes: lifetimeMinutes)
+        return (header, try seal(ids, key: key, header: header, nonce: Sodium.randomBytes(Sodium.aeadNonceLength)))
+    }
+
+    /// The ack packet for `ids` under `header` (type ack, its own ID, the pair's tag) with
+    /// the given 24-byte nonce: the one definition of the layout, which the test vector
+    /// (docs/PROTOCOL.md §6.2, `ack-bob-to-alice`) drives with a fixed nonce. No padding:
+    /// an ack's size says only how many IDs it carries.
+    static func seal(_ ids: [MessageID], key: SecureBytes, header: RoutedHeader, nonce: [UInt8]) throws -> [UInt8] {
+        guard (1...maxIDs).contains(ids.count) else { throw YaOKError(.invalidArgument, "An ack carries 1 to \(maxIDs) message IDs") }
+        guard header.type == .ack, nonce.count == Sodium.aeadNonceLength else {
+            throw YaOKError(.invalidArgument, "An ack needs an ack header and a \(Sodium.aeadNonceLength)-byte nonce")
+        }
         var body: [UInt8] = [UInt8(ids.count)]
         for id in ids { body += id.bytes }
         let payloadLength = Sodium.aeadNonceLength + body.count + Sodium.aeadTagLength
-        let nonce = Sodium.randomBytes(Sodium.aeadNonceLength)
         let sealed = try key.withUnsafeBytes {
             try Sodium.aeadSeal(body, ad: header.authenticatedBytes(payloadLength: payloadLength), nonce: nonce, key: $0)
         }
-        return (header, try Packet.routed(header, payload: nonce + sealed).encode())
+        return try Packet.routed(header, payload: nonce + sealed).encode()
     }
 
     /// The acknowledged IDs, or nil if `key` is not the one this ack was sealed under (the

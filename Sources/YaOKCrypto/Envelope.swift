@@ -114,7 +114,7 @@ public enum Envelope {
                             associatedData extra: [UInt8] = [],
                             isKnownSender: ([UInt8]) -> Bool = { _ in true }) throws -> Opened {
         guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
-        guard timestamp >= 0 else { throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, not negative") }
+        try checkTimestamp(timestamp)
         let minInner = senderKeyLength + authLength + Padding.buckets[0]
         guard sealed.count >= ephemeralLength + hintLength + minInner + tagLength else {
             throw YaOKError(.malformedEnvelope, "Envelope too short")
@@ -172,7 +172,7 @@ public enum Envelope {
         guard body.count <= maxBodyLength else { throw YaOKError(.messageTooLarge) }
         guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
         guard messageID.count == messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
-        guard timestamp >= 0 else { throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, not negative") }
+        try checkTimestamp(timestamp)
         guard ephemeralSecret.count == 32 else { throw YaOKError(.invalidArgument, "Ephemeral secret must be 32 bytes") }
         try Sodium.ensureInitialized()
         let ephemeral = try ephemeralSecret.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
@@ -181,6 +181,16 @@ public enum Envelope {
             throw YaOKError(.invalidArgument, "The recipient key is of low order: nothing can be sealed to it")
         }
         return (ephemeral, shared)
+    }
+
+    /// A message's time is a packet's `created` (docs/PROTOCOL.md §3): 0 to 2^48 − 1 ms, the
+    /// range of the routed header's u48 field, though the AD carries it in 8 bytes. Outside
+    /// it (a negative time included) is `invalidArgument`: no packet could carry the envelope,
+    /// and an implementation that keeps times in 48 bits would not agree on it.
+    static func checkTimestamp(_ timestamp: Int64) throws {
+        guard (0...RoutedHeader.maxCreatedMs).contains(timestamp) else {
+            throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, 0 to 2^48-1")
+        }
     }
 
     /// version || recipient key || message ID || timestamp (u64 BE, ms) || ephemeral key;

@@ -85,7 +85,7 @@ public enum PacketEnvelope {
                             timestamp: Int64, associatedData extra: [UInt8]) throws -> Envelope.Opened {
         guard senderKey.count == 32 else { throw YaOKError(.invalidArgument, "Sender key must be 32 bytes") }
         guard messageID.count == Envelope.messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
-        guard timestamp >= 0 else { throw YaOKError(.invalidArgument, "A time is milliseconds since 1970, not negative") }
+        try Envelope.checkTimestamp(timestamp)
         guard sealed.count >= minLength else { throw YaOKError(.malformedEnvelope, "Envelope too short") }
         try Sodium.ensureInitialized()
         let recipientKey = recipient.publicIdentity.encryptionKey

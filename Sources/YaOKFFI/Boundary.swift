@@ -50,6 +50,18 @@ func cardText(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String
     return s
 }
 
+/// A display name (docs/PROTOCOL.md §1): like `string`, but input over the 4,096 bytes the
+/// name rules read is `invalidName` ("refused at once", step 1 of §1, as every defect of a
+/// name is), found without reading past the bound; text that is not UTF-8 is `invalidUTF8`.
+func nameText(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
+    let p = try required(pointer, name)
+    guard strnlen(p, DisplayName.maxInputBytes + 1) <= DisplayName.maxInputBytes else {
+        throw YaOKError(.invalidName)  // "Name must be 2-50 characters", as the core says
+    }
+    guard let s = String(validatingCString: p) else { throw YaOKError(.invalidUTF8, "\(name) is not valid UTF-8") }
+    return s
+}
+
 /// A borrowed NUL-terminated UTF-8 secret (a PIN or passphrase), copied straight into
 /// guarded memory: it never becomes a Swift String or array, which could not be wiped.
 /// Invalid UTF-8 is refused, checked in place.

@@ -64,7 +64,7 @@ public func yaok_contact_verify(_ node: OpaquePointer?, _ contactID: Int64) -> I
 public func yaok_contact_rename(_ node: OpaquePointer?, _ contactID: Int64, _ name: UnsafePointer<CChar>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
-        try n.renameContact(contactID, to: try string(name, "name"))
+        try n.renameContact(contactID, to: try nameText(name, "name"))
     }
 }
 

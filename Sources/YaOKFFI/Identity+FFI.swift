@@ -21,7 +21,7 @@ func formatFingerprint(_ fingerprint: Fingerprint, _ format: UInt32) throws -> S
 public func yaok_identity_new(_ name: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let out = try required(out, "out")
-        out.pointee = Handles.make(IdentityHandle(try Identity(name: try string(name, "name"))))
+        out.pointee = Handles.make(IdentityHandle(try Identity(name: try nameText(name, "name"))))
     }
 }
 
@@ -30,7 +30,7 @@ public func yaok_identity_restore(_ name: UnsafePointer<CChar>?, _ secrets: Unsa
                                   _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let out = try required(out, "out")
-        let name = try string(name, "name")
+        let name = try nameText(name, "name")
         guard secretsLength == Identity.secretsLength else {
             throw YaOKError(.invalidArgument, "secrets must be \(Identity.secretsLength) bytes")
         }

@@ -52,7 +52,7 @@ public func yaok_node_setup(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>
     boundary {
         let n = try YaOKFFI.node(node)
         let out = try required(outWarnings, "out_warnings")
-        let result = try n.setup(name: try string(name, "name"), pin: try secret(pin, "pin"),
+        let result = try n.setup(name: try nameText(name, "name"), pin: try secret(pin, "pin"),
                                  confirmation: try secret(confirmation, "pin_confirmation"))
         out.pointee = result.warnings.rawValue
     }
@@ -68,7 +68,7 @@ public func yaok_node_setup_v2(_ node: OpaquePointer?, _ name: UnsafePointer<CCh
         let warnings = try required(outWarnings, "out_warnings")
         let strength = try required(outStrength, "out_strength")
         let bits = try required(outEstimatedBits, "out_estimated_bits")
-        let result = try n.setup(name: try string(name, "name"), pin: try string(secret, "secret"),
+        let result = try n.setup(name: try nameText(name, "name"), pin: try string(secret, "secret"),
                                  confirmation: try string(confirmation, "confirmation"))
         warnings.pointee = result.warnings.rawValue
         strength.pointee = result.strength.level.rank

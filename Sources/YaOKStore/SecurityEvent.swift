@@ -39,6 +39,9 @@ public enum SecurityEventKind: String, Sendable, Equatable, CaseIterable {
     case contactVerified = "contact_verified"
     case unknownSender = "unknown_sender"
     case tamperedMessage = "tampered_message"
+    /// A contact's authentic message whose text was not UTF-8: stored with U+FFFD in place
+    /// of the invalid bytes and acknowledged (docs/PROTOCOL.md §3, "Message text").
+    case invalidText = "invalid_text"
     case tlsFailure = "tls_failure"
     /// The log itself was found altered: events changed, removed, or its seal broken
     /// (`detail` says what). Written at the unlock (or listing) that found it.

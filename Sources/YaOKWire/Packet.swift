@@ -79,13 +79,16 @@ public enum Packet: Equatable, Sendable {
         }
     }
 
+    /// Checks in the order of docs/PROTOCOL.md §4.1: version, type, then everything else
+    /// (the packet limit included), so that a future version's packet, however long, is
+    /// reported as `unsupportedVersion`.
     public static func decode(_ bytes: ArraySlice<UInt8>) throws -> Packet {
+        var r = ByteReader(bytes)
+        let type = try readPrefix(&r)
         guard bytes.count <= Wire.maxPacketLength else {
             throw YaOKError(.malformedPacket,
                             "Malformed packet: \(bytes.count) bytes exceeds the maximum \(Wire.maxPacketLength)")
         }
-        var r = ByteReader(bytes)
-        let type = try readPrefix(&r)
         switch type {
         case .message, .ack:
             let header = try RoutedHeader.parseBody(type: type, &r)

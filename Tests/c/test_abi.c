@@ -73,8 +73,14 @@ static void test_identity_and_card(void) {
     static char long_text[YAOK_MAX_TEXT_BYTES + 2];
     memset(long_text, ' ', sizeof long_text - 1);
     CHECK(yaok_card_decode(long_text, &broken) == YAOK_E_INVALID_CARD && broken == NULL);
+    /* A name over 4,096 bytes is refused at once, and as every defect of a name is
+     * (PROTOCOL.md §1): YAOK_E_INVALID_NAME, not the text bound's INVALID_ARGUMENT. */
     yaok_identity *long_name = NULL;
-    CHECK(yaok_identity_new(long_text, &long_name) == YAOK_E_INVALID_ARGUMENT && long_name == NULL);
+    CHECK(yaok_identity_new(long_text, &long_name) == YAOK_E_INVALID_NAME && long_name == NULL);
+    CHECK(strcmp(yaok_last_error_message(), "Name must be 2-50 characters") == 0);
+    static const uint8_t zeros[YAOK_IDENTITY_SECRET_BYTES] = {0};
+    CHECK(yaok_identity_restore(long_text, zeros, sizeof zeros, &long_name) == YAOK_E_INVALID_NAME &&
+          long_name == NULL);
 
     yaok_string_free(name);
     yaok_string_free(uid);
@@ -118,6 +124,19 @@ static void test_envelope(void) {
     /* Times are signed milliseconds since 1970: a negative one is refused. */
     uint8_t *neg = NULL; size_t neg_len = 0;
     CHECK(yaok_envelope_seal(alice, bob_card, (const uint8_t *)msg, strlen(msg), id, -1, &neg, &neg_len) == YAOK_E_INVALID_ARGUMENT && neg == NULL);
+    /* 0 to 2^48-1, a packet's `created` (PROTOCOL.md §3): the largest works, one more is refused
+     * when sealing and when opening. */
+    const int64_t max_time = ((int64_t)1 << 48) - 1;
+    CHECK(yaok_envelope_seal(alice, bob_card, (const uint8_t *)msg, strlen(msg), id, max_time, &neg, &neg_len) == YAOK_OK);
+    CHECK(yaok_envelope_open(bob, contacts, 2, neg, neg_len, id, max_time, &body, &body_len, &index) == YAOK_OK);
+    yaok_bytes_free(body, body_len);
+    body = NULL;
+    CHECK(yaok_envelope_open(bob, contacts, 2, neg, neg_len, id, max_time + 1, &body, &body_len, &index) ==
+              YAOK_E_INVALID_ARGUMENT && body == NULL);
+    yaok_bytes_free(neg, neg_len);
+    neg = NULL;
+    CHECK(yaok_envelope_seal(alice, bob_card, (const uint8_t *)msg, strlen(msg), id, max_time + 1, &neg, &neg_len) == YAOK_E_INVALID_ARGUMENT && neg == NULL);
+    CHECK(yaok_envelope_seal(alice, bob_card, (const uint8_t *)msg, strlen(msg), id, INT64_MAX, &neg, &neg_len) == YAOK_E_INVALID_ARGUMENT && neg == NULL);
     CHECK(yaok_envelope_open(bob, contacts, 2, sealed, sealed_len, id, 1700000000000, &body,
                              &body_len, &index) == YAOK_OK);
     CHECK(body_len == strlen(msg) && memcmp(body, msg, body_len) == 0 && index == 1);

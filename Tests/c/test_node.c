@@ -52,6 +52,10 @@ static void test_setup_lock_unlock(void) {
     yaok_string_free(json);
     CHECK(yaok_node_unlock(node, PIN) == YAOK_E_NOT_INITIALIZED);
 
+    /* Every defect of a name is YAOK_E_INVALID_NAME (PROTOCOL.md §1), over 4,096 bytes too. */
+    static char long_name[YAOK_MAX_TEXT_BYTES + 2];
+    memset(long_name, 'A', sizeof long_name - 1);
+    CHECK(yaok_node_setup(node, long_name, PIN, PIN, &warnings) == YAOK_E_INVALID_NAME);
     CHECK(yaok_node_setup(node, "Alice", "12345", "12345", &warnings) == YAOK_E_PIN_TOO_SHORT);
     CHECK(strcmp(yaok_last_error_message(), "PIN must be at least 6 digits") == 0);
     CHECK(yaok_node_setup(node, "Alice", "abc", "abc", &warnings) == YAOK_E_PIN_TOO_SHORT);
@@ -266,7 +270,7 @@ static void test_contacts_and_messages(void) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     CHECK(yaok_contact_find(node, huge, &json) == YAOK_E_INVALID_ARGUMENT && json == NULL);
     CHECK(yaok_contact_add(node, huge, &json) == YAOK_E_INVALID_CARD && json == NULL);
-    CHECK(yaok_contact_rename(node, 1, huge) == YAOK_E_INVALID_ARGUMENT);
+    CHECK(yaok_contact_rename(node, 1, huge) == YAOK_E_INVALID_NAME); /* a name: §1, refused at once */
     clock_gettime(CLOCK_MONOTONIC, &t1);
     CHECK((t1.tv_sec - t0.tv_sec) * 1000.0 + (t1.tv_nsec - t0.tv_nsec) / 1e6 < 200.0);
     huge[YAOK_MAX_TEXT_BYTES] = 0; /* exactly the bound: checked, not refused for its length */

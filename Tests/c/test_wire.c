@@ -45,6 +45,20 @@ static void test_decode_errors(void) {
     CHECK(yaok_packet_decode(NULL, 0, &json) == YAOK_E_MALFORMED_PACKET && json == NULL);
     CHECK(yaok_packet_decode(message, sizeof message - 1, &json) == YAOK_E_MALFORMED_PACKET && json == NULL);
     CHECK(yaok_packet_decode(NULL, 4, &json) == YAOK_E_NULL_ARGUMENT && json == NULL);
+    /* §4.1's order: the version, then the type, before the 17,408-byte limit. */
+    uint8_t *big = calloc(17409, 1);
+    CHECK(big != NULL);
+    if (big != NULL) {
+        big[0] = 0x02;
+        CHECK(yaok_packet_decode(big, 17409, &json) == YAOK_E_UNSUPPORTED_VERSION && json == NULL);
+        big[0] = 0x01;
+        big[1] = 0x06;
+        CHECK(yaok_packet_decode(big, 17409, &json) == YAOK_E_UNKNOWN_PACKET_TYPE && json == NULL);
+        big[1] = 0x03;
+        CHECK(yaok_packet_decode(big, 17409, &json) == YAOK_E_MALFORMED_PACKET && json == NULL);
+        CHECK(strstr(yaok_last_error_message(), "17409 bytes exceeds the maximum 17408") != NULL);
+        free(big);
+    }
     CHECK(yaok_packet_decode(message, sizeof message, NULL) == YAOK_E_NULL_ARGUMENT);
 }
 

@@ -109,16 +109,17 @@ extension Node {
     }
 
     /// Stores an opened message from contact `peer` (once) and acknowledges it (every
-    /// time). False for a text that is not UTF-8 (rejected and logged).
+    /// time). The text is stored exactly as sent (docs/PROTOCOL.md §3, "Message text"); a
+    /// body that is not UTF-8 is taken too, each ill-formed part replaced by U+FFFD, and the
+    /// security log says so: refusing it would leave an honest but broken sender retrying
+    /// for a week, and dropping it after an ack would lose it without a trace.
     private func take(_ opened: Envelope.Opened, from peer: PeerDirectory.Peer, _ header: RoutedHeader,
                       _ keys: UnlockedKeys, on linkID: UInt64?, _ store: Store, _ s: inout NodeState,
                       _ effects: inout Effects) throws -> Bool {
         var body = opened.body
         defer { Sodium.wipe(&body) }
-        guard let text = String(validating: body, as: UTF8.self), !text.isEmpty else {
-            try reject(on: linkID, store, .tamperedMessage, "A message whose text is not UTF-8 was rejected", &s, &effects)
-            return false
-        }
+        let valid = String(validating: body, as: UTF8.self)
+        let text = valid ?? String(decoding: body, as: UTF8.self)
         let sentAt = header.createdMs
         let t = now
         if try store.insertMessage(conversation: peer.contactID, messageID: header.messageID.bytes,
@@ -126,6 +127,11 @@ extension Node {
                                    senderTimestamp: sentAt, createdAt: t, receivedAt: t,
                                    unread: true, cipher: keys.cipher) != nil {
             effects.events.append(.messageReceived(contactID: peer.contactID, messageID: header.messageID))
+            if valid == nil {
+                let detail = "A message from contact \(peer.contactID) (ID \(Hex.encode(header.messageID.bytes))) "
+                    + "was not valid UTF-8: stored with U+FFFD in place of the invalid bytes"
+                effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
+            }
         }
         // New or a retransmission: either way the sender gets (again) our ack.
         let (ackHeader, ackPacket) = try DeliveryAck.seal([header.messageID], key: peer.outgoingAckKey,

@@ -75,9 +75,11 @@ extension Node {
         return messages
     }
 
-    /// Tries a pending or failed message again now. One whose packet expired is sealed
+    /// Tries a pending, failed or sent message again now; it is `pending` again until a link
+    /// or relay confirms it. `sent` is allowed (docs/PROTOCOL.md §6.1): a relay that stored it
+    /// may have lost it, and its ack may never come. One whose packet expired is sealed
     /// afresh (same message ID, new time). `notFound` for no such outgoing message;
-    /// `invalidArgument` if it was already sent or delivered.
+    /// `invalidArgument` if it was already delivered.
     @discardableResult
     public func retry(_ messageID: MessageID) throws -> Message {
         var effects = Effects()

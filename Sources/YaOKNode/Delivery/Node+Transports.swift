@@ -66,11 +66,13 @@ extension Node {
                          ("contact_id", l.contactID.map { .int($0) } ?? .null),
                          ("opened_ms", .int(l.openedAt)), ("last_received_ms", .int(l.lastReceived))])
             }
-            var extra: [(String, JSON)] = []
-            if let skew = s.delivery.lastClockSkew {
-                extra.append(("clock_skew", .object([("link_id", .int(Int64(skew.link))), ("clock_skew_ms", .int(skew.ms))])))
-            }
-            if let held = s.delivery.heldError { extra.append(("held_error", .string(held))) }
+            // Present with null when there is nothing to say (docs/ABI.md's rule for fields).
+            let extra: [(String, JSON)] = [
+                ("clock_skew", s.delivery.lastClockSkew.map {
+                    .object([("link_id", .int(Int64($0.link))), ("clock_skew_ms", .int($0.ms))])
+                } ?? .null),
+                ("held_error", s.delivery.heldError.map { .string($0) } ?? .null),
+            ]
             return (.array(links), s.delivery.transports.map { ($0.key, $0.value.transport) }, try store.heldCount(), extra)
         }
         var transports: [JSON] = []

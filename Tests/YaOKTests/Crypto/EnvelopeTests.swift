@@ -161,9 +161,32 @@ import Testing
             let n = Int.random(in: 1...Envelope.maxBodyLength, using: &rng)
             let body = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
             let msgID = (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            let t = Int64.random(in: 0...Int64.max, using: &rng)
+            let t = Int64.random(in: 0...RoutedHeader.maxCreatedMs, using: &rng)
             let sealed = try Envelope.seal(body, from: alice, to: bob.publicIdentity.encryptionKey, messageID: msgID, timestamp: t)
             #expect(try Envelope.open(sealed, by: bob, messageID: msgID, timestamp: t).body == body)
+        }
+    }
+
+    /// A message's time is 0 to 2^48 − 1 ms (a packet's u48 `created`, docs/PROTOCOL.md §3),
+    /// for the bare envelope and the packet envelope, sealing and opening alike.
+    @Test func timesBeyondFortyEightBitsAreRefused() throws {
+        let key = bob.publicIdentity.encryptionKey
+        let max = RoutedHeader.maxCreatedMs
+        let sealed = try Envelope.seal([1], from: alice, to: key, messageID: id, timestamp: max)
+        #expect(try Envelope.open(sealed, by: bob, messageID: id, timestamp: max).body == [1])
+        let packet = try PacketEnvelope.seal([1], from: alice, to: key, messageID: id, timestamp: max, associatedData: [])
+        for bad in [-1, max + 1, Int64.max] {
+            #expect(throws: YaOKError(.invalidArgument)) {
+                try Envelope.seal([1], from: alice, to: key, messageID: id, timestamp: bad)
+            }
+            #expect(throws: YaOKError(.invalidArgument)) { try Envelope.open(sealed, by: bob, messageID: id, timestamp: bad) }
+            #expect(throws: YaOKError(.invalidArgument)) {
+                try PacketEnvelope.seal([1], from: alice, to: key, messageID: id, timestamp: bad, associatedData: [])
+            }
+            #expect(throws: YaOKError(.invalidArgument)) {
+                try PacketEnvelope.open(packet, by: bob, senderKey: alice.publicIdentity.encryptionKey, messageID: id,
+                                        timestamp: bad, associatedData: [])
+            }
         }
     }
 

@@ -48,6 +48,21 @@ import Testing
         #expect(errorCode { try Packet.decode([1, 9]) } == .unknownPacketType)
     }
 
+    /// §4.1's order: the version before anything else, then the type, and only then the
+    /// 17,408-byte limit, so a longer packet of a future version (or of an unknown type) is
+    /// reported as what it is, not as malformed.
+    @Test func theVersionAndTypeAreCheckedBeforeTheSizeLimit() throws {
+        var big = [UInt8](repeating: 0, count: Wire.maxPacketLength + 1)
+        big[0] = 2
+        #expect(errorCode { try Packet.decode(big) } == .unsupportedVersion)
+        #expect(errorCode { try RoutedHeader.parse(big) } == .unsupportedVersion)
+        big[0] = 1
+        big[1] = 9
+        #expect(errorCode { try Packet.decode(big) } == .unknownPacketType)
+        big[1] = PacketType.handshake.rawValue
+        #expect(errorCode { try Packet.decode(big) } == .malformedPacket)
+    }
+
     @Test func everyTruncationIsMalformed() throws {
         let packets: [Packet] = [
             .routed(try sampleHeader(), payload: [1, 2, 3]),

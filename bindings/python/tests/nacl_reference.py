@@ -1,6 +1,7 @@
-"""An independent implementation of Ya OK's contact card, message envelope, packet envelope
-and routing tag, written from docs/PROTOCOL.md §1–§3 and §4.2–§4.3 using PyNaCl's libsodium
-primitives and Python integers only (no yaok import). The tests run it against the core.
+"""An independent implementation of Ya OK's contact card, message envelope, packet envelope,
+routing tag and end-to-end ack, written from docs/PROTOCOL.md §1–§3, §4.2–§4.3 and §6.2
+using PyNaCl's libsodium primitives and Python integers only (no yaok import). The tests run
+it against the core.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ AUTH_KEY_KEY = b"YaOK-auth-v1"
 PACKET_ENVELOPE_VERSION = 2
 PACKET_MESSAGE_KEY_KEY = b"YaOK-envelope-v2"
 ROUTE_KEY_KEY = b"YaOK-route-v2"
+ACK_KEY_KEY = b"YaOK-ack-v1"
 DAY_MS = 86_400_000
 USER_ID_KEY = b"YaOK-user-id-v1"
 CARD_CONTEXT = b"YaOK-card-v1"
@@ -359,3 +361,33 @@ def open_message_packet(recipient: Keys, contacts: List[bytes], packet: bytes) -
             body = packet_open(recipient, contact, packet[37:], message_id, created, packet[:2] + packet[3:37])
             return contact, body
     raise AssertionError("not for me")
+
+
+# ---- end-to-end ack (§6.2)
+
+def ack_key(own: Keys, peer_public: bytes, own_is_acker: bool) -> bytes:
+    """BLAKE2b-256 keyed "YaOK-ack-v1" over X25519(own secret, peer public) || acker public ||
+    ackee public: the same for both contacts, different per direction."""
+    acker, ackee = (own.x25519_public, peer_public) if own_is_acker else (peer_public, own.x25519_public)
+    return blake2b(nb.crypto_scalarmult(own.x25519_secret, peer_public) + acker + ackee, 32, ACK_KEY_KEY)
+
+
+def ack_packet(key: bytes, acked: List[bytes], message_id: bytes, created_ms: int, lifetime_min: int,
+               hop_limit: int, tag: bytes, nonce: bytes) -> bytes:
+    """header (type 0x02, the ack's own ID) || nonce || XChaCha20-Poly1305(ack key, nonce,
+    ad = the ack's own header without its hop limit, count || IDs). No padding."""
+    plaintext = bytes([len(acked)]) + b"".join(acked)
+    header, authenticated = routed_header(2, hop_limit, message_id, created_ms, lifetime_min, tag,
+                                          24 + len(plaintext) + 16)
+    return header + nonce + nb.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, authenticated, nonce, key)
+
+
+def open_ack(key: bytes, packet: bytes) -> List[bytes]:
+    """The acknowledged IDs; raises AssertionError / nacl errors on any failure."""
+    assert packet[0] == 1 and packet[1] == 2 and int.from_bytes(packet[35:37], "big") == len(packet) - 37
+    payload = packet[37:]
+    plaintext = nb.crypto_aead_xchacha20poly1305_ietf_decrypt(payload[24:], packet[:2] + packet[3:37],
+                                                              payload[:24], key)
+    count = plaintext[0]
+    assert count >= 1 and len(plaintext) == 1 + 16 * count, "bad ack plaintext"
+    return [plaintext[1 + 16 * i:17 + 16 * i] for i in range(count)]

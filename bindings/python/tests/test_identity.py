@@ -126,8 +126,12 @@ def test_wrong_types_are_type_errors():
 
 
 def test_embedded_nul_is_refused_not_truncated():
-    with pytest.raises(yaok.InvalidArgument, match="NUL"):
+    # A NUL is a control character, which no name may hold (PROTOCOL.md §1): InvalidName,
+    # never a name cut at the NUL.
+    with pytest.raises(yaok.InvalidName, match="U\\+0000"):
         yaok.Identity.new("Alice\0Mallory")
+    with pytest.raises(yaok.InvalidName):
+        yaok.Identity.restore("Alice\0Mallory", bytes(64))
 
 
 def test_card_text_with_nul_is_an_invalid_card(alice):
@@ -146,8 +150,12 @@ def test_invalid_utf8_is_refused_by_the_library():
 def test_text_over_the_bound_is_refused():
     with pytest.raises(yaok.InvalidCard):
         yaok.Card.decode(" " * 4097)  # YAOK_MAX_TEXT_BYTES + 1
-    with pytest.raises(yaok.InvalidArgument, match="longer than 4096 bytes"):
+    # A name over 4,096 bytes is refused at once, as every defect of a name is
+    # (PROTOCOL.md §1): InvalidName, not the generic text bound's InvalidArgument.
+    with pytest.raises(yaok.InvalidName):
         yaok.Identity.new("A" * 4097)
+    with pytest.raises(yaok.InvalidName):
+        yaok.Identity.restore("A" * 4097, bytes(64))
 
 
 def test_close_twice_and_use_after_close():

@@ -72,6 +72,12 @@ def test_setup_validation_messages(fresh_node):
     # The name is checked first.
     with pytest.raises(yaok.InvalidName):
         fresh_node.setup("A", "1", "2")
+    # Every defect of a name is InvalidName (PROTOCOL.md §1), one over 4,096 bytes and one
+    # with a NUL included.
+    with pytest.raises(yaok.InvalidName):
+        fresh_node.setup("A" * 4097, PIN, PIN)
+    with pytest.raises(yaok.InvalidName):
+        fresh_node.setup("Al\0ice", PIN, PIN)
     with pytest.raises(TypeError):
         fresh_node.setup("Alice", 135790, 135790)
     assert fresh_node.status().initialized is False

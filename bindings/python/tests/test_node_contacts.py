@@ -41,6 +41,8 @@ def test_contacts_flow(node, bob, bob_card, eve):
     node.rename_contact(added.id, "Bobby")
     with pytest.raises(yaok.InvalidName, match="^Name must be 2-50 characters$"):
         node.rename_contact(added.id, "B")
+    with pytest.raises(yaok.InvalidName, match="^Name must be 2-50 characters$"):
+        node.rename_contact(added.id, "B" * 4097)  # over 4,096 bytes: refused at once (§1)
     bobby = node.contact(added.id)
     assert bobby.name == "Bobby" and bobby.verified
     assert bobby.connection.state is yaok.ConnectionState.NEVER_CONNECTED

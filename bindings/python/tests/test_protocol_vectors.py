@@ -8,8 +8,10 @@ from typing import Dict, List
 
 import pytest
 
+from nacl import bindings as nb
+
 import yaok
-from yaok import envelope
+from yaok import envelope, wire
 
 import nacl_reference as ref
 from conftest import REPO
@@ -157,6 +159,42 @@ def test_sealed_message_vectors(name):
             ref.open_message_packet(opener, contacts, packet)
     # Neither the hint nor the sender key is in the packet.
     assert sender.x25519_public not in packet and ref.hint(packet[37:69], recipient.x25519_public) not in packet
+
+
+def test_text_repair_vector():
+    """PROTOCOL.md §3.2: a body that is not UTF-8 is stored with one U+FFFD per maximal
+    ill-formed subpart, as Python's own decoder replaces them."""
+    v = VECTORS["text-repair"]
+    assert bytes.fromhex(v["body"]).decode("utf-8", errors="replace").encode("utf-8").hex() == v["text"]
+
+
+def test_ack_vector():
+    """PROTOCOL.md §6.2: the ack key from either side, and the whole ack packet (its own
+    header as associated data, no padding) rebuilt with PyNaCl alone."""
+    v = VECTORS["ack-bob-to-alice"]
+    acker = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["acker"]]["secrets"]))
+    ackee = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["ackee"]]["secrets"]))
+    key = ref.ack_key(acker, ackee.x25519_public, own_is_acker=True)
+    assert key == ref.ack_key(ackee, acker.x25519_public, own_is_acker=False)
+    assert key.hex() == v["ack_key"]
+    assert ref.ack_key(ackee, acker.x25519_public, own_is_acker=True) != key  # the other direction
+    created = int(v["created_ms"])
+    tag = ref.routing_tag(ref.pair_key(acker, ackee.x25519_public), acker.x25519_public, ackee.x25519_public,
+                          created)
+    assert tag.hex() == v["routing_tag"] == VECTORS["wire-routing-tag"]["reverse_routing_tag"]
+    acked = bytes.fromhex(v["acknowledged"])
+    assert acked.hex() == VECTORS["wire-sealed-message"]["message_id"]
+    packet = ref.ack_packet(key, [acked], bytes.fromhex(v["message_id"]), created, int(v["lifetime_min"]),
+                            int(v["hop_limit"]), tag, bytes.fromhex(v["nonce"]))
+    assert packet.hex() == v["packet"] and len(packet) == 94
+    assert packet[37:].hex() == v["payload"]
+    assert (packet[:2] + packet[3:37]).hex() == v["authenticated"]
+    assert ref.open_ack(key, packet) == [acked]
+    assert nb.crypto_aead_xchacha20poly1305_ietf_decrypt(packet[61:], packet[:2] + packet[3:37], packet[37:61],
+                                                         key).hex() == v["plaintext"]
+    # The core decodes it as an ack with these fields.
+    fields = wire.decode_packet(packet)
+    assert fields["type"] == "ack" and fields["lifetime_min"] == 10080 and fields["routing_tag"] == v["routing_tag"]
 
 
 def test_relay_mailbox_vector():

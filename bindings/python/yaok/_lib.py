@@ -386,6 +386,16 @@ def encode_text(value: str, what: str) -> bytes:
     return value.encode("utf-8", errors="surrogatepass")
 
 
+def encode_name(value: str, what: str = "name") -> bytes:
+    """UTF-8 bytes of a display name (docs/PROTOCOL.md §1): as :func:`encode_text`, but an
+    embedded NUL, a control character the name rules refuse anyway, is
+    :class:`~yaok.errors.InvalidName`, as every defect of a name is (and as the library says
+    of a name over 4,096 bytes)."""
+    if isinstance(value, str) and "\0" in value:
+        raise error_for_status(200, "Names cannot contain invisible, format or control characters (U+0000)")
+    return encode_text(value, what)
+
+
 class TextEnum(str, enum.Enum):
     """An enum whose members are the ABI's JSON strings: ``member == "sent"``,
     ``str(member) == f"{member}" == "sent"``, and ``json.dumps`` writes ``"sent"``."""

@@ -11,7 +11,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Union
 
-from ._lib import STATUS, TextEnum, declare
+from ._lib import STATUS, TextEnum, declare, encode_name
 from ._node_base import CHAR_OUT, NodeBase, NodePointer, check_int
 from .identity import Card
 
@@ -165,7 +165,7 @@ class ContactsMixin(NodeBase):
 
     def rename_contact(self, contact_id: int, name: str) -> None:
         """Renames a contact (2 to 50 characters, else :class:`~yaok.InvalidName`)."""
-        self._call(_rename, check_int(contact_id, "contact_id"), self._text(name, "name"))
+        self._call(_rename, check_int(contact_id, "contact_id"), encode_name(name))
 
     def delete_contact(self, contact_id: int, with_messages: bool = False) -> None:
         """Deletes a contact and its keys. By default the conversation stays readable under

@@ -71,8 +71,10 @@ def _message_id(value: BytesLike) -> bytes:
 def _timestamp(value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"timestamp_ms must be int, not {type(value).__name__}")
+    # What int64_t cannot carry is refused here; the library refuses the rest of what is
+    # outside 0 to 2**48 - 1 (a packet's u48 `created`, PROTOCOL.md §3) with the same error.
     if not 0 <= value < 1 << 63:
-        raise InvalidArgument("timestamp_ms is milliseconds since 1970: 0 to 2**63 - 1")
+        raise InvalidArgument("timestamp_ms is milliseconds since 1970: 0 to 2**48 - 1")
     return value
 
 

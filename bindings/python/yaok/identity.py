@@ -14,7 +14,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any, ContextManager, NamedTuple, Optional, Union
 
-from ._lib import STATUS, HandleOwner, OwnedHandle, declare, encode_text, take_string
+from ._lib import STATUS, HandleOwner, OwnedHandle, declare, encode_name, take_string
 from .errors import HandleClosed, InvalidCard
 
 __all__ = [
@@ -127,7 +127,7 @@ class Identity(_Owner):
         space around it is removed. Raises :class:`~yaok.errors.InvalidName`
         ("Name must be 2-50 characters")."""
         out = IdentityPointer()
-        _identity_new(encode_text(name, "name"), ctypes.byref(out))
+        _identity_new(encode_name(name), ctypes.byref(out))
         return cls(out)
 
     @classmethod
@@ -141,7 +141,7 @@ class Identity(_Owner):
             raise TypeError(f"secrets must be bytes-like, not {type(secrets).__name__}")
         raw = bytes(secrets)
         out = IdentityPointer()
-        _identity_restore(encode_text(name, "name"), raw, len(raw), ctypes.byref(out))
+        _identity_restore(encode_name(name), raw, len(raw), ctypes.byref(out))
         return cls(out)
 
     @property

@@ -165,7 +165,9 @@ class MessagesMixin(NodeBase):
         return Message.from_json(self._call_json(_send, check_int(contact_id, "contact_id"), body, len(body)))
 
     def retry(self, message_id: MessageID) -> Message:
-        """Tries a pending or failed message again now (``yaok_message_retry``)."""
+        """Tries a pending, failed or sent message again now (``yaok_message_retry``): it is
+        pending again until a link or relay confirms it. Already delivered:
+        :class:`~yaok.InvalidArgument`; no such outgoing message: :class:`~yaok.NotFound`."""
         return Message.from_json(self._call_json(_retry, message_id_bytes(message_id)))
 
     def message(self, message_id: MessageID) -> Message:

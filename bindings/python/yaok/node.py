@@ -33,7 +33,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple, Union
 
-from ._lib import STATUS, TextEnum, declare, encode_text
+from ._lib import STATUS, TextEnum, declare, encode_name, encode_text
 from ._node_base import CHAR_OUT, NodeHandle, NodePointer
 from .contacts import ContactsMixin
 from .errors import InvalidArgument
@@ -287,7 +287,7 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin)
         :attr:`NodeWarning.ALL_ZERO_PIN` for "000000"; ``strength`` says how strong the
         secret looks (``yaok_node_setup_v2``)."""
         warnings, strength, bits = ctypes.c_uint32(0), ctypes.c_uint32(0), ctypes.c_uint32(0)
-        self._call(_setup_v2, self._text(name, "name"), self._text(pin, "pin"),
+        self._call(_setup_v2, encode_name(name), self._text(pin, "pin"),
                    self._text(confirmation, "confirmation"), ctypes.byref(warnings), ctypes.byref(strength),
                    ctypes.byref(bits))
         me = self.profile()
