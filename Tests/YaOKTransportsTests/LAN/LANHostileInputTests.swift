@@ -43,6 +43,42 @@ import Testing
         #expect(a.connectionCount == 0)
     }
 
+    @Test func aPeerTricklingAFrameByteByByteIsClosedByTheHandshakeTimeout() throws {
+        // Each byte resets the idle timeout; the frame never completes, so no unit arrives:
+        // the handshake timeout ends it, having buffered no more than the one partial frame.
+        let (a, aNode, port) = try startLoopback { $0.handshakeTimeout = 0.5; $0.idleTimeout = 0.3 }
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        let link = try aNode.waitForOpenLink()
+        client.write([0x40, 0x00])  // announces 16,384 bytes
+        let start = Date()
+        while Date().timeIntervalSince(start) < 5, !link.isClosed {
+            client.write([0x41])
+            pause(nanoseconds: 50_000_000)
+        }
+        try waitUntil("the link to close") { link.isClosed }
+        #expect(link.closedBecause?.contains("no handshake") == true)
+        #expect(link.units.isEmpty)
+        #expect(a.connectionCount == 0)
+    }
+
+    @Test func aFloodOfEmptyFramesCostsNothingAndEndsWithTheHandshakeTimeout() throws {
+        // Keepalive frames (length 0) carry nothing: megabytes of them are read and dropped,
+        // never queued for the link, and do not pass for a handshake.
+        let (a, aNode, port) = try startLoopback { $0.handshakeTimeout = 1 }
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        let link = try aNode.waitForOpenLink()
+        let rssBefore = residentKiB()
+        let burst = [UInt8](repeating: 0, count: 1 << 20)  // 524,288 empty frames
+        var sent = 0
+        while sent < 16, client.write(burst) { sent += 1 }
+        try waitUntil("the link to close", timeout: 10) { link.isClosed }
+        #expect(link.units.isEmpty)
+        #expect(residentKiB() - rssBefore < 16 * 1024)
+        #expect(a.connectionCount == 0)
+    }
+
     @Test func aFloodOfIdleAndHostileConnectionsLeavesALegitimatePeerWorking() throws {
         let limit = raiseOpenFileLimit()
         // 1,000 clients need 1,000 descriptors here plus up to `maxConnections` on the
@@ -59,6 +95,11 @@ import Testing
         let (b, bNode, _) = try startLoopback { options(&$0); $0.staticPeers = ["127.0.0.1:\(port)"] }
         defer { b.stop() }
         let legit = try bNode.waitForOpenLink()
+        // On A's side the legitimate peer has finished its handshake and is a contact: the
+        // one kind of connection no newcomer can evict (PROTOCOL.md §7).
+        let legitAtA = try aNode.waitForOpenLink()
+        legitAtA.authenticate()
+        legitAtA.setContact(true)
 
         // The legitimate peer keeps a unit in flight all along; A echoes each one.
         // On a thread of its own: the cooperative pool can be starved by other suites' tests.
@@ -103,9 +144,12 @@ import Testing
         let halfFrame = try RawClient(port: port)
         halfFrame.write([0x40, 0x00] + [UInt8](repeating: 7, count: 100))  // announces 16 KB, stalls
 
-        // The cap holds: never more than maxConnections at once; the rest refused at once.
-        try waitUntil("connections to be refused", timeout: 10) { (a.diagnostics().field("refused_connections") ?? 0) > 0 }
-        #expect(a.connectionCount <= 256)
+        // The caps hold: all from one address, never more than 8 at once; each newcomer takes
+        // the slot of the oldest unfinished one (or is refused).
+        try waitUntil("connections to be evicted or refused", timeout: 10) {
+            (a.diagnostics().field("refused_connections") ?? 0) + (a.diagnostics().field("evicted_connections") ?? 0) > 0
+        }
+        #expect(a.connectionCount <= 8)
         #expect(oversized.waitForClose(timeout: 3))
         // After the handshake timeout every hostile connection is gone; the legit one stays.
         try waitUntil("the hostile connections to be closed", timeout: 15) {
@@ -127,6 +171,7 @@ import Testing
         // Generous: 256 connections × (one partial frame + a capped queue) is ~20 MB at worst.
         #expect(rssAfter - rssBefore < 96 * 1024, "VmRSS grew from \(rssBefore) to \(rssAfter) KiB")
         print("hostile flood: \(flood) idle connections, refused \(a.diagnostics().field("refused_connections") ?? -1), "
+              + "evicted \(a.diagnostics().field("evicted_connections") ?? -1), "
               + "VmRSS \(rssBefore) → \(rssAfter) KiB, legit units exchanged \(roundsDuring)")
         _ = (idle, garbage, aNode)
     }
