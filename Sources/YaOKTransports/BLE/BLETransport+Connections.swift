@@ -65,7 +65,8 @@ extension BLETransport {
     /// unauthenticated ones we opened (to a peer we chose). Returns false, evicting
     /// nothing, when no room can be made; else the evicted channels are in `evicted`, for
     /// the caller to tell their links outside the lock. The flags are as last asked of the
-    /// links: callers refresh them first (`refreshAuthentication`, outside the lock).
+    /// links: callers refresh them first (`refreshAuthentication`, outside the lock). The
+    /// rules are `SlotPolicy`'s, which the LAN transport applies too.
     func makeRoomLocked(_ s: inout BLEState, for remote: BLEAddress, direction: BLEConnection.Direction,
                         evicting evicted: inout [ClosedChannel]) -> Bool {
         let policy = SlotPolicy(maxConnections: options.maxConnections, maxPerAddress: options.maxChannelsPerAddress,
