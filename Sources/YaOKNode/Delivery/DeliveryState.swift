@@ -55,7 +55,8 @@ struct LinkState {
     let link: Link
     var channel: LinkChannel
     var fragmenter: Fragmenter?
-    var reassembler: Reassembler
+    /// nil on a stream link (`Node.openLink(stream:)`), which refuses fragments.
+    var reassembler: Reassembler?
     /// The peer's identity once the handshake completed, and its contact id if it is one.
     var peer: PublicIdentity?
     var contactID: Int64?

@@ -23,7 +23,12 @@ extension Node {
     /// timeout, protocol violation, node closing), so the transport can drop the connection.
     /// Needs the link key, which the first unlock after opening the node loads: before that,
     /// `locked`.
-    public func openLink(transport: String, role: Link.Role, mtu: Int,
+    ///
+    /// `stream`: the connection is a byte stream that carries any packet whole (TCP, §4.6), so
+    /// the peer never needs to fragment: a fragment arriving on it closes the link at once
+    /// (§4.7) and the link keeps no reassembly buffer. Links over small-MTU radios (BLE, an
+    /// app's own) leave it false.
+    public func openLink(transport: String, role: Link.Role, mtu: Int, stream: Bool = false,
                          send: @escaping @Sendable ([UInt8]) -> Void,
                          closed: @escaping @Sendable (String) -> Void = { _ in }) throws -> Link {
         guard mtu >= Fragmenter.minimumMTU, mtu <= 1 << 20 else {
@@ -44,7 +49,7 @@ extension Node {
             // A stream transport's MTU holds any link packet whole; only small-MTU links fragment.
             let fragmenter = mtu >= Wire.maxPacketLength ? nil : try Fragmenter(mtu: mtu)
             let t = now
-            var state = LinkState(link: link, channel: channel, fragmenter: fragmenter, reassembler: try Reassembler(),
+            var state = LinkState(link: link, channel: channel, fragmenter: fragmenter, reassembler: stream ? nil : try Reassembler(),
                                   openedAt: t, lastReceived: t, lastSent: t, minuteStart: t)
             state.handshakeTimer = loop.schedule(after: Double(Node.handshakeTimeoutMs) / 1000) { [weak self, weak link] in
                 guard let self, let link else { return }
@@ -205,6 +210,11 @@ extension Node {
     private func receiveUnit(_ unit: [UInt8], on linkID: UInt64, _ store: Store, _ s: inout NodeState,
                              _ effects: inout Effects) throws {
         guard let link = s.delivery.links[linkID] else { return }
+        // A stream never needs fragments (§4.7): one is a broken or hostile peer, before or
+        // after the handshake, and nothing of it is kept.
+        if link.reassembler == nil, unit.count >= 2, unit[0] == Wire.version, unit[1] == PacketType.fragment.rawValue {
+            throw YaOKError(.linkFailed, "A fragment arrived on a stream link, which carries packets whole")
+        }
         if link.peer == nil {
             try takeUnit(unit, on: linkID, store, &s, &effects)
         } else {
@@ -240,7 +250,7 @@ extension Node {
         let packet: [UInt8]
         switch try Packet.decode(unit) {
         case .fragment(let fragment):
-            guard let whole = try s.delivery.links[linkID]?.reassembler.receive(fragment, nowMs: now) else { return }
+            guard let whole = try s.delivery.links[linkID]?.reassembler?.receive(fragment, nowMs: now) else { return }
             packet = whole
         default:
             packet = unit

@@ -65,44 +65,30 @@ extension BLETransport {
     /// unauthenticated ones we opened (to a peer we chose). Returns false, evicting
     /// nothing, when no room can be made; else the evicted channels are in `evicted`, for
     /// the caller to tell their links outside the lock. The flags are as last asked of the
-    /// links: callers refresh them first (`refreshAuthentication`, outside the lock).
+    /// links: callers refresh them first (`refreshAuthentication`, outside the lock). The
+    /// rules are `SlotPolicy`'s, which the LAN transport applies too.
     func makeRoomLocked(_ s: inout BLEState, for remote: BLEAddress, direction: BLEConnection.Direction,
                         evicting evicted: inout [ClosedChannel]) -> Bool {
-        let all = s.connections.values.sorted { $0.id < $1.id }
-        var victims: [(id: UInt64, reason: String)] = []
-        func taken(_ c: BLEConnection) -> Bool { victims.contains { $0.id == c.id } }
-        func count(_ include: (BLEConnection) -> Bool) -> Int {
-            all.filter { !taken($0) && include($0) }.count
+        let policy = SlotPolicy(maxConnections: options.maxConnections, maxPerAddress: options.maxChannelsPerAddress,
+                                reservedOutboundSlots: options.reservedOutboundSlots)
+        guard let victims = policy.makeRoom(among: occupantsLocked(s), for: remote.bytes, inbound: direction == .inbound) else {
+            return false
         }
-        func evictable(_ include: (BLEConnection) -> Bool) -> (id: UInt64, reason: String)? {
-            if let c = all.first(where: { c in
-                !taken(c) && c.direction == .inbound && c.phase == .open && !c.authenticated && include(c)
-            }) {
-                return (c.id, "evicted: its handshake had not finished and a new channel needed the slot")
-            }
-            if let c = all.first(where: { c in
-                !taken(c) && c.phase == .open && c.authenticated && c.contact == false && include(c)
-            }) {
-                return (c.id, "evicted: its peer is not a contact and a new channel needed the slot")
-            }
-            return nil
-        }
-        let sameAddress = { (c: BLEConnection) in c.remote.bytes == remote.bytes }
-        while count(sameAddress) >= options.maxChannelsPerAddress {
-            guard let victim = evictable(sameAddress) else { return false }
-            victims.append(victim)
-        }
-        let inboundLimit = options.maxConnections - options.reservedOutboundSlots
-        while count({ _ in true }) >= options.maxConnections
-                || (direction == .inbound && count({ $0.direction == .inbound }) >= inboundLimit) {
-            guard let victim = evictable({ _ in true }) else { return false }
-            victims.append(victim)
-        }
-        for (id, reason) in victims {
+        for (id, why) in victims {
+            let reason = why == .unfinished ? "evicted: its handshake had not finished and a new channel needed the slot"
+                : "evicted: its peer is not a contact and a new channel needed the slot"
             evicted.append((closeLocked(&s, id, reason), reason))
             s.evicted += 1
         }
         return true
+    }
+
+    /// The channels as the slot policy sees them, oldest first.
+    func occupantsLocked(_ s: BLEState) -> [SlotPolicy.Occupant<[UInt8]>] {
+        s.connections.values.sorted { $0.id < $1.id }.map { c in
+            SlotPolicy.Occupant(id: c.id, address: c.remote.bytes, inbound: c.direction == .inbound, open: c.phase == .open,
+                                authenticated: c.authenticated, contact: c.contact)
+        }
     }
 
     // MARK: - Connecting
@@ -416,12 +402,10 @@ extension BLETransport {
     /// Closes the newest channels with strangers beyond `maxStrangerChannels` (the older ones
     /// are nearer the end of their grace period; the latecomer waits its turn).
     func capStrangersLocked(_ s: inout BLEState) -> [ClosedChannel] {
-        let strangers = s.connections.values.filter { $0.authenticated && $0.contact == false }.sorted { $0.id < $1.id }
-        guard strangers.count > options.maxStrangerChannels else { return [] }
         let reason = "its peer is not a contact and \(options.maxStrangerChannels) channels with strangers are open"
-        return strangers.dropFirst(options.maxStrangerChannels).map { c in
+        return SlotPolicy.strangersBeyond(options.maxStrangerChannels, among: occupantsLocked(s)).map { id in
             s.strangersClosed += 1
-            return (closeLocked(&s, c.id, reason), reason)
+            return (closeLocked(&s, id, reason), reason)
         }
     }
 

@@ -36,6 +36,14 @@ final class LANConnection {
     var unitsReceived = 0
     var bytesIn = 0
     var bytesOut = 0
+    /// The link has authenticated the peer (its handshake completed), as last asked of it
+    /// outside the lock (`refreshAuthentication`): may lag the link by up to a tick.
+    var authenticated = false
+    /// Monotonic ns when `authenticated` was first seen: a stranger's grace period counts from it.
+    var authenticatedAt: UInt64 = 0
+    /// Whether the authenticated peer is a contact: nil while unknown (no handshake yet, or a
+    /// node never unlocked since it started). Asked again at each tick until true.
+    var contact: Bool?
 
     init(id: UInt64, fd: Int32, remote: IPv4Endpoint, direction: Direction, phase: Phase,
          mtu: Int, now: UInt64, nowMs: Int64) throws {
@@ -121,8 +129,22 @@ struct LANState {
     /// Shared by every connection's reads (the loop runs one handler at a time).
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     var datagram = [UInt8](repeating: 0, count: 64)
-    /// Connections accepted and closed at once because `maxConnections` were open.
+    /// Connections accepted and closed at once because no slot could be made for them.
     var refused = 0
+    /// Connections closed to make room for a new one (unfinished, or with a stranger).
+    var evicted = 0
+    /// Connections closed because their peer is a stranger (grace period over, or too many).
+    var strangersClosed = 0
+    /// Dials from beacons not made because of the per-source or overall rate limit.
+    var dialsLimited = 0
+    /// Endpoints whose peer turned out a stranger, and until when (monotonic ns) their
+    /// beacons do not make us connect (at most `maxDiscoveredPeers`, the soonest to end go).
+    var recentStrangers: [IPv4Endpoint: UInt64] = [:]
+    /// Dials made from beacons per source address in the current window, and when that
+    /// window began (monotonic ns): a spoofed beacon names any port, so the limit per
+    /// address and port alone would let one source send us to every port of a host.
+    var dialsBySource: [UInt32: Int] = [:]
+    var dialWindowStart: UInt64 = 0
     var closedCount = 0
     var recentCloses: [ClosedConnection] = []
 }

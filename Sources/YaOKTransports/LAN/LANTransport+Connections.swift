@@ -8,9 +8,16 @@ import YaOKWire
 extension LANTransport {
     // MARK: - Accepting
 
+    /// A connection closed under the lock: its link, to be told why outside it.
+    typealias ClosedConnectionLink = ((any TransportLink)?, String)
+
     /// The listener is readable: accept what is waiting (a bounded batch per wake-up, so
-    /// a flood of connections cannot starve the other descriptors).
+    /// a flood of connections cannot starve the other descriptors), each only where
+    /// `makeRoomLocked` finds it a slot.
     func acceptReady() {
+        // Eviction must spare every connection whose handshake has finished: ask the links now.
+        refreshAuthentication()
+        var evicted: [ClosedConnectionLink] = []
         let accepted = state.withLock { s -> [UInt64] in
             guard s.running, s.listener >= 0, !s.listenerPaused else { return [] }
             var accepted: [UInt64] = []
@@ -27,7 +34,7 @@ extension LANTransport {
                     }
                     continue  // ECONNABORTED and the like: that one connection is gone
                 case .accepted(let fd, let remote):
-                    guard s.connections.count < options.maxConnections else {
+                    guard makeRoomLocked(&s, for: remote.address, inbound: true, evicting: &evicted) else {
                         Socket.close(fd)
                         s.refused += 1
                         continue
@@ -40,7 +47,73 @@ extension LANTransport {
             }
             return accepted
         }
+        for (link, reason) in evicted { link?.close(reason: reason) }
         openLinks(accepted, initiator: false)
+    }
+
+    // MARK: - Slots
+
+    /// Finds a slot for a new connection with `address` (`SlotPolicy`: at most
+    /// `maxConnectionsPerAddress` with it, `maxConnections` in all, inbound ones never in the
+    /// last `reservedOutboundSlots`), evicting an unfinished inbound connection or one with a
+    /// stranger where needed; their links go to `evicted`, for the caller to tell outside the
+    /// lock. False, evicting nothing, when no room can be made.
+    func makeRoomLocked(_ s: inout LANState, for address: UInt32, inbound: Bool,
+                        evicting evicted: inout [ClosedConnectionLink]) -> Bool {
+        let policy = SlotPolicy(maxConnections: options.maxConnections, maxPerAddress: options.maxConnectionsPerAddress,
+                                reservedOutboundSlots: options.reservedOutboundSlots)
+        guard let victims = policy.makeRoom(among: occupantsLocked(s), for: address, inbound: inbound) else { return false }
+        for (id, why) in victims {
+            let reason = why == .unfinished ? "evicted: its handshake had not finished and a new connection needed the slot"
+                : "evicted: its peer is not a contact and a new connection needed the slot"
+            evicted.append((closeLocked(&s, id, reason), reason))
+            s.evicted += 1
+        }
+        return true
+    }
+
+    /// The connections as the slot policy sees them, oldest first.
+    func occupantsLocked(_ s: LANState) -> [SlotPolicy.Occupant<UInt32>] {
+        s.connections.values.sorted { $0.id < $1.id }.map { c in
+            SlotPolicy.Occupant(id: c.id, address: c.remote.address, inbound: c.direction == .inbound,
+                                open: c.phase == .open, authenticated: c.authenticated, contact: c.contact)
+        }
+    }
+
+    /// Asks the links not yet known to be authenticated, or whose peer is not known to be a
+    /// contact, what they are now — outside the lock (a link takes the node's lock) — and
+    /// notes it. A stranger we connected to is not connected to again from its beacons for
+    /// `strangerBackoff`.
+    func refreshAuthentication() {
+        let pending = state.withLock { s in
+            s.connections.values.compactMap { c -> (UInt64, any TransportLink)? in
+                guard !c.authenticated || c.contact != true, c.phase == .open, let link = c.link else { return nil }
+                return (c.id, link)
+            }
+        }
+        let answers = pending.compactMap { id, link -> (UInt64, any TransportLink, Bool?)? in
+            guard link.isAuthenticated else { return nil }
+            return (id, link, link.peerIsContact)
+        }
+        guard !answers.isEmpty else { return }
+        let now = EventLoop.monotonicNanoseconds()
+        state.withLock { s in
+            for (id, link, contact) in answers {
+                guard let c = s.connections[id], c.link === link else { continue }
+                if !c.authenticated {
+                    c.authenticated = true
+                    c.authenticatedAt = now
+                }
+                c.contact = contact
+                if contact == false, c.direction == .outbound {
+                    if s.recentStrangers.count >= options.maxDiscoveredPeers,
+                       let soonest = s.recentStrangers.min(by: { $0.value < $1.value })?.key {
+                        s.recentStrangers.removeValue(forKey: soonest)
+                    }
+                    s.recentStrangers[c.remote] = now &+ LANTransport.nanoseconds(options.strangerBackoff)
+                }
+            }
+        }
     }
 
     private func pauseListenerLocked(_ s: inout LANState) {
@@ -60,10 +133,16 @@ extension LANTransport {
     // MARK: - Connecting
 
     /// Starts a non-blocking connect; the link opens when it completes. nil (and nothing
-    /// open) when the connection cap is reached or the connect fails at once.
+    /// open) when no slot can be made or the connect fails at once. Runs under the lock, so
+    /// the links of connections evicted for it are told from the loop.
     @discardableResult
     func connectLocked(_ s: inout LANState, to endpoint: IPv4Endpoint) -> UInt64? {
-        guard s.connections.count < options.maxConnections else { return nil }
+        var evicted: [ClosedConnectionLink] = []
+        guard makeRoomLocked(&s, for: endpoint.address, inbound: false, evicting: &evicted) else { return nil }
+        if !evicted.isEmpty, let loop = s.loop {
+            let links = evicted
+            loop.post { for (link, reason) in links { link?.close(reason: reason) } }
+        }
         let fd: Int32
         do {
             fd = try Socket.startConnect(to: endpoint)
@@ -108,7 +187,7 @@ extension LANTransport {
         guard !ids.isEmpty, let opener = state.withLock({ $0.opener }) else { return }
         for id in ids {
             opener.openLink(
-                transport: name, initiator: initiator, mtu: LANTransport.linkMTU,
+                transport: name, initiator: initiator, mtu: LANTransport.linkMTU, stream: true,
                 send: { [weak self] unit in self?.linkSend(id, unit) },
                 closed: { [weak self] reason in self?.linkClosedByNode(id, reason) },
                 attach: { link in state.withLock { s in s.connections[id].map { $0.link = link } != nil } },
@@ -269,8 +348,10 @@ extension LANTransport {
                           direction: c.direction, reason: reason)
         if let i = s.statics.firstIndex(where: { $0.connection == id }) {
             s.statics[i].connection = nil
-            // A connection that carried units worked: start the backoff again.
-            s.statics[i].failures = c.unitsReceived >= LANTransport.handshakeUnits ? 0 : s.statics[i].failures + 1
+            // A connection that carried units worked: start the backoff again (unless its peer
+            // turned out a stranger, who would only be closed again after its grace period).
+            let worked = c.unitsReceived >= LANTransport.handshakeUnits && c.contact != false
+            s.statics[i].failures = worked ? 0 : s.statics[i].failures + 1
             s.statics[i].lastError = reason
             let delay = min(options.reconnectDelay * Double(1 << min(s.statics[i].failures, 16)), options.maxReconnectDelay)
             s.statics[i].nextAttempt = EventLoop.monotonicNanoseconds() + LANTransport.nanoseconds(delay)
@@ -289,12 +370,14 @@ extension LANTransport {
     /// `run` is the run (start) that scheduled it: a tick of an earlier run, already due
     /// when the transport was stopped and started again, does nothing.
     func tick(run: UInt64) {
+        refreshAuthentication()
         let closed = state.withLock { s -> [((any TransportLink)?, String)] in
             guard s.running, s.run == run, let loop = s.loop else { return [] }
             let now = EventLoop.monotonicNanoseconds()
             var closed: [((any TransportLink)?, String)] = []
             for c in s.connections.values.sorted(by: { $0.id < $1.id }) {
                 if let reason = expiryLocked(c, now: now) {
+                    if reason.hasPrefix("its peer is not a contact") { s.strangersClosed += 1 }
                     closed.append((closeLocked(&s, c.id, reason), reason))
                 } else if c.phase == .open, now &- c.lastSent >= LANTransport.nanoseconds(options.keepaliveInterval) {
                     c.writer.enqueueKeepalive()
@@ -310,6 +393,12 @@ extension LANTransport {
                     let delay = min(options.reconnectDelay * Double(1 << min(s.statics[i].failures, 16)), options.maxReconnectDelay)
                     s.statics[i].nextAttempt = now + LANTransport.nanoseconds(delay)
                 }
+            }
+            let strangers = SlotPolicy.strangersBeyond(options.maxStrangerConnections, among: occupantsLocked(s))
+            for id in strangers {
+                let reason = "its peer is not a contact and \(options.maxStrangerConnections) connections with strangers are open"
+                s.strangersClosed += 1
+                closed.append((closeLocked(&s, id, reason), reason))
             }
             discoveryTickLocked(&s, now: now)
             s.timer = loop.schedule(after: tickInterval) { [weak self] in self?.tick(run: run) }
@@ -330,6 +419,10 @@ extension LANTransport {
             }
             if c.unitsReceived < LANTransport.handshakeUnits, age >= LANTransport.nanoseconds(options.handshakeTimeout) {
                 return "no handshake within \(options.handshakeTimeout) s"
+            }
+            if c.authenticated, c.contact == false,
+               now &- c.authenticatedAt >= LANTransport.nanoseconds(options.strangerGracePeriod) {
+                return "its peer is not a contact (closed \(options.strangerGracePeriod) s after the handshake)"
             }
             return nil
         }

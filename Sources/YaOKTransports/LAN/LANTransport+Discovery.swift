@@ -5,7 +5,11 @@ import YaOKCrypto
 /// Beacons: sending ours, hearing others', deciding whom to connect to (PROTOCOL.md §7).
 extension LANTransport {
     /// Connection attempts to discovered peers, all addresses together, per second.
-    static let maxDiscoveryAttemptsPerSecond = 8
+    static let maxDiscoveryAttemptsPerSecond = 4
+    /// Connection attempts to one beacon source address (any ports) per window of
+    /// `connectAttemptInterval`: two nodes behind one address are reached at once; a spoofed
+    /// source naming port after port gets two dials per window out of this node.
+    static let maxDialsPerSourcePerWindow = 2
 
     /// The discovery socket is readable: read a bounded batch of datagrams.
     func datagramsReady() {
@@ -28,8 +32,12 @@ extension LANTransport {
     /// - the side with the lower token connects; the other waits, and connects itself only
     ///   if nothing has connected after three beacon intervals (the peer cannot reach us,
     ///   or chose not to);
-    /// - at most once per `connectAttemptInterval` per address, and at most
-    ///   `maxDiscoveryAttemptsPerSecond` attempts a second in all.
+    /// - not to an address and port whose peer turned out a stranger, for `strangerBackoff`;
+    /// - at most once per `connectAttemptInterval` per address and port, at most
+    ///   `maxDialsPerSourcePerWindow` times per `connectAttemptInterval` per source address
+    ///   (whatever ports its beacons name), and at most `maxDiscoveryAttemptsPerSecond`
+    ///   attempts a second in all. Beacons are unauthenticated UDP: these bound what a
+    ///   spoofed one can make us dial.
     func heardLocked(_ s: inout LANState, _ beacon: Beacon, from address: UInt32) {
         guard beacon.token != s.token, beacon.token != s.previousToken, let discovery = options.discovery else { return }
         let endpoint = IPv4Endpoint(address: address, port: beacon.tcpPort)
@@ -69,13 +77,26 @@ extension LANTransport {
         let ours = Beacon.connects(own: s.token, peer: beacon.token)
         let waitedLongEnough = now &- since >= LANTransport.nanoseconds(3 * discovery.beaconInterval)
         guard ours || waitedLongEnough else { return }
+        if let until = s.recentStrangers[endpoint] {
+            guard now >= until else { return }
+            s.recentStrangers.removeValue(forKey: endpoint)
+        }
         if let last = peer.lastAttempt, now &- last < LANTransport.nanoseconds(options.connectAttemptInterval) { return }
         if now &- s.attemptSecondStart >= LANTransport.nanoseconds(1) {
             s.attemptSecondStart = now
             s.attemptsThisSecond = 0
         }
-        guard s.attemptsThisSecond < LANTransport.maxDiscoveryAttemptsPerSecond else { return }
+        if now &- s.dialWindowStart >= LANTransport.nanoseconds(options.connectAttemptInterval) {
+            s.dialWindowStart = now
+            s.dialsBySource.removeAll()
+        }
+        guard s.attemptsThisSecond < LANTransport.maxDiscoveryAttemptsPerSecond,
+              s.dialsBySource[address, default: 0] < LANTransport.maxDialsPerSourcePerWindow else {
+            s.dialsLimited += 1
+            return
+        }
         s.attemptsThisSecond += 1
+        s.dialsBySource[address, default: 0] += 1
         peer.lastAttempt = now
         connectLocked(&s, to: endpoint)
     }

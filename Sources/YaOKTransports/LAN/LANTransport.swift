@@ -50,8 +50,28 @@ public final class LANTransport: Transport {
         public var discovery: Discovery? = Discovery()
         /// "host:port" addresses (IPv4 or a host name) to connect to and stay connected to.
         public var staticPeers: [String] = []
-        /// Beyond this many connections, new ones are accepted and closed at once.
+        // Slots (LANTransport+Connections.swift, `makeRoomLocked`; PROTOCOL.md §7). The policy
+        // is the Bluetooth transport's (`SlotPolicy`): a new connection that finds no slot
+        // takes that of the oldest inbound one whose handshake has not finished, else that of
+        // the oldest with a stranger; failing both it is closed at once.
+        /// The most connections at once, both directions.
         public var maxConnections = 256
+        /// The most connections with one IPv4 address, both directions together (two nodes
+        /// need one each way; a few nodes may share a host).
+        public var maxConnectionsPerAddress = 8
+        /// Slots of `maxConnections` inbound connections never take, so a flood of them cannot
+        /// stop this node connecting to the peers it discovers or is given.
+        public var reservedOutboundSlots = 16
+        /// A connection whose authenticated peer is not one of the node's contacts is closed
+        /// this many seconds after its handshake (not while the node cannot tell: never
+        /// unlocked since it started). This version forwards nothing for others (§4.3), and
+        /// anyone can complete the handshake with a self-made identity.
+        public var strangerGracePeriod: Double = 30
+        /// At most this many connections with strangers at once; the newest beyond are closed.
+        public var maxStrangerConnections = 8
+        /// An address and port whose peer turned out a stranger is not connected to again
+        /// (from its beacons) for this many seconds.
+        public var strangerBackoff: Double = 300
         /// Bytes queued for one peer beyond which it counts as not reading: dropped.
         public var maxWriteQueueBytes = 256 * 1024
         /// Seconds between keepalive frames on a connection with nothing else to send.
@@ -99,12 +119,17 @@ public final class LANTransport: Transport {
             throw YaOKError(.invalidArgument, "LAN listen address \"\(options.listenAddress)\" is not an IPv4 address")
         }
         guard options.maxConnections >= 1, options.maxWriteQueueBytes >= LANTransport.linkMTU,
-              options.maxDiscoveredPeers >= 1 else {
+              options.maxDiscoveredPeers >= 1, options.maxConnectionsPerAddress >= 1 else {
             throw YaOKError(.invalidArgument, "LAN limits must be positive (write queue at least one unit, \(LANTransport.linkMTU) bytes)")
+        }
+        guard options.reservedOutboundSlots >= 0, options.reservedOutboundSlots < options.maxConnections,
+              options.maxStrangerConnections >= 0 else {
+            throw YaOKError(.invalidArgument, "LAN reservedOutboundSlots must be 0 or more and fewer than maxConnections "
+                            + "(\(options.maxConnections)); maxStrangerConnections must not be negative")
         }
         var intervals = [options.keepaliveInterval, options.idleTimeout, options.handshakeTimeout,
                          options.connectTimeout, options.reconnectDelay, options.maxReconnectDelay,
-                         options.connectAttemptInterval]
+                         options.connectAttemptInterval, options.strangerGracePeriod, options.strangerBackoff]
         if let discovery = options.discovery {
             guard let address = IPv4Endpoint.parseAddress(discovery.group) else {
                 throw YaOKError(.invalidArgument, "LAN discovery group \"\(discovery.group)\" is not an IPv4 address")
@@ -237,8 +262,10 @@ public final class LANTransport: Transport {
     ///                       "last_error":null | "…"}],
     ///      "connections":[{"address":"192.168.1.7:40999","direction":"outbound",
     ///                      "state":"connecting" | "open","since_ms":…,"units_received":3,
-    ///                      "bytes_in":…,"bytes_out":…,"queued_bytes":0}],
-    ///      "max_connections":256,"refused_connections":0,"closed_connections":4,
+    ///                      "bytes_in":…,"bytes_out":…,"queued_bytes":0,
+    ///                      "peer":"unknown" | "contact" | "stranger"}],
+    ///      "max_connections":256,"refused_connections":0,"evicted_connections":0,
+    ///      "strangers_closed":0,"dials_limited":0,"closed_connections":4,
     ///      "recent_closes":[{"address":"…","direction":"inbound","reason":"…","at_ms":…}]}
     ///
     /// `address` of an inbound connection is the peer's source address (its port is
@@ -273,6 +300,7 @@ public final class LANTransport: Transport {
                     ("since_ms", .int(c.sinceMs)), ("units_received", .int(Int64(c.unitsReceived))),
                     ("bytes_in", .int(Int64(c.bytesIn))), ("bytes_out", .int(Int64(c.bytesOut))),
                     ("queued_bytes", .int(Int64(c.writer.pendingByteCount))),
+                    ("peer", .string(!c.authenticated ? "unknown" : c.contact.map { $0 ? "contact" : "stranger" } ?? "unknown")),
                 ])
             }
             let closes = s.recentCloses.map { c in
@@ -289,6 +317,9 @@ public final class LANTransport: Transport {
                 ("connections", .array(connections)),
                 ("max_connections", .int(Int64(options.maxConnections))),
                 ("refused_connections", .int(Int64(s.refused))),
+                ("evicted_connections", .int(Int64(s.evicted))),
+                ("strangers_closed", .int(Int64(s.strangersClosed))),
+                ("dials_limited", .int(Int64(s.dialsLimited))),
                 ("closed_connections", .int(Int64(s.closedCount))),
                 ("recent_closes", .array(closes)),
             ])

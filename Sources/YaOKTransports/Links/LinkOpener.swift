@@ -9,8 +9,9 @@ package protocol LinkOpener: AnyObject, Sendable {
 
     /// `Node.openLink`: `send` is called on the event thread with each unit (≤ `mtu` bytes)
     /// to transmit and must not block; `closed` is called on the event thread when the node
-    /// ends the link. The connector is the initiator.
-    func openLink(transport: String, initiator: Bool, mtu: Int,
+    /// ends the link. The connector is the initiator. `stream`: a byte stream that carries
+    /// packets whole (TCP): the node refuses fragments on it (PROTOCOL.md §4.7).
+    func openLink(transport: String, initiator: Bool, mtu: Int, stream: Bool,
                   send: @escaping @Sendable ([UInt8]) -> Void,
                   closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink
 }
@@ -38,11 +39,11 @@ extension LinkOpener {
     /// once) and hands it to `attach`, which keeps it if the connection is still there. One
     /// that ended meanwhile (the node refused it at once, the transport stopped) must not
     /// outlive it, so its link is closed; a link that cannot be opened goes to `failed`.
-    func openLink(transport: String, initiator: Bool, mtu: Int,
+    func openLink(transport: String, initiator: Bool, mtu: Int, stream: Bool = false,
                   send: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (String) -> Void,
                   attach: (any TransportLink) -> Bool, failed: (Error) -> Void) {
         do {
-            let link = try openLink(transport: transport, initiator: initiator, mtu: mtu, send: send, closed: closed)
+            let link = try openLink(transport: transport, initiator: initiator, mtu: mtu, stream: stream, send: send, closed: closed)
             if !attach(link) { link.close(reason: "connection closed") }
         } catch {
             failed(error)

@@ -43,6 +43,84 @@ import Testing
         #expect(a.connectionCount == 0)
     }
 
+    @Test func aPeerTricklingAFrameByteByByteIsClosedByTheHandshakeTimeout() throws {
+        // Each byte resets the idle timeout; the frame never completes, so no unit arrives:
+        // the handshake timeout ends it, having buffered no more than the one partial frame.
+        let (a, aNode, port) = try startLoopback { $0.handshakeTimeout = 0.5; $0.idleTimeout = 0.3 }
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        let link = try aNode.waitForOpenLink()
+        client.write([0x40, 0x00])  // announces 16,384 bytes
+        let start = Date()
+        while Date().timeIntervalSince(start) < 5, !link.isClosed {
+            client.write([0x41])
+            pause(nanoseconds: 50_000_000)
+        }
+        try waitUntil("the link to close") { link.isClosed }
+        #expect(link.closedBecause?.contains("no handshake") == true)
+        #expect(link.units.isEmpty)
+        #expect(a.connectionCount == 0)
+    }
+
+    @Test func aFloodOfEmptyFramesCostsNothingAndEndsWithTheHandshakeTimeout() throws {
+        // Keepalive frames (length 0) carry nothing: megabytes of them are read and dropped,
+        // never queued for the link, and do not pass for a handshake.
+        let (a, aNode, port) = try startLoopback { $0.handshakeTimeout = 1 }
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        let link = try aNode.waitForOpenLink()
+        let rssBefore = residentKiB()
+        let burst = [UInt8](repeating: 0, count: 1 << 20)  // 524,288 empty frames
+        var sent = 0
+        while sent < 16, client.write(burst) { sent += 1 }
+        try waitUntil("the link to close", timeout: 10) { link.isClosed }
+        #expect(link.units.isEmpty)
+        #expect(residentKiB() - rssBefore < 16 * 1024)
+        #expect(a.connectionCount == 0)
+    }
+
+    @Test func theDiscoveryPortSurvivesAFloodOfBeaconsAndJunk() throws {
+        // The UDP port: thousands of beacons with fresh tokens (each new to us), oversized and
+        // malformed datagrams. Answers stay at one a second, the peer table at its cap, dials
+        // at the per-source limit, and a real peer is still found afterwards.
+        let port = freeUDPPorts(1)[0]
+        let (a, aNode, _) = try startLoopback { o in
+            var d = LANTransport.Options.Discovery()
+            d.group = "127.0.0.1"
+            d.port = port
+            d.beaconInterval = 60
+            o.discovery = d
+        }
+        defer { a.stop() }
+        try waitUntil("the first beacon") { (a.diagnostics().field("discovery", "beacons_sent") ?? 0) >= 1 }
+        let rssBefore = residentKiB()
+        let start = Date()
+        for i in 0..<5_000 {
+            var token = [UInt8](repeating: 0xff, count: 16)
+            token[14] = UInt8(truncatingIfNeeded: i >> 8)
+            token[15] = UInt8(truncatingIfNeeded: i)
+            sendDatagram(Beacon(token: token, tcpPort: UInt16(1 + i % 60_000)).encoded, toPort: port)
+            if i % 500 == 0 {
+                sendDatagram([UInt8](repeating: 0x41, count: 60_000), toPort: port)  // truncated, ignored
+                sendDatagram(Beacon.magic + [UInt8](repeating: 0xff, count: 16) + [0, 0], toPort: port)  // port 0
+                sendDatagram(Beacon.magic + [UInt8](repeating: 0xff, count: 17), toPort: port)  // 21 bytes
+            }
+        }
+        pause(nanoseconds: 300_000_000)
+        let seconds = Date().timeIntervalSince(start)
+        let diagnostics = a.diagnostics()
+        // The first beacon, then at most one answer a second (and one for the second begun).
+        #expect((diagnostics.field("discovery", "beacons_sent") ?? 0) <= 2 + Int64(seconds.rounded(.up)))
+        #expect(diagnostics.serialized.components(separatedBy: "first_seen_ms").count - 1 <= 64)
+        #expect(Int64(a.connectionCount) + (diagnostics.field("closed_connections") ?? 0)
+                <= Int64(LANTransport.maxDialsPerSourcePerWindow))
+        #expect(residentKiB() - rssBefore < 16 * 1024)
+        // Still working: a peer that connects gets a link.
+        let client = try RawClient(port: a.listeningPort ?? 0)
+        try waitUntil("the newcomer's link") { aNode.links.contains { !$0.isClosed && !$0.initiator } }
+        _ = client
+    }
+
     @Test func aFloodOfIdleAndHostileConnectionsLeavesALegitimatePeerWorking() throws {
         let limit = raiseOpenFileLimit()
         // 1,000 clients need 1,000 descriptors here plus up to `maxConnections` on the
@@ -59,6 +137,11 @@ import Testing
         let (b, bNode, _) = try startLoopback { options(&$0); $0.staticPeers = ["127.0.0.1:\(port)"] }
         defer { b.stop() }
         let legit = try bNode.waitForOpenLink()
+        // On A's side the legitimate peer has finished its handshake and is a contact: the
+        // one kind of connection no newcomer can evict (PROTOCOL.md §7).
+        let legitAtA = try aNode.waitForOpenLink()
+        legitAtA.authenticate()
+        legitAtA.setContact(true)
 
         // The legitimate peer keeps a unit in flight all along; A echoes each one.
         // On a thread of its own: the cooperative pool can be starved by other suites' tests.
@@ -103,9 +186,12 @@ import Testing
         let halfFrame = try RawClient(port: port)
         halfFrame.write([0x40, 0x00] + [UInt8](repeating: 7, count: 100))  // announces 16 KB, stalls
 
-        // The cap holds: never more than maxConnections at once; the rest refused at once.
-        try waitUntil("connections to be refused", timeout: 10) { (a.diagnostics().field("refused_connections") ?? 0) > 0 }
-        #expect(a.connectionCount <= 256)
+        // The caps hold: all from one address, never more than 8 at once; each newcomer takes
+        // the slot of the oldest unfinished one (or is refused).
+        try waitUntil("connections to be evicted or refused", timeout: 10) {
+            (a.diagnostics().field("refused_connections") ?? 0) + (a.diagnostics().field("evicted_connections") ?? 0) > 0
+        }
+        #expect(a.connectionCount <= 8)
         #expect(oversized.waitForClose(timeout: 3))
         // After the handshake timeout every hostile connection is gone; the legit one stays.
         try waitUntil("the hostile connections to be closed", timeout: 15) {
@@ -127,6 +213,7 @@ import Testing
         // Generous: 256 connections × (one partial frame + a capped queue) is ~20 MB at worst.
         #expect(rssAfter - rssBefore < 96 * 1024, "VmRSS grew from \(rssBefore) to \(rssAfter) KiB")
         print("hostile flood: \(flood) idle connections, refused \(a.diagnostics().field("refused_connections") ?? -1), "
+              + "evicted \(a.diagnostics().field("evicted_connections") ?? -1), "
               + "VmRSS \(rssBefore) → \(rssAfter) KiB, legit units exchanged \(roundsDuring)")
         _ = (idle, garbage, aNode)
     }

@@ -339,6 +339,42 @@ import Testing
         #expect((a.diagnostics().serialized.components(separatedBy: "first_seen_ms").count - 1) <= 64)
     }
 
+    @Test func aBeaconSourceGetsTwoDialsPerWindowWhateverPortsItNames() throws {
+        // Beacons are unauthenticated: one source naming port after port (a spoofed victim's
+        // address, say) must not make this node dial every one of them, nor 4 a second.
+        let port = freeUDPPorts(1)[0]
+        let (a, aNode, _) = try startLoopback { o in
+            var d = LANTransport.Options.Discovery()
+            d.group = "127.0.0.1"
+            d.port = port
+            d.beaconInterval = 60
+            o.discovery = d
+        }
+        defer { a.stop(); withExtendedLifetime(aNode) {} }
+        var listeners: [TCPListener] = []
+        var ports: [UInt16] = []
+        while listeners.count < 20 {
+            let p = freeTCPPort()
+            if let l = try? TCPListener(port: p) {
+                listeners.append(l)
+                ports.append(p)
+            }
+        }
+        let token = [UInt8](repeating: 0xff, count: 16)  // above ours: we are the one to connect
+        // Over a second and a half, each port named again and again: without the per-source
+        // limit the overall one alone would allow six or more dials.
+        let start = Date()
+        while Date().timeIntervalSince(start) < 1.5 {
+            for p in ports { sendDatagram(Beacon(token: token, tcpPort: p).encoded, toPort: port) }
+            pause(nanoseconds: 50_000_000)
+        }
+        pause(nanoseconds: 200_000_000)
+        let dials = listeners.reduce(0) { $0 + $1.acceptAll() }
+        #expect(dials >= 1)
+        #expect(dials <= LANTransport.maxDialsPerSourcePerWindow, "\(dials) dials to one beacon source")
+        #expect((a.diagnostics().field("dials_limited") ?? 0) > 0)
+    }
+
     @Test func diagnosticsNameAddressesAndTimesOnly() throws {
         let (a, aNode, port) = try startLoopback()
         defer { a.stop() }

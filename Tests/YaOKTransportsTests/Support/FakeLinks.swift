@@ -20,7 +20,7 @@ final class FakeOpener: LinkOpener, Sendable {
 
     deinit { eventLoop.stop() }
 
-    func openLink(transport: String, initiator: Bool, mtu: Int,
+    func openLink(transport: String, initiator: Bool, mtu: Int, stream: Bool,
                   send: @escaping @Sendable ([UInt8]) -> Void,
                   closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink {
         let link = FakeLink(initiator: initiator, mtu: mtu, echo: echo, send: send, closed: closed, loop: eventLoop)

@@ -5,9 +5,10 @@ import Glibc
 final class RawClient {
     let fd: Int32
 
-    /// Connects (blocking) to 127.0.0.1:`port`.
-    init(port: UInt16) throws {
-        fd = try RawClient.socketTo(port: port, blocking: true)
+    /// Connects (blocking) to 127.0.0.1:`port`, from `source` (another loopback address,
+    /// 127.0.0.2 say, to pose as a second host) if given.
+    init(port: UInt16, from source: UInt32? = nil) throws {
+        fd = try RawClient.socketTo(port: port, blocking: true, source: source)
     }
 
     /// Starts a non-blocking connect and returns at once (for floods of connections).
@@ -17,10 +18,23 @@ final class RawClient {
 
     deinit { close(fd) }
 
-    private static func socketTo(port: UInt16, blocking: Bool) throws -> Int32 {
+    private static func socketTo(port: UInt16, blocking: Bool, source: UInt32? = nil) throws -> Int32 {
         let type = Int32(SOCK_STREAM.rawValue) | (blocking ? 0 : Int32(SOCK_NONBLOCK.rawValue)) | Int32(SOCK_CLOEXEC.rawValue)
         let fd = socket(AF_INET, type, 0)
         guard fd >= 0 else { throw RawError("socket: \(String(cString: strerror(errno)))") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr = in_addr(s_addr: source.bigEndian)
+            let rc = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard rc == 0 else {
+                let message = String(cString: strerror(errno))
+                close(fd)
+                throw RawError("bind: \(message)")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
