@@ -224,4 +224,23 @@ final class RelaySessionTests: XCTestCase {
             XCTAssertEqual(s.phase, .ended)
         }
     }
+
+    /// §8.3: READY's `remaining` counts the messages (not acks) this pseudonym may still post
+    /// within the rolling hour, including what it posted in its earlier sessions.
+    func testReadyRemainingCountsThisPseudonymsMessagesOfTheHour() throws {
+        let (s, key) = try ready()
+        let box = mailbox(try SigningKey.random())
+        for packet in [try makePacket(), try makePacket(), try makePacket(type: .ack)] {
+            guard case .store? = s.receive(signedPost(request: 1, mailbox: box, packet: packet).encode(), context()).first else {
+                return XCTFail("not stored")
+            }
+        }
+        let again = newSession()
+        XCTAssertEqual(auth(again, key).last, .send(.ready(sessionLifetimeSeconds: 3600, ratePerHour: 100, remaining: 1)))
+        XCTAssertEqual(auth(newSession(), try SigningKey.random()).last,
+                       .send(.ready(sessionLifetimeSeconds: 3600, ratePerHour: 100, remaining: 3)), "per pseudonym")
+        now += 3_600_001
+        XCTAssertEqual(auth(newSession(), key).last, .send(.ready(sessionLifetimeSeconds: 3600, ratePerHour: 100, remaining: 3)),
+                       "a rolling hour")
+    }
 }
