@@ -204,11 +204,12 @@ final class RelaySessionTests: XCTestCase {
             key.sign(packet),                                                    // no label
         ]
         for signature in forgeries {
-            let (s, _) = try ready()
+            let (s, poster) = try ready()
             let actions = s.receive(RelayFrame.post(request: 1, mailbox: box, signature: signature, packet: packet).encode(), context())
             XCTAssertEqual(endCode(actions), .authFailed)
             XCTAssertFalse(actions.contains { if case .store = $0 { return true } else { return false } })
             XCTAssertEqual(s.phase, .ended)
+            XCTAssertEqual(limiter.remaining(poster.publicKey, nowMs: now), 3, "the rate-limit slot is given back")
         }
         let (s, _) = try ready()
         let good = s.receive(RelayFrame.post(request: 1, mailbox: box, signature: key.sign(RelaySignedData.post(packet: packet)),

@@ -79,10 +79,14 @@ final class RelaySession {
         case (.ready, .subscribe(let proofs)):
             return subscribe(proofs, context)
         case (.ready, .post(let request, let mailbox, let signature, let packet)):
-            guard Self.postIsSigned(mailbox: mailbox, signature: signature, packet: packet) else {
+            let action = post(request, mailbox, packet, context)
+            // The signature is checked last, only for a POST about to be stored: refusals
+            // (a bad header, the rate limit) cost the loop thread no verification.
+            if case .store(let p) = action, !Self.postIsSigned(mailbox: mailbox, signature: signature, packet: packet) {
+                context.limiter.release(pseudonym ?? [], p.kind, takenAtMs: p.takenAtMs)
                 return end(.authFailed, "A POST signature does not verify (mailbox \(mailbox))")
             }
-            return [post(request, mailbox, packet, context)]
+            return [action]
         case (.ready, .delete(let refs)):
             let own = refs.filter { subscriptions.contains($0.mailbox) }
             return own.isEmpty ? [] : [.delete(own)]
