@@ -166,7 +166,8 @@ final class Client {
 
     private func handle(_ frame: RelayFrame, now: UInt64) throws {
         switch frame {
-        case .challenge(let challenge):
+        case .challenge(let challenge, _):
+            // The relay identifier is not needed: this tool's mailbox keys are random.
             guard state == .awaitChallenge else { throw ToolError("CHALLENGE in state \(state)") }
             nonce = challenge
             let signature = pseudonym.sign(RelaySignedData.auth(nonce: nonce, binding: binding))
@@ -229,13 +230,15 @@ final class Client {
         runner.markDirty(self)
     }
 
-    /// Posts `message` (its packet from the runner) and tracks the request.
-    func post(_ message: Int32, packet: [UInt8], to recipient: MailboxID, now: UInt64) {
+    /// Posts `message` (its packet from the runner) to `recipient`'s mailbox, signed with its
+    /// key as the relay requires (§8.3), and tracks the request.
+    func post(_ message: Int32, packet: [UInt8], to recipient: Client, now: UInt64) {
         let request = nextRequest
         nextRequest = nextRequest == UInt32.max ? 1 : nextRequest + 1
         inflight[request] = message
         runner.inflightTotal += 1
-        send(.post(request: request, mailbox: recipient, packet: packet), now: now)
+        let signature = recipient.mailboxKey.sign(RelaySignedData.post(packet: packet))
+        send(.post(request: request, mailbox: recipient.mailbox, signature: signature, packet: packet), now: now)
     }
 
     /// Sends the DELETEs collected from DELIVERs (at most 256 per frame).

@@ -286,7 +286,7 @@ final class Runner {
         }
         messages[Int(m)].lastPostNs = now
         messages[Int(m)].posts += 1
-        c.post(m, packet: bytes, to: clients[Int(messages[Int(m)].recipient)].mailbox, now: now)
+        c.post(m, packet: bytes, to: clients[Int(messages[Int(m)].recipient)], now: now)
         markDirty(c)
     }
 

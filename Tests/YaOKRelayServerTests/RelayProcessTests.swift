@@ -99,7 +99,7 @@ final class RelayProcessTests: XCTestCase {
         var accepted: [[UInt8]] = []
         // Post everything, and kill the relay the moment the first 200 ACCEPTEDs are in.
         let requests = Dictionary(uniqueKeysWithValues: packets.enumerated().map { (UInt32($0.offset + 1), $0.element) })
-        for (i, p) in packets.enumerated() { try alice.send(.post(request: UInt32(i + 1), mailbox: mailbox(box), packet: p)) }
+        for (i, p) in packets.enumerated() { try alice.send(signedPost(request: UInt32(i + 1), mailbox: mailbox(box), packet: p)) }
         while accepted.count < 200, let frame = try alice.next(timeout: 10) {
             if case .accepted(let r) = frame, let p = requests[r] { accepted.append(p) }
         }

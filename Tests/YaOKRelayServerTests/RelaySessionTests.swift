@@ -17,7 +17,9 @@ final class RelaySessionTests: XCTestCase {
         return RelaySession.Context(nowMs: now, isRevoked: { revoked.contains($0) }, limiter: limiter, configuration: configuration)
     }
 
-    func newSession() -> RelaySession { RelaySession(nonce: Sodium.randomBytes(32), binding: binding) }
+    let relay = [UInt8](repeating: 0x5A, count: 16)
+
+    func newSession() -> RelaySession { RelaySession(nonce: Sodium.randomBytes(32), binding: binding, relay: relay) }
 
     func auth(_ s: RelaySession, _ key: SigningKey, binding: [UInt8]? = nil) -> [RelaySession.Action] {
         let sig = key.sign(RelaySignedData.auth(nonce: s.nonce, binding: binding ?? self.binding))
@@ -136,7 +138,7 @@ final class RelaySessionTests: XCTestCase {
         let (s, _) = try ready()
         let box = mailbox(try SigningKey.random())
         func post(_ packet: [UInt8]) -> [RelaySession.Action] {
-            s.receive(RelayFrame.post(request: 9, mailbox: box, packet: packet).encode(), context())
+            s.receive(signedPost(request: 9, mailbox: box, packet: packet).encode(), context())
         }
         XCTAssertEqual(errorCode(post([1, 2, 3]))?.code, .malformed)
         XCTAssertEqual(errorCode(post(try makePacket(createdMs: now - 3_600_000, lifetimeMinutes: 10)))?.code, .expired)
@@ -155,7 +157,7 @@ final class RelaySessionTests: XCTestCase {
         let (s, _) = try ready()
         let box = mailbox(try SigningKey.random())
         func post(_ packet: [UInt8]) -> [RelaySession.Action] {
-            s.receive(RelayFrame.post(request: 1, mailbox: box, packet: packet).encode(), context())
+            s.receive(signedPost(request: 1, mailbox: box, packet: packet).encode(), context())
         }
         for _ in 0..<3 { XCTAssertNil(errorCode(post(try makePacket()))) }
         let limited = errorCode(post(try makePacket()))
@@ -181,5 +183,65 @@ final class RelaySessionTests: XCTestCase {
     func testPingPong() throws {
         let (s, _) = try ready()
         XCTAssertEqual(s.receive(RelayFrame.ping(request: 42).encode(), context()), [.send(.pong(request: 42))])
+    }
+
+    func testChallengeStatesTheRelayIdentifier() throws {
+        let s = newSession()
+        XCTAssertEqual(s.challenge, .challenge(nonce: s.nonce, relay: relay))
+        XCTAssertEqual(s.challenge.encode().count, 2 + 32 + 16)
+    }
+
+    /// §8.3: a POST proves the right to post with the mailbox key's signature of the packet.
+    /// Knowing a mailbox ID is not enough to fill it.
+    func testPostWithoutTheMailboxKeysSignatureEndsTheSession() throws {
+        let key = try SigningKey.random()
+        let box = mailbox(key)
+        let packet = try makePacket()
+        let forgeries: [[UInt8]] = [
+            [UInt8](repeating: 0, count: 64),
+            try SigningKey.random().sign(RelaySignedData.post(packet: packet)),   // another key
+            key.sign(RelaySignedData.post(packet: try makePacket())),            // another packet
+            key.sign(packet),                                                    // no label
+        ]
+        for signature in forgeries {
+            let (s, poster) = try ready()
+            let actions = s.receive(RelayFrame.post(request: 1, mailbox: box, signature: signature, packet: packet).encode(), context())
+            XCTAssertEqual(endCode(actions), .authFailed)
+            XCTAssertFalse(actions.contains { if case .store = $0 { return true } else { return false } })
+            XCTAssertEqual(s.phase, .ended)
+            XCTAssertEqual(limiter.remaining(poster.publicKey, nowMs: now), 3, "the rate-limit slot is given back")
+        }
+        let (s, _) = try ready()
+        let good = s.receive(RelayFrame.post(request: 1, mailbox: box, signature: key.sign(RelaySignedData.post(packet: packet)),
+                                             packet: packet).encode(), context())
+        guard case .store? = good.first else { return XCTFail("\(good)") }
+    }
+
+    /// §8.3: before READY only AUTH is taken; anything else ends the session with `malformed`.
+    func testAFrameOtherThanAuthBeforeReadyIsMalformed() throws {
+        for frame in [RelayFrame.ping(request: 1), signedPost(request: 1, mailbox: mailbox(try SigningKey.random()), packet: try makePacket())] {
+            let s = newSession()
+            XCTAssertEqual(endCode(s.receive(frame.encode(), context())), .malformed)
+            XCTAssertEqual(s.phase, .ended)
+        }
+    }
+
+    /// §8.3: READY's `remaining` counts the messages (not acks) this pseudonym may still post
+    /// within the rolling hour, including what it posted in its earlier sessions.
+    func testReadyRemainingCountsThisPseudonymsMessagesOfTheHour() throws {
+        let (s, key) = try ready()
+        let box = mailbox(try SigningKey.random())
+        for packet in [try makePacket(), try makePacket(), try makePacket(type: .ack)] {
+            guard case .store? = s.receive(signedPost(request: 1, mailbox: box, packet: packet).encode(), context()).first else {
+                return XCTFail("not stored")
+            }
+        }
+        let again = newSession()
+        XCTAssertEqual(auth(again, key).last, .send(.ready(sessionLifetimeSeconds: 3600, ratePerHour: 100, remaining: 1)))
+        XCTAssertEqual(auth(newSession(), try SigningKey.random()).last,
+                       .send(.ready(sessionLifetimeSeconds: 3600, ratePerHour: 100, remaining: 3)), "per pseudonym")
+        now += 3_600_001
+        XCTAssertEqual(auth(newSession(), key).last, .send(.ready(sessionLifetimeSeconds: 3600, ratePerHour: 100, remaining: 3)),
+                       "a rolling hour")
     }
 }

@@ -31,8 +31,22 @@ func messageID(of packet: [UInt8]) throws -> MessageID {
     try RoutedHeader.parse(packet).header.messageID
 }
 
+/// The mailbox ID of `key`, remembered with its key so that posts to it can be signed.
 func mailbox(_ key: SigningKey) -> MailboxID {
-    try! MailboxID(bytes: key.publicKey)
+    let id = try! MailboxID(bytes: key.publicKey)
+    mailboxKeys.withLock { $0[id] = key }
+    return id
+}
+
+/// Keys of the mailboxes tests made (`mailbox(_:)`): a POST carries the mailbox key's
+/// signature (§8.3), and the tests name mailboxes by ID.
+let mailboxKeys = Locked<[MailboxID: SigningKey]>([:])
+
+/// A POST of `packet` to `box`, signed with the box's key (a signature of zeros for a box
+/// the tests made no key for: the relay ends such a session).
+func signedPost(request: UInt32, mailbox box: MailboxID, packet: [UInt8]) -> RelayFrame {
+    let signature = mailboxKeys.withLock { $0[box] }?.sign(RelaySignedData.post(packet: packet))
+    return .post(request: request, mailbox: box, signature: signature ?? [UInt8](repeating: 0, count: 64), packet: packet)
 }
 
 /// Configuration for tests: fast ticks and maintenance.
@@ -131,6 +145,8 @@ final class TestClient: @unchecked Sendable {  // one thread at a time
     private var decoder = try! FrameDecoder(maxLength: RelayFrame.maxLength)
     private var inbox: [RelayFrame] = []
     private(set) var nonce: [UInt8] = []
+    /// The relay identifier its CHALLENGE stated (§8.2).
+    private(set) var relayIdentifier: [UInt8] = []
     var pseudonym: SigningKey?
     private var nextRequest: UInt32 = 1
 
@@ -144,8 +160,9 @@ final class TestClient: @unchecked Sendable {  // one thread at a time
         self.fd = fd
         self.transport = transport
         if readChallenge {
-            guard case .challenge(let n)? = try next() else { throw TestFailure("no CHALLENGE") }
+            guard case .challenge(let n, let relay)? = try next() else { throw TestFailure("no CHALLENGE") }
             nonce = n
+            relayIdentifier = relay
         }
     }
 
@@ -225,7 +242,7 @@ final class TestClient: @unchecked Sendable {  // one thread at a time
     func post(_ packet: [UInt8], to box: MailboxID, timeout: Double = 10) throws -> RelayFrame {
         let request = nextRequest
         nextRequest += 1
-        try send(.post(request: request, mailbox: box, packet: packet))
+        try send(signedPost(request: request, mailbox: box, packet: packet))
         let (frame, skipped) = try next(where: { f in
             switch f {
             case .accepted(let r): return r == request
@@ -242,7 +259,7 @@ final class TestClient: @unchecked Sendable {  // one thread at a time
         var requests: [UInt32] = []
         for (packet, box) in posts {
             requests.append(nextRequest)
-            try send(.post(request: nextRequest, mailbox: box, packet: packet))
+            try send(signedPost(request: nextRequest, mailbox: box, packet: packet))
             nextRequest += 1
         }
         var answers: [UInt32: RelayFrame] = [:]

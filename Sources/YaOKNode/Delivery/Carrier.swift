@@ -1,5 +1,6 @@
 import YaOKSupport
 import YaOKWire
+import YaOKCrypto
 
 /// A store-and-forward service the node hands packets to for contacts it has no direct
 /// link to: a relay session (docs/PROTOCOL.md §8). Unlike a `Link` it is not a peer: no
@@ -13,13 +14,16 @@ public final class Carrier: Sendable {
     public let id: UInt64
     /// The transport's name ("relay").
     public let transport: String
+    /// The relay's identifier (its CHALLENGE, §8.2): the mailboxes of this service.
+    public let relay: [UInt8]
 
     let callbacks: CarrierCallbacks
     private weak let node: Node?
 
-    init(id: UInt64, transport: String, node: Node, callbacks: CarrierCallbacks) {
+    init(id: UInt64, transport: String, relay: [UInt8], node: Node, callbacks: CarrierCallbacks) {
         self.id = id
         self.transport = transport
+        self.relay = relay
         self.node = node
         self.callbacks = callbacks
     }
@@ -72,9 +76,15 @@ public struct CarrierCallbacks: Sendable {
     }
 }
 
-/// One packet for a carrier: the mailbox it goes to (§8.2) and the routed packet.
+/// One packet for a carrier: the mailbox it goes to (§8.2), that mailbox's key (to sign
+/// the POST with, the proof that we may post there) and the routed packet.
 public struct CarrierPost: Sendable, Equatable {
     public let mailbox: MailboxID
+    public let mailboxKey: SigningKey
     public let packetID: MessageID
     public let packet: [UInt8]
+
+    public static func == (a: CarrierPost, b: CarrierPost) -> Bool {
+        a.mailbox == b.mailbox && a.packetID == b.packetID && a.packet == b.packet
+    }
 }

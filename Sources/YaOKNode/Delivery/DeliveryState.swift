@@ -41,6 +41,8 @@ struct DeliveryState {
     /// Packets refused from carriers, per transport and hour: logged a few times per hour
     /// per relay, not per session (a relay that reconnects often must not flood the log).
     var carrierRejections: [String: (count: Int, since: Int64)] = [:]
+    /// Messages relays stored, and relays that missed their acknowledgement window.
+    var ackWatch = CarrierAckWatch()
     /// The sender time of the last message sent (they strictly increase).
     var lastSentAt: Int64 = 0
     /// The last packet dropped for its time: the link and how far its creation time was
@@ -124,16 +126,19 @@ struct PeerDirectory {
     /// 14 days old and 15 minutes ahead, so a handful of days are ever live.
     var incomingTags: [UInt32: [RoutingTag: [Int64]]] = [:]
     static let maxCachedDays = 32
-    /// Relay mailbox IDs we post to, per contact (§8.2): derived on first use.
-    var outgoingMailboxes: [Int64: MailboxID] = [:]
+    /// Relay mailboxes we post to, per relay identifier and contact (§8.2): derived on
+    /// first use.
+    var outgoingMailboxes: [[UInt8]: [Int64: (id: MailboxID, key: SigningKey)]] = [:]
 
-    /// The mailbox we post to for `contactID` (nil: no such contact).
-    mutating func outgoingMailbox(_ contactID: Int64) -> MailboxID? {
-        if let known = outgoingMailboxes[contactID] { return known }
-        guard let peer = byContact[contactID], let key = try? peer.route.outgoingMailbox(),
+    /// The mailbox we post to for `contactID` at `relay` (nil: no such contact).
+    mutating func outgoingMailbox(_ contactID: Int64, relay: [UInt8]) -> (id: MailboxID, key: SigningKey)? {
+        if let known = outgoingMailboxes[relay]?[contactID] { return known }
+        guard let peer = byContact[contactID], let key = try? peer.route.outgoingMailbox(relay: relay),
               let id = try? MailboxID(bytes: key.publicKey) else { return nil }
-        outgoingMailboxes[contactID] = id
-        return id
+        // A handful of relays at most; one that changed its identifier leaves a stale entry.
+        if outgoingMailboxes[relay] == nil, outgoingMailboxes.count >= 8 { outgoingMailboxes.removeAll() }
+        outgoingMailboxes[relay, default: [:]][contactID] = (id, key)
+        return (id, key)
     }
 
     /// The contacts whose tag `header` carries for its creation day: the packet's sender,

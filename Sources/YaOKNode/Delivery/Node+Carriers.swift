@@ -19,13 +19,14 @@ extension Node {
 
     /// Opens a carrier for a session that is ready (logged in). Needs the node unlocked:
     /// mailboxes are derived from the identity keys, and a lock ends the session. Due packets
-    /// for contacts with no direct link are posted to it at once.
-    public func openCarrier(transport: String, callbacks: CarrierCallbacks) throws -> Carrier {
+    /// for contacts with no direct link are posted to it at once. `relay`: the identifier the
+    /// relay stated (§8.2), which names its mailboxes.
+    public func openCarrier(transport: String, relay: [UInt8], callbacks: CarrierCallbacks) throws -> Carrier {
         var effects = Effects()
         let carrier = try withUnlocked { store, _, s -> Carrier in
             let id = s.delivery.nextLinkID
             s.delivery.nextLinkID += 1
-            let carrier = Carrier(id: id, transport: transport, node: self, callbacks: callbacks)
+            let carrier = Carrier(id: id, transport: transport, relay: relay, node: self, callbacks: callbacks)
             s.delivery.carriers[id] = CarrierState(carrier: carrier)
             noteActivity(transport, &s)
             try pump(store, &s, &effects)
@@ -35,12 +36,12 @@ extension Node {
         return carrier
     }
 
-    /// The keys of the mailboxes our contacts post to for us (§8.2), one per contact, to
-    /// subscribe with. Needs the node unlocked.
-    public func incomingMailboxes() throws -> [SigningKey] {
+    /// The keys of the mailboxes our contacts post to for us at `relay` (§8.2), one per
+    /// contact, to subscribe with. Needs the node unlocked.
+    public func incomingMailboxes(relay: [UInt8]) throws -> [SigningKey] {
         try withUnlocked { store, _, s in
             guard let directory = try peers(store, &s) else { return [] }
-            return try directory.byContact.keys.sorted().compactMap { try directory.byContact[$0]?.route.incomingMailbox() }
+            return try directory.byContact.keys.sorted().compactMap { try directory.byContact[$0]?.route.incomingMailbox(relay: relay) }
         }
     }
 
@@ -67,6 +68,7 @@ extension Node {
                         // Sent, but not done with: without the recipient's ack by the deadline
                         // it goes again (a relay may lose what it stored).
                         try store.markCarried(id, until: t + Node.carriedAckTimeoutMs)
+                        s.delivery.ackWatch.carried(id, relay: carrier.relay, deadline: t + Node.carriedAckTimeoutMs)
                         if let keys = s.keys, let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
                            m.status != .sent, m.status != .delivered {
                             _ = try setStatus(id, .sent, store, keys, &effects)
@@ -157,25 +159,34 @@ extension Node {
     /// not paused (direct links are preferred: AC-042-05).
     func pumpCarriers(served: Set<Int64>, _ store: Store, _ s: inout NodeState) throws {
         let t = now
-        guard s.keys != nil,
-              let carrier = s.delivery.carriers.values.filter({ $0.pausedUntil <= t }).min(by: { $0.carrier.id < $1.carrier.id })?.carrier
-        else { return }
+        let open = s.delivery.carriers.values.filter { $0.pausedUntil <= t }.map(\.carrier).sorted { $0.id < $1.id }
+        guard s.keys != nil, let first = open.first else { return }
         // Rows already in flight are due too: ask for enough to get past them, IDs first
         // (their packets are loaded only to be sent).
         let due = try store.dueOutboxIDs(contactID: nil, excluding: served, now: t,
                                          limit: Node.pumpBatch + s.delivery.inflight.count)
-        var posts: [CarrierPost] = []
+        var posts: [UInt64: [CarrierPost]] = [:]
+        var count = 0
         for id in due where s.delivery.inflight[id] == nil {
-            guard posts.count < Node.pumpBatch, s.delivery.inflight.bytes(on: carrier.id) < Node.linkWindowBytes else { break }
+            guard count < Node.pumpBatch else { break }
+            // A message whose ack did not come through one relay goes through another if
+            // one is connected (Node+CarrierAckWatch.swift).
+            let avoid = s.delivery.ackWatch.missedAt[id]
+            let carrier = open.first { $0.relay != avoid } ?? first
+            guard s.delivery.inflight.bytes(on: carrier.id) < Node.linkWindowBytes else { continue }
             guard let row = try store.outboxRow(id), !served.contains(row.contactID),
-                  let mailbox = s.delivery.peers?.outgoingMailbox(row.contactID) else { continue }
-            posts.append(CarrierPost(mailbox: mailbox, packetID: row.packetID, packet: row.packet))
+                  let mailbox = s.delivery.peers?.outgoingMailbox(row.contactID, relay: carrier.relay) else { continue }
+            posts[carrier.id, default: []].append(CarrierPost(mailbox: mailbox.id, mailboxKey: mailbox.key,
+                                                              packetID: row.packetID, packet: row.packet))
+            count += 1
             s.delivery.inflight.add(row.packetID, link: carrier.id, deadline: t + RetrySchedule.attemptTimeoutMs,
                                     bytes: row.packet.count)
         }
-        guard !posts.isEmpty else { return }
-        s.delivery.carrierOut.append((carrier, .post(posts)))
-        noteActivity(carrier.transport, &s)
+        for carrier in open {
+            guard let batch = posts[carrier.id] else { continue }
+            s.delivery.carrierOut.append((carrier, .post(batch)))
+            noteActivity(carrier.transport, &s)
+        }
     }
 
     /// A routed packet from a carrier, inside the inbound batch's transaction. The carrier

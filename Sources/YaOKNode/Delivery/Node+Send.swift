@@ -144,6 +144,7 @@ extension Node {
             }
         }
         if sweep, s.keys != nil {
+            try checkCarriedAcks(store, &s, &effects, now: t)
             try store.requeueCarried(now: t)
             for row in try store.expiredOutbox(now: t) {
                 try store.removeOutbox(row.packetID)

@@ -50,7 +50,8 @@ extension RelayServer {
             case .done:
                 c.handshakeDone = true
                 c.wantsWrite = false
-                let session = RelaySession(nonce: Sodium.randomBytes(RelayFrame.nonceLength), binding: try channel.binding())
+                let session = RelaySession(nonce: Sodium.randomBytes(RelayFrame.nonceLength), binding: try channel.binding(),
+                                           relay: relayIdentifier)
                 c.session = session
                 c.output.append(session.challenge)
                 flush(c)

@@ -17,6 +17,8 @@ public final class RelayServer: @unchecked Sendable {
     let loop: EventLoop
     let security: RelaySecurity
     let store: RelayStore
+    /// Stated in every CHALLENGE (§8.2); kept in the store, so a cluster states one.
+    public let relayIdentifier: [UInt8]
     var disk: DiskThread!
     let counters: Locked<RelayCounters>
     /// Other relays' writes to a shared store (PostgreSQL LISTEN), nil for SQLite.
@@ -87,6 +89,7 @@ public final class RelayServer: @unchecked Sendable {
         listener = fd
         port = bound.port
         do {
+            relayIdentifier = try store.relayIdentifier()
             revoked = try store.revokedPseudonyms()
             storedBytes = try store.storedBytes()
             var saved = try store.loadCounters()

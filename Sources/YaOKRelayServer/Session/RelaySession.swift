@@ -40,6 +40,8 @@ final class RelaySession {
     }
 
     let nonce: [UInt8]
+    /// The relay's identifier (§8.2), stated in CHALLENGE: clients derive mailboxes from it.
+    let relay: [UInt8]
     /// The TLS exporter value of this connection (§8.1): every signature covers it.
     let binding: [UInt8]
     private(set) var phase = Phase.awaitingAuth
@@ -51,13 +53,14 @@ final class RelaySession {
     /// SUBSCRIBE signatures checked (each an Ed25519 verification on the loop thread).
     private(set) var verifications = 0
 
-    init(nonce: [UInt8], binding: [UInt8]) {
+    init(nonce: [UInt8], binding: [UInt8], relay: [UInt8]) {
         self.nonce = nonce
         self.binding = binding
+        self.relay = relay
     }
 
     /// The first frame, sent as soon as TLS is up.
-    var challenge: RelayFrame { .challenge(nonce: nonce) }
+    var challenge: RelayFrame { .challenge(nonce: nonce, relay: relay) }
 
     /// Handles one frame payload.
     func receive(_ payload: [UInt8], _ context: Context) -> [Action] {
@@ -75,8 +78,15 @@ final class RelaySession {
             return end(.malformed, "Only AUTH is accepted before READY")
         case (.ready, .subscribe(let proofs)):
             return subscribe(proofs, context)
-        case (.ready, .post(let request, let mailbox, let packet)):
-            return [post(request, mailbox, packet, context)]
+        case (.ready, .post(let request, let mailbox, let signature, let packet)):
+            let action = post(request, mailbox, packet, context)
+            // The signature is checked last, only for a POST about to be stored: refusals
+            // (a bad header, the rate limit) cost the loop thread no verification.
+            if case .store(let p) = action, !Self.postIsSigned(mailbox: mailbox, signature: signature, packet: packet) {
+                context.limiter.release(pseudonym ?? [], p.kind, takenAtMs: p.takenAtMs)
+                return end(.authFailed, "A POST signature does not verify (mailbox \(mailbox))")
+            }
+            return [action]
         case (.ready, .delete(let refs)):
             let own = refs.filter { subscriptions.contains($0.mailbox) }
             return own.isEmpty ? [] : [.delete(own)]
@@ -139,6 +149,14 @@ final class RelaySession {
         var actions: [Action] = [.send(.subscribed(count: UInt16(added.count)))]
         if !added.isEmpty { actions.insert(.subscribed(added), at: 0) }
         return actions
+    }
+
+    /// Whether a POST proves the right to post to `mailbox` (§8.3): the mailbox key's
+    /// signature of the packet. One Ed25519 verification; the relay learns no more than the
+    /// mailbox it already sees. A client that sends a bad one is not following the protocol,
+    /// so its session ends: each forged POST costs the sender a new TLS connection and login.
+    static func postIsSigned(mailbox: MailboxID, signature: [UInt8], packet: [UInt8]) -> Bool {
+        SigningKey.verify(signature: signature, message: RelaySignedData.post(packet: packet), publicKey: mailbox.bytes)
     }
 
     private func post(_ request: UInt32, _ mailbox: MailboxID, _ packet: [UInt8], _ context: Context) -> Action {

@@ -25,6 +25,9 @@ public protocol RelayStore: AnyObject {
 
     func revoke(pseudonym: [UInt8], nowMs: Int64) throws
     func revokedPseudonyms() throws -> Set<[UInt8]>
+    /// The relay's identifier (§8.2): made at random the first time, then the same for every
+    /// relay process over this store (RelayStore+Identifier.swift).
+    func relayIdentifier() throws -> [UInt8]
 
     /// The counters the running relay last saved.
     func loadCounters() throws -> RelayCounters

@@ -8,7 +8,7 @@ import YaOKStore
 /// by the relay's disk thread only; `yaok-relay stats` and `revoke` open their own.
 public final class SQLiteRelayStore: RelayStore {
     public static let fileName = "relay.db"
-    private let db: Database
+    let db: Database
 
     /// Opens (creating if needed) the store in `directory`, and migrates its schema.
     public init(directory: String) throws {

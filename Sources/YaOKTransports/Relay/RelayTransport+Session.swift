@@ -12,8 +12,8 @@ extension RelayTransport {
         for frame in frames {
             guard state.withLock({ $0.generation == generation }) else { return }
             switch frame {
-            case .challenge(let nonce):
-                login(nonce: nonce, generation: generation)
+            case .challenge(let nonce, let relay):
+                login(nonce: nonce, relay: relay, generation: generation)
             case .ready(let lifetime, let perHour, let remaining):
                 sessionReady(lifetime: lifetime, perHour: perHour, remaining: remaining, generation: generation)
             case .subscribed, .pong:
@@ -55,7 +55,7 @@ extension RelayTransport {
         ids = []
     }
 
-    private func login(nonce: [UInt8], generation: UInt64) {
+    private func login(nonce: [UInt8], relay: [UInt8], generation: UInt64) {
         guard let node = state.withLock({ s in s.phase == .authenticating && s.generation == generation ? s.node : nil }) else {
             return fail(generation, YaOKError(.malformedPacket, "Unexpected CHALLENGE from the relay"))
         }
@@ -70,6 +70,7 @@ extension RelayTransport {
         state.withLock { s in
             guard s.generation == generation else { return }
             s.nonce = nonce
+            s.relayIdentifier = relay
             s.pseudonym = key.publicKey
             let signature = key.sign(RelaySignedData.auth(nonce: nonce, binding: s.binding))
             do { try sendLocked(&s, .auth(pseudonym: key.publicKey, signature: signature)) } catch { failure = error }
@@ -94,7 +95,7 @@ extension RelayTransport {
         }) else { return fail(generation, YaOKError(.malformedPacket, "Unexpected READY from the relay")) }
         let carrier: Carrier
         do {
-            carrier = try node.openCarrier(transport: name, callbacks: CarrierCallbacks(
+            carrier = try node.openCarrier(transport: name, relay: state.withLock { $0.relayIdentifier }, callbacks: CarrierCallbacks(
                 post: { [weak self] posts in self?.post(posts, generation: generation) },
                 release: { [weak self] ids in self?.release(ids, generation: generation) },
                 mailboxesChanged: { [weak self] in self?.subscribe(generation: generation) },
@@ -114,10 +115,10 @@ extension RelayTransport {
     /// Subscribes to every incoming mailbox not yet subscribed in this session (§8.3: up to
     /// 64 per frame, 4,096 per session).
     func subscribe(generation: UInt64) {
-        guard let (node, nonce, binding, pseudonym) = state.withLock({ s in
-            s.generation == generation && s.phase == .connected ? s.node.map { ($0, s.nonce, s.binding, s.pseudonym) } : nil
+        guard let (node, nonce, binding, pseudonym, relay) = state.withLock({ s in
+            s.generation == generation && s.phase == .connected ? s.node.map { ($0, s.nonce, s.binding, s.pseudonym, s.relayIdentifier) } : nil
         }) else { return }
-        guard let keys = try? node.incomingMailboxes() else { return }
+        guard let keys = try? node.incomingMailboxes(relay: relay) else { return }
         let signed = RelaySignedData.subscribe(nonce: nonce, binding: binding, pseudonym: pseudonym)
         var failure: Error?
         state.withLock { s in
@@ -136,16 +137,18 @@ extension RelayTransport {
     }
 
     private func post(_ posts: [CarrierPost], generation: UInt64) {
+        // Signed outside the lock: the proof that we may post to each mailbox (§8.3).
+        let signatures = posts.map { $0.mailboxKey.sign(RelaySignedData.post(packet: $0.packet)) }
         var failure: Error?
         state.withLock { s in
             guard s.generation == generation, s.phase == .connected else { return }
             do {
-                for p in posts {
+                for (p, signature) in zip(posts, signatures) {
                     let request = s.nextRequest
                     s.nextRequest = s.nextRequest == UInt32.max ? 1 : s.nextRequest + 1
                     s.requests[request] = p.packetID
                     s.posted += 1
-                    try sendLocked(&s, .post(request: request, mailbox: p.mailbox, packet: p.packet))
+                    try sendLocked(&s, .post(request: request, mailbox: p.mailbox, signature: signature, packet: p.packet))
                 }
             } catch { failure = error }
         }

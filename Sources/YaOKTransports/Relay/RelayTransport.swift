@@ -94,7 +94,10 @@ public final class RelayTransport: Transport, @unchecked Sendable {
     public var lastError: String? { state.withLock { $0.lastError } }
 
     public func diagnostics() -> JSON {
-        state.withLock { s in
+        // Asked of the node outside our lock (the node calls transports outside its own).
+        let (node, relay) = state.withLock { ($0.node, $0.relayIdentifier) }
+        let missed = relay.isEmpty ? nil : node?.missedAcknowledgements(relay: relay)
+        return state.withLock { s in
             var fields: [(String, JSON)] = [
                 ("relay", .string(address.description)),
                 ("state", .string(s.phase.rawValue)),
@@ -103,12 +106,16 @@ public final class RelayTransport: Transport, @unchecked Sendable {
                 ("error", s.lastError.map { .string($0) } ?? .null),
                 ("next_retry_ms", s.nextRetryAt.map { .int($0) } ?? .null),
                 ("pseudonym", s.pseudonym.isEmpty ? .null : .string(Hex.encode(s.pseudonym))),
+                ("relay_id", s.relayIdentifier.isEmpty ? .null : .string(Hex.encode(s.relayIdentifier))),
                 ("subscribed", .int(Int64(s.subscribed.count))),
                 ("in_flight", .int(Int64(s.requests.count))),
                 ("posted", .int(s.posted)),
                 ("accepted", .int(s.accepted)),
                 ("fetched", .int(s.fetched)),
             ]
+            // Messages this relay stored that got no end-to-end ack within the hour (a relay
+            // that accepts and drops shows here, and the node tells the app).
+            fields.append(("missed_acks", missed.map { .object([("count", .int($0.count)), ("last_ms", .int($0.lastMs))]) } ?? .null))
             if let rate = s.rate {
                 fields.append(("rate_limit", .object([("per_hour", .int(Int64(rate.perHour))),
                                                       ("remaining_at_login", .int(Int64(rate.remaining)))])))
@@ -135,6 +142,8 @@ struct RelayState {
     var writeBuffer: [UInt8] = []
     var wantsWritable = false
     var nonce: [UInt8] = []
+    /// The relay's identifier from its CHALLENGE (§8.2): our mailboxes there derive from it.
+    var relayIdentifier: [UInt8] = []
     var binding: [UInt8] = []
     var pseudonym: [UInt8] = []
     var carrier: Carrier?

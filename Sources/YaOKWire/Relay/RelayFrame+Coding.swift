@@ -11,19 +11,22 @@ extension RelayFrame {
             out = [Tag.subscribe.rawValue]
             out.appendBigEndian(UInt64(proofs.count), count: 2)
             for p in proofs { out += p.mailbox.bytes + p.signature }
-        case .post(let request, let mailbox, let packet):
+            out += [UInt8](repeating: 0, count: max(0, Self.maxSubscribePerFrame - proofs.count) * Self.subscribeEntryLength)
+        case .post(let request, let mailbox, let signature, let packet):
             out = [Tag.post.rawValue]
             out.appendBigEndian(UInt64(request), count: 4)
-            out += mailbox.bytes + packet
+            out += mailbox.bytes + signature + packet
         case .delete(let refs):
             out = [Tag.delete.rawValue]
             out.appendBigEndian(UInt64(refs.count), count: 2)
             for r in refs { out += r.mailbox.bytes + r.messageID.bytes }
+            let room = Self.deleteBuckets.first { $0 >= refs.count } ?? refs.count
+            out += [UInt8](repeating: 0, count: (room - refs.count) * Self.deleteEntryLength)
         case .ping(let request):
             out = [Tag.ping.rawValue]
             out.appendBigEndian(UInt64(request), count: 4)
-        case .challenge(let nonce):
-            out = [Tag.challenge.rawValue, RelayFrame.version] + nonce
+        case .challenge(let nonce, let relay):
+            out = [Tag.challenge.rawValue, RelayFrame.version] + nonce + relay
         case .ready(let lifetime, let rate, let remaining):
             out = [Tag.ready.rawValue]
             for v in [lifetime, rate, remaining] { out.appendBigEndian(UInt64(v), count: 4) }
@@ -77,14 +80,16 @@ extension RelayFrame {
                 proofs.append(try MailboxProof(mailbox: MailboxID(bytes: try r.bytes(keyLength, "mailbox")),
                                                signature: Array(try r.bytes(signatureLength, "signature"))))
             }
+            try expectPadding(&r, slots: maxSubscribePerFrame - count, entryLength: subscribeEntryLength, "SUBSCRIBE")
             frame = .subscribe(proofs)
         case .post:
             let request = UInt32(try r.uint(4, "request"))
             guard request != 0 else { throw YaOKError(.malformedPacket, "POST request 0 is reserved for the session") }
             let mailbox = try MailboxID(bytes: try r.bytes(keyLength, "mailbox"))
+            let signature = Array(try r.bytes(signatureLength, "signature"))
             let packet = Array(r.rest())
             guard !packet.isEmpty else { throw YaOKError(.malformedPacket, "POST without a packet") }
-            frame = .post(request: request, mailbox: mailbox, packet: packet)
+            frame = .post(request: request, mailbox: mailbox, signature: signature, packet: packet)
         case .delete:
             let count = Int(try r.u16("count"))
             guard (1...maxDeletePerFrame).contains(count) else {
@@ -96,12 +101,15 @@ extension RelayFrame {
                 let mailbox = try MailboxID(bytes: try r.bytes(keyLength, "mailbox"))
                 refs.append(StoredPacketRef(mailbox: mailbox, messageID: try MessageID(bytes: try r.bytes(MessageID.length, "message ID"))))
             }
+            let room = deleteBuckets.first { $0 >= count } ?? count
+            try expectPadding(&r, slots: room - count, entryLength: deleteEntryLength, "DELETE")
             frame = .delete(refs)
         case .ping:
             frame = .ping(request: UInt32(try r.uint(4, "request")))
         case .challenge:
             try expectVersion(&r)
-            frame = .challenge(nonce: Array(try r.bytes(nonceLength, "nonce")))
+            frame = .challenge(nonce: Array(try r.bytes(nonceLength, "nonce")),
+                               relay: Array(try r.bytes(relayIdentifierLength, "relay identifier")))
         case .ready:
             frame = .ready(sessionLifetimeSeconds: UInt32(try r.uint(4, "lifetime")),
                            ratePerHour: UInt32(try r.uint(4, "rate")), remaining: UInt32(try r.uint(4, "remaining")))
@@ -134,6 +142,18 @@ extension RelayFrame {
         return frame
     }
 
+    static let subscribeEntryLength = keyLength + signatureLength
+    static let deleteEntryLength = keyLength + MessageID.length
+
+    /// The zero bytes that pad a SUBSCRIBE or DELETE to its fixed size (§8.4): exactly
+    /// `slots` unused entries, all zero, so a frame has one encoding.
+    private static func expectPadding(_ r: inout ByteReader, slots: Int, entryLength: Int, _ name: String) throws {
+        let padding = try r.bytes(slots * entryLength, "\(name) padding")
+        guard padding.allSatisfy({ $0 == 0 }) else {
+            throw YaOKError(.malformedPacket, "\(name) padding is not zero")
+        }
+    }
+
     private static func expectVersion(_ r: inout ByteReader) throws {
         let v = try r.u8("version")
         guard v == version else { throw YaOKError(.unsupportedVersion, "Relay protocol version \(v) is not supported") }
@@ -148,6 +168,12 @@ public enum RelaySignedData {
 
     public static func subscribe(nonce: [UInt8], binding: [UInt8], pseudonym: [UInt8]) -> [UInt8] {
         Array("YaOK-relay-mailbox-v1".utf8) + nonce + binding + pseudonym
+    }
+
+    /// What a POST's signature covers: the whole routed packet. The key is the mailbox's, so
+    /// the signature is valid at one relay, for one mailbox, for this packet only.
+    public static func post(packet: [UInt8]) -> [UInt8] {
+        Array("YaOK-relay-post-v1".utf8) + packet
     }
 
     /// The TLS exporter label of `binding`.

@@ -8,11 +8,14 @@ public enum RelayFrame: Equatable, Sendable {
     // Client → relay.
     case auth(pseudonym: [UInt8], signature: [UInt8])
     case subscribe([MailboxProof])
-    case post(request: UInt32, mailbox: MailboxID, packet: [UInt8])
+    /// `signature`: the mailbox key's signature of the packet (`RelaySignedData.post`), the
+    /// proof that the poster may post there.
+    case post(request: UInt32, mailbox: MailboxID, signature: [UInt8], packet: [UInt8])
     case delete([StoredPacketRef])
     case ping(request: UInt32)
     // Relay → client.
-    case challenge(nonce: [UInt8])
+    /// `relay`: the relay's identifier (§8.2), shared by every relay of a cluster.
+    case challenge(nonce: [UInt8], relay: [UInt8])
     case ready(sessionLifetimeSeconds: UInt32, ratePerHour: UInt32, remaining: UInt32)
     case subscribed(count: UInt16)
     case accepted(request: UInt32)
@@ -23,8 +26,14 @@ public enum RelayFrame: Equatable, Sendable {
     public static let version: UInt8 = 1
     /// The longest frame either side accepts: a maximal packet and the fields around it.
     public static let maxLength = 17_536
+    /// Every SUBSCRIBE frame has room for this many proofs, unused ones zero (§8.4: its size
+    /// does not tell how many contacts a node has).
     public static let maxSubscribePerFrame = 64
     public static let maxDeletePerFrame = 256
+    /// The numbers of refs a DELETE frame has room for (unused ones zero): its size tells only
+    /// the bucket of the number it deletes (§8.4).
+    public static let deleteBuckets = [16, 64, 256]
+    public static let relayIdentifierLength = 16
     public static let nonceLength = 32
     public static let signatureLength = 64
     public static let keyLength = 32

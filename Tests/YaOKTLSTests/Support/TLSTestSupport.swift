@@ -184,8 +184,10 @@ final class RawTLSPeer: HandshakeSide {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
         default:
+            // OpenSSL's reason (e.g. the alert the other side sent), for tests to check.
+            let reason = ERR_reason_error_string(ERR_peek_last_error()).map { String(cString: $0) } ?? "no reason"
             ERR_clear_error()
-            throw YaOKError(.tlsFailed, "raw peer failed")
+            throw YaOKError(.tlsFailed, "raw peer failed: \(reason)")
         }
     }
 }

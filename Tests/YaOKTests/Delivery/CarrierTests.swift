@@ -9,6 +9,9 @@ import Testing
 /// The engine over a store-and-forward carrier (a relay, docs/PROTOCOL.md §8), with a relay
 /// in memory: offline delivery, deletes, rate limits, locks, direct links preferred.
 @Suite struct CarrierTests {
+    /// The relay identifier of the carriers opened by hand here (§8.2).
+    let relayID = [UInt8](repeating: 0x42, count: 16)
+
     @Test func messagesWaitAtTheRelayUntilTheRecipientComesOnline() throws {
         let pair = try Pair()
         defer { pair.close() }
@@ -70,24 +73,30 @@ import Testing
         defer { pair.close() }
         let relay = MemoryRelay()
         let closed = Locked<String?>(nil)
-        let carrier = try pair.bob.openCarrier(transport: "relay", callbacks: CarrierCallbacks(
+        let carrier = try pair.bob.openCarrier(transport: "relay", relay: relayID, callbacks: CarrierCallbacks(
             post: { _ in }, release: { _ in }, mailboxesChanged: {}, closed: { reason in closed.withLock { $0 = reason } }))
         _ = relay
-        #expect(try pair.bob.incomingMailboxes().count == 1)
+        #expect(try pair.bob.incomingMailboxes(relay: relayID).count == 1)
         try pair.bob.lock()
         #expect(eventually { closed.withLock { $0 } == "Locked" })
         #expect(!carrier.receive([1, 2, 3]))
-        #expect(throws: YaOKError(.locked)) { try pair.bob.openCarrier(transport: "relay", callbacks: CarrierCallbacks(
+        #expect(throws: YaOKError(.locked)) { try pair.bob.openCarrier(transport: "relay", relay: relayID, callbacks: CarrierCallbacks(
             post: { _ in }, release: { _ in }, mailboxesChanged: {}, closed: { _ in })) }
-        #expect(throws: YaOKError(.locked)) { try pair.bob.incomingMailboxes() }
+        #expect(throws: YaOKError(.locked)) { try pair.bob.incomingMailboxes(relay: relayID) }
     }
 
     @Test func theMailboxMatchesBothSidesAndThePseudonymIsPerRelay() throws {
         let pair = try Pair()
         defer { pair.close() }
-        let bobIncoming = try pair.bob.incomingMailboxes().map(\.publicKey)
-        let aliceIncoming = try pair.alice.incomingMailboxes().map(\.publicKey)
+        let bobIncoming = try pair.bob.incomingMailboxes(relay: relayID).map(\.publicKey)
+        let aliceIncoming = try pair.alice.incomingMailboxes(relay: relayID).map(\.publicKey)
         #expect(bobIncoming.count == 1 && aliceIncoming.count == 1 && bobIncoming != aliceIncoming)
+        // Per relay (§8.2): another relay's mailboxes are others, for both directions, and
+        // both contacts meet at the same one whatever address each dialled.
+        let otherRelay = [UInt8](repeating: 0x43, count: 16)
+        let bobElsewhere = try pair.bob.incomingMailboxes(relay: otherRelay).map(\.publicKey)
+        #expect(bobElsewhere.count == 1 && bobElsewhere != bobIncoming && bobElsewhere != aliceIncoming)
+        #expect(try pair.alice.incomingMailboxes(relay: otherRelay).map(\.publicKey) != aliceIncoming)
         let a = try pair.alice.relayPseudonym(for: "127.0.0.1:7000")
         #expect(try pair.alice.relayPseudonym(for: "127.0.0.1:7000").publicKey == a.publicKey)
         #expect(try pair.alice.relayPseudonym(for: "127.0.0.1:7001").publicKey != a.publicKey)
@@ -172,7 +181,7 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         let released = Locked<[MessageID]>([])
-        let carrier = try pair.bob.openCarrier(transport: "relay", callbacks: CarrierCallbacks(
+        let carrier = try pair.bob.openCarrier(transport: "relay", relay: relayID, callbacks: CarrierCallbacks(
             post: { _ in }, release: { ids in released.withLock { $0 += ids } }, mailboxesChanged: {}, closed: { _ in }))
         // A genuine packet from Alice with one byte of its ciphertext flipped.
         let m = try pair.alice.send(to: pair.bobID, text: "hello")

@@ -22,14 +22,22 @@ final class MemoryRelay: Sendable {
         /// Refuse posts of messages beyond this many (rate limit), with this retry.
         var messageLimit: Int?
         var retryAfterMs: Int64 = 600_000
+        /// A lying relay: answers ACCEPTED and stores nothing.
+        var dropsEverything = false
     }
     let state = Mutex(State())
+    /// The identifier this relay states (§8.2): its mailboxes derive from it.
+    let identifier: [UInt8]
+
+    init(identifier: [UInt8] = Array(0..<16)) {
+        self.identifier = identifier
+    }
 
     /// Opens a session for `node`: a carrier, subscribed to the node's incoming mailboxes.
     @discardableResult
     func connect(_ node: Node) throws -> Carrier {
         let key = ObjectIdentifier(node)
-        let carrier = try node.openCarrier(transport: "relay", callbacks: CarrierCallbacks(
+        let carrier = try node.openCarrier(transport: "relay", relay: identifier, callbacks: CarrierCallbacks(
             post: { [weak self] posts in self?.post(posts, from: key) },
             release: { [weak self] ids in self?.release(ids, from: key) },
             mailboxesChanged: { [weak self] in self?.subscribe(key) },
@@ -56,7 +64,7 @@ final class MemoryRelay: Sendable {
     let posts = Mutex(0)
 
     private func subscribe(_ key: ObjectIdentifier) {
-        guard let node = state.withLock({ $0.nodes[key] }), let keys = try? node.incomingMailboxes() else { return }
+        guard let node = state.withLock({ $0.nodes[key] }), let keys = try? node.incomingMailboxes(relay: identifier) else { return }
         let ids = Set(keys.compactMap { try? MailboxID(bytes: $0.publicKey) })
         let (carrier, backlog) = state.withLock { s -> (Carrier?, [[UInt8]]) in
             guard var session = s.sessions[key] else { return (nil, []) }
@@ -78,6 +86,10 @@ final class MemoryRelay: Sendable {
                 let isMessage = (try? RoutedHeader.parse(p.packet))?.0.type == .message
                 if isMessage, let limit = s.messageLimit, s.accepted >= limit {
                     refused.append(p.packetID)
+                    continue
+                }
+                if s.dropsEverything {
+                    accepted.append(p.packetID)
                     continue
                 }
                 if !(s.mailboxes[p.mailbox]?.contains { $0.id == p.packetID } ?? false) {

@@ -23,18 +23,21 @@ import Testing
         let aliceSide = try RoutePair(own: alice, peerKey: bob.publicIdentity.encryptionKey)
         let bobSide = try RoutePair(own: bob, peerKey: alice.publicIdentity.encryptionKey)
         #expect(aliceSide.pairKey.withUnsafeBytes(Array.init) == (try v.hex("pair_key")))
-        #expect(try aliceSide.outgoingMailbox().seed().withUnsafeBytes(Array.init) == (try v.hex("mailbox_seed")))
-        #expect(try aliceSide.outgoingMailbox().publicKey == (try v.hex("mailbox_id")))
-        #expect(try bobSide.incomingMailbox().publicKey == (try v.hex("mailbox_id")))
-        #expect(try bobSide.outgoingMailbox().seed().withUnsafeBytes(Array.init) == (try v.hex("reverse_mailbox_seed")))
-        #expect(try aliceSide.incomingMailbox().publicKey == (try v.hex("reverse_mailbox_id")))
+        let relay = try v.hex("relay_id")
+        #expect(try aliceSide.outgoingMailbox(relay: relay).seed().withUnsafeBytes(Array.init) == (try v.hex("mailbox_seed")))
+        #expect(try aliceSide.outgoingMailbox(relay: relay).publicKey == (try v.hex("mailbox_id")))
+        #expect(try bobSide.incomingMailbox(relay: relay).publicKey == (try v.hex("mailbox_id")))
+        #expect(try bobSide.outgoingMailbox(relay: relay).seed().withUnsafeBytes(Array.init) == (try v.hex("reverse_mailbox_seed")))
+        #expect(try aliceSide.incomingMailbox(relay: relay).publicKey == (try v.hex("reverse_mailbox_id")))
     }
 
     @Test func login() throws {
         let v = try vector("relay-login")
         let pseudonym = try SigningKey(seed: SecureBytes(copying: try v.hex("pseudonym_seed")))
         #expect(pseudonym.publicKey == (try v.hex("pseudonym")))
-        let (nonce, binding) = (try v.hex("nonce"), try v.hex("binding"))
+        let (nonce, binding, relay) = (try v.hex("nonce"), try v.hex("binding"), try v.hex("relay_id"))
+        #expect(RelayFrame.challenge(nonce: nonce, relay: relay).encode() == (try v.hex("challenge_frame")))
+        #expect(try RelayFrame.decode(try v.hex("challenge_frame")) == .challenge(nonce: nonce, relay: relay))
         let auth = pseudonym.sign(RelaySignedData.auth(nonce: nonce, binding: binding))
         #expect(auth == (try v.hex("auth_signature")))
         #expect(RelayFrame.auth(pseudonym: pseudonym.publicKey, signature: auth).encode() == (try v.hex("auth_frame")))
@@ -42,12 +45,34 @@ import Testing
         let proof = mailbox.sign(RelaySignedData.subscribe(nonce: nonce, binding: binding, pseudonym: pseudonym.publicKey))
         #expect(proof == (try v.hex("subscribe_signature")))
         let frame = RelayFrame.subscribe([try MailboxProof(mailbox: MailboxID(bytes: mailbox.publicKey), signature: proof)])
-        #expect(frame.encode() == (try v.hex("subscribe_frame")))
-        #expect(try RelayFrame.decode(try v.hex("subscribe_frame")) == frame)
+        let head = try v.hex("subscribe_frame_head")
+        let padded = head + [UInt8](repeating: 0, count: Int(try v.string("subscribe_frame_length"))! - head.count)
+        #expect(frame.encode() == padded)
+        #expect(try RelayFrame.decode(padded) == frame)
         // The relay's checks.
         #expect(SigningKey.verify(signature: auth, message: RelaySignedData.auth(nonce: nonce, binding: binding),
                                   publicKey: pseudonym.publicKey))
         #expect(!SigningKey.verify(signature: auth, message: RelaySignedData.auth(nonce: nonce, binding: [UInt8](repeating: 0x23, count: 32)),
                                    publicKey: pseudonym.publicKey))
+    }
+
+    @Test func postAndDelete() throws {
+        let v = try vector("relay-post")
+        let sender = try SigningKey(seed: SecureBytes(copying: try v.hex("mailbox_seed")))
+        let box = try MailboxID(bytes: sender.publicKey)
+        #expect(box.bytes == (try vector("relay-mailbox").hex("mailbox_id")))
+        let packet = try vector(try v.string("packet")).hex("packet")
+        let signature = sender.sign(RelaySignedData.post(packet: packet))
+        #expect(signature == (try v.hex("post_signature")))
+        let post = RelayFrame.post(request: 1, mailbox: box, signature: signature, packet: packet)
+        #expect(post.encode() == (try v.hex("post_frame")))
+        #expect(try RelayFrame.decode(try v.hex("post_frame")) == post)
+        #expect(SigningKey.verify(signature: signature, message: RelaySignedData.post(packet: packet), publicKey: box.bytes))
+        let ref = StoredPacketRef(mailbox: try MailboxID(bytes: try vector("relay-mailbox").hex("reverse_mailbox_id")),
+                                  messageID: try MessageID(bytes: try v.hex("delete_message_id")))
+        let head = try v.hex("delete_frame_head")
+        let padded = head + [UInt8](repeating: 0, count: Int(try v.string("delete_frame_length"))! - head.count)
+        #expect(RelayFrame.delete([ref]).encode() == padded)
+        #expect(try RelayFrame.decode(padded) == .delete([ref]))
     }
 }

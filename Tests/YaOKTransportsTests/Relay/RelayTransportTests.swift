@@ -75,8 +75,8 @@ final class RelayPair {
     }
 
     @discardableResult
-    func attach(_ node: Node, port: UInt16, pin: [UInt8]) throws -> RelayTransport {
-        let t = try RelayTransport(address: RelayAddress("127.0.0.1:\(port)"), pin: pin, caFile: nil, options: Self.fast)
+    func attach(_ node: Node, port: UInt16, pin: [UInt8], host: String = "127.0.0.1") throws -> RelayTransport {
+        let t = try RelayTransport(address: RelayAddress("\(host):\(port)"), pin: pin, caFile: nil, options: Self.fast)
         try node.addTransport(t)
         try node.setTransport("relay", enabled: true)
         return t
@@ -108,6 +108,25 @@ func relayStatus(_ t: RelayTransport) -> String { t.status }
         #expect(try pair.bob.texts(pair.aliceID) == (1...20).map { "via relay \($0)" })
         let d = try pair.alice.diagnostics().serialized
         #expect(d.contains("\"status\":\"Connected\"") && d.contains("\"last_sync_ms\""))
+    }
+
+    /// §8.2: mailboxes derive from the identifier the relay states, not from the address
+    /// each contact typed: Alice dials 127.0.0.1 and Bob localhost, and they still meet.
+    @Test func contactsMeetWhateverAddressEachDialled() throws {
+        let relay = try LocalRelay()
+        defer { relay.remove() }
+        try relay.start()
+        let pair = try RelayPair()
+        defer { pair.close() }
+        let a = try pair.attach(pair.alice, port: relay.port, pin: relay.pin)
+        let b = try pair.attach(pair.bob, port: relay.port, pin: relay.pin, host: "localhost")
+        try waitUntil("both connected") { relayStatus(a) == "Connected" && relayStatus(b) == "Connected" }
+        let m = try pair.alice.send(to: pair.bobID, text: "same relay, other name")
+        try waitUntil("delivered", timeout: 10) { try pair.alice.messageStatus(m.messageID) == .delivered }
+        #expect(try pair.bob.texts(pair.aliceID) == ["same relay, other name"])
+        let id = Hex.encode(try #require(relay.server?.relayIdentifier))
+        #expect(a.diagnostics().serialized.contains("\"relay_id\":\"\(id)\""))
+        #expect(b.diagnostics().serialized.contains("\"relay_id\":\"\(id)\""))
     }
 
     @Test func aRelayThatIsDownIsRetriedUntilItComesBack() throws {

@@ -198,7 +198,7 @@ def test_ack_vector():
 
 
 def test_relay_mailbox_vector():
-    """Relay mailboxes (§8.2) recomputed with PyNaCl and hashlib alone."""
+    """Relay mailboxes (§8.2), per relay identifier, recomputed with PyNaCl and hashlib alone."""
     import hashlib
     import nacl.signing
     v = VECTORS["relay-mailbox"]
@@ -206,9 +206,11 @@ def test_relay_mailbox_vector():
     bob = ref.keys_from_secrets(bytes.fromhex(VECTORS[v["recipient"]]["secrets"]))
     key = ref.pair_key(alice, bob.x25519_public)
     assert key.hex() == v["pair_key"]
+    relay = bytes.fromhex(v["relay_id"])
+    assert len(relay) == 16
 
     def seed(sender: bytes, recipient: bytes) -> bytes:
-        return hashlib.blake2b(b"YaOK-mailbox-v1" + sender + recipient, digest_size=32, key=key).digest()
+        return hashlib.blake2b(b"YaOK-mailbox-v1" + relay + sender + recipient, digest_size=32, key=key).digest()
     ab, ba = seed(alice.x25519_public, bob.x25519_public), seed(bob.x25519_public, alice.x25519_public)
     assert ab.hex() == v["mailbox_seed"] and ba.hex() == v["reverse_mailbox_seed"]
     assert bytes(nacl.signing.SigningKey(ab).verify_key).hex() == v["mailbox_id"]
@@ -216,17 +218,40 @@ def test_relay_mailbox_vector():
 
 
 def test_relay_login_vector():
-    """AUTH and SUBSCRIBE (§8.3) recomputed with PyNaCl alone."""
+    """CHALLENGE, AUTH and a padded SUBSCRIBE (§8.3) recomputed with PyNaCl alone."""
     import nacl.signing
     v = VECTORS["relay-login"]
     pseudonym = nacl.signing.SigningKey(bytes.fromhex(v["pseudonym_seed"]))
     public = bytes(pseudonym.verify_key)
     assert public.hex() == v["pseudonym"]
-    nonce, binding = bytes.fromhex(v["nonce"]), bytes.fromhex(v["binding"])
+    nonce, binding, relay = bytes.fromhex(v["nonce"]), bytes.fromhex(v["binding"]), bytes.fromhex(v["relay_id"])
+    assert (bytes([0x81, 0x01]) + nonce + relay).hex() == v["challenge_frame"].replace(" ", "")
     auth = pseudonym.sign(b"YaOK-relay-auth-v1" + nonce + binding).signature
-    assert auth.hex() == v["auth_signature"]
+    assert auth.hex() == v["auth_signature"].replace(" ", "")
     assert (bytes([0x01, 0x01]) + public + auth).hex() == v["auth_frame"].replace(" ", "")
     mailbox = nacl.signing.SigningKey(bytes.fromhex(v["mailbox_seed"]))
+    assert bytes(mailbox.verify_key).hex() == VECTORS["relay-mailbox"]["reverse_mailbox_id"]
     proof = mailbox.sign(b"YaOK-relay-mailbox-v1" + nonce + binding + public).signature
-    assert proof.hex() == v["subscribe_signature"]
-    assert (bytes([0x02, 0x00, 0x01]) + bytes(mailbox.verify_key) + proof).hex() == v["subscribe_frame"].replace(" ", "")
+    assert proof.hex() == v["subscribe_signature"].replace(" ", "")
+    frame = bytes([0x02, 0x00, 0x01]) + bytes(mailbox.verify_key) + proof
+    assert frame.hex() == v["subscribe_frame_head"].replace(" ", "")
+    # 64 slots of 96 bytes, whatever the count: the unused ones are zero.
+    assert int(v["subscribe_frame_length"]) == 3 + 64 * 96
+
+
+def test_relay_post_vector():
+    """A signed POST and a padded DELETE (§8.3) recomputed with PyNaCl alone."""
+    import nacl.signing
+    v = VECTORS["relay-post"]
+    mailbox = nacl.signing.SigningKey(bytes.fromhex(v["mailbox_seed"]))
+    assert bytes(mailbox.verify_key).hex() == VECTORS["relay-mailbox"]["mailbox_id"]
+    packet = bytes.fromhex(VECTORS[v["packet"]]["packet"].replace(" ", ""))
+    signature = mailbox.sign(b"YaOK-relay-post-v1" + packet).signature
+    assert signature.hex() == v["post_signature"].replace(" ", "")
+    frame = bytes([0x03]) + (1).to_bytes(4, "big") + bytes(mailbox.verify_key) + signature + packet
+    assert frame.hex() == v["post_frame"].replace(" ", "")
+    # What the relay checks: the mailbox ID is the key that signed this packet.
+    mailbox.verify_key.verify(b"YaOK-relay-post-v1" + packet, signature)
+    ref_ = bytes.fromhex(VECTORS["relay-mailbox"]["reverse_mailbox_id"]) + bytes.fromhex(v["delete_message_id"])
+    assert (bytes([0x04, 0x00, 0x01]) + ref_).hex() == v["delete_frame_head"].replace(" ", "")
+    assert int(v["delete_frame_length"]) == 3 + 16 * 48

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKNode
+
+/// A relay that answers ACCEPTED and stores nothing (PROTOCOL.md §8.3, "Sent is not
+/// delivered"; issue 17 §2): after the first missed acknowledgement window the node says
+/// so, and tries another route.
+@Suite struct LyingRelayTests {
+    func isMissNotice(_ e: NodeEvent) -> Bool {
+        if case .transportNotice(let n) = e { return n.message.hasPrefix("No delivery confirmation") }
+        return false
+    }
+
+    @Test func aMissedWindowIsCountedAndNoticed() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let notices = EventRecorder()
+        notices.attach(to: pair.alice)
+        let liar = MemoryRelay()
+        liar.state.withLock { $0.dropsEverything = true }
+        try liar.connect(pair.alice)
+        let m = try pair.alice.send(to: pair.bobID, text: "into the void")
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
+        #expect(pair.alice.missedAcknowledgements(relay: liar.identifier) == nil)
+        clock.advance(seconds: 61 * 60)
+        pair.alice.runDeliveryTimers()
+        let notice = notices.wait { isMissNotice($0) }
+        #expect(notice.map(isMissNotice) == true)
+        #expect(pair.alice.missedAcknowledgements(relay: liar.identifier)?.count == 1)
+        // Still sent (the relay did store it, as far as anyone can tell), and posted again.
+        #expect(eventually { liar.posts.withLock { $0 } >= 2 })
+    }
+
+    @Test func theNextPostGoesThroughAnotherRelay() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let liar = MemoryRelay(identifier: [UInt8](repeating: 0xA1, count: 16))
+        liar.state.withLock { $0.dropsEverything = true }
+        let honest = MemoryRelay(identifier: [UInt8](repeating: 0xB2, count: 16))
+        try liar.connect(pair.alice)      // the first carrier: it gets the first post
+        try honest.connect(pair.alice)
+        try honest.connect(pair.bob)
+        let m = try pair.alice.send(to: pair.bobID, text: "take the other road")
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
+        #expect(liar.posts.withLock { $0 } == 1 && honest.posts.withLock { $0 } == 0)
+        clock.advance(seconds: 61 * 60)
+        pair.alice.runDeliveryTimers()
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        #expect(try pair.bob.texts(pair.aliceID) == ["take the other road"])
+        #expect(liar.posts.withLock { $0 } == 1, "not posted to the lying relay again")
+    }
+}
