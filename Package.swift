@@ -20,7 +20,12 @@ let package = Package(
         .executable(name: "yaok-peer-swift", targets: ["yaok-peer-swift"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // Exactly one version, so that every clone builds the same code. Package.resolved is
+        // not committed (.gitignore): it records commit ids, and the one of 1.8.2 differs
+        // between github.com (6a52f325...) and the local mirrors some build machines resolve
+        // GitHub through (same files, a re-made commit), so a committed file from one would
+        // not resolve on the other. A version tag is the same everywhere.
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
     ],
     targets: [
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
