@@ -189,6 +189,10 @@ typedef struct yaok_identity yaok_identity;
 #define YAOK_IDENTITY_SECRET_BYTES 64
 #define YAOK_MESSAGE_ID_BYTES 16
 #define YAOK_MAX_MESSAGE_BYTES 10240
+/* The longest received message text, in bytes: a body that was not UTF-8 is stored with
+ * U+FFFD (3 bytes) per invalid sequence (docs/PROTOCOL.md §3.2), so 3 × YAOK_MAX_MESSAGE_BYTES.
+ * Size a buffer for received text by this, never by YAOK_MAX_MESSAGE_BYTES. */
+#define YAOK_MAX_RECEIVED_TEXT_BYTES 30720
 
 /* Fingerprint formats. */
 #define YAOK_FINGERPRINT_HEX 0      /* 64 upper-case hex characters */
@@ -617,12 +621,14 @@ yaok_status yaok_contact_delete(yaok_node *node, int64_t contact_id, uint32_t fl
 yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_json);
 
 /* ---- messages ----
- * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes with their length (1 to
- * YAOK_MAX_MESSAGE_BYTES; YAOK_E_EMPTY_MESSAGE, YAOK_E_MESSAGE_TOO_LARGE,
- * YAOK_E_INVALID_UTF8), so it may hold a NUL. A received text is exactly what the sender
- * sent, whatever UTF-8 allows (controls, bidi controls, white space only; show it with
- * care), or, from a sender whose text was not UTF-8, that text with U+FFFD in place of
- * the invalid bytes and an "invalid_text" security event (docs/PROTOCOL.md §3.2).
+ * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes with their length, so it
+ * may hold a NUL. Text to send: 1 to YAOK_MAX_MESSAGE_BYTES (YAOK_E_EMPTY_MESSAGE,
+ * YAOK_E_MESSAGE_TOO_LARGE, YAOK_E_INVALID_UTF8). A received text is exactly what the
+ * sender sent, whatever UTF-8 allows (controls, bidi controls, white space only; show it
+ * with care), or, from a sender whose text was not UTF-8, that text with U+FFFD in place
+ * of the invalid bytes, "repaired": true (yaok_message_repaired) and an "invalid_text"
+ * security event (docs/PROTOCOL.md §3.2): such a text can exceed the send limit, up to
+ * YAOK_MAX_RECEIVED_TEXT_BYTES.
  * Message IDs are YAOK_MESSAGE_ID_BYTES bytes. All need the node unlocked. Free
  * *out_json with yaok_string_free(). */
 
@@ -925,6 +931,12 @@ yaok_status yaok_message_text(const yaok_message *message, const char **out_text
  * message does not have (YAOK_TIME_SENT of a message not yet sent, YAOK_TIME_RECEIVED of an
  * outgoing one): YAOK_E_NOT_FOUND. Unknown `which`: YAOK_E_INVALID_ARGUMENT. */
 yaok_status yaok_message_time(const yaok_message *message, uint32_t which, int64_t *out_ms);
+
+/* *out_repaired: 1 if this is a received text whose body was not UTF-8, stored with U+FFFD in
+ * place of each invalid sequence (docs/PROTOCOL.md §3.2; the JSON's "repaired"; an
+ * "invalid_text" security event says so too), so up to YAOK_MAX_RECEIVED_TEXT_BYTES bytes;
+ * else 0. */
+yaok_status yaok_message_repaired(const yaok_message *message, int32_t *out_repaired);
 
 /* -- contacts -- */
 

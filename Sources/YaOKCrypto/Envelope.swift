@@ -18,6 +18,10 @@ public enum Envelope {
     public static let messageIDLength = 16
     /// US-020 AC-020-04: "Message too large (max 10KB)".
     public static let maxBodyLength = 10 * 1024
+    /// The longest text a received body can become: a body that is not UTF-8 is stored with
+    /// each ill-formed sequence replaced by U+FFFD (3 bytes), so one invalid byte becomes
+    /// three (docs/PROTOCOL.md §3.2). YAOK_MAX_RECEIVED_TEXT_BYTES.
+    public static let maxReceivedTextLength = 3 * maxBodyLength
 
     static let ephemeralLength = 32
     static let hintLength = 8

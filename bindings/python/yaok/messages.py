@@ -94,6 +94,10 @@ class Message:
     sent_ms: Optional[int]
     received_ms: Optional[int]
     unread: bool
+    repaired: bool = False
+    """Incoming: the sender's text was not UTF-8 and this is it with U+FFFD in place of each
+    invalid sequence (PROTOCOL.md §3.2), so up to :data:`yaok.envelope.MAX_RECEIVED_TEXT_BYTES`
+    bytes of UTF-8; an ``invalid_text`` security event says so too."""
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Message":
@@ -103,7 +107,8 @@ class Message:
                    text=data["text"],
                    sender_timestamp_ms=int(data["sender_timestamp_ms"]),
                    created_ms=int(data["created_ms"]), sent_ms=data.get("sent_ms"),
-                   received_ms=data.get("received_ms"), unread=bool(data.get("unread", False)))
+                   received_ms=data.get("received_ms"), unread=bool(data.get("unread", False)),
+                   repaired=bool(data.get("repaired", False)))
 
     @property
     def message_id_hex(self) -> str:
