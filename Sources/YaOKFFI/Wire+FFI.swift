@@ -10,6 +10,11 @@ public func yaok_packet_decode(_ packet: UnsafePointer<UInt8>?, _ packetLength: 
                                _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let out = try required(outJSON, "out_json")
+        // An oversized buffer is refused from its first two bytes, read in place: copying it
+        // first cost its whole size in memory (a 100 MiB buffer, 111 MB peak).
+        if packetLength > Wire.maxPacketLength {
+            try Packet.checkPrefix(try bytes(packet, 2, "packet")[...], length: packetLength)
+        }
         let input = try bytes(packet, packetLength, "packet")
         try give(try Packet.decode(input).json.serialized, to: out)
     }
