@@ -22,8 +22,9 @@
  * Strings:   UTF-8, NUL-terminated. Invalid UTF-8 input is refused (YAOK_E_INVALID_UTF8),
  *            never silently repaired. A text argument is at most YAOK_MAX_TEXT_BYTES bytes
  *            before its NUL: longer text is refused at once, without being read past that
- *            bound, with YAOK_E_INVALID_ARGUMENT (card text: YAOK_E_INVALID_CARD). Functions
- *            may take less (a name, a transport name) and say so.
+ *            bound, with YAOK_E_INVALID_ARGUMENT (card text: YAOK_E_INVALID_CARD; a name:
+ *            YAOK_E_INVALID_NAME). Functions may take less (a name, a transport name) and
+ *            say so.
  * Safety:    NULL or invalid arguments return an error and never crash. A handle of the
  *            wrong type, a freed handle or any other pointer the library did not hand out is
  *            refused with YAOK_E_INVALID_ARGUMENT (and ignored by the _free functions), unless
@@ -209,7 +210,11 @@ yaok_status yaok_identity_new(const char *name, yaok_identity **out);
  * (32) followed by the Ed25519 seed (32). For test vectors and restore from a platform
  * keystore. `secrets` is borrowed; wipe your copy afterwards. `name` as for
  * yaok_identity_new (YAOK_E_INVALID_NAME); other lengths of `secrets`:
- * YAOK_E_INVALID_ARGUMENT. */
+ * YAOK_E_INVALID_ARGUMENT. Checked in this order, the first failure returned: `out`, then
+ * the name's text (NULL: YAOK_E_NULL_ARGUMENT; over 4096 bytes: YAOK_E_INVALID_NAME; not
+ * UTF-8: YAOK_E_INVALID_UTF8), then `secrets_len`, then `secrets` (NULL), and only then the
+ * name's rules (2 to 50 characters …: YAOK_E_INVALID_NAME). So a bad name with secrets of
+ * the wrong length is YAOK_E_INVALID_ARGUMENT. */
 yaok_status yaok_identity_restore(const char *name, const uint8_t *secrets, size_t secrets_len,
                                   yaok_identity **out);
 
@@ -273,7 +278,7 @@ yaok_status yaok_card_public_keys(const yaok_card *card, uint8_t *out_encryption
  * packet header) and delivers them. message_id (YAOK_MESSAGE_ID_BYTES) and timestamp_ms
  * (milliseconds since 1970, 0 to 2^48-1, like every time in this header a signed 64-bit
  * count of milliseconds) are bound into the envelope, so opening with other values fails
- * as YAOK_E_TAMPERED; a time outside 0 to 2^48-1 (a packet's `created`, PROTOCOL.md §3) is
+ * as YAOK_E_TAMPERED; a time outside 0 to 2^48-1 (a packet's `created`, PROTOCOL.md §4.2) is
  * YAOK_E_INVALID_ARGUMENT, when sealing and when opening. */
 
 /* Seals `body` (1 to YAOK_MAX_MESSAGE_BYTES bytes) from `sender` to `recipient`.

@@ -187,7 +187,7 @@ public enum Envelope {
         return (ephemeral, shared)
     }
 
-    /// A message's time is a packet's `created` (docs/PROTOCOL.md §3): 0 to 2^48 − 1 ms, the
+    /// A message's time is a packet's `created` (docs/PROTOCOL.md §4.2): 0 to 2^48 − 1 ms, the
     /// range of the routed header's u48 field, though the AD carries it in 8 bytes. Outside
     /// it (a negative time included) is `invalidArgument`: no packet could carry the envelope,
     /// and an implementation that keeps times in 48 bits would not agree on it.
