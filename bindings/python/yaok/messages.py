@@ -1,7 +1,10 @@
 """Stored messages of a node (include/yaok.h, "messages"; JSON in docs/ABI.md, "message"
 and "history page").
 
-Text is ``str`` (or UTF-8 ``bytes``), 1 to 10240 bytes of UTF-8. Message IDs are 16 bytes;
+Text to send is ``str`` (or UTF-8 ``bytes``), 1 to 10240 bytes of UTF-8. A received text can
+be longer, up to 30720 bytes (:data:`yaok.envelope.MAX_RECEIVED_TEXT_BYTES`): a sender's body
+that was not UTF-8 is stored with U+FFFD per invalid byte and marked
+:attr:`Message.repaired` (PROTOCOL.md §3.2). Message IDs are 16 bytes;
 they may also be given as 32 hex characters. Every call needs the node unlocked.
 """
 
