@@ -27,6 +27,7 @@ public func yaok_frame_encode(_ packet: UnsafePointer<UInt8>?, _ packetLength: I
     boundary {
         let out = try required(outFrame, "out_frame")
         let outLength = try required(outFrameLength, "out_frame_len")
+        if packetLength > Frame.defaultMaxLength { try Frame.checkLength(packetLength) }  // before copying
         try give(try Frame.encode(try bytes(packet, packetLength, "packet")), to: out, length: outLength)
     }
 }
@@ -37,8 +38,9 @@ public func yaok_fragment_split(_ packet: UnsafePointer<UInt8>?, _ packetLength:
                                 _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let out = try required(outJSON, "out_json")
-        let input = try bytes(packet, packetLength, "packet")
         var fragmenter = try Fragmenter(mtu: Int(mtu), firstGroup: firstGroup)
+        if packetLength > Wire.maxPacketLength { try Fragmenter.checkLength(packetLength) }  // before copying
+        let input = try bytes(packet, packetLength, "packet")
         try give(JSON.array(try fragmenter.split(input).map { .string(Hex.encode($0)) }).serialized, to: out)
     }
 }

@@ -124,6 +124,13 @@ static void test_decode_huge_buffer_is_not_copied(void) {
     CHECK(strstr(yaok_last_error_message(), "1073741824 bytes exceeds the maximum 17408") != NULL);
     p[0] = 0x02;
     CHECK(yaok_packet_decode(p, size, &json) == YAOK_E_UNSUPPORTED_VERSION && json == NULL);
+    /* Framing and splitting refuse it by its length alone, as before, but without the copy. */
+    uint8_t *frame = NULL;
+    size_t frame_len = 0;
+    CHECK(yaok_frame_encode(p, size, &frame, &frame_len) == YAOK_E_FRAME_TOO_LARGE && frame == NULL);
+    CHECK(strstr(yaok_last_error_message(), "Frame of 1073741824 bytes exceeds the maximum 17408") != NULL);
+    CHECK(yaok_fragment_split(p, size, 185, 0, &json) == YAOK_E_INVALID_ARGUMENT && json == NULL);
+    CHECK(strstr(yaok_last_error_message(), "Packet length 1073741824 is outside 1...17408") != NULL);
     munmap(p, size);
 }
 
