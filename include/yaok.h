@@ -928,7 +928,8 @@ yaok_status yaok_message_direction(const yaok_message *message, uint32_t *out_di
 yaok_status yaok_message_status(const yaok_message *message, uint32_t *out_status);
 
 /* The text: *out_text is borrowed (NUL-terminated UTF-8, valid until yaok_message_free),
- * *out_len its length in bytes before the terminating NUL. The text itself may hold NUL
+ * *out_len its length in bytes before the terminating NUL: up to YAOK_MAX_MESSAGE_BYTES for
+ * a text this node sent, up to YAOK_MAX_RECEIVED_TEXT_BYTES for a received one. The text itself may hold NUL
  * bytes (PROTOCOL.md §3.2): use *out_len, not strlen. */
 yaok_status yaok_message_text(const yaok_message *message, const char **out_text, size_t *out_len);
 
