@@ -80,6 +80,32 @@ import Testing
         #expect(try pair.bob.securityEvents().filter { $0.kind == .invalidText }.count == 1)
     }
 
+    /// The same over a real link (a memory pipe): Alice's outbox holds the packet, the link
+    /// carries it, Bob stores it, and his end-to-end ack makes it delivered at Alice's.
+    @Test func theLongestInvalidBodyIsStoredAndAckedOverARealLink() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let (header, bytes) = try SealedMessage.seal([UInt8](repeating: 0xFF, count: Envelope.maxBodyLength),
+                                                     from: try pair.alice.identity(),
+                                                     to: try pair.bob.profile().publicIdentity.encryptionKey,
+                                                     createdMs: Clock.milliseconds())
+        try pair.alice.withStore { store, s in
+            guard let keys = s.keys else { throw YaOKError(.locked) }
+            _ = try store.insertMessage(conversation: pair.bobID, messageID: header.messageID.bytes, direction: .outgoing,
+                                        status: .pending, text: "(sealed by hand)", senderTimestamp: header.createdMs,
+                                        createdAt: header.createdMs, receivedAt: nil, unread: false, cipher: keys.cipher)
+            try store.enqueue(.message, packetID: header.messageID, contactID: pair.bobID, packet: bytes,
+                              now: header.createdMs, expiresAt: header.expiresAtMs)
+        }
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? pair.alice.status(of: header.messageID)) == .delivered })
+        let stored = try pair.bob.history(pair.aliceID, limit: 10).messages
+        #expect(stored.map { $0.text.utf8.count } == [Envelope.maxReceivedTextLength])
+        #expect(stored.map(\.repaired) == [true])
+        #expect(try pair.bob.securityEvents().filter { $0.kind == .invalidText }.count == 1)
+    }
+
     /// The same over a relay (a carrier): stored, acked, logged, and only then released at
     /// the relay (it used to be released unstored, with no ack, so the sender re-posted).
     @Test func theLongestInvalidBodyIsStoredOverACarrier() throws {
