@@ -2,7 +2,8 @@
 /// that is not UTF-8 is one, and a contact can send thousands, which would bury key-change
 /// events and slow every listing of the log. Per contact and per day the first
 /// `loggedPerDay` are logged one by one; the rest are counted, and the count is logged as
-/// one summary event ("N more …") by the first one after the day (docs/PROTOCOL.md §3.2).
+/// one summary event ("N more …") when the day ends: by the delivery timer's sweep (at
+/// least hourly), or by the contact's next one, whichever comes first (docs/PROTOCOL.md §3.2).
 /// Each message still carries `repaired`, so nothing is lost by not logging it.
 /// In memory: a restart starts a fresh day (at most `loggedPerDay` more events).
 struct InvalidTextLog {
@@ -29,5 +30,17 @@ struct InvalidTextLog {
         if logThis { day.logged += 1 } else { day.unlogged += 1 }
         days[contactID] = day
         return (summary, logThis, logThis && day.logged == InvalidTextLog.loggedPerDay)
+    }
+
+    /// The counts of days that ended by `now` with texts left unlogged, by contact; those
+    /// days are forgotten (a day that ended with nothing unlogged is forgotten too).
+    mutating func endedDays(now: Int64) -> [(contactID: Int64, unlogged: Int)] {
+        let ended = days.filter { now - $0.value.start >= InvalidTextLog.dayMs || now < $0.value.start }
+        for contactID in ended.keys { days[contactID] = nil }
+        return ended.filter { $0.value.unlogged > 0 }.map { ($0.key, $0.value.unlogged) }.sorted { $0.contactID < $1.contactID }
+    }
+
+    static func summary(_ count: Int, contactID: Int64) -> String {
+        "\(count) more messages from contact \(contactID) were not valid UTF-8 (stored repaired, not logged one by one)"
     }
 }

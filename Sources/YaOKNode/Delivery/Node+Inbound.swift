@@ -130,8 +130,7 @@ extension Node {
             if valid == nil {
                 let (summary, logThis, last) = s.delivery.invalidTexts.record(contactID: peer.contactID, now: t)
                 if let summary {
-                    let detail = "\(summary) more messages from contact \(peer.contactID) were not valid UTF-8 "
-                        + "(stored repaired, not logged one by one)"
+                    let detail = InvalidTextLog.summary(summary, contactID: peer.contactID)
                     effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
                 }
                 if logThis {

@@ -161,4 +161,21 @@ import Testing
         #expect(logged.count == InvalidTextLog.loggedPerDay + 2)
         #expect(logged.contains { $0.detail.hasPrefix("47 more messages from contact \(pair.aliceID)") })
     }
+
+    /// A contact that floods and then stops still gets its summary: the delivery timer's
+    /// sweep logs it once the day is over, and only once.
+    @Test func theSummaryComesWhenTheDayEndsEvenIfTheContactStops() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        for _ in 0..<10 { try pair.bob.injectRouted(try packet([0xC0], pair, at: clock.now)) }
+        pair.bob.runDeliveryTimers()
+        #expect(try pair.bob.securityEvents().filter { $0.kind == .invalidText }.count == InvalidTextLog.loggedPerDay)
+        clock.advance(seconds: 86_400)
+        pair.bob.runDeliveryTimers()
+        pair.bob.runDeliveryTimers()
+        let logged = try pair.bob.securityEvents().filter { $0.kind == .invalidText }
+        #expect(logged.count == InvalidTextLog.loggedPerDay + 1)
+        #expect(logged.last?.detail.hasPrefix("7 more messages from contact \(pair.aliceID)") == true)
+    }
 }
