@@ -22,8 +22,9 @@
  * Strings:   UTF-8, NUL-terminated. Invalid UTF-8 input is refused (YAOK_E_INVALID_UTF8),
  *            never silently repaired. A text argument is at most YAOK_MAX_TEXT_BYTES bytes
  *            before its NUL: longer text is refused at once, without being read past that
- *            bound, with YAOK_E_INVALID_ARGUMENT (card text: YAOK_E_INVALID_CARD). Functions
- *            may take less (a name, a transport name) and say so.
+ *            bound, with YAOK_E_INVALID_ARGUMENT (card text: YAOK_E_INVALID_CARD; a name:
+ *            YAOK_E_INVALID_NAME). Functions may take less (a name, a transport name) and
+ *            say so.
  * Safety:    NULL or invalid arguments return an error and never crash. A handle of the
  *            wrong type, a freed handle or any other pointer the library did not hand out is
  *            refused with YAOK_E_INVALID_ARGUMENT (and ignored by the _free functions), unless
@@ -189,6 +190,10 @@ typedef struct yaok_identity yaok_identity;
 #define YAOK_IDENTITY_SECRET_BYTES 64
 #define YAOK_MESSAGE_ID_BYTES 16
 #define YAOK_MAX_MESSAGE_BYTES 10240
+/* The longest received message text, in bytes: a body that was not UTF-8 is stored with
+ * U+FFFD (3 bytes) per invalid sequence (docs/PROTOCOL.md §3.2), so 3 × YAOK_MAX_MESSAGE_BYTES.
+ * Size a buffer for received text by this, never by YAOK_MAX_MESSAGE_BYTES. */
+#define YAOK_MAX_RECEIVED_TEXT_BYTES 30720
 
 /* Fingerprint formats. */
 #define YAOK_FINGERPRINT_HEX 0      /* 64 upper-case hex characters */
@@ -205,7 +210,11 @@ yaok_status yaok_identity_new(const char *name, yaok_identity **out);
  * (32) followed by the Ed25519 seed (32). For test vectors and restore from a platform
  * keystore. `secrets` is borrowed; wipe your copy afterwards. `name` as for
  * yaok_identity_new (YAOK_E_INVALID_NAME); other lengths of `secrets`:
- * YAOK_E_INVALID_ARGUMENT. */
+ * YAOK_E_INVALID_ARGUMENT. Checked in this order, the first failure returned: `out`, then
+ * the name's text (NULL: YAOK_E_NULL_ARGUMENT; over 4096 bytes: YAOK_E_INVALID_NAME; not
+ * UTF-8: YAOK_E_INVALID_UTF8), then `secrets_len`, then `secrets` (NULL), and only then the
+ * name's rules (2 to 50 characters …: YAOK_E_INVALID_NAME). So a bad name with secrets of
+ * the wrong length is YAOK_E_INVALID_ARGUMENT. */
 yaok_status yaok_identity_restore(const char *name, const uint8_t *secrets, size_t secrets_len,
                                   yaok_identity **out);
 
@@ -269,7 +278,7 @@ yaok_status yaok_card_public_keys(const yaok_card *card, uint8_t *out_encryption
  * packet header) and delivers them. message_id (YAOK_MESSAGE_ID_BYTES) and timestamp_ms
  * (milliseconds since 1970, 0 to 2^48-1, like every time in this header a signed 64-bit
  * count of milliseconds) are bound into the envelope, so opening with other values fails
- * as YAOK_E_TAMPERED; a time outside 0 to 2^48-1 (a packet's `created`, PROTOCOL.md §3) is
+ * as YAOK_E_TAMPERED; a time outside 0 to 2^48-1 (a packet's `created`, PROTOCOL.md §4.2) is
  * YAOK_E_INVALID_ARGUMENT, when sealing and when opening. */
 
 /* Seals `body` (1 to YAOK_MAX_MESSAGE_BYTES bytes) from `sender` to `recipient`.
@@ -617,12 +626,14 @@ yaok_status yaok_contact_delete(yaok_node *node, int64_t contact_id, uint32_t fl
 yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_json);
 
 /* ---- messages ----
- * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes with their length (1 to
- * YAOK_MAX_MESSAGE_BYTES; YAOK_E_EMPTY_MESSAGE, YAOK_E_MESSAGE_TOO_LARGE,
- * YAOK_E_INVALID_UTF8), so it may hold a NUL. A received text is exactly what the sender
- * sent, whatever UTF-8 allows (controls, bidi controls, white space only; show it with
- * care), or, from a sender whose text was not UTF-8, that text with U+FFFD in place of
- * the invalid bytes and an "invalid_text" security event (docs/PROTOCOL.md §3.2).
+ * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes with their length, so it
+ * may hold a NUL. Text to send: 1 to YAOK_MAX_MESSAGE_BYTES (YAOK_E_EMPTY_MESSAGE,
+ * YAOK_E_MESSAGE_TOO_LARGE, YAOK_E_INVALID_UTF8). A received text is exactly what the
+ * sender sent, whatever UTF-8 allows (controls, bidi controls, white space only; show it
+ * with care), or, from a sender whose text was not UTF-8, that text with U+FFFD in place
+ * of the invalid bytes, "repaired": true (yaok_message_repaired) and an "invalid_text"
+ * security event (docs/PROTOCOL.md §3.2): such a text can exceed the send limit, up to
+ * YAOK_MAX_RECEIVED_TEXT_BYTES.
  * Message IDs are YAOK_MESSAGE_ID_BYTES bytes. All need the node unlocked. Free
  * *out_json with yaok_string_free(). */
 
@@ -917,7 +928,8 @@ yaok_status yaok_message_direction(const yaok_message *message, uint32_t *out_di
 yaok_status yaok_message_status(const yaok_message *message, uint32_t *out_status);
 
 /* The text: *out_text is borrowed (NUL-terminated UTF-8, valid until yaok_message_free),
- * *out_len its length in bytes before the terminating NUL. The text itself may hold NUL
+ * *out_len its length in bytes before the terminating NUL: up to YAOK_MAX_MESSAGE_BYTES for
+ * a text this node sent, up to YAOK_MAX_RECEIVED_TEXT_BYTES for a received one. The text itself may hold NUL
  * bytes (PROTOCOL.md §3.2): use *out_len, not strlen. */
 yaok_status yaok_message_text(const yaok_message *message, const char **out_text, size_t *out_len);
 
@@ -925,6 +937,12 @@ yaok_status yaok_message_text(const yaok_message *message, const char **out_text
  * message does not have (YAOK_TIME_SENT of a message not yet sent, YAOK_TIME_RECEIVED of an
  * outgoing one): YAOK_E_NOT_FOUND. Unknown `which`: YAOK_E_INVALID_ARGUMENT. */
 yaok_status yaok_message_time(const yaok_message *message, uint32_t which, int64_t *out_ms);
+
+/* *out_repaired: 1 if this is a received text whose body was not UTF-8, stored with U+FFFD in
+ * place of each invalid sequence (docs/PROTOCOL.md §3.2; the JSON's "repaired"; an
+ * "invalid_text" security event says so too), so up to YAOK_MAX_RECEIVED_TEXT_BYTES bytes;
+ * else 0. */
+yaok_status yaok_message_repaired(const yaok_message *message, int32_t *out_repaired);
 
 /* -- contacts -- */
 

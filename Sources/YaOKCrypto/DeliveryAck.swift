@@ -7,8 +7,8 @@ import YaOKWire
 ///
 ///     payload = nonce (24) || XChaCha20-Poly1305(ack_key, nonce, ad = header_ad,
 ///                                                count (1) || count × message ID (16))
-///     ack_key = BLAKE2b-256(key "YaOK-ack-v1", X25519(own secret, peer public)
-///                                              || acker public || ackee public)
+///     ack_key = BLAKE2b-256(key = "YaOK-ack-v1"; X25519(own secret, peer public)
+///                                                || acker public || ackee public)
 ///
 /// The static-static secret is one both contacts already share, so an ack costs one AEAD,
 /// not a whole envelope (64 bytes). The two public keys in order make the key differ per

@@ -18,6 +18,10 @@ public enum Envelope {
     public static let messageIDLength = 16
     /// US-020 AC-020-04: "Message too large (max 10KB)".
     public static let maxBodyLength = 10 * 1024
+    /// The longest text a received body can become: a body that is not UTF-8 is stored with
+    /// each ill-formed sequence replaced by U+FFFD (3 bytes), so one invalid byte becomes
+    /// three (docs/PROTOCOL.md §3.2). YAOK_MAX_RECEIVED_TEXT_BYTES.
+    public static let maxReceivedTextLength = 3 * maxBodyLength
 
     static let ephemeralLength = 32
     static let hintLength = 8
@@ -183,7 +187,7 @@ public enum Envelope {
         return (ephemeral, shared)
     }
 
-    /// A message's time is a packet's `created` (docs/PROTOCOL.md §3): 0 to 2^48 − 1 ms, the
+    /// A message's time is a packet's `created` (docs/PROTOCOL.md §4.2): 0 to 2^48 − 1 ms, the
     /// range of the routed header's u48 field, though the AD carries it in 8 bytes. Outside
     /// it (a negative time included) is `invalidArgument`: no packet could carry the envelope,
     /// and an implementation that keeps times in 48 bits would not agree on it.

@@ -10,6 +10,11 @@ public func yaok_packet_decode(_ packet: UnsafePointer<UInt8>?, _ packetLength: 
                                _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let out = try required(outJSON, "out_json")
+        // An oversized buffer is refused from its first two bytes, read in place: copying it
+        // first cost its whole size in memory (a 100 MiB buffer, 111 MB peak).
+        if packetLength > Wire.maxPacketLength {
+            try Packet.checkPrefix(try bytes(packet, 2, "packet")[...], length: packetLength)
+        }
         let input = try bytes(packet, packetLength, "packet")
         try give(try Packet.decode(input).json.serialized, to: out)
     }
@@ -22,6 +27,7 @@ public func yaok_frame_encode(_ packet: UnsafePointer<UInt8>?, _ packetLength: I
     boundary {
         let out = try required(outFrame, "out_frame")
         let outLength = try required(outFrameLength, "out_frame_len")
+        if packetLength > Frame.defaultMaxLength { try Frame.checkLength(packetLength) }  // before copying
         try give(try Frame.encode(try bytes(packet, packetLength, "packet")), to: out, length: outLength)
     }
 }
@@ -32,8 +38,9 @@ public func yaok_fragment_split(_ packet: UnsafePointer<UInt8>?, _ packetLength:
                                 _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let out = try required(outJSON, "out_json")
-        let input = try bytes(packet, packetLength, "packet")
         var fragmenter = try Fragmenter(mtu: Int(mtu), firstGroup: firstGroup)
+        if packetLength > Wire.maxPacketLength { try Fragmenter.checkLength(packetLength) }  // before copying
+        let input = try bytes(packet, packetLength, "packet")
         try give(JSON.array(try fragmenter.split(input).map { .string(Hex.encode($0)) }).serialized, to: out)
     }
 }

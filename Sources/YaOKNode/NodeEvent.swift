@@ -98,6 +98,7 @@ extension Message {
             ("sent_ms", sentAt.map { .int($0) } ?? .null),
             ("received_ms", receivedAt.map { .int($0) } ?? .null),
             ("unread", .bool(unread)),
+            ("repaired", .bool(repaired)),
         ])
     }
 }

@@ -59,10 +59,11 @@ package final class FieldCipher: Sendable {
         return out
     }
 
-    /// Like `seal`, after padding to the envelope's size buckets (64, 128, … 16384 bytes), so
-    /// that the file does not tell a one-word message from a long one. For message bodies.
+    /// Like `seal`, after padding to the envelope's size buckets (64, 128, … 16384 bytes, and
+    /// 32768 for a repaired received text of up to 30,720 bytes), so that the file does not
+    /// tell a one-word message from a long one. For message bodies.
     func sealPadded(_ plaintext: [UInt8], ad: [UInt8]) throws -> [UInt8] {
-        var padded = try Padding.pad(plaintext)
+        var padded = try Padding.pad(plaintext, buckets: Padding.storeBuckets)
         defer { Sodium.wipe(&padded) }
         return try seal(padded, ad: ad)
     }
@@ -71,7 +72,7 @@ package final class FieldCipher: Sendable {
     func openPaddedString(_ sealed: [UInt8], ad: [UInt8]) throws -> String {
         var padded = try open(sealed, ad: ad)
         defer { Sodium.wipe(&padded) }
-        guard let body = Padding.unpad(padded[...]),
+        guard let body = Padding.unpad(padded[...], buckets: Padding.storeBuckets),
               let s = String(validating: body, as: UTF8.self) else { throw FieldCipher.failure }
         return s
     }
@@ -131,8 +132,12 @@ enum RowAD {
     static let linkKey = Array("YaOK-link-key-v1".utf8)
     static let linkCertificate = Array("YaOK-link-certificate-v1".utf8)
     static func relayPseudonym(_ relay: String) -> [UInt8] { Array("YaOK-relay-pseudonym-v1".utf8) + Array(relay.utf8) }
-    static func messageBody(conversation: Int64, messageID: [UInt8], direction: Int) -> [UInt8] {
-        Array("YaOK-message-body-v1".utf8) + bigEndian(UInt64(bitPattern: conversation)) + messageID + [UInt8(direction & 0xff)]
+    /// A repaired received text (`Message.repaired`) is sealed under its own label, so the
+    /// flag is authenticated with the text and needs no clear column: rows written before
+    /// the flag existed open under the first label, as not repaired.
+    static func messageBody(conversation: Int64, messageID: [UInt8], direction: Int, repaired: Bool = false) -> [UInt8] {
+        Array((repaired ? "YaOK-message-body-repaired-v1" : "YaOK-message-body-v1").utf8)
+            + bigEndian(UInt64(bitPattern: conversation)) + messageID + [UInt8(direction & 0xff)]
     }
 
     static func bigEndian(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (56 - 8 * $0)) } }

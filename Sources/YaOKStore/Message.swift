@@ -21,6 +21,10 @@ public struct Message: Sendable, Equatable {
     /// Incoming: when it arrived here.
     public let receivedAt: Int64?
     public let unread: Bool
+    /// Incoming only: the sender's body was not UTF-8 and this text is it with U+FFFD in
+    /// place of each ill-formed sequence (docs/PROTOCOL.md §3.2), so up to
+    /// `Envelope.maxReceivedTextLength` bytes.
+    public var repaired: Bool = false
 
     public var messageIDHex: String { messageID.description }
 }

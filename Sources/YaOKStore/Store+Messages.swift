@@ -13,9 +13,9 @@ extension Store {
     /// (a retransmission), in which case nothing changes.
     package func insertMessage(conversation: Int64, messageID: [UInt8], direction: MessageDirection, status: MessageStatus,
                        text: String, senderTimestamp: Int64, createdAt: Int64, receivedAt: Int64?,
-                       unread: Bool, cipher: FieldCipher) throws -> Message? {
+                       unread: Bool, repaired: Bool = false, cipher: FieldCipher) throws -> Message? {
         let body = try cipher.sealPadded(Array(text.utf8), ad: RowAD.messageBody(conversation: conversation, messageID: messageID,
-                                                                       direction: direction.rawValue))
+                                                                       direction: direction.rawValue, repaired: repaired))
         let mac = cipher.mac(.message(conversation: conversation, messageID: messageID, direction: direction.rawValue,
                                       status: status.rawValue, senderTimestamp: senderTimestamp, createdAt: createdAt,
                                       sentAt: nil, receivedAt: receivedAt, unread: unread))
@@ -29,7 +29,7 @@ extension Store {
         guard db.changes > 0 else { return nil }
         return Message(messageID: try MessageID(bytes: messageID), conversationID: conversation, direction: direction, status: status,
                        text: text, senderTimestamp: senderTimestamp, createdAt: createdAt, sentAt: nil,
-                       receivedAt: receivedAt, unread: unread)
+                       receivedAt: receivedAt, unread: unread, repaired: repaired)
     }
 
     package func message(conversation: Int64, messageID: [UInt8], cipher: FieldCipher) throws -> Message? {
@@ -138,11 +138,22 @@ extension Store {
         let m = try verifiedMetadata(row, cipher)
         guard let direction = MessageDirection(rawValue: m.direction),
               let status = MessageStatus(rawValue: m.status) else { throw FieldCipher.failure }
-        let text = try cipher.openPaddedString(row.blob(9), ad: RowAD.messageBody(conversation: m.conversation, messageID: m.messageID,
-                                                                             direction: direction.rawValue))
+        let sealed = row.blob(9)
+        func open(repaired: Bool) throws -> String {
+            try cipher.openPaddedString(sealed, ad: RowAD.messageBody(conversation: m.conversation, messageID: m.messageID,
+                                                                      direction: direction.rawValue, repaired: repaired))
+        }
+        // Nearly every text opens under the first label; a repaired one under the second.
+        let text: String
+        var repaired = false
+        do { text = try open(repaired: false) } catch {
+            guard direction == .incoming else { throw error }
+            text = try open(repaired: true)
+            repaired = true
+        }
         return Message(messageID: try MessageID(bytes: m.messageID), conversationID: m.conversation, direction: direction,
                        status: status, text: text, senderTimestamp: m.senderTimestamp, createdAt: m.createdAt,
-                       sentAt: m.sentAt, receivedAt: m.receivedAt, unread: m.unread)
+                       sentAt: m.sentAt, receivedAt: m.receivedAt, unread: m.unread, repaired: repaired)
     }
 }
 

@@ -26,12 +26,17 @@ public struct Fragmenter {
     /// Data bytes per fragment.
     public var chunkLength: Int { mtu - Fragment.headerLength }
 
+    /// What `split` says of a packet of `length` bytes, before its bytes are read.
+    public static func checkLength(_ length: Int) throws {
+        guard length > 0, length <= Wire.maxPacketLength else {
+            throw YaOKError(.invalidArgument, "Packet length \(length) is outside 1...\(Wire.maxPacketLength)")
+        }
+    }
+
     /// The link units for one encoded packet: the packet itself when it fits in one unit,
     /// otherwise fragments 0..<count, each of `mtu` bytes except possibly the last.
     public mutating func split(_ packet: [UInt8]) throws -> [[UInt8]] {
-        guard !packet.isEmpty, packet.count <= Wire.maxPacketLength else {
-            throw YaOKError(.invalidArgument, "Packet length \(packet.count) is outside 1...\(Wire.maxPacketLength)")
-        }
+        try Fragmenter.checkLength(packet.count)
         if packet.count <= mtu { return [packet] }
         let chunk = chunkLength
         let count = (packet.count + chunk - 1) / chunk

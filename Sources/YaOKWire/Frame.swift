@@ -14,11 +14,17 @@ public enum Frame {
 
     /// The frame for `packet`. Throws `frameTooLarge` above `maxLength`, and
     /// `invalidArgument` for an empty packet (that would read as a keepalive).
-    public static func encode(_ packet: [UInt8], maxLength: Int = defaultMaxLength) throws -> [UInt8] {
-        guard !packet.isEmpty else { throw YaOKError(.invalidArgument, "An empty frame is a keepalive, not a packet") }
-        guard packet.count <= min(maxLength, maxEncodableLength) else {
-            throw YaOKError(.frameTooLarge, "Frame of \(packet.count) bytes exceeds the maximum \(min(maxLength, maxEncodableLength))")
+    /// What `encode` says of a packet of `length` bytes, before its bytes are read (a caller
+    /// refuses an oversized buffer without copying it).
+    public static func checkLength(_ length: Int, maxLength: Int = defaultMaxLength) throws {
+        guard length > 0 else { throw YaOKError(.invalidArgument, "An empty frame is a keepalive, not a packet") }
+        guard length <= min(maxLength, maxEncodableLength) else {
+            throw YaOKError(.frameTooLarge, "Frame of \(length) bytes exceeds the maximum \(min(maxLength, maxEncodableLength))")
         }
+    }
+
+    public static func encode(_ packet: [UInt8], maxLength: Int = defaultMaxLength) throws -> [UInt8] {
+        try checkLength(packet.count, maxLength: maxLength)
         var out: [UInt8] = []
         out.reserveCapacity(prefixLength + packet.count)
         out.appendBigEndian(UInt64(packet.count), count: prefixLength)

@@ -85,10 +85,7 @@ public enum Packet: Equatable, Sendable {
     public static func decode(_ bytes: ArraySlice<UInt8>) throws -> Packet {
         var r = ByteReader(bytes)
         let type = try readPrefix(&r)
-        guard bytes.count <= Wire.maxPacketLength else {
-            throw YaOKError(.malformedPacket,
-                            "Malformed packet: \(bytes.count) bytes exceeds the maximum \(Wire.maxPacketLength)")
-        }
+        try checkLength(bytes.count)
         switch type {
         case .message, .ack:
             let header = try RoutedHeader.parseBody(type: type, &r)
@@ -114,6 +111,21 @@ public enum Packet: Equatable, Sendable {
     }
 
     public static func decode(_ bytes: [UInt8]) throws -> Packet { try decode(bytes[...]) }
+
+    /// What `decode` says first about a packet of `length` bytes that starts with `prefix`
+    /// (its first two bytes or fewer): the version, the type, then the length limit, in
+    /// §4.1's order. Lets a caller refuse an oversized buffer before copying it.
+    public static func checkPrefix(_ prefix: ArraySlice<UInt8>, length: Int) throws {
+        var r = ByteReader(prefix)
+        _ = try readPrefix(&r)
+        try checkLength(length)
+    }
+
+    static func checkLength(_ length: Int) throws {
+        guard length <= Wire.maxPacketLength else {
+            throw YaOKError(.malformedPacket, "Malformed packet: \(length) bytes exceeds the maximum \(Wire.maxPacketLength)")
+        }
+    }
 
     /// Version then type: the version is checked first so that a future version's packet is
     /// reported as such, whatever its second byte means there.

@@ -109,15 +109,15 @@ struct ChatScreen {
 
     // MARK: - Text
 
-    /// Received text may hold terminal escapes: every control character but a line break
-    /// is shown as "�" (a tab as a space), so nothing a contact sends can drive the terminal.
+    /// Received text may hold terminal escapes and bidi controls: everything
+    /// `Output.hidden` names is shown as "�" (a tab as a space, a line break as "↵"), so
+    /// nothing a contact sends can drive the terminal or reorder the line.
     static func visible(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.map { s -> Unicode.Scalar in
             switch s.value {
             case 0x09: return " "
             case 0x0A: return "↵"
-            case 0..<0x20, 0x7F..<0xA0, 0x2028, 0x2029: return "\u{FFFD}"
-            default: return s
+            default: return Output.hidden(s) ? "\u{FFFD}" : s
             }
         }))
     }

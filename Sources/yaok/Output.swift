@@ -14,12 +14,19 @@ enum Output {
     /// which disguise text) is shown as "�". JSON output escapes them itself.
     static func printable(_ text: String) -> String {
         String(String.UnicodeScalarView(text.unicodeScalars.map { s -> Unicode.Scalar in
-            switch s.value {
-            case 0x09, 0x0A: return s
-            case 0..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return "\u{FFFD}"
-            default: return s
-            }
+            s.value == 0x09 || s.value == 0x0A || !hidden(s) ? s : "\u{FFFD}"
         }))
+    }
+
+    /// The scalars no terminal line shows as they are (the one list for `printable` and the
+    /// chat screen): C0 and C1 controls and DEL, which make escape sequences; the line and
+    /// paragraph separators; the bidi embeddings, overrides and isolates (U+202A–202E,
+    /// U+2066–2069), which reorder what follows ("txt.exe" shown for "exe.txt").
+    static func hidden(_ s: Unicode.Scalar) -> Bool {
+        switch s.value {
+        case 0..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
+        }
     }
 
     /// Runs a command body; a failure is printed to stderr (and as JSON on stdout with

@@ -1,4 +1,5 @@
 import Testing
+import Foundation
 @testable import yaok
 
 /// Review finding (issue 11): text from contacts, QR codes and relays reached the terminal
@@ -13,5 +14,18 @@ import Testing
         #expect(shown.contains("PWNED") && shown.contains("FAKE"))
         // Line breaks, tabs and ordinary text stay.
         #expect(Output.printable("a\tb\nç 👋") == "a\tb\nç 👋")
+    }
+
+    /// Review finding (issue 17): the chat screen hid controls but showed bidi overrides and
+    /// isolates as they were, so a contact could reorder a line there ("exe.txt" shown as
+    /// "txt.exe"). It now hides what `Output.printable` hides.
+    @Test func theChatScreenHidesWhatPrintableHides() {
+        let hostile = "\u{1B}[2J \u{202A}a\u{202B}b\u{202C}c\u{202D}d\u{202E}exe.txt\u{2066}e\u{2067}f\u{2068}g\u{2069} \u{2028}"
+        let screen = ChatScreen.visible(hostile)
+        #expect(!screen.unicodeScalars.contains { Output.hidden($0) })
+        #expect(screen.unicodeScalars.filter { $0 == "\u{FFFD}" }.count == 11)
+        #expect(screen.replacingOccurrences(of: "\u{FFFD}", with: "")
+                == Output.printable(hostile).replacingOccurrences(of: "\u{FFFD}", with: ""))
+        for line in ChatScreen.wrap("x \u{202E}gnp.exe", 80) { #expect(!line.unicodeScalars.contains { Output.hidden($0) }) }
     }
 }

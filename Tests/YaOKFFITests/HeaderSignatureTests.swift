@@ -95,6 +95,7 @@ import YaOKFFI
         do { var f = CYaOK.yaok_message_status; f = YaOKFFI.yaok_message_status; _ = f }
         do { var f = CYaOK.yaok_message_text; f = YaOKFFI.yaok_message_text; _ = f }
         do { var f = CYaOK.yaok_message_time; f = YaOKFFI.yaok_message_time; _ = f }
+        do { var f = CYaOK.yaok_message_repaired; f = YaOKFFI.yaok_message_repaired; _ = f }
         do { var f = CYaOK.yaok_contact_add_v2; f = YaOKFFI.yaok_contact_add_v2; _ = f }
         do { var f = CYaOK.yaok_contact_get; f = YaOKFFI.yaok_contact_get; _ = f }
         do { var f = CYaOK.yaok_contact_ids; f = YaOKFFI.yaok_contact_ids; _ = f }
@@ -208,6 +209,7 @@ import YaOKFFI
         "yaok_message_status",
         "yaok_message_text",
         "yaok_message_time",
+        "yaok_message_repaired",
         "yaok_contact_add_v2",
         "yaok_contact_get",
         "yaok_contact_ids",

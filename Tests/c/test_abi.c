@@ -166,6 +166,11 @@ static void test_envelope(void) {
     yaok_identity *twin_a = NULL, *twin_b = NULL;
     CHECK(yaok_identity_restore("Twin", secrets_a, sizeof secrets_a, &twin_a) == YAOK_OK);
     CHECK(yaok_identity_restore("Twin", secrets_b, sizeof secrets_b, &twin_b) == YAOK_OK);
+    /* The order the header writes down: the secrets' length before the name's rules. */
+    yaok_identity *refused = NULL;
+    CHECK(yaok_identity_restore("x", secrets_a, 3, &refused) == YAOK_E_INVALID_ARGUMENT && refused == NULL);
+    CHECK(yaok_identity_restore("x", secrets_a, sizeof secrets_a, &refused) == YAOK_E_INVALID_NAME && refused == NULL);
+    CHECK(yaok_identity_restore("Twin", NULL, sizeof secrets_a, &refused) == YAOK_E_NULL_ARGUMENT && refused == NULL);
     yaok_card *twin_a_card = card_of(twin_a), *twin_b_card = card_of(twin_b);
     CHECK(twin_a_card && twin_b_card);
     sealed = NULL;

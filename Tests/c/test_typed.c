@@ -263,6 +263,10 @@ static void test_messages_and_events(void) {
     CHECK(yaok_message_time(sent, YAOK_TIME_RECEIVED, &ms) == YAOK_E_NOT_FOUND && ms == -1);
     CHECK(yaok_message_time(sent, 7, &ms) == YAOK_E_INVALID_ARGUMENT);
     CHECK(yaok_message_text(sent, &body, NULL) == YAOK_E_NULL_ARGUMENT);
+    int32_t repaired = -1;
+    CHECK(yaok_message_repaired(sent, &repaired) == YAOK_OK && repaired == 0);
+    CHECK(yaok_message_repaired(sent, NULL) == YAOK_E_NULL_ARGUMENT);
+    CHECK(yaok_message_repaired(NULL, &repaired) == YAOK_E_NULL_ARGUMENT);
     pthread_mutex_lock(&at_alice.mutex);
     memcpy(at_alice.watch, id, sizeof id);
     pthread_mutex_unlock(&at_alice.mutex);
@@ -300,6 +304,8 @@ static void test_messages_and_events(void) {
     CHECK(yaok_message_time(incoming, YAOK_TIME_RECEIVED, &ms) == YAOK_OK && ms > 1600000000000LL);
     CHECK(yaok_message_time(incoming, YAOK_TIME_SENT, &ms) == YAOK_E_NOT_FOUND);
     CHECK(yaok_message_direction(incoming, &direction) == YAOK_OK && direction == YAOK_DIRECTION_INCOMING);
+    int32_t incoming_repaired = -1; /* valid UTF-8: not repaired (PROTOCOL.md §3.2) */
+    CHECK(yaok_message_repaired(incoming, &incoming_repaired) == YAOK_OK && incoming_repaired == 0);
     yaok_message *missing = NULL;
     CHECK(yaok_message_lookup(bob, bob_id, zero, &missing) == YAOK_E_NOT_FOUND && missing == NULL);
     CHECK(yaok_message_lookup(alice, bob_id, id, &missing) == YAOK_OK); /* outgoing ones too */

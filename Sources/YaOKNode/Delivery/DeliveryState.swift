@@ -43,6 +43,8 @@ struct DeliveryState {
     var carrierRejections: [String: (count: Int, since: Int64)] = [:]
     /// Messages relays stored, and relays that missed their acknowledgement window.
     var ackWatch = CarrierAckWatch()
+    /// `invalid_text` events logged per contact today (a contact must not flood the log).
+    var invalidTexts = InvalidTextLog()
     /// The sender time of the last message sent (they strictly increase).
     var lastSentAt: Int64 = 0
     /// The last packet dropped for its time: the link and how far its creation time was

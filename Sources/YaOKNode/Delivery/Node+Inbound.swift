@@ -125,12 +125,20 @@ extension Node {
         if try store.insertMessage(conversation: peer.contactID, messageID: header.messageID.bytes,
                                    direction: .incoming, status: .delivered, text: text,
                                    senderTimestamp: sentAt, createdAt: t, receivedAt: t,
-                                   unread: true, cipher: keys.cipher) != nil {
+                                   unread: true, repaired: valid == nil, cipher: keys.cipher) != nil {
             effects.events.append(.messageReceived(contactID: peer.contactID, messageID: header.messageID))
             if valid == nil {
-                let detail = "A message from contact \(peer.contactID) (ID \(Hex.encode(header.messageID.bytes))) "
-                    + "was not valid UTF-8: stored with U+FFFD in place of the invalid bytes"
-                effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
+                let (summary, logThis, last) = s.delivery.invalidTexts.record(contactID: peer.contactID, now: t)
+                if let summary {
+                    let detail = InvalidTextLog.summary(summary, contactID: peer.contactID)
+                    effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
+                }
+                if logThis {
+                    let detail = "A message from contact \(peer.contactID) (ID \(Hex.encode(header.messageID.bytes))) "
+                        + "was not valid UTF-8: stored with U+FFFD in place of the invalid bytes"
+                        + (last ? " (more from this contact today are counted, then logged as one summary)" : "")
+                    effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
+                }
             }
         }
         // New or a retransmission: either way the sender gets (again) our ack.

@@ -144,6 +144,10 @@ extension Node {
             }
         }
         if sweep, s.keys != nil {
+            for (contactID, count) in s.delivery.invalidTexts.endedDays(now: t) {
+                let detail = InvalidTextLog.summary(count, contactID: contactID)
+                effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
+            }
             try checkCarriedAcks(store, &s, &effects, now: t)
             try store.requeueCarried(now: t)
             for row in try store.expiredOutbox(now: t) {

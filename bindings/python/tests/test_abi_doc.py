@@ -2,9 +2,11 @@
 every event's JSON is checked against what the library really returns.
 
 The shape of each example is compared with real output: an object has the same keys in
-the same order, each value the same JSON type (``null`` on either side matches anything,
-an empty ``{}`` or ``[]`` in the example stands for any object or array, and an array's
-first item is compared with the real array's first item). A field table's rows
+the same order, each value the same JSON type, an empty ``{}`` or ``[]`` in the example
+stands for any object or array, and an array's first item is compared with the real array's
+first item. ``null`` is no wildcard: a ``null`` in an example stands for "null or the type
+the section's field table gives", and a real ``null`` where the example has a value must be
+allowed by the table ("… or null"); a field with neither fails. A field table's rows
 (``| `field` | type | meaning |``) must name fields that exist with the type given.
 A new example without a producer here fails the test, so ABI.md cannot grow unchecked.
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
@@ -24,6 +28,7 @@ from yaok import node as node_mod, security as security_mod
 
 from conftest import PIN, REPO
 from test_links import PipeEnd, wait
+from test_relay import relay_binary
 
 ABI = REPO / "docs" / "ABI.md"
 
@@ -77,19 +82,38 @@ def section(prefix: str) -> str:
 
 # ---- comparing
 
-def same_shape(example: Any, real: Any, path: str = "$") -> None:
-    if example is None or real is None:
+def table_path(path: str) -> str:
+    """"$.transports[0].error" (or "event X.transports[0].error") -> "transports[].error",
+    a field table's spelling."""
+    return re.sub(r"\[0\]", "[]", path.split(".", 1)[1]) if "." in path else ""
+
+
+def same_shape(example: Any, real: Any, path: str = "$", types: Optional[Dict[str, str]] = None) -> None:
+    """`types`: field path -> the type its field table gives ("int or null", …)."""
+    types = types or {}
+    documented = types.get(table_path(path))
+    if example is None:
+        if real is None:
+            return
+        assert documented is not None, \
+            f"{path}: the example has null, no field table gives its type, and the real value is {real!r}"
+        base = documented.removesuffix(" or null")
+        assert base in TYPES and TYPES[base](real), f"{path}: documented as {documented}, real value {real!r}"
+        return
+    if real is None:
+        assert documented is not None and documented.endswith(" or null"), \
+            f"{path}: documented {json.dumps(example)[:60]} (not nullable in a field table), got null"
         return
     if isinstance(example, dict):
         assert isinstance(real, dict), f"{path}: documented an object, got {real!r}"
         if example:
             assert list(real) == list(example), f"{path}: documented keys {list(example)}, real {list(real)}"
             for key in example:
-                same_shape(example[key], real[key], f"{path}.{key}")
+                same_shape(example[key], real[key], f"{path}.{key}", types)
     elif isinstance(example, list):
         assert isinstance(real, list), f"{path}: documented an array, got {real!r}"
         if example and real:
-            same_shape(example[0], real[0], f"{path}[0]")
+            same_shape(example[0], real[0], f"{path}[0]", types)
     else:
         assert type(real) is type(example), f"{path}: documented {type(example).__name__}, got {real!r}"
 
@@ -143,7 +167,7 @@ def check_section(prefix: str, real: Any, index: int = 0) -> None:
     body = section(prefix)
     examples = json_examples(body)
     assert len(examples) > index, f"ABI.md section {prefix!r} has no JSON example {index}"
-    same_shape(examples[index], real)
+    same_shape(examples[index], real, types=dict(field_rows(body)))
     if index == 0:
         check_table(body, real)
 
@@ -184,6 +208,7 @@ def world(tmp_path):
         out["contact preview"] = raw(alice, contacts_mod._preview, bob_card)
         out["contact"] = raw(alice, contacts_mod._add, bob_card)
         bob_id = out["contact"]["id"]
+        out["contact preview of a contact"] = raw(alice, contacts_mod._preview, bob_card)  # existing_contact_id set
         alice_id = bob.add_contact(alice.profile().card).id
         out["contact keys"] = raw(alice, contacts_mod._keys, bob_id)
         text = "Hello, Bob".encode()
@@ -198,13 +223,23 @@ def world(tmp_path):
         to_bob.connect(b_link)
         wait(lambda: alice.message(out["message"]["message_id"]).status is yaok.MessageStatus.DELIVERED)
         wait(lambda: alice.contact(bob_id).connection.online)
+        out["contact online"] = raw(alice, contacts_mod._show, bob_id)
         alice.add_lan("127.0.0.1", 0, discovery=False)  # registered, disabled: one transport to show
         out["diagnostics"] = raw(alice, links_mod._diagnostics)
         out["security event"] = raw(alice, security_mod._security_events, 0, 10)[0]
-        out["packet"] = wire.decode_packet(bytes.fromhex(
-            "01010700112233445566778899aabbccddeeff018bcfe5680027605d0d40da0e5962510004deadbeef"))
-        out["fragments"] = [u.hex() for u in wire.split(bytes.fromhex(
-            "01010700112233445566778899aabbccddeeff018bcfe5680027605d0d40da0e5962510004deadbeef"), 20, 0x1234)]
+        message_packet = bytes.fromhex(
+            "01010700112233445566778899aabbccddeeff018bcfe5680027605d0d40da0e5962510004deadbeef")
+        out["packet"] = wire.decode_packet(message_packet)
+        out["fragments"] = [u.hex() for u in wire.split(message_packet, 20, 0x1234)]
+        # One packet of each type (PROTOCOL.md §4.1): an ack is a message's layout with type
+        # 0x02; a handshake's and a link packet's length counts what follows the first 4 bytes.
+        out["packets"] = {
+            "message": out["packet"],
+            "ack": wire.decode_packet(b"\x01\x02" + message_packet[2:]),
+            "handshake": wire.decode_packet(bytes.fromhex("01030002abcd")),
+            "fragment": wire.decode_packet(bytes.fromhex(out["fragments"][0])),
+            "link": wire.decode_packet(bytes.fromhex("01050019" + "0000000000000003" + "ee" * 17)),
+        }
 
         alice.lock()
         alice.unlock(PIN)
@@ -225,6 +260,8 @@ def world(tmp_path):
             to_alice.target = to_bob.target = None
         a_link.close()
         b_link.close()
+        wait(lambda: raw(alice, contacts_mod._show, bob_id)["connection"]["state"] == "last_seen")
+        out["contact last seen"] = raw(alice, contacts_mod._show, bob_id)
         yield out
 
 
@@ -279,10 +316,168 @@ def event_examples() -> Dict[int, Any]:
     return out
 
 
+def event_types(kind: EventKind) -> Dict[str, str]:
+    """The types of an event's fields whose example value is null: from the section its row
+    names, else from its row's words ("`retry_after_ms` may be null"; "then `error` says why")."""
+    rows = {EventKind.SECURITY: "security event", EventKind.MESSAGE_STORED: "message —",
+            EventKind.MESSAGE_STATUS_CHANGED: "message —"}
+    if kind in rows:
+        return dict(field_rows(section(rows[kind])))
+    line = next(l for l in section("events").splitlines() if f"`YAOK_EVENT_{kind.name}`" in l)
+    types: Dict[str, str] = {}
+    if "`retry_after_ms` may be null" in line:
+        types["retry_after_ms"] = "int or null"
+    if "then `error` says why" in line:
+        types["error"] = "string or null"
+    return types
+
+
 def test_events_match_the_events_table(world):
     documented = event_examples()
     assert set(documented) >= {int(k) for k in EventKind}, "every YAOK_EVENT_* kind is in ABI.md's table"
     for kind, real in world["events"].items():
-        same_shape(documented[int(kind)], real, f"event {kind.name}")
-    # TRANSPORT_NOTICE needs a relay's rate limit; its row is still checked to be JSON.
-    assert set(documented[int(EventKind.TRANSPORT_NOTICE)]) == {"transport", "message", "retry_after_ms"}
+        same_shape(documented[int(kind)], real, f"event {kind.name}", event_types(kind))
+
+
+def test_a_preview_of_a_contact_names_it(world):
+    """`existing_contact_id` is null in the example: produced here as an int too."""
+    real = world["contact preview of a contact"]
+    assert real["existing_contact_id"] == world["contact"]["id"]
+    check_section("contact preview", real)
+
+
+def connection_forms() -> Dict[str, Dict[str, str]]:
+    """state -> {field: type} from the contact section's `connection` table."""
+    forms: Dict[str, Dict[str, str]] = {}
+    for line in section("contact —").splitlines():
+        m = re.match(r'^\|\s*`"(\w+)"`\s*\|(.*?)\|', line)
+        if m:
+            forms[m.group(1)] = dict(re.findall(r"`(\w+)`: (\w+)", m.group(2)))
+    return forms
+
+
+def test_every_connection_form_is_produced_as_documented(world):
+    forms = connection_forms()
+    assert set(forms) == {"online", "last_seen", "never_connected"}
+    produced = {c["connection"]["state"]: c["connection"]
+                for c in (world["contact"], world["contact online"], world["contact last seen"])}
+    assert set(produced) == set(forms)
+    for state, connection in produced.items():
+        assert list(connection) == ["state"] + list(forms[state]), f"connection {state}: {connection}"
+        for field, type_name in forms[state].items():
+            assert TYPES[type_name](connection[field]), f"connection {state}.{field}: {connection[field]!r}"
+
+
+def packet_forms() -> Dict[str, List[Tuple[str, str]]]:
+    """type -> [(field, type word)] from the packet section's table: "`hop_limit` int; …";
+    a field whose type word is missing takes the next one given ("`group`, `index`, `count` ints")."""
+    forms: Dict[str, List[Tuple[str, str]]] = {}
+    for line in section("packet").splitlines():
+        m = re.match(r"^\|\s*((?:`\"\w+\"`(?:,\s*)?)+)[^|]*\|(.*)\|\s*$", line)
+        if not m:
+            continue
+        fields: List[Tuple[str, str]] = []
+        pending: List[str] = []
+        for name, kind in re.findall(r"`(\w+)`(?:\s+(int|ints|hex))?", m.group(2)):
+            pending.append(name)
+            if kind:
+                fields += [(n, "int" if kind.startswith("int") else "hex") for n in pending]
+                pending = []
+        for packet_type in re.findall(r'`"(\w+)"`', m.group(1)):
+            forms[packet_type] = fields
+    return forms
+
+
+def test_a_packet_of_every_type_decodes_as_documented(world):
+    forms = packet_forms()
+    assert set(forms) == {"message", "ack", "handshake", "fragment", "link"}
+    assert set(world["packets"]) == set(forms)
+    for packet_type, real in world["packets"].items():
+        assert real["type"] == packet_type and real["version"] == 1
+        assert list(real) == ["version", "type"] + [f for f, _ in forms[packet_type]], f"{packet_type}: {real}"
+        for field, kind in forms[packet_type]:
+            if kind == "int":
+                assert TYPES["int"](real[field]), f"{packet_type}.{field}: {real[field]!r}"
+            else:
+                assert isinstance(real[field], str) and re.fullmatch(r"[0-9a-f]*", real[field]), \
+                    f"{packet_type}.{field}: {real[field]!r}"
+
+
+SECURITY_EVENT_SWIFT = REPO / "Sources" / "YaOKStore" / "SecurityEvent.swift"
+
+
+def test_security_kinds_are_swifts():
+    """The kind table lists exactly SecurityEventKind's cases (its raw values, read from the
+    Swift source), no more, no fewer."""
+    swift = set(re.findall(r'^\s*case \w+ = "(\w+)"', SECURITY_EVENT_SWIFT.read_text(encoding="utf-8"), re.M))
+    assert len(swift) >= 15
+    documented: set = set()
+    in_table = False
+    for line in section("security event").splitlines():
+        if re.match(r"^\|\s*kind\s*\|\s*when\s*\|", line):
+            in_table = True
+            continue
+        if in_table and line.startswith("|") and not line.startswith("|---"):
+            documented |= set(re.findall(r"`(\w+)`", line.split("|")[1]))
+        elif in_table and not line.startswith("|"):
+            in_table = False
+    assert documented == swift, f"ABI.md only: {sorted(documented - swift)}; Swift only: {sorted(swift - documented)}"
+
+
+@pytest.fixture
+def rate_limited_relay(tmp_path):
+    """A real yaok-relay on 127.0.0.1 that stores one message per pseudonym per hour."""
+    proc = subprocess.Popen([relay_binary(), "--listen", "127.0.0.1:0", "--data", str(tmp_path / "relay"),
+                             "--self-signed", "--rate-limit", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    found: Dict[str, str] = {}
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            m = re.match(r"(pin|listening): (\S+)$", line.strip())
+            if m:
+                found[m.group(1)] = m.group(2)
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        wait(lambda: "pin" in found and "listening" in found, timeout=30)
+        yield found["listening"], found["pin"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_transport_notice_matches_its_row(tmp_path, rate_limited_relay):
+    """YAOK_EVENT_TRANSPORT_NOTICE, produced for real: a relay's rate limit refuses the second
+    message."""
+    address, pin = rate_limited_relay
+    with yaok.Node.open(tmp_path / "a", test_fast_kdf=True) as alice, \
+            yaok.Node.open(tmp_path / "b", test_fast_kdf=True) as bob:
+        events = Recorder()
+        alice.set_event_callback(events)
+        alice.setup("Alice", PIN, PIN)
+        bob.setup("Bob", PIN, PIN)
+        bob_id = alice.add_contact(bob.profile().card).id
+        alice.add_relay(address, pin_hex=pin)
+        alice.set_transport_enabled("relay", True)
+        alice.send(bob_id, "one")
+        alice.send(bob_id, "two")
+        real = events.first(EventKind.TRANSPORT_NOTICE)
+    same_shape(event_examples()[int(EventKind.TRANSPORT_NOTICE)], real, "event TRANSPORT_NOTICE",
+               event_types(EventKind.TRANSPORT_NOTICE))
+    assert real["transport"] == "relay" and real["message"].startswith("Rate limit reached.")
+
+
+def test_null_in_an_example_is_no_wildcard():
+    """A `null` in an example used to match anything: a wrong-shaped `clock_skew` passed."""
+    example = json_examples(section("diagnostics"))[0]
+    types = dict(field_rows(section("diagnostics")))
+    real = dict(example)
+    same_shape(example, real, types=types)
+    same_shape(example, {**real, "clock_skew": {"link_id": 1, "clock_skew_ms": 5}}, types=types)
+    with pytest.raises(AssertionError):
+        same_shape(example, {**real, "clock_skew": 5}, types=types)  # "object or null", not an int
+    with pytest.raises(AssertionError):
+        same_shape(example, {**real, "held_packets": None}, types=types)  # "int": never null
+    with pytest.raises(AssertionError):
+        same_shape({"x": None}, {"x": 1})  # no field table gives x's type

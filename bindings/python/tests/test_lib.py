@@ -72,6 +72,7 @@ def test_header_constants_match_python():
     assert identity.FINGERPRINT_SHORT == d["FINGERPRINT_SHORT"]
     assert envelope.MESSAGE_ID_BYTES == d["MESSAGE_ID_BYTES"]
     assert envelope.MAX_MESSAGE_BYTES == d["MAX_MESSAGE_BYTES"]
+    assert envelope.MAX_RECEIVED_TEXT_BYTES == d["MAX_RECEIVED_TEXT_BYTES"]
 
 
 # ---- refusing a library with another ABI

@@ -216,7 +216,8 @@ def test_message_arguments(node, bob):
         node.send(bob_id, "")
     with pytest.raises(yaok.MessageTooLarge):
         node.send(bob_id, "x" * 10241)
-    node.send(bob_id, "x" * 10240)
+    sent = node.send(bob_id, "x" * 10240)
+    assert sent.repaired is False and node.message(sent.message_id).repaired is False
     with pytest.raises(yaok.InvalidUTF8):
         node.send(bob_id, b"\xff")
     with pytest.raises(yaok.InvalidUTF8):
@@ -301,3 +302,14 @@ def test_node_identity_works_with_envelopes(node, bob, bob_card):
         reply = envelope.seal(bob, my_card, "ça va".encode(), incoming_id(4), 6)
         body, _ = envelope.open(me, [bob_card], reply, incoming_id(4), 6)
     assert body == "ça va".encode()
+
+
+def test_a_repaired_message_says_so():
+    """"repaired" (docs/ABI.md, "message"): a received text that was not UTF-8, stored with
+    U+FFFD, up to MAX_RECEIVED_TEXT_BYTES (3 x MAX_MESSAGE_BYTES: one U+FFFD per invalid byte)."""
+    data = {"message_id": "00" * 16, "conversation_id": 1, "direction": "incoming", "status": "delivered",
+            "text": "\ufffd" * 10240, "sender_timestamp_ms": 1, "created_ms": 2, "sent_ms": None,
+            "received_ms": 2, "unread": True, "repaired": True}
+    message = yaok.Message.from_json(data)
+    assert message.repaired is True
+    assert len(message.text.encode()) == yaok.envelope.MAX_RECEIVED_TEXT_BYTES == 3 * yaok.envelope.MAX_MESSAGE_BYTES

@@ -20,12 +20,16 @@ from ._lib import STATUS, declare, take_bytes
 from .errors import InvalidArgument
 from .identity import Card, CardPointer, Identity, IdentityPointer
 
-__all__ = ["seal", "open", "Opened", "MESSAGE_ID_BYTES", "MAX_MESSAGE_BYTES"]
+__all__ = ["seal", "open", "Opened", "MESSAGE_ID_BYTES", "MAX_MESSAGE_BYTES",
+           "MAX_RECEIVED_TEXT_BYTES"]
 
 #: YAOK_MESSAGE_ID_BYTES
 MESSAGE_ID_BYTES = 16
 #: YAOK_MAX_MESSAGE_BYTES: the largest body ("Message too large (max 10KB)").
 MAX_MESSAGE_BYTES = 10240
+#: YAOK_MAX_RECEIVED_TEXT_BYTES: the longest received text. A body that was not UTF-8 is
+#: stored with U+FFFD (3 bytes) per invalid sequence (PROTOCOL.md §3.2), so up to 3 × 10240.
+MAX_RECEIVED_TEXT_BYTES = 30720
 
 _bytes_out = ctypes.POINTER(ctypes.c_void_p)
 _size_out = ctypes.POINTER(ctypes.c_size_t)

@@ -1,7 +1,10 @@
 """Stored messages of a node (include/yaok.h, "messages"; JSON in docs/ABI.md, "message"
 and "history page").
 
-Text is ``str`` (or UTF-8 ``bytes``), 1 to 10240 bytes of UTF-8. Message IDs are 16 bytes;
+Text to send is ``str`` (or UTF-8 ``bytes``), 1 to 10240 bytes of UTF-8. A received text can
+be longer, up to 30720 bytes (:data:`yaok.envelope.MAX_RECEIVED_TEXT_BYTES`): a sender's body
+that was not UTF-8 is stored with U+FFFD per invalid byte and marked
+:attr:`Message.repaired` (PROTOCOL.md §3.2). Message IDs are 16 bytes;
 they may also be given as 32 hex characters. Every call needs the node unlocked.
 """
 
@@ -94,6 +97,10 @@ class Message:
     sent_ms: Optional[int]
     received_ms: Optional[int]
     unread: bool
+    repaired: bool = False
+    """Incoming: the sender's text was not UTF-8 and this is it with U+FFFD in place of each
+    invalid sequence (PROTOCOL.md §3.2), so up to :data:`yaok.envelope.MAX_RECEIVED_TEXT_BYTES`
+    bytes of UTF-8; an ``invalid_text`` security event says so too."""
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Message":
@@ -103,7 +110,8 @@ class Message:
                    text=data["text"],
                    sender_timestamp_ms=int(data["sender_timestamp_ms"]),
                    created_ms=int(data["created_ms"]), sent_ms=data.get("sent_ms"),
-                   received_ms=data.get("received_ms"), unread=bool(data.get("unread", False)))
+                   received_ms=data.get("received_ms"), unread=bool(data.get("unread", False)),
+                   repaired=bool(data.get("repaired", False)))
 
     @property
     def message_id_hex(self) -> str:

@@ -71,6 +71,7 @@ _message_direction = declare("yaok_message_direction", STATUS, MessagePointer, c
 _message_status = declare("yaok_message_status", STATUS, MessagePointer, ctypes.POINTER(ctypes.c_uint32))
 _message_text = declare("yaok_message_text", STATUS, MessagePointer, _BORROWED, ctypes.POINTER(ctypes.c_size_t))
 _message_time = declare("yaok_message_time", STATUS, MessagePointer, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int64))
+_message_repaired = declare("yaok_message_repaired", STATUS, MessagePointer, ctypes.POINTER(ctypes.c_int32))
 
 # contacts
 _contact_add_v2 = declare("yaok_contact_add_v2", STATUS, NodePointer, ctypes.c_char_p, ctypes.POINTER(ContactPointer))
