@@ -51,6 +51,11 @@ public struct RelayConfiguration: Sendable {
     /// `maxPendingDeleteRefs` wait in all.
     public var maxPendingDeleteRefsPerConnection: Int = 4096
     public var maxPendingDeleteRefs: Int = 65_536
+    /// DELETE refs the store failed to take (the database away), kept in memory and tried
+    /// again every `deleteRetrySeconds` until it takes them; past this many (about 3 MiB)
+    /// the oldest are forgotten, and those packets come again in a later session.
+    public var maxRetainedDeleteRefs: Int = 65_536
+    public var deleteRetrySeconds: Double = 1
     /// One backlog read: at most this many packets and bytes.
     public var backlogPagePackets: Int = 64
     public var backlogPageBytes: Int = 256 << 10

@@ -8,18 +8,8 @@ extension RelayServer {
     func apply(_ round: DiskThread.Round) {
         var touched = Set<UInt64>()
         for (token, write, outcome) in round.writes {
-            if case .delete = write {
-                if case .success(.deleted(let n, let bytes)) = outcome {
-                    counters.withLock { $0.deleted += Int64(n) }
-                    storedBytes = max(0, storedBytes - bytes)
-                }
-                if let pending = pendingDeletes.removeValue(forKey: token) {
-                    pendingDeleteRefs -= pending.refs
-                    if let c = connections[pending.connection] {
-                        c.pendingDeleteRefs -= pending.refs
-                        touched.insert(c.id)
-                    }
-                }
+            if case .delete(let refs) = write {
+                deleteCommitted(token: token, refs: refs, outcome: outcome, touched: &touched)
                 continue
             }
             guard case .post(let post) = write, let pending = pendingPosts.removeValue(forKey: token) else { continue }

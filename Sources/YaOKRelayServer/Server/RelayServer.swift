@@ -57,6 +57,12 @@ public final class RelayServer: @unchecked Sendable {
     /// Refs of all `pendingDeletes`, and the most there have been (for tests).
     var pendingDeleteRefs = 0
     var peakPendingDeleteRefs = 0
+    /// DELETE refs the store did not take, to be tried again (`RelayServer+DeleteRetry`);
+    /// the retry at the disk, if one is; when the last one failed; refs forgotten past the cap.
+    var retainedDeletes: [StoredPacketRef] = []
+    var deleteRetryToken: UInt64?
+    var lastDeleteFailure: UInt64 = 0
+    var forgottenDeleteRefs = 0
     var lastPrune: UInt64 = 0
     var lastTop: UInt64 = 0
     var stopped = false
@@ -312,6 +318,7 @@ extension RelayServer {
                 pump(conn)
             }
         }
+        retryDeletes()
         if now &- lastPrune >= 60_000_000_000 {
             lastPrune = now
             limiter.prune(nowMs: Clock.milliseconds())
