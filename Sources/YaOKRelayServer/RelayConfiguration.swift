@@ -24,11 +24,21 @@ public struct RelayConfiguration: Sendable {
     public var handshakeTimeoutSeconds: Double = 10
     /// A connection on which nothing arrives for this long is closed.
     public var idleTimeoutSeconds: Double = 120
-    /// Connections beyond this are closed as soon as they are accepted.
+    /// Connections in all. Clamped at start to the open-files limit (raised to its hard
+    /// limit) less `descriptorReserve`. When full, a newcomer takes the slot of a
+    /// connection of the /24, then the address, that holds the most, if it holds more
+    /// than the newcomer's (`RelayServer+Slots`); otherwise it is closed at accept.
     public var maxConnections: Int = 10_000
-    /// Connections from one IPv4 address beyond this are closed at accept (many honest
-    /// clients can share one address behind a NAT, hence a high default).
-    public var maxConnectionsPerAddress: Int = 1_024
+    /// Connections from one IPv4 address beyond this are closed at accept.
+    public var maxConnectionsPerAddress: Int = 64
+    /// Connections from one /24 beyond this are closed at accept.
+    public var maxConnectionsPerPrefix: Int = 256
+    /// Descriptors kept out of `maxConnections`'s clamp: the store, the listener, the
+    /// reserve descriptor, PostgreSQL's pool and LISTEN connection, logs.
+    public var descriptorReserve: Int = 64
+    /// A READY session that has neither subscribed (a mailbox added) nor posted within
+    /// this ends with ERROR unavailable: logging in alone holds no slot.
+    public var activityGraceSeconds: Double = 30
     /// Connections from one IPv4 address not yet READY (TLS or AUTH under way) beyond this
     /// are closed at accept: a few addresses cannot hold every slot with connections that
     /// never log in.

@@ -92,7 +92,7 @@ final class RelayDeleteRetryTests: XCTestCase {
         for _ in 0..<3 {
             try bob.send(.delete((0..<64).map { _ in StoredPacketRef(mailbox: mailbox(box), messageID: .random()) }))
         }
-        XCTAssertTrue(eventually { server.onLoop { server.forgottenDeleteRefs } == 92 })
-        XCTAssertEqual(server.onLoop { server.retainedDeleteRefs }, 100)
+        XCTAssertTrue(eventually { server.onLoop { [server] in server.forgottenDeleteRefs } == 92 })
+        XCTAssertEqual(server.onLoop { [server] in server.retainedDeleteRefs }, 100)
     }
 }

@@ -30,6 +30,9 @@ final class RelayConnection {
     /// Set once the last frame (an ERROR) is queued: nothing more is read, and the
     /// connection closes when the output drains or at this deadline.
     var closingDeadline: UInt64?
+    /// It has subscribed (a mailbox added) or posted: past `activityGraceSeconds` after
+    /// READY a session that has done neither ends.
+    var active = false
     /// POSTs waiting for the disk.
     var pendingPosts = 0
     /// DELETE refs waiting for the disk.

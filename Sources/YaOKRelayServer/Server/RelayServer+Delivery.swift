@@ -30,7 +30,8 @@ extension RelayServer {
                 c?.output.append(.accepted(request: request))
                 fanOut(post, sequence: sequence, touched: &touched)
             case .success(.duplicate):
-                giveBackSlot()
+                // The slot stays taken: a re-post costs the disk a lookup, and given back it
+                // let one session re-post thousands of times a second (issue 17 §2).
                 c?.posts += 1
                 c?.output.append(.accepted(request: request))
             case .success(.rateLimited(let seconds)):
@@ -42,7 +43,7 @@ extension RelayServer {
                                                         retryAfterSeconds: UInt32(clamping: seconds),
                                                         message: "Rate limit reached. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").")))
             case .success(.mailboxFull):
-                giveBackSlot()
+                // Counted too, as a duplicate is.
                 counters.withLock { $0.rejected += 1 }
                 c?.output.append(.error(RelayErrorFrame(request: request, code: .mailboxFull,
                                                         message: "Mailbox full: it holds \(configuration.mailboxQuotaPackets) packets or \(configuration.mailboxQuotaBytes) bytes")))

@@ -187,9 +187,7 @@ extension RelayServer {
     /// Closes the connection now and forgets it.
     func finish(_ c: RelayConnection, _ reason: String) {
         guard connections.removeValue(forKey: c.id) != nil else { return }
-        if let count = connectionsByAddress[c.address] {
-            connectionsByAddress[c.address] = count > 1 ? count - 1 : nil
-        }
+        uncountSlot(c)
         uncountPending(c)
         if let log = configuration.sessionLog, c.readyAt != nil, let pseudonym = c.session?.pseudonym {
             log("session \(Hex.encode(pseudonym)) from \(Self.dottedQuad(c.address)) ended: \(c.endReason ?? reason), posts \(c.posts)")

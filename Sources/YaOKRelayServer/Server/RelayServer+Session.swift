@@ -2,6 +2,7 @@ import Glibc
 import YaOKSupport
 import YaOKLoop
 import YaOKWire
+import YaOKCrypto
 
 /// Carrying out what a session asks for (loop thread).
 extension RelayServer {
@@ -28,8 +29,10 @@ extension RelayServer {
             c.readyAt = EventLoop.monotonicNanoseconds()
             uncountPending(c)
             configuration.sessionLog?("session \(Hex.encode(pseudonym)) from \(Self.dottedQuad(c.address)) ready")
+            replaceOlderSessions(of: pseudonym, keeping: c.id)
             sessionsByPseudonym[pseudonym, default: []].insert(c.id)
         case .subscribed(let mailboxes):
+            c.active = true
             for mailbox in mailboxes {
                 subscribers[mailbox, default: []].insert(c.id)
                 c.cursors[mailbox] = 0
@@ -37,11 +40,15 @@ extension RelayServer {
             }
             pump(c)
         case .store(let post):
+            c.active = true
             let pseudonym = session.pseudonym ?? []
             func refuse(_ code: RelayErrorFrame.Code, _ message: String, retryAfter: Int = 0) {
                 limiter.release(pseudonym, post.kind, takenAtMs: post.takenAtMs)
                 perform(.send(.error(RelayErrorFrame(request: post.request, code: code,
                                                      retryAfterSeconds: UInt32(clamping: retryAfter), message: message))), c, session)
+            }
+            if let reason = Self.oversizedAck(post) {
+                return refuse(.malformed, reason)
             }
             if let reason = storageFull(adding: post.post.packet.count) {
                 return refuse(.unavailable, reason)
@@ -92,6 +99,18 @@ extension RelayServer {
             if diskLow { return "The relay's storage is full (its disk is nearly full): post again later" }
         }
         return nil
+    }
+
+    /// The longest ack a node makes (§4.2, §6.2): the routed header, the nonce, the count,
+    /// 255 message IDs and the AEAD tag, 4,158 bytes (one ID: 94). Acks have ten times the
+    /// message rate: without this cap each could be a 17,408-byte packet of junk.
+    static let maxAckPacketBytes = RoutedHeader.length + Sodium.aeadNonceLength + 1
+        + DeliveryAck.maxIDs * MessageID.length + Sodium.aeadTagLength
+
+    /// Why an ack POST is refused for its size, if it is.
+    static func oversizedAck(_ post: RelaySession.Post) -> String? {
+        guard post.kind == .ack, post.post.packet.count > maxAckPacketBytes else { return nil }
+        return "An ack packet is at most \(maxAckPacketBytes) bytes (this one: \(post.post.packet.count))"
     }
 
     /// An IPv4 address (host byte order) as text.

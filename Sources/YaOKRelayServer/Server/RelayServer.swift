@@ -31,6 +31,15 @@ public final class RelayServer: @unchecked Sendable {
     var connectionsByAddress: [UInt32: Int] = [:]
     /// Of those, the ones not yet READY.
     var pendingByAddress: [UInt32: Int] = [:]
+    /// Open connections per /24, and each address's connections (`RelayServer+Slots`).
+    var connectionsByPrefix: [UInt32: Int] = [:]
+    var idsByAddress: [UInt32: Set<UInt64>] = [:]
+    /// The connection caps in force (clamped to the descriptor limit at start).
+    public let caps: RelayCaps
+    /// A descriptor held in reserve: closed for a moment when accept(2) runs out of them.
+    var reserveDescriptor: Int32 = -1
+    /// Connections closed to make room for a newcomer (for tests and stats).
+    var evictedConnections = 0
     var subscribers: [MailboxID: Set<UInt64>] = [:]
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
     var revoked: Set<[UInt8]>
@@ -92,6 +101,8 @@ public final class RelayServer: @unchecked Sendable {
                                      acksPerHour: configuration.ackRatePerHour * configuration.addressRateMultiplier)
         listener = fd
         port = bound.port
+        caps = Self.caps(configuration, descriptorLimit: Self.raiseDescriptorLimit())
+        reserveDescriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
         do {
             revoked = try store.revokedPseudonyms()
             storedBytes = try store.storedBytes()
@@ -181,6 +192,7 @@ public final class RelayServer: @unchecked Sendable {
 
     deinit {
         if listener >= 0 { RelaySocket.close(listener) }
+        RelaySocket.close(reserveDescriptor)
     }
 }
 
@@ -232,6 +244,7 @@ extension RelayServer {
             case .none:
                 return
             case .failed(let code):
+                if (code == EMFILE || code == ENFILE) && shedWithReserve() { continue }
                 if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
                     // Out of descriptors: the connection stays queued and the level-triggered
                     // listener would wake us at once, forever. Rest a second.
@@ -239,9 +252,7 @@ extension RelayServer {
                     return
                 }
             case .accepted(let fd, let address):
-                guard connections.count < configuration.maxConnections,
-                      connectionsByAddress[address, default: 0] < configuration.maxConnectionsPerAddress,
-                      pendingByAddress[address, default: 0] < configuration.maxPendingPerAddress else {
+                guard admit(address) else {
                     RelaySocket.close(fd)
                     refusedConnections += 1
                     continue
@@ -251,7 +262,7 @@ extension RelayServer {
                 do {
                     let c = try RelayConnection(id: id, fd: fd, now: now)
                     c.address = address
-                    connectionsByAddress[address, default: 0] += 1
+                    countSlot(c)
                     pendingByAddress[address, default: 0] += 1
                     c.countedPending = true
                     try loop.register(fd: fd, for: .readable) { [weak self] events in self?.ready(id, events) }
@@ -312,6 +323,9 @@ extension RelayServer {
                 }
             } else if now &- conn.lastReceived >= Self.nanoseconds(c.idleTimeoutSeconds) {
                 finish(conn, "idle")
+            } else if isIdleSession(conn, now: now) {
+                endSession(conn, RelayErrorFrame(request: 0, code: .unavailable,
+                                                 message: "No SUBSCRIBE or POST within \(Int(c.activityGraceSeconds)) s of READY"))
             } else if let readyAt = conn.readyAt, now &- readyAt >= Self.nanoseconds(c.sessionLifetimeSeconds) {
                 endSession(conn, RelayErrorFrame(request: 0, code: .sessionExpired, message: "Session expired: log in again"))
             } else if !conn.needsRead.isEmpty {
