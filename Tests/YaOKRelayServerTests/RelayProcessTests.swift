@@ -188,6 +188,8 @@ final class RelayProcessTests: XCTestCase {
         guard let prlimit else { throw XCTSkip("no prlimit (util-linux)") }
         _ = RelayServer.raiseDescriptorLimit()  // this process holds the attacker's side
         let relay = try RelayProcess(directory: directory, launcher: [prlimit, "--nofile=1024:1024", "--"])
+        var stopped = false
+        defer { if !stopped { _ = relay.kill(SIGKILL) } }  // a failure must not leave it running
         var held: [TestClient] = []
         for _ in 0..<1_100 {
             guard let c = try? TestClient(tlsPort: relay.port, pin: relay.pin, from: 0x7F00_0001),
@@ -198,6 +200,7 @@ final class RelayProcessTests: XCTestCase {
         let other = try TestClient(tlsPort: relay.port, pin: relay.pin, from: 0x7F00_0102)
         guard case .ready? = try other.login() else { return XCTFail("a second address is locked out") }
         held.removeAll()
+        stopped = true
         XCTAssertEqual(relay.kill(SIGTERM), 0, "the relay is still running")
     }
 }
