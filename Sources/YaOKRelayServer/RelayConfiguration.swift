@@ -61,6 +61,13 @@ public struct RelayConfiguration: Sendable {
     /// `maxPendingDeleteRefs` wait in all.
     public var maxPendingDeleteRefsPerConnection: Int = 4096
     public var maxPendingDeleteRefs: Int = 65_536
+    /// DELETE refs one session may send per second (a burst of `deleteRefsBurst`): past it
+    /// the connection is not read from until its budget is positive again, so a flood of
+    /// DELETEs cannot take the disk from other clients' POSTs (one read, 16 KiB, may go
+    /// past it). An honest client deletes what it was delivered: a full backlog page
+    /// is 64 packets.
+    public var deleteRefsPerSecond: Double = 1_024
+    public var deleteRefsBurst: Double = 4_096
     /// DELETE refs the store failed to take (the database away), kept in memory and tried
     /// again every `deleteRetrySeconds` until it takes them; past this many (about 3 MiB)
     /// the oldest are forgotten, and those packets come again in a later session.

@@ -96,3 +96,36 @@ final class RelayDeleteRetryTests: XCTestCase {
         XCTAssertEqual(server.onLoop { [server] in server.retainedDeleteRefs }, 100)
     }
 }
+
+/// DELETEs are rate-limited per session (refs per second): a flood is read only as fast
+/// as the budget refills, so it cannot take the disk from other clients.
+final class RelayDeleteRateTests: XCTestCase {
+    func testDeleteFloodIsReadAtTheSessionsRate() throws {
+        var c = testConfiguration()
+        c.deleteRefsPerSecond = 10
+        c.deleteRefsBurst = 256
+        let relay = try TestRelay(configuration: c)
+        defer {
+            relay.stop()
+            try? FileManager.default.removeItem(atPath: relay.directory)
+        }
+        let box = try SigningKey.random()
+        let flooder = try TestClient(port: relay.port)
+        guard case .ready? = try flooder.login() else { return XCTFail("no READY") }
+        _ = try flooder.subscribe([box])
+        for _ in 0..<8 {
+            try flooder.send(.delete((0..<256).map { _ in StoredPacketRef(mailbox: mailbox(box), messageID: .random()) }))
+            usleep(50_000)
+        }
+        // Others are served meanwhile.
+        let other = try TestClient(port: relay.port)
+        guard case .ready? = try other.login() else { return XCTFail("no READY") }
+        let server = relay.server
+        // The first frame fits the burst; the second takes it below zero; the rest wait
+        // (at 10 refs/s, about 25 s per frame).
+        XCTAssertTrue(eventually { server.onLoop { [server] in server.deleteRefsTaken } == 512 })
+        usleep(300_000)
+        XCTAssertLessThanOrEqual(server.onLoop { [server] in server.deleteRefsTaken } ?? 0, 3 * 256,
+                                 "at most one read past the budget")
+    }
+}

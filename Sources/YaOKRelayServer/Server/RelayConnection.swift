@@ -37,6 +37,10 @@ final class RelayConnection {
     var pendingPosts = 0
     /// DELETE refs waiting for the disk.
     var pendingDeleteRefs = 0
+    /// DELETE refs it may still send (a token bucket, refilled at `deleteRefsPerSecond`
+    /// up to `deleteRefsBurst`), as of `deleteBudgetAt`; nil: full.
+    var deleteBudget: Double?
+    var deleteBudgetAt: UInt64 = 0
     /// POSTs answered ACCEPTED in this session (for the session log).
     var posts = 0
     /// Why the session ended, once it has (the ERROR it was sent).

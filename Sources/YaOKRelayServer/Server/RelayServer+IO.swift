@@ -113,6 +113,7 @@ extension RelayServer {
         return c.pendingPosts >= c2.maxPendingPostsPerConnection || c.output.count >= c2.writeQueueHighWater
             || c.pendingDeleteRefs >= c2.maxPendingDeleteRefsPerConnection
             || (c.pendingDeleteRefs > 0 && pendingDeleteRefs >= c2.maxPendingDeleteRefs)
+            || deleteBudget(c) < 0
     }
 
     /// Writes what the channel takes; closes a connection whose output is over the hard

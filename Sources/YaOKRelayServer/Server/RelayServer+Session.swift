@@ -71,6 +71,7 @@ extension RelayServer {
             }
             disk.submit(DiskThread.Write(token: token, write: .post(stored)))
         case .delete(let refs):
+            spendDeleteBudget(c, refs.count)
             let token = takeToken()
             pendingDeletes[token] = (c.id, refs.count)
             c.pendingDeleteRefs += refs.count

@@ -72,6 +72,8 @@ public final class RelayServer: @unchecked Sendable {
     var deleteRetryToken: UInt64?
     var lastDeleteFailure: UInt64 = 0
     var forgottenDeleteRefs = 0
+    /// DELETE refs taken from sessions (for tests).
+    var deleteRefsTaken = 0
     var lastPrune: UInt64 = 0
     var lastTop: UInt64 = 0
     var stopped = false
@@ -331,6 +333,7 @@ extension RelayServer {
             } else if !conn.needsRead.isEmpty {
                 pump(conn)
             }
+            if conn.deleteBudget != nil, connections[conn.id] != nil { updateInterest(conn) }  // read again once positive
         }
         retryDeletes()
         if now &- lastPrune >= 60_000_000_000 {
