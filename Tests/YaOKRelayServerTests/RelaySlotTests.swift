@@ -176,3 +176,30 @@ final class RelayPostCostTests: XCTestCase {
         XCTAssertEqual(try alice.post(try makePacket(payloadLength: 10_000), to: box), .accepted(request: 3))
     }
 }
+
+/// `yaok-relay stats` shows the running relay's live figures (issue 17 §2, operator view).
+final class RelayStatsLiveTests: XCTestCase {
+    /// Nothing changes for longer than `stats` waits before taking the relay for stopped
+    /// (5 s): the relay still shows as running, with its sessions and its caps.
+    func testAnIdleRelayShowsItsSessionsAndCaps() throws {
+        let relay = try TestRelay()
+        defer {
+            relay.stop()
+            try? FileManager.default.removeItem(atPath: relay.directory)
+        }
+        let clients = try (0..<3).map { _ -> TestClient in
+            let c = try TestClient(port: relay.port)
+            guard case .ready? = try c.login() else { throw TestFailure("no READY") }
+            return c
+        }
+        func stats() -> RelayStatistics? { try? RelayStatistics.read(directory: relay.directory) }
+        XCTAssertTrue(eventually { stats()?.counters.connected == 3 && stats()?.isCurrent() == true })
+        sleep(6)  // nothing happens meanwhile
+        let s = try XCTUnwrap(stats())
+        XCTAssertTrue(s.isCurrent(), "an idle relay still shows as running")
+        XCTAssertTrue(s.text.hasPrefix("connected clients: 3\n"), s.text)
+        XCTAssertTrue(s.text.contains("caps in force:     \(relay.server.caps.connections) connections"), s.text)
+        XCTAssertEqual(s.counters.capPerAddress, 64)
+        XCTAssertEqual(clients.count, 3)
+    }
+}

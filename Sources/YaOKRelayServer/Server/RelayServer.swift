@@ -40,6 +40,8 @@ public final class RelayServer: @unchecked Sendable {
     var reserveDescriptor: Int32 = -1
     /// Connections closed to make room for a newcomer (for tests and stats).
     var evictedConnections = 0
+    /// `evicted` as saved by earlier runs (the counter is a total across restarts).
+    var evictedBase: Int64 = 0
     var subscribers: [MailboxID: Set<UInt64>] = [:]
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
     var revoked: Set<[UInt8]>
@@ -110,6 +112,8 @@ public final class RelayServer: @unchecked Sendable {
             storedBytes = try store.storedBytes()
             var saved = try store.loadCounters()
             saved.connected = 0
+            saved.retainedDeletes = 0
+            evictedBase = saved.evicted
             counters = Locked(saved)
         } catch {
             RelaySocket.close(fd)
@@ -348,9 +352,17 @@ extension RelayServer {
             counters.withLock { $0.topPosters = top }
         }
         let outages = store.health?.outages ?? 0
+        let caps = self.caps
+        let evicted = Int64(evictedConnections), retained = Int64(retainedDeletes.count)
         counters.withLock {
             $0.connected = Int64(connections.count)
             $0.databaseOutages = outages
+            $0.capConnections = Int64(caps.connections)
+            $0.capPerAddress = Int64(caps.perAddress)
+            $0.capPerPrefix = Int64(caps.perPrefix)
+            $0.descriptorLimit = Int64(clamping: caps.descriptorLimit)
+            $0.evicted = evictedBase + evicted
+            $0.retainedDeletes = retained
         }
         loop.schedule(after: c.tickSeconds) { [weak self] in self?.tick() }
     }

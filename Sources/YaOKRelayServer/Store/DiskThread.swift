@@ -133,6 +133,7 @@ final class DiskThread: @unchecked Sendable {
         var nextSweep = Self.now()
         var lastCountersSaved = RelayCounters()
         lastCountersSaved.connected = -1
+        var countersSavedAt: UInt64 = 0
         while true {
             let (writes, reads, stopping) = waitForWork(until: nextMaintenance)
             var round = Round()
@@ -150,11 +151,14 @@ final class DiskThread: @unchecked Sendable {
             if now >= nextMaintenance || stopping {
                 nextMaintenance = now + UInt64(configuration.maintenanceSeconds * 1e9)
                 let snapshot = counters()
-                // A shared store: saved every tick even unchanged, as this relay's sign of life
-                // (`updated_ms`: stats --postgres counts relays that saved in the last seconds).
-                if snapshot != lastCountersSaved || store.isShared,
+                // Saved unchanged too, at least every 2 s (every tick on a shared store), as
+                // the relay's sign of life: `stats` takes counters older than 5 s for a
+                // stopped relay's (before, an idle relay with 50 sessions showed "connected
+                // clients: 0 (the relay is not running)").
+                if snapshot != lastCountersSaved || store.isShared || now &- countersSavedAt >= 2_000_000_000,
                    (try? store.saveCounters(snapshot, nowMs: Clock.milliseconds())) != nil {
                     lastCountersSaved = snapshot
+                    countersSavedAt = now
                 }
                 round.revoked = try? store.revokedPseudonyms()
                 if now >= nextSweep {

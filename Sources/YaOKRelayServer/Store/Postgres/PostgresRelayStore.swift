@@ -285,7 +285,7 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
             var counters = RelayCounters()
             for row in 0..<rows.count {
                 let name = rows.text(row, 0)
-                counters.set(name, name == "connected" ? rows.int64(row, 2) : rows.int64(row, 1))
+                counters.set(name, RelayCounters.liveNames.contains(name) ? rows.int64(row, 2) : rows.int64(row, 1))
             }
             let live = try c.query("cluster_running", """
                 SELECT count(*) FILTER (WHERE value > $1), COALESCE(max(value), 0)::bigint FROM counters WHERE name = 'updated_ms'
