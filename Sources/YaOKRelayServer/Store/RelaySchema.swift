@@ -55,6 +55,20 @@ enum RelaySchema {
         ) WITHOUT ROWID;
         CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
         """,
+        // 4: deletion notes keyed on a keyed hash of (mailbox, packet bytes) (`DeletionNote`)
+        // instead of the mailbox and message ID in clear: the relay keeps no IDs of what was
+        // deleted, and a re-sealed re-post (other bytes) is stored again. The key: random,
+        // one per database.
+        """
+        DROP TABLE deleted;
+        CREATE TABLE deleted (
+            digest BLOB PRIMARY KEY,
+            expires_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
+        CREATE TABLE relay_secret (key BLOB NOT NULL);
+        INSERT INTO relay_secret VALUES (randomblob(32));
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
