@@ -111,6 +111,7 @@ final class RelayHostileInputTests: XCTestCase {
             $0.idleTimeoutSeconds = 30
             $0.maxConnections = 5000
             $0.maxConnectionsPerAddress = 5000
+            $0.maxConnectionsPerPrefix = 5000
             $0.maxPendingPerAddress = 5000  // every client is 127.0.0.1; many never log in
         }
     }
