@@ -45,6 +45,16 @@ public struct RelayConfiguration: Sendable {
     public var maxPendingPerAddress: Int = 32
     /// Mailboxes one session may subscribe to.
     public var maxSubscriptions: Int = 4096
+    /// Subscriptions of all sessions from one IPv4 address, and of all sessions: a
+    /// SUBSCRIBE past either ends its session with ERROR notSubscribed.
+    public var maxSubscriptionsPerAddress: Int = 16_384
+    public var maxTotalSubscriptions: Int = 1_000_000
+    /// SUBSCRIBE signatures checked on the loop thread, all connections together, per
+    /// `verificationWindowSeconds`: past it, connections whose last read checked
+    /// signatures are not read until the next window, so a SUBSCRIBE flood cannot hold up
+    /// other clients' frames (about 6,400 a second; an honest client needs a few hundred).
+    public var verificationsPerWindow: Int = 32
+    public var verificationWindowSeconds: Double = 0.005
     /// Longest lifetime a posted packet may claim (7 days).
     public var maxPacketLifetimeMinutes: Int = 7 * 24 * 60
     /// A connection whose unsent output exceeds this gets no more DELIVER pushes (its

@@ -33,6 +33,10 @@ final class RelayConnection {
     /// It has subscribed (a mailbox added) or posted: past `activityGraceSeconds` after
     /// READY a session that has done neither ends.
     var active = false
+    /// Its last read checked SUBSCRIBE signatures, and it waits for the next window of the
+    /// relay's verification budget (`RelayServer+Subscriptions`).
+    var verifying = false
+    var deferredForVerifications = false
     /// POSTs waiting for the disk.
     var pendingPosts = 0
     /// DELETE refs waiting for the disk.

@@ -33,6 +33,7 @@ extension RelayServer {
             sessionsByPseudonym[pseudonym, default: []].insert(c.id)
         case .subscribed(let mailboxes):
             c.active = true
+            guard admitSubscriptions(c, mailboxes.count) else { return }
             for mailbox in mailboxes {
                 subscribers[mailbox, default: []].insert(c.id)
                 c.cursors[mailbox] = 0

@@ -43,6 +43,14 @@ public final class RelayServer: @unchecked Sendable {
     /// `evicted` as saved by earlier runs (the counter is a total across restarts).
     var evictedBase: Int64 = 0
     var subscribers: [MailboxID: Set<UInt64>] = [:]
+    /// Subscriptions per client address and in all (`RelayServer+Subscriptions`).
+    var subscriptionsByAddress: [UInt32: Int] = [:]
+    var totalSubscriptions = 0
+    /// SUBSCRIBE signatures checked in the current window, and when it began.
+    var verificationsInWindow = 0
+    var verificationWindowStart: UInt64 = 0
+    /// Reads put off for the signature budget (for tests).
+    var deferredReads = 0
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
     var revoked: Set<[UInt8]>
     let limiter: RateLimiter
@@ -340,6 +348,7 @@ extension RelayServer {
             if conn.deleteBudget != nil, connections[conn.id] != nil { updateInterest(conn) }  // read again once positive
         }
         retryDeletes()
+        compactSubscriptionIndex()
         if now &- lastPrune >= 60_000_000_000 {
             lastPrune = now
             limiter.prune(nowMs: Clock.milliseconds())
