@@ -94,6 +94,30 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(try store.storedPacketCount(nowMs: now), 1)
     }
 
+    /// A revocation deletes what the pseudonym posted (found by its keyed hash; the
+    /// pseudonym itself is not stored with the packets), and the mailbox totals follow.
+    func testRevokeDeletesWhatThePseudonymPosted() throws {
+        let box = mailbox(try SigningKey.random())
+        let mallory = try SigningKey.random().publicKey, alice = try SigningKey.random().publicKey
+        func posted(by poster: [UInt8]) -> RelayStoreWrite {
+            .post(RelayPost(mailbox: box, messageID: .random(), expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100)).with(poster: poster))
+        }
+        _ = try store.commit([posted(by: mallory), posted(by: mallory), posted(by: alice)], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.commit([posted(by: alice)], nowMs: now, quota: quota), [.mailboxFull])
+        try store.revoke(pseudonym: mallory, nowMs: now)
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 1)
+        XCTAssertEqual(try store.storedBytes(), 100)
+        guard case .stored = try store.commit([posted(by: alice)], nowMs: now, quota: quota)[0] else {
+            return XCTFail("the mailbox's totals did not follow the purge")
+        }
+        guard backend == .sqlite else { return }
+        var posters: [[UInt8]] = []
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT poster FROM packets") { posters.append($0.blob(0)) }
+        XCTAssertEqual(posters.count, 2)
+        XCTAssertFalse(posters.contains(alice), "a keyed hash, not the pseudonym")
+        XCTAssertEqual(posters.first?.count, 16)
+    }
+
     func testPagesFollowTheCursorAndBudget() throws {
         let box = mailbox(try SigningKey.random())
         let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
@@ -296,5 +320,13 @@ final class PostgresRelayStoreTests: RelayStoreTests {
         XCTAssertThrowsError(try PostgresConnection(conninfo: "host=/nonexistent password=s3cret user=x")) { error in
             XCTAssertFalse("\(error)".contains("s3cret"), "\(error)")
         }
+    }
+}
+
+extension RelayPost {
+    func with(poster: [UInt8]) -> RelayPost {
+        var copy = self
+        copy.poster = poster
+        return copy
     }
 }

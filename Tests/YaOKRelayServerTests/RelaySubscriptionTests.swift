@@ -123,3 +123,35 @@ final class RelaySubscriptionTests: XCTestCase {
         prepared.removeAll()
     }
 }
+
+/// `yaok-relay revoke` deletes what the revoked pseudonym stored (issue 17 §2: four
+/// throwaway pseudonyms filled the store, and revoking them freed nothing). The store
+/// keeps a keyed hash of each packet's poster, not the pseudonym.
+final class RelayRevokePurgeTests: XCTestCase {
+    func testRevokingAPseudonymDeletesWhatItStored() throws {
+        let relay = try TestRelay()
+        defer {
+            relay.stop()
+            try? FileManager.default.removeItem(atPath: relay.directory)
+        }
+        let box = mailbox(try SigningKey.random())
+        let mallory = try TestClient(port: relay.port)
+        guard case .ready? = try mallory.login() else { return XCTFail("no READY") }
+        let alice = try TestClient(port: relay.port)
+        guard case .ready? = try alice.login() else { return XCTFail("no READY") }
+        for _ in 0..<3 { XCTAssertEqual(try mallory.post(try makePacket(payloadLength: 1000), to: box).isAccepted, true) }
+        let kept = try makePacket()
+        XCTAssertEqual(try alice.post(kept, to: box).isAccepted, true)
+        let server = relay.server
+        let before = server.onLoop { [server] in server.storedBytes } ?? 0
+        try relay.revoke(mallory.pseudonym!.publicKey)
+        let stats = { try? RelayStatistics.read(directory: relay.directory) }
+        XCTAssertEqual(stats()?.storedPackets, 1, "only Alice's packet is left")
+        XCTAssertTrue(eventually { (server.onLoop { [server] in server.storedBytes } ?? 0) == kept.count },
+                      "the running relay's stored bytes follow (\(before) before)")
+    }
+}
+
+extension RelayFrame {
+    var isAccepted: Bool { if case .accepted = self { return true } else { return false } }
+}

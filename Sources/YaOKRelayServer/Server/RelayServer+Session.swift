@@ -65,6 +65,7 @@ extension RelayServer {
             pendingPostBytes += post.post.packet.count
             c.pendingPosts += 1
             var stored = post.post
+            stored.poster = session.pseudonym
             if store.isShared, let pseudonym = session.pseudonym {
                 // The limiter here saw only this relay's share; the store counts them all.
                 stored.charge = RelayRateCharge(pseudonym: pseudonym, isAck: post.kind == .ack,

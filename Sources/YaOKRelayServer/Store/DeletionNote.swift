@@ -18,3 +18,14 @@ enum DeletionNote {
         Sodium.blake2b([mailbox.bytes[...], packet[...]], key: key, outputLength: length)
     }
 }
+
+/// Who posted a stored packet, as the store keeps it (docs/PROTOCOL.md §8.5): a keyed hash
+/// of the poster's pseudonym under the same per-database key (with its own label), never
+/// the pseudonym. `yaok-relay revoke` deletes what the revoked pseudonym stored by it.
+enum PosterTag {
+    static let label = Array("YaOK-relay-poster-v1".utf8)
+
+    static func of(_ pseudonym: [UInt8], key: [UInt8]) -> [UInt8] {
+        Sodium.blake2b([label[...], pseudonym[...]], key: key, outputLength: DeletionNote.length)
+    }
+}

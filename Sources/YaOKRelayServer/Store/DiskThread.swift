@@ -134,6 +134,7 @@ final class DiskThread: @unchecked Sendable {
         var lastCountersSaved = RelayCounters()
         lastCountersSaved.connected = -1
         var countersSavedAt: UInt64 = 0
+        var lastRevoked: Set<[UInt8]>?
         while true {
             let (writes, reads, stopping) = waitForWork(until: nextMaintenance)
             var round = Round()
@@ -161,6 +162,12 @@ final class DiskThread: @unchecked Sendable {
                     countersSavedAt = now
                 }
                 round.revoked = try? store.revokedPseudonyms()
+                // A new revocation deleted what that pseudonym stored (by another process,
+                // `yaok-relay revoke`): the stored bytes are read again.
+                if let list = round.revoked, list != lastRevoked {
+                    if lastRevoked != nil { round.storedBytes = try? store.storedBytes() }
+                    lastRevoked = list
+                }
                 if now >= nextSweep {
                     nextSweep = now + UInt64(configuration.sweepSeconds * 1e9)
                     round.expiredBytes = (try? store.deleteExpired(nowMs: Clock.milliseconds()))?.bytes ?? 0

@@ -69,6 +69,12 @@ enum RelaySchema {
         CREATE TABLE relay_secret (key BLOB NOT NULL);
         INSERT INTO relay_secret VALUES (randomblob(32));
         """,
+        // 5: each packet's poster as a keyed hash (`PosterTag`), so that revoking a
+        // pseudonym deletes what it stored; packets stored before have none.
+        """
+        ALTER TABLE packets ADD COLUMN poster BLOB;
+        CREATE INDEX packets_by_poster ON packets (poster) WHERE poster IS NOT NULL;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -23,6 +23,8 @@ public protocol RelayStore: AnyObject {
     /// relay then keeps the total itself from the outcomes of its writes and sweeps.
     func storedBytes() throws -> Int
 
+    /// Records the revocation and deletes the packets the pseudonym posted (by its
+    /// `PosterTag`).
     func revoke(pseudonym: [UInt8], nowMs: Int64) throws
     func revokedPseudonyms() throws -> Set<[UInt8]>
 
@@ -118,6 +120,9 @@ public struct RelayPost: Sendable, Equatable {
     public let packet: [UInt8]
     /// Checked and recorded by a shared store (nil: the relay's own limiter did it).
     public var charge: RelayRateCharge?
+    /// The poster's pseudonym: the store keeps only its `PosterTag`, so that a revocation
+    /// can delete what the pseudonym stored (nil: not known, never purged).
+    public var poster: [UInt8]?
 
     public init(mailbox: MailboxID, messageID: MessageID, expiresAtMs: Int64, packet: [UInt8], charge: RelayRateCharge? = nil) {
         self.mailbox = mailbox

@@ -70,8 +70,9 @@ public final class SQLiteRelayStore: RelayStore {
             bytes = row.int(1)
         }
         guard packets < quota.packets, bytes + post.packet.count <= quota.bytes else { return .mailboxFull }
-        try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet) VALUES (?, ?, ?, ?, ?)",
-                     [mailbox, .blob(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs), .blob(post.packet)])
+        try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster) VALUES (?, ?, ?, ?, ?, ?)",
+                     [mailbox, .blob(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs), .blob(post.packet),
+                      post.poster.map { .blob(PosterTag.of($0, key: noteKey)) } ?? .null])
         let sequence = db.lastInsertRowID
         try db.query("""
             INSERT INTO mailboxes (mailbox, packets, bytes) VALUES (?, 1, ?)
@@ -171,8 +172,16 @@ public final class SQLiteRelayStore: RelayStore {
     // MARK: - Revocation and counters
 
     public func revoke(pseudonym: [UInt8], nowMs: Int64) throws {
-        try db.query("INSERT INTO revoked (pseudonym, revoked_ms) VALUES (?, ?) ON CONFLICT (pseudonym) DO NOTHING",
-                     [.blob(pseudonym), .int(nowMs)])
+        let poster = SQLValue.blob(PosterTag.of(pseudonym, key: noteKey))
+        try db.transaction {
+            try db.query("INSERT INTO revoked (pseudonym, revoked_ms) VALUES (?, ?) ON CONFLICT (pseudonym) DO NOTHING",
+                         [.blob(pseudonym), .int(nowMs)])
+            var posted: [(SQLValue, Int, Int)] = []
+            try db.query("SELECT mailbox, COUNT(*), SUM(length(packet)) FROM packets WHERE poster = ? GROUP BY mailbox",
+                         [poster]) { posted.append((.blob($0.blob(0)), $0.int(1), $0.int(2))) }
+            try db.query("DELETE FROM packets WHERE poster = ?", [poster])
+            for (mailbox, packets, bytes) in posted { try uncount(mailbox, packets: packets, bytes: bytes) }
+        }
     }
 
     public func revokedPseudonyms() throws -> Set<[UInt8]> {

@@ -117,12 +117,13 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         // DELETE from another relay cannot slip in.
         let charge = post.charge
         let rows = try c.query("post", """
-            SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11, $12)
-            """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8, t.bytea], [
+            SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11, $12, $13)
+            """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8, t.bytea, t.bytea], [
                 .bytes(post.mailbox.bytes), .bytes(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs),
                 .bytes(post.packet), .int(Int64(quota.packets)), .int(Int64(quota.bytes)),
                 .bytes(charge?.pseudonym ?? []), .int(charge?.isAck == true ? 1 : 0), .int(Int64(charge?.limit ?? 0)),
                 .int(RateLimiter.windowMs), .bytes(DeletionNote.of(mailbox: post.mailbox, packet: post.packet, key: noteKey)),
+                .bytes(post.poster.map { PosterTag.of($0, key: noteKey) } ?? []),  // empty: NULL, none known
             ])
         let value = rows.int64(0, 1)
         switch rows.int(0, 0) {
@@ -232,6 +233,9 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
             try c.query("revoke", """
                 INSERT INTO revoked (pseudonym, revoked_ms) VALUES ($1, $2) ON CONFLICT (pseudonym) DO NOTHING
                 """, types: [PostgresType.bytea, PostgresType.int8], [.bytes(pseudonym), .int(nowMs)])
+            // What it stored goes too (its own transactions, a mailbox at a time).
+            _ = try c.query("purge", "SELECT relay_purge($1)", types: [PostgresType.bytea],
+                            [.bytes(PosterTag.of(pseudonym, key: noteKey))], timeout: 60)
             // Relays listening end the pseudonym's sessions at once, not at their next poll.
             try c.execute("NOTIFY yaok_relay_revoked")
         }
