@@ -148,7 +148,7 @@ struct Stats: ParsableCommand {
 
 struct Revoke: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Revoke a pseudonym: its sessions end within a second, new logins are refused; what is stored for it stays until it expires.")
+        abstract: "Revoke a pseudonym: its sessions end within a second, new logins are refused; the packets it posted are deleted.")
     @Option(help: "Data directory (SQLite).") var data: String?
     @Option(help: ArgumentHelp("The relays' PostgreSQL database (URI or libpq connection string).", valueName: "conninfo")) var postgres: String?
     @Argument(help: "The pseudonym's public key, 64 hex digits.") var pseudonym: String
