@@ -7,6 +7,9 @@ public struct RelayConfiguration: Sendable {
     /// POSTs from one IPv4 address per rolling hour, summed over its pseudonyms: this many
     /// times the per-pseudonym limits (messages and acks each).
     public var addressRateMultiplier: Int = 10
+    /// Bytes of packets one IPv4 address may post per rolling hour, summed over its
+    /// pseudonyms (the count limits allow about 59 MB; this binds first).
+    public var addressBytesPerHour: Int = 32 << 20
     /// All packets stored, in bytes: past this, POSTs get ERROR unavailable ("storage is
     /// full") until DELETEs or expiry free room. DELETEs still work.
     public var maxStoredBytes: Int = 8 << 30

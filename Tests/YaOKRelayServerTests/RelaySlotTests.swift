@@ -161,6 +161,27 @@ final class RelayPostCostTests: XCTestCase {
         XCTAssertEqual(limited.code, .rateLimited, "five POSTs, whatever their outcome, use up a limit of five")
     }
 
+    /// Bytes are limited per address as well as counts: big packets run out first.
+    func testBytesPerAddressAreLimited() throws {
+        relay.stop()
+        var c = testConfiguration()
+        c.addressBytesPerHour = 5_000
+        relay = try TestRelay(configuration: c)
+        let alice = try TestClient(port: relay.port)
+        guard case .ready? = try alice.login() else { return XCTFail("no READY") }
+        let bob = try TestClient(port: relay.port)
+        guard case .ready? = try bob.login() else { return XCTFail("no READY") }
+        let box = mailbox(try SigningKey.random())
+        XCTAssertEqual(try alice.post(try makePacket(payloadLength: 2_000), to: box), .accepted(request: 1))
+        XCTAssertEqual(try bob.post(try makePacket(payloadLength: 2_000), to: box), .accepted(request: 1))
+        guard case .error(let e) = try alice.post(try makePacket(payloadLength: 2_000), to: box) else {
+            return XCTFail("past the address's bytes")
+        }
+        XCTAssertEqual(e.code, .rateLimited, "the address's pseudonyms together")
+        XCTAssertGreaterThan(e.retryAfterSeconds, 3500)
+        XCTAssertEqual(try alice.post(try makePacket(payloadLength: 500), to: box), .accepted(request: 3), "a small one still fits")
+    }
+
     /// The longest real ack (255 IDs) is taken, a byte more is refused as malformed, and a
     /// message may still be large.
     func testAckPacketsAreCappedAtTheLongestRealAck() throws {

@@ -21,6 +21,7 @@ extension RelayServer {
             func giveBackSlot() {
                 limiter.release(pending.pseudonym, pending.post.kind, takenAtMs: pending.post.takenAtMs)
                 addressLimiter.release(pending.address, pending.post.kind, takenAtMs: pending.post.takenAtMs)
+                addressBytes.release(pending.address, post.packet.count, takenAtMs: pending.post.takenAtMs)
             }
             switch outcome {
             case .success(.stored(let sequence)):

@@ -60,6 +60,12 @@ extension RelayServer {
                 return refuse(.rateLimited, "Rate limit of this IP address reached. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").",
                               retryAfter: seconds)
             }
+            if case .limited(let seconds) = addressBytes.take(address, post.post.packet.count, nowMs: post.takenAtMs) {
+                addressLimiter.release(address, post.kind, takenAtMs: post.takenAtMs)
+                let minutes = (seconds + 59) / 60
+                return refuse(.rateLimited, "Byte limit of this IP address reached. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").",
+                              retryAfter: seconds)
+            }
             let token = takeToken()
             pendingPosts[token] = (c.id, post, pseudonym, address)
             pendingPostBytes += post.post.packet.count

@@ -56,6 +56,8 @@ public final class RelayServer: @unchecked Sendable {
     let limiter: RateLimiter
     /// The same limits times `addressRateMultiplier`, per client IPv4 address.
     let addressLimiter: RateLimiter
+    /// Bytes posted per client IPv4 address per rolling hour.
+    let addressBytes: ByteRateLimiter
     /// Bytes of the packets stored (loaded at start, then kept from the disk's outcomes),
     /// and of the POSTs at the disk: together they are held under `maxStoredBytes`.
     var storedBytes = 0
@@ -111,6 +113,7 @@ public final class RelayServer: @unchecked Sendable {
         limiter = RateLimiter(messagesPerHour: configuration.ratePerHour, acksPerHour: configuration.ackRatePerHour)
         addressLimiter = RateLimiter(messagesPerHour: configuration.ratePerHour * configuration.addressRateMultiplier,
                                      acksPerHour: configuration.ackRatePerHour * configuration.addressRateMultiplier)
+        addressBytes = ByteRateLimiter(bytesPerHour: configuration.addressBytesPerHour)
         listener = fd
         port = bound.port
         caps = Self.caps(configuration, descriptorLimit: Self.raiseDescriptorLimit())
@@ -353,6 +356,7 @@ extension RelayServer {
             lastPrune = now
             limiter.prune(nowMs: Clock.milliseconds())
             addressLimiter.prune(nowMs: Clock.milliseconds())
+            addressBytes.prune(nowMs: Clock.milliseconds())
         }
         if now &- lastTop >= 1_000_000_000 {
             lastTop = now
