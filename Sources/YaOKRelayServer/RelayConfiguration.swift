@@ -7,6 +7,9 @@ public struct RelayConfiguration: Sendable {
     /// POSTs from one IPv4 address per rolling hour, summed over its pseudonyms: this many
     /// times the per-pseudonym limits (messages and acks each).
     public var addressRateMultiplier: Int = 10
+    /// Bytes of packets one IPv4 address may post per rolling hour, summed over its
+    /// pseudonyms (the count limits allow about 59 MB; this binds first).
+    public var addressBytesPerHour: Int = 32 << 20
     /// All packets stored, in bytes: past this, POSTs get ERROR unavailable ("storage is
     /// full") until DELETEs or expiry free room. DELETEs still work.
     public var maxStoredBytes: Int = 8 << 30
@@ -24,17 +27,37 @@ public struct RelayConfiguration: Sendable {
     public var handshakeTimeoutSeconds: Double = 10
     /// A connection on which nothing arrives for this long is closed.
     public var idleTimeoutSeconds: Double = 120
-    /// Connections beyond this are closed as soon as they are accepted.
+    /// Connections in all. Clamped at start to the open-files limit (raised to its hard
+    /// limit) less `descriptorReserve`. When full, a newcomer takes the slot of a
+    /// connection of the /24, then the address, that holds the most, if it holds more
+    /// than the newcomer's (`RelayServer+Slots`); otherwise it is closed at accept.
     public var maxConnections: Int = 10_000
-    /// Connections from one IPv4 address beyond this are closed at accept (many honest
-    /// clients can share one address behind a NAT, hence a high default).
-    public var maxConnectionsPerAddress: Int = 1_024
+    /// Connections from one IPv4 address beyond this are closed at accept.
+    public var maxConnectionsPerAddress: Int = 64
+    /// Connections from one /24 beyond this are closed at accept.
+    public var maxConnectionsPerPrefix: Int = 256
+    /// Descriptors kept out of `maxConnections`'s clamp: the store, the listener, the
+    /// reserve descriptor, PostgreSQL's pool and LISTEN connection, logs.
+    public var descriptorReserve: Int = 64
+    /// A READY session that has neither subscribed (a mailbox added) nor posted within
+    /// this ends with ERROR unavailable: logging in alone holds no slot.
+    public var activityGraceSeconds: Double = 30
     /// Connections from one IPv4 address not yet READY (TLS or AUTH under way) beyond this
     /// are closed at accept: a few addresses cannot hold every slot with connections that
     /// never log in.
     public var maxPendingPerAddress: Int = 32
     /// Mailboxes one session may subscribe to.
     public var maxSubscriptions: Int = 4096
+    /// Subscriptions of all sessions from one IPv4 address, and of all sessions: a
+    /// SUBSCRIBE past either ends its session with ERROR notSubscribed.
+    public var maxSubscriptionsPerAddress: Int = 16_384
+    public var maxTotalSubscriptions: Int = 1_000_000
+    /// SUBSCRIBE signatures checked on the loop thread, all connections together, per
+    /// `verificationWindowSeconds`: past it, connections whose last read checked
+    /// signatures are not read until the next window, so a SUBSCRIBE flood cannot hold up
+    /// other clients' frames (about 6,400 a second; an honest client needs a few hundred).
+    public var verificationsPerWindow: Int = 32
+    public var verificationWindowSeconds: Double = 0.005
     /// Longest lifetime a posted packet may claim (7 days).
     public var maxPacketLifetimeMinutes: Int = 7 * 24 * 60
     /// A connection whose unsent output exceeds this gets no more DELIVER pushes (its
@@ -51,6 +74,18 @@ public struct RelayConfiguration: Sendable {
     /// `maxPendingDeleteRefs` wait in all.
     public var maxPendingDeleteRefsPerConnection: Int = 4096
     public var maxPendingDeleteRefs: Int = 65_536
+    /// DELETE refs one session may send per second (a burst of `deleteRefsBurst`): past it
+    /// the connection is not read from until its budget is positive again, so a flood of
+    /// DELETEs cannot take the disk from other clients' POSTs (one read, 16 KiB, may go
+    /// past it). An honest client deletes what it was delivered: a full backlog page
+    /// is 64 packets.
+    public var deleteRefsPerSecond: Double = 1_024
+    public var deleteRefsBurst: Double = 4_096
+    /// DELETE refs the store failed to take (the database away), kept in memory and tried
+    /// again every `deleteRetrySeconds` until it takes them; past this many (about 3 MiB)
+    /// the oldest are forgotten, and those packets come again in a later session.
+    public var maxRetainedDeleteRefs: Int = 65_536
+    public var deleteRetrySeconds: Double = 1
     /// One backlog read: at most this many packets and bytes.
     public var backlogPagePackets: Int = 64
     public var backlogPageBytes: Int = 256 << 10

@@ -32,9 +32,12 @@ struct Serve: ParsableCommand {
     @Flag(help: "Use a self-signed certificate kept in the data directory, and print its pin.") var selfSigned = false
     @Option(help: "Messages per pseudonym per hour (acks: ten times as many).") var rateLimit = 100
     @Option(help: "Packets one mailbox may hold.") var mailboxQuota = 1000
+    @Option(help: "Bytes of packets one IPv4 address may post per rolling hour (default 32 MiB).") var addressBytesPerHour = 32 << 20
     @Option(help: "Session lifetime in seconds.") var sessionLifetime = 3600.0
-    @Option(help: "Most simultaneous connections.") var maxConnections = 10_000
-    @Option(help: "Most simultaneous connections from one IPv4 address.") var maxConnectionsPerAddress = 1_024
+    @Option(help: "Most simultaneous connections (clamped to the open-files limit, which the relay raises to its hard limit, less 64).") var maxConnections = 10_000
+    @Option(help: "Most simultaneous connections from one IPv4 address.") var maxConnectionsPerAddress = 64
+    @Option(help: "Most simultaneous connections from one /24 (IPv4 addresses a.b.c.*).") var maxConnectionsPerPrefix = 256
+    @Option(help: "Seconds a session may stay READY without a SUBSCRIBE or POST.") var activityGrace = 30.0
     @Option(help: "Most connections from one IPv4 address still in TLS or AUTH (not yet READY).") var maxPendingPerAddress = 32
     @Option(help: "Seconds of silence before a connection is closed.") var idleTimeout = 120.0
     @Option(help: "Bytes of packets the relay stores in all; beyond, POSTs get ERROR unavailable (default 8 GiB).") var maxStoredBytes = 8 << 30
@@ -46,7 +49,7 @@ struct Serve: ParsableCommand {
         guard selfSigned != (cert != nil || key != nil), selfSigned || (cert != nil && key != nil) else {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
-        guard rateLimit >= 1, mailboxQuota >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
+        guard rateLimit >= 1, mailboxQuota >= 1, addressBytesPerHour >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxConnectionsPerPrefix >= 1, activityGrace >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
               maxStoredBytes >= 1, minFreeBytes >= 0, poolSize >= 1 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
@@ -66,9 +69,12 @@ struct Serve: ParsableCommand {
         var configuration = RelayConfiguration()
         configuration.ratePerHour = rateLimit
         configuration.mailboxQuotaPackets = mailboxQuota
+        configuration.addressBytesPerHour = addressBytesPerHour
         configuration.sessionLifetimeSeconds = sessionLifetime
         configuration.maxConnections = maxConnections
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress
+        configuration.maxConnectionsPerPrefix = maxConnectionsPerPrefix
+        configuration.activityGraceSeconds = activityGrace
         configuration.maxPendingPerAddress = maxPendingPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.maxStoredBytes = maxStoredBytes
@@ -91,6 +97,8 @@ struct Serve: ParsableCommand {
             return try RelayServer(configuration: configuration, store: store, security: .tls(context), listener: listener)
         }
         say("listening: \(host):\(server.port)")
+        let caps = server.caps
+        say("connections: at most \(caps.connections) (open-files limit \(caps.descriptorLimit)), \(caps.perAddress) per IPv4 address, \(caps.perPrefix) per /24")
         var received: Int32 = 0
         sigwait(&signals, &received)
         say("stopping (signal \(received))")
@@ -142,7 +150,7 @@ struct Stats: ParsableCommand {
 
 struct Revoke: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Revoke a pseudonym: its sessions end within a second, new logins are refused; what is stored for it stays until it expires.")
+        abstract: "Revoke a pseudonym: its sessions end within a second, new logins are refused; the packets it posted are deleted.")
     @Option(help: "Data directory (SQLite).") var data: String?
     @Option(help: ArgumentHelp("The relays' PostgreSQL database (URI or libpq connection string).", valueName: "conninfo")) var postgres: String?
     @Argument(help: "The pseudonym's public key, 64 hex digits.") var pseudonym: String

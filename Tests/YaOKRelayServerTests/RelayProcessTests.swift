@@ -33,9 +33,16 @@ final class RelayProcessTests: XCTestCase {
         let port: UInt16
         private let output: Pipe
 
-        init(directory: String, extra: [String] = []) throws {
-            process.executableURL = URL(fileURLWithPath: RelayProcessTests.executable)
-            process.arguments = ["--listen", "127.0.0.1:0", "--data", directory + "/data", "--self-signed"] + extra
+        /// `launcher`: a command that runs the relay (e.g. prlimit with its options), or none.
+        init(directory: String, extra: [String] = [], launcher: [String] = []) throws {
+            let arguments = ["--listen", "127.0.0.1:0", "--data", directory + "/data", "--self-signed"] + extra
+            if let tool = launcher.first {
+                process.executableURL = URL(fileURLWithPath: tool)
+                process.arguments = Array(launcher.dropFirst()) + [RelayProcessTests.executable] + arguments
+            } else {
+                process.executableURL = URL(fileURLWithPath: RelayProcessTests.executable)
+                process.arguments = arguments
+            }
             output = Pipe()
             process.standardOutput = output
             process.standardInput = FileHandle.nullDevice
@@ -171,6 +178,30 @@ final class RelayProcessTests: XCTestCase {
         XCTAssertTrue(printed.contains("session \(Hex.encode(key.publicKey)) from 127.0.0.1 ready\n"), printed)
         XCTAssertTrue(printed.contains("session \(Hex.encode(key.publicKey)) from 127.0.0.1 ended: revoked"), printed)
         XCTAssertNotEqual(try run(["stats", "--data", directory + "/nothing"]).status, 0)
+    }
+
+    /// Under the common 1,024 open-files limit (soft and hard), one address that logs in
+    /// as often as it can does not lock others out: before, it held every descriptor,
+    /// accept() failed with EMFILE and a second address's handshake was never answered.
+    func testOneAddressCannotExhaustDescriptors() throws {
+        let prlimit = ["/usr/bin/prlimit", "/bin/prlimit"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let prlimit else { throw XCTSkip("no prlimit (util-linux)") }
+        _ = RelayServer.raiseDescriptorLimit()  // this process holds the attacker's side
+        let relay = try RelayProcess(directory: directory, launcher: [prlimit, "--nofile=1024:1024", "--"])
+        var stopped = false
+        defer { if !stopped { _ = relay.kill(SIGKILL) } }  // a failure must not leave it running
+        var held: [TestClient] = []
+        for _ in 0..<1_100 {
+            guard let c = try? TestClient(tlsPort: relay.port, pin: relay.pin, from: 0x7F00_0001),
+                  case .ready? = try? c.login() else { break }
+            held.append(c)
+        }
+        XCTAssertLessThanOrEqual(held.count, 64, "one address holds at most its cap")
+        let other = try TestClient(tlsPort: relay.port, pin: relay.pin, from: 0x7F00_0102)
+        guard case .ready? = try other.login() else { return XCTFail("a second address is locked out") }
+        held.removeAll()
+        stopped = true
+        XCTAssertEqual(relay.kill(SIGTERM), 0, "the relay is still running")
     }
 }
 

@@ -51,15 +51,26 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(try store.commit([post(other, length: 900), post(other, length: 200)], nowMs: now, quota: quota).last, .mailboxFull)
     }
 
-    /// A packet the recipient deleted and its sender posts again (the ACCEPTED was lost,
-    /// or crossed the DELETE) is accepted without a second copy, until it would have expired.
+    /// A packet the recipient deleted and its sender posts again, the same bytes (the
+    /// ACCEPTED was lost, or crossed the DELETE), is accepted without a second copy, until
+    /// it would have expired; the note kept is a keyed hash, with no mailbox or message ID.
     func testARePostAfterTheDeleteIsNotStoredAgain() throws {
         let box = mailbox(try SigningKey.random())
         let id = MessageID.random()
-        _ = try store.commit([post(box, expires: now + 50, id: id)], nowMs: now, quota: quota)
+        let write = post(box, expires: now + 50, id: id)
+        _ = try store.commit([write], nowMs: now, quota: quota)
         _ = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota)
-        XCTAssertEqual(try store.commit([post(box, expires: now + 50, id: id)], nowMs: now, quota: quota), [.duplicate])
+        XCTAssertEqual(try store.commit([write], nowMs: now, quota: quota), [.duplicate])
         XCTAssertEqual(try store.storedPacketCount(nowMs: now), 0)
+        if backend == .sqlite {
+            var columns: [[UInt8]] = []
+            try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT * FROM deleted") {
+                columns.append($0.blob(0))
+            }
+            XCTAssertEqual(columns.count, 1)
+            XCTAssertEqual(columns.first?.count, 16, "a 16-byte keyed hash")
+            XCTAssertFalse(columns.first.map { Hex.encode($0).contains(Hex.encode(id.bytes)) } ?? true)
+        }
         // Once the packet would have expired, the note of its deletion goes too.
         _ = try store.deleteExpired(nowMs: now + 60)
         XCTAssertEqual(try store.commit([post(box, expires: now + 500, id: id)], nowMs: now + 60, quota: quota).count, 1)
@@ -67,6 +78,44 @@ class RelayStoreTests: XCTestCase {
         var notes = -1
         try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT COUNT(*) FROM deleted") { notes = $0.int(0) }
         XCTAssertEqual(notes, 0)
+    }
+
+    /// The same message ID re-sealed (other bytes: a sender whose ack never came seals it
+    /// again) after the DELETE is stored and delivered again, so that the recipient can
+    /// acknowledge it again (§4.8, §8.3).
+    func testAResealedRePostAfterTheDeleteIsStored() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        _ = try store.commit([post(box, id: id)], nowMs: now, quota: quota)
+        _ = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota)
+        guard case .stored = try store.commit([post(box, id: id)], nowMs: now, quota: quota)[0] else {
+            return XCTFail("a re-sealed packet was swallowed")
+        }
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 1)
+    }
+
+    /// A revocation deletes what the pseudonym posted (found by its keyed hash; the
+    /// pseudonym itself is not stored with the packets), and the mailbox totals follow.
+    func testRevokeDeletesWhatThePseudonymPosted() throws {
+        let box = mailbox(try SigningKey.random())
+        let mallory = try SigningKey.random().publicKey, alice = try SigningKey.random().publicKey
+        func posted(by poster: [UInt8]) -> RelayStoreWrite {
+            .post(RelayPost(mailbox: box, messageID: .random(), expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100)).with(poster: poster))
+        }
+        _ = try store.commit([posted(by: mallory), posted(by: mallory), posted(by: alice)], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.commit([posted(by: alice)], nowMs: now, quota: quota), [.mailboxFull])
+        try store.revoke(pseudonym: mallory, nowMs: now)
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 1)
+        XCTAssertEqual(try store.storedBytes(), 100)
+        guard case .stored = try store.commit([posted(by: alice)], nowMs: now, quota: quota)[0] else {
+            return XCTFail("the mailbox's totals did not follow the purge")
+        }
+        guard backend == .sqlite else { return }
+        var posters: [[UInt8]] = []
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT poster FROM packets") { posters.append($0.blob(0)) }
+        XCTAssertEqual(posters.count, 2)
+        XCTAssertFalse(posters.contains(alice), "a keyed hash, not the pseudonym")
+        XCTAssertEqual(posters.first?.count, 16)
     }
 
     func testPagesFollowTheCursorAndBudget() throws {
@@ -222,9 +271,13 @@ final class PostgresRelayStoreTests: RelayStoreTests {
         guard case .stored = try store.commit([write], nowMs: now, quota: quota)[0] else { return XCTFail() }
         // Relay B's DELETE, in a transaction left open: it holds the mailbox's lock.
         let b = try PostgresConnection(conninfo: conninfo ?? "")
+        let key = try b.query("k", "SELECT key FROM relay_secret", types: [], []).bytes(0, 0)
         try b.execute("BEGIN")
-        XCTAssertGreaterThan(try b.query("d", "SELECT relay_delete($1, $2)", types: [PostgresType.bytea, PostgresType.bytea],
-                                         [.bytes(box.bytes), .bytes(id.bytes)]).int(0, 0), 0)
+        let deleted = try b.query("d", "SELECT p_packet, p_expires FROM relay_delete($1, $2)",
+                                  types: [PostgresType.bytea, PostgresType.bytea], [.bytes(box.bytes), .bytes(id.bytes)])
+        XCTAssertFalse(deleted.isNull(0, 0))
+        try b.query("n", "INSERT INTO deleted (digest, expires_ms) VALUES ($1, $2)", types: [PostgresType.bytea, PostgresType.int8],
+                    [.bytes(DeletionNote.of(mailbox: box, packet: deleted.bytes(0, 0), key: key)), .int(deleted.int64(0, 1))])
         let outcome = Locked<[RelayStoreOutcome]?>(nil)
         let store = try XCTUnwrap(self.store as? PostgresRelayStore), quota = self.quota, now = self.now
         let done = DispatchSemaphore(value: 0)
@@ -267,5 +320,13 @@ final class PostgresRelayStoreTests: RelayStoreTests {
         XCTAssertThrowsError(try PostgresConnection(conninfo: "host=/nonexistent password=s3cret user=x")) { error in
             XCTAssertFalse("\(error)".contains("s3cret"), "\(error)")
         }
+    }
+}
+
+extension RelayPost {
+    func with(poster: [UInt8]) -> RelayPost {
+        var copy = self
+        copy.poster = poster
+        return copy
     }
 }

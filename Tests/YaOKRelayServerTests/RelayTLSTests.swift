@@ -111,6 +111,7 @@ final class RelayHostileInputTests: XCTestCase {
             $0.idleTimeoutSeconds = 30
             $0.maxConnections = 5000
             $0.maxConnectionsPerAddress = 5000
+            $0.maxConnectionsPerPrefix = 5000
             $0.maxPendingPerAddress = 5000  // every client is 127.0.0.1; many never log in
         }
     }
@@ -215,13 +216,14 @@ final class RelayHostileInputTests: XCTestCase {
             $0.handshakeTimeoutSeconds = 30
             $0.maxConnections = 5000
             $0.maxConnectionsPerAddress = 5000
+            $0.maxConnectionsPerPrefix = 5000
             $0.maxPendingPerAddress = 5000  // every client is 127.0.0.1; many never log in
         }
         let before = residentBytes()
         var fds: [Int32] = []
         defer { for fd in fds { close(fd) } }
         for _ in 0..<count { fds.append(try connectLoopback(port: relay.port)) }
-        XCTAssertTrue(eventually(timeout: 20) { relay.server.statistics.connected == Int64(count) })
+        XCTAssertTrue(eventually(timeout: 20) { relay.server.statistics.connected == Int64(count) }, "\(relay.server.statistics.connected) \(relay.server.caps) refused \(relay.server.onLoop { [server = relay.server] in server.refusedConnections } ?? -1)")
         let silent = residentBytes() - before
         // A quarter of them then start a TLS handshake (a record header of a ClientHello):
         // those hold OpenSSL state (about 46 KiB each) until the handshake deadline.

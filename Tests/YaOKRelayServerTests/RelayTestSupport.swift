@@ -118,10 +118,24 @@ final class PlainTestTransport: TestTransport {
     func binding() throws -> [UInt8] { PlainChannel.testBinding }
 }
 
-/// Opens a non-blocking TCP connection to 127.0.0.1:`port` (waits for it to complete).
-func connectLoopback(port: UInt16, blocking: Bool = false) throws -> Int32 {
+/// Opens a non-blocking TCP connection to 127.0.0.1:`port` (waits for it to complete),
+/// from the loopback address `from` if given (any of 127.0.0.0/8: many client addresses).
+func connectLoopback(port: UInt16, blocking: Bool = false, from: UInt32? = nil) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket: \(String(cString: strerror(errno)))") }
+    if let from {
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr = in_addr(s_addr: from.bigEndian)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            let message = String(cString: strerror(errno))
+            close(fd)
+            throw TestFailure("bind: \(message)")
+        }
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian
@@ -151,8 +165,8 @@ final class TestClient: @unchecked Sendable {  // one thread at a time
     private var nextRequest: UInt32 = 1
 
     /// Plain TCP (the relay must run `.plaintextForTesting`); reads the CHALLENGE.
-    convenience init(port: UInt16) throws {
-        let fd = try connectLoopback(port: port)
+    convenience init(port: UInt16, from: UInt32? = nil) throws {
+        let fd = try connectLoopback(port: port, from: from)
         try self.init(fd: fd, transport: PlainTestTransport(fd: fd))
     }
 

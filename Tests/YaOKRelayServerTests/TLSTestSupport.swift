@@ -43,8 +43,8 @@ final class TLSTestTransport: TestTransport {
 
 extension TestClient {
     /// A TLS client of a relay whose certificate has `pin`; reads the CHALLENGE.
-    convenience init(tlsPort port: UInt16, pin: [UInt8]) throws {
-        let fd = try connectLoopback(port: port)
+    convenience init(tlsPort port: UInt16, pin: [UInt8], from: UInt32? = nil) throws {
+        let fd = try connectLoopback(port: port, from: from)
         // On a failure past this point the descriptor is left open (closing it twice,
         // when deinit also runs, could close another test's): a test failure only.
         try self.init(fd: fd, transport: TLSTestTransport(fd: fd, pin: pin))

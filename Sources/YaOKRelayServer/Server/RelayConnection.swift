@@ -30,10 +30,21 @@ final class RelayConnection {
     /// Set once the last frame (an ERROR) is queued: nothing more is read, and the
     /// connection closes when the output drains or at this deadline.
     var closingDeadline: UInt64?
+    /// It has subscribed (a mailbox added) or posted: past `activityGraceSeconds` after
+    /// READY a session that has done neither ends.
+    var active = false
+    /// Its last read checked SUBSCRIBE signatures, and it waits for the next window of the
+    /// relay's verification budget (`RelayServer+Subscriptions`).
+    var verifying = false
+    var deferredForVerifications = false
     /// POSTs waiting for the disk.
     var pendingPosts = 0
     /// DELETE refs waiting for the disk.
     var pendingDeleteRefs = 0
+    /// DELETE refs it may still send (a token bucket, refilled at `deleteRefsPerSecond`
+    /// up to `deleteRefsBurst`), as of `deleteBudgetAt`; nil: full.
+    var deleteBudget: Double?
+    var deleteBudgetAt: UInt64 = 0
     /// POSTs answered ACCEPTED in this session (for the session log).
     var posts = 0
     /// Why the session ended, once it has (the ERROR it was sent).

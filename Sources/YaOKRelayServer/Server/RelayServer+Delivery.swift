@@ -8,18 +8,8 @@ extension RelayServer {
     func apply(_ round: DiskThread.Round) {
         var touched = Set<UInt64>()
         for (token, write, outcome) in round.writes {
-            if case .delete = write {
-                if case .success(.deleted(let n, let bytes)) = outcome {
-                    counters.withLock { $0.deleted += Int64(n) }
-                    storedBytes = max(0, storedBytes - bytes)
-                }
-                if let pending = pendingDeletes.removeValue(forKey: token) {
-                    pendingDeleteRefs -= pending.refs
-                    if let c = connections[pending.connection] {
-                        c.pendingDeleteRefs -= pending.refs
-                        touched.insert(c.id)
-                    }
-                }
+            if case .delete(let refs) = write {
+                deleteCommitted(token: token, refs: refs, outcome: outcome, touched: &touched)
                 continue
             }
             guard case .post(let post) = write, let pending = pendingPosts.removeValue(forKey: token) else { continue }
@@ -31,6 +21,7 @@ extension RelayServer {
             func giveBackSlot() {
                 limiter.release(pending.pseudonym, pending.post.kind, takenAtMs: pending.post.takenAtMs)
                 addressLimiter.release(pending.address, pending.post.kind, takenAtMs: pending.post.takenAtMs)
+                addressBytes.release(pending.address, post.packet.count, takenAtMs: pending.post.takenAtMs)
             }
             switch outcome {
             case .success(.stored(let sequence)):
@@ -40,7 +31,8 @@ extension RelayServer {
                 c?.output.append(.accepted(request: request))
                 fanOut(post, sequence: sequence, touched: &touched)
             case .success(.duplicate):
-                giveBackSlot()
+                // The slot stays taken: a re-post costs the disk a lookup, and given back it
+                // let one session re-post thousands of times a second (issue 17 §2).
                 c?.posts += 1
                 c?.output.append(.accepted(request: request))
             case .success(.rateLimited(let seconds)):
@@ -52,7 +44,7 @@ extension RelayServer {
                                                         retryAfterSeconds: UInt32(clamping: seconds),
                                                         message: "Rate limit reached. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").")))
             case .success(.mailboxFull):
-                giveBackSlot()
+                // Counted too, as a duplicate is.
                 counters.withLock { $0.rejected += 1 }
                 c?.output.append(.error(RelayErrorFrame(request: request, code: .mailboxFull,
                                                         message: "Mailbox full: it holds \(configuration.mailboxQuotaPackets) packets or \(configuration.mailboxQuotaBytes) bytes")))

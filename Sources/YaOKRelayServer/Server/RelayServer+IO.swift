@@ -66,6 +66,12 @@ extension RelayServer {
     private func readSome(_ c: RelayConnection) {
         guard let channel = c.channel else { return }
         for _ in 0..<Self.readsPerWake {
+            // SUBSCRIBE signatures cost the loop thread: a connection that is checking
+            // them waits for the next window once the budget is spent.
+            if c.verifying && verificationBudgetSpent() {
+                deferForVerifications(c)
+                return
+            }
             guard connections[c.id] != nil, !c.isClosing, !stopped, !readPaused(c) else { return }
             let result: ChannelRead
             do {
@@ -93,10 +99,14 @@ extension RelayServer {
                     counters.withLock { $0.rejected += 1 }
                     return
                 }
+                let verifiedBefore = c.session?.verifications ?? 0
                 for frame in frames {
                     guard !c.isClosing else { break }
                     receive(c, frame)
                 }
+                let verified = (c.session?.verifications ?? 0) - verifiedBefore
+                c.verifying = verified > 0
+                verificationsInWindow += verified
                 flush(c)
             }
         }
@@ -114,6 +124,7 @@ extension RelayServer {
         return c.pendingPosts >= c2.maxPendingPostsPerConnection || c.output.count >= c2.writeQueueHighWater
             || c.pendingDeleteRefs >= c2.maxPendingDeleteRefsPerConnection
             || (c.pendingDeleteRefs > 0 && pendingDeleteRefs >= c2.maxPendingDeleteRefs)
+            || deleteBudget(c) < 0 || c.deferredForVerifications
     }
 
     /// Writes what the channel takes; closes a connection whose output is over the hard
@@ -188,10 +199,9 @@ extension RelayServer {
     /// Closes the connection now and forgets it.
     func finish(_ c: RelayConnection, _ reason: String) {
         guard connections.removeValue(forKey: c.id) != nil else { return }
-        if let count = connectionsByAddress[c.address] {
-            connectionsByAddress[c.address] = count > 1 ? count - 1 : nil
-        }
+        uncountSlot(c)
         uncountPending(c)
+        uncountSubscriptions(c)
         if let log = configuration.sessionLog, c.readyAt != nil, let pseudonym = c.session?.pseudonym {
             log("session \(Hex.encode(pseudonym)) from \(Self.dottedQuad(c.address)) ended: \(c.endReason ?? reason), posts \(c.posts)")
         }

@@ -2,6 +2,7 @@ import Glibc
 import YaOKSupport
 import YaOKLoop
 import YaOKWire
+import YaOKCrypto
 
 /// Carrying out what a session asks for (loop thread).
 extension RelayServer {
@@ -28,8 +29,11 @@ extension RelayServer {
             c.readyAt = EventLoop.monotonicNanoseconds()
             uncountPending(c)
             configuration.sessionLog?("session \(Hex.encode(pseudonym)) from \(Self.dottedQuad(c.address)) ready")
+            replaceOlderSessions(of: pseudonym, keeping: c.id)
             sessionsByPseudonym[pseudonym, default: []].insert(c.id)
         case .subscribed(let mailboxes):
+            c.active = true
+            guard admitSubscriptions(c, mailboxes.count) else { return }
             for mailbox in mailboxes {
                 subscribers[mailbox, default: []].insert(c.id)
                 c.cursors[mailbox] = 0
@@ -37,11 +41,15 @@ extension RelayServer {
             }
             pump(c)
         case .store(let post):
+            c.active = true
             let pseudonym = session.pseudonym ?? []
             func refuse(_ code: RelayErrorFrame.Code, _ message: String, retryAfter: Int = 0) {
                 limiter.release(pseudonym, post.kind, takenAtMs: post.takenAtMs)
                 perform(.send(.error(RelayErrorFrame(request: post.request, code: code,
                                                      retryAfterSeconds: UInt32(clamping: retryAfter), message: message))), c, session)
+            }
+            if let reason = Self.oversizedAck(post) {
+                return refuse(.malformed, reason)
             }
             if let reason = storageFull(adding: post.post.packet.count) {
                 return refuse(.unavailable, reason)
@@ -52,11 +60,18 @@ extension RelayServer {
                 return refuse(.rateLimited, "Rate limit of this IP address reached. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").",
                               retryAfter: seconds)
             }
+            if case .limited(let seconds) = addressBytes.take(address, post.post.packet.count, nowMs: post.takenAtMs) {
+                addressLimiter.release(address, post.kind, takenAtMs: post.takenAtMs)
+                let minutes = (seconds + 59) / 60
+                return refuse(.rateLimited, "Byte limit of this IP address reached. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").",
+                              retryAfter: seconds)
+            }
             let token = takeToken()
             pendingPosts[token] = (c.id, post, pseudonym, address)
             pendingPostBytes += post.post.packet.count
             c.pendingPosts += 1
             var stored = post.post
+            stored.poster = session.pseudonym
             if store.isShared, let pseudonym = session.pseudonym {
                 // The limiter here saw only this relay's share; the store counts them all.
                 stored.charge = RelayRateCharge(pseudonym: pseudonym, isAck: post.kind == .ack,
@@ -64,6 +79,7 @@ extension RelayServer {
             }
             disk.submit(DiskThread.Write(token: token, write: .post(stored)))
         case .delete(let refs):
+            spendDeleteBudget(c, refs.count)
             let token = takeToken()
             pendingDeletes[token] = (c.id, refs.count)
             c.pendingDeleteRefs += refs.count
@@ -92,6 +108,18 @@ extension RelayServer {
             if diskLow { return "The relay's storage is full (its disk is nearly full): post again later" }
         }
         return nil
+    }
+
+    /// The longest ack a node makes (§4.2, §6.2): the routed header, the nonce, the count,
+    /// 255 message IDs and the AEAD tag, 4,158 bytes (one ID: 94). Acks have ten times the
+    /// message rate: without this cap each could be a 17,408-byte packet of junk.
+    static let maxAckPacketBytes = RoutedHeader.length + Sodium.aeadNonceLength + 1
+        + DeliveryAck.maxIDs * MessageID.length + Sodium.aeadTagLength
+
+    /// Why an ack POST is refused for its size, if it is.
+    static func oversizedAck(_ post: RelaySession.Post) -> String? {
+        guard post.kind == .ack, post.post.packet.count > maxAckPacketBytes else { return nil }
+        return "An ack packet is at most \(maxAckPacketBytes) bytes (this one: \(post.post.packet.count))"
     }
 
     /// An IPv4 address (host byte order) as text.

@@ -33,12 +33,33 @@ public final class RelayServer: @unchecked Sendable {
     var connectionsByAddress: [UInt32: Int] = [:]
     /// Of those, the ones not yet READY.
     var pendingByAddress: [UInt32: Int] = [:]
+    /// Open connections per /24, and each address's connections (`RelayServer+Slots`).
+    var connectionsByPrefix: [UInt32: Int] = [:]
+    var idsByAddress: [UInt32: Set<UInt64>] = [:]
+    /// The connection caps in force (clamped to the descriptor limit at start).
+    public let caps: RelayCaps
+    /// A descriptor held in reserve: closed for a moment when accept(2) runs out of them.
+    var reserveDescriptor: Int32 = -1
+    /// Connections closed to make room for a newcomer (for tests and stats).
+    var evictedConnections = 0
+    /// `evicted` as saved by earlier runs (the counter is a total across restarts).
+    var evictedBase: Int64 = 0
     var subscribers: [MailboxID: Set<UInt64>] = [:]
+    /// Subscriptions per client address and in all (`RelayServer+Subscriptions`).
+    var subscriptionsByAddress: [UInt32: Int] = [:]
+    var totalSubscriptions = 0
+    /// SUBSCRIBE signatures checked in the current window, and when it began.
+    var verificationsInWindow = 0
+    var verificationWindowStart: UInt64 = 0
+    /// Reads put off for the signature budget (for tests).
+    var deferredReads = 0
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
     var revoked: Set<[UInt8]>
     let limiter: RateLimiter
     /// The same limits times `addressRateMultiplier`, per client IPv4 address.
     let addressLimiter: RateLimiter
+    /// Bytes posted per client IPv4 address per rolling hour.
+    let addressBytes: ByteRateLimiter
     /// Bytes of the packets stored (loaded at start, then kept from the disk's outcomes),
     /// and of the POSTs at the disk: together they are held under `maxStoredBytes`.
     var storedBytes = 0
@@ -59,6 +80,14 @@ public final class RelayServer: @unchecked Sendable {
     /// Refs of all `pendingDeletes`, and the most there have been (for tests).
     var pendingDeleteRefs = 0
     var peakPendingDeleteRefs = 0
+    /// DELETE refs the store did not take, to be tried again (`RelayServer+DeleteRetry`);
+    /// the retry at the disk, if one is; when the last one failed; refs forgotten past the cap.
+    var retainedDeletes: [StoredPacketRef] = []
+    var deleteRetryToken: UInt64?
+    var lastDeleteFailure: UInt64 = 0
+    var forgottenDeleteRefs = 0
+    /// DELETE refs taken from sessions (for tests).
+    var deleteRefsTaken = 0
     var lastPrune: UInt64 = 0
     var lastTop: UInt64 = 0
     var stopped = false
@@ -86,14 +115,19 @@ public final class RelayServer: @unchecked Sendable {
         limiter = RateLimiter(messagesPerHour: configuration.ratePerHour, acksPerHour: configuration.ackRatePerHour)
         addressLimiter = RateLimiter(messagesPerHour: configuration.ratePerHour * configuration.addressRateMultiplier,
                                      acksPerHour: configuration.ackRatePerHour * configuration.addressRateMultiplier)
+        addressBytes = ByteRateLimiter(bytesPerHour: configuration.addressBytesPerHour)
         listener = fd
         port = bound.port
+        caps = Self.caps(configuration, descriptorLimit: Self.raiseDescriptorLimit())
+        reserveDescriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
         do {
             relayIdentifier = try store.relayIdentifier()
             revoked = try store.revokedPseudonyms()
             storedBytes = try store.storedBytes()
             var saved = try store.loadCounters()
             saved.connected = 0
+            saved.retainedDeletes = 0
+            evictedBase = saved.evicted
             counters = Locked(saved)
         } catch {
             RelaySocket.close(fd)
@@ -178,6 +212,7 @@ public final class RelayServer: @unchecked Sendable {
 
     deinit {
         if listener >= 0 { RelaySocket.close(listener) }
+        RelaySocket.close(reserveDescriptor)
     }
 }
 
@@ -229,6 +264,7 @@ extension RelayServer {
             case .none:
                 return
             case .failed(let code):
+                if (code == EMFILE || code == ENFILE) && shedWithReserve() { continue }
                 if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
                     // Out of descriptors: the connection stays queued and the level-triggered
                     // listener would wake us at once, forever. Rest a second.
@@ -236,9 +272,7 @@ extension RelayServer {
                     return
                 }
             case .accepted(let fd, let address):
-                guard connections.count < configuration.maxConnections,
-                      connectionsByAddress[address, default: 0] < configuration.maxConnectionsPerAddress,
-                      pendingByAddress[address, default: 0] < configuration.maxPendingPerAddress else {
+                guard admit(address) else {
                     RelaySocket.close(fd)
                     refusedConnections += 1
                     continue
@@ -248,7 +282,7 @@ extension RelayServer {
                 do {
                     let c = try RelayConnection(id: id, fd: fd, now: now)
                     c.address = address
-                    connectionsByAddress[address, default: 0] += 1
+                    countSlot(c)
                     pendingByAddress[address, default: 0] += 1
                     c.countedPending = true
                     try loop.register(fd: fd, for: .readable) { [weak self] events in self?.ready(id, events) }
@@ -309,16 +343,23 @@ extension RelayServer {
                 }
             } else if now &- conn.lastReceived >= Self.nanoseconds(c.idleTimeoutSeconds) {
                 finish(conn, "idle")
+            } else if isIdleSession(conn, now: now) {
+                endSession(conn, RelayErrorFrame(request: 0, code: .unavailable,
+                                                 message: "No SUBSCRIBE or POST within \(Int(c.activityGraceSeconds)) s of READY"))
             } else if let readyAt = conn.readyAt, now &- readyAt >= Self.nanoseconds(c.sessionLifetimeSeconds) {
                 endSession(conn, RelayErrorFrame(request: 0, code: .sessionExpired, message: "Session expired: log in again"))
             } else if !conn.needsRead.isEmpty {
                 pump(conn)
             }
+            if conn.deleteBudget != nil, connections[conn.id] != nil { updateInterest(conn) }  // read again once positive
         }
+        retryDeletes()
+        compactSubscriptionIndex()
         if now &- lastPrune >= 60_000_000_000 {
             lastPrune = now
             limiter.prune(nowMs: Clock.milliseconds())
             addressLimiter.prune(nowMs: Clock.milliseconds())
+            addressBytes.prune(nowMs: Clock.milliseconds())
         }
         if now &- lastTop >= 1_000_000_000 {
             lastTop = now
@@ -327,9 +368,17 @@ extension RelayServer {
             counters.withLock { $0.topPosters = top }
         }
         let outages = store.health?.outages ?? 0
+        let caps = self.caps
+        let evicted = Int64(evictedConnections), retained = Int64(retainedDeletes.count)
         counters.withLock {
             $0.connected = Int64(connections.count)
             $0.databaseOutages = outages
+            $0.capConnections = Int64(caps.connections)
+            $0.capPerAddress = Int64(caps.perAddress)
+            $0.capPerPrefix = Int64(caps.perPrefix)
+            $0.descriptorLimit = Int64(clamping: caps.descriptorLimit)
+            $0.evicted = evictedBase + evicted
+            $0.retainedDeletes = retained
         }
         loop.schedule(after: c.tickSeconds) { [weak self] in self?.tick() }
     }

@@ -133,6 +133,8 @@ final class DiskThread: @unchecked Sendable {
         var nextSweep = Self.now()
         var lastCountersSaved = RelayCounters()
         lastCountersSaved.connected = -1
+        var countersSavedAt: UInt64 = 0
+        var lastRevoked: Set<[UInt8]>?
         while true {
             let (writes, reads, stopping) = waitForWork(until: nextMaintenance)
             var round = Round()
@@ -150,13 +152,22 @@ final class DiskThread: @unchecked Sendable {
             if now >= nextMaintenance || stopping {
                 nextMaintenance = now + UInt64(configuration.maintenanceSeconds * 1e9)
                 let snapshot = counters()
-                // A shared store: saved every tick even unchanged, as this relay's sign of life
-                // (`updated_ms`: stats --postgres counts relays that saved in the last seconds).
-                if snapshot != lastCountersSaved || store.isShared,
+                // Saved unchanged too, at least every 2 s (every tick on a shared store), as
+                // the relay's sign of life: `stats` takes counters older than 5 s for a
+                // stopped relay's (before, an idle relay with 50 sessions showed "connected
+                // clients: 0 (the relay is not running)").
+                if snapshot != lastCountersSaved || store.isShared || now &- countersSavedAt >= 2_000_000_000,
                    (try? store.saveCounters(snapshot, nowMs: Clock.milliseconds())) != nil {
                     lastCountersSaved = snapshot
+                    countersSavedAt = now
                 }
                 round.revoked = try? store.revokedPseudonyms()
+                // A new revocation deleted what that pseudonym stored (by another process,
+                // `yaok-relay revoke`): the stored bytes are read again.
+                if let list = round.revoked, list != lastRevoked {
+                    if lastRevoked != nil { round.storedBytes = try? store.storedBytes() }
+                    lastRevoked = list
+                }
                 if now >= nextSweep {
                     nextSweep = now + UInt64(configuration.sweepSeconds * 1e9)
                     round.expiredBytes = (try? store.deleteExpired(nowMs: Clock.milliseconds()))?.bytes ?? 0

@@ -55,6 +55,26 @@ enum RelaySchema {
         ) WITHOUT ROWID;
         CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
         """,
+        // 4: deletion notes keyed on a keyed hash of (mailbox, packet bytes) (`DeletionNote`)
+        // instead of the mailbox and message ID in clear: the relay keeps no IDs of what was
+        // deleted, and a re-sealed re-post (other bytes) is stored again. The key: random,
+        // one per database.
+        """
+        DROP TABLE deleted;
+        CREATE TABLE deleted (
+            digest BLOB PRIMARY KEY,
+            expires_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
+        CREATE TABLE relay_secret (key BLOB NOT NULL);
+        INSERT INTO relay_secret VALUES (randomblob(32));
+        """,
+        // 5: each packet's poster as a keyed hash (`PosterTag`), so that revoking a
+        // pseudonym deletes what it stored; packets stored before have none.
+        """
+        ALTER TABLE packets ADD COLUMN poster BLOB;
+        CREATE INDEX packets_by_poster ON packets (poster) WHERE poster IS NOT NULL;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -72,7 +72,17 @@ public struct RelayStatistics: Sendable, Equatable {
             ("saved_at_ms", .int(savedAtMs)),
             ("storage_errors", .int(counters.storageErrors)),
             ("database_outages", .int(counters.databaseOutages)),
+            ("evicted", .int(counters.evicted)),
         ]
+        if isCurrent() {
+            fields += [
+                ("cap_connections", .int(counters.capConnections)),
+                ("cap_per_address", .int(counters.capPerAddress)),
+                ("cap_per_prefix", .int(counters.capPerPrefix)),
+                ("descriptor_limit", .int(counters.descriptorLimit)),
+                ("retained_deletes", .int(counters.retainedDeletes)),
+            ]
+        }
         if let runningRelays { fields.append(("running_relays", .int(Int64(runningRelays)))) }
         if let database { fields.append(("database", .string(database))) }
         if top > 0 {
@@ -103,7 +113,12 @@ public struct RelayStatistics: Sendable, Equatable {
             rate-limited:      \(counters.rateLimited)
             revoked:           \(revokedPseudonyms) pseudonym(s), \(counters.revokedSessions) session(s) ended or refused
             storage errors:    \(counters.storageErrors)
-            """ + (database.map { "\ndatabase:          \($0), \(counters.databaseOutages) outage(s) seen by the relays" } ?? "")
+            evicted:           \(counters.evicted) connection(s) closed to make room for a newcomer
+            """ + (running ? """
+
+            caps in force:     \(counters.capConnections) connections (open-files limit \(counters.descriptorLimit)), \(counters.capPerAddress) per IPv4 address, \(counters.capPerPrefix) per /24
+            deletes to retry:  \(counters.retainedDeletes) (the store has not taken them yet)
+            """ : "") + (database.map { "\ndatabase:          \($0), \(counters.databaseOutages) outage(s) seen by the relays" } ?? "")
             + (runningRelays.map { "\nrelays running:    \($0)" } ?? "")
     }
 }

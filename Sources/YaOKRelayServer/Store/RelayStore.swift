@@ -23,6 +23,8 @@ public protocol RelayStore: AnyObject {
     /// relay then keeps the total itself from the outcomes of its writes and sweeps.
     func storedBytes() throws -> Int
 
+    /// Records the revocation and deletes the packets the pseudonym posted (by its
+    /// `PosterTag`).
     func revoke(pseudonym: [UInt8], nowMs: Int64) throws
     func revokedPseudonyms() throws -> Set<[UInt8]>
     /// The relay's identifier (§8.2): made at random the first time, then the same for every
@@ -121,6 +123,9 @@ public struct RelayPost: Sendable, Equatable {
     public let packet: [UInt8]
     /// Checked and recorded by a shared store (nil: the relay's own limiter did it).
     public var charge: RelayRateCharge?
+    /// The poster's pseudonym: the store keeps only its `PosterTag`, so that a revocation
+    /// can delete what the pseudonym stored (nil: not known, never purged).
+    public var poster: [UInt8]?
 
     public init(mailbox: MailboxID, messageID: MessageID, expiresAtMs: Int64, packet: [UInt8], charge: RelayRateCharge? = nil) {
         self.mailbox = mailbox
@@ -211,6 +216,15 @@ public struct RelayCounters: Sendable, Equatable {
     public var storageErrors: Int64 = 0
     /// Times the shared database went away (PostgreSQL; 0 for SQLite).
     public var databaseOutages: Int64 = 0
+    /// The caps in force (live: the running relay's, after clamping to its open-files
+    /// limit), connections closed to make room for newcomers (a total), and DELETE refs
+    /// waiting to be tried again because the store did not take them (live).
+    public var capConnections: Int64 = 0
+    public var capPerAddress: Int64 = 0
+    public var capPerPrefix: Int64 = 0
+    public var descriptorLimit: Int64 = 0
+    public var evicted: Int64 = 0
+    public var retainedDeletes: Int64 = 0
     /// The pseudonyms with the most posts in the last hour (at most 100), most first:
     /// saved with the counters, for `yaok-relay stats --top`.
     public var topPosters: [RelayTopPoster] = []
@@ -218,10 +232,17 @@ public struct RelayCounters: Sendable, Equatable {
     public init() {}
 
     static let names = ["connected", "accepted", "delivered", "deleted", "rejected", "rate_limited", "revoked_sessions",
-                        "storage_errors", "database_outages"]
+                        "storage_errors", "database_outages", "cap_connections", "cap_per_address", "cap_per_prefix",
+                        "descriptor_limit", "evicted", "retained_deletes"]
+
+    /// The figures that describe the running relay now, not totals: a stopped relay's are
+    /// not shown, and a cluster adds up only the running relays'.
+    static let liveNames: Set<String> = ["connected", "cap_connections", "cap_per_address", "cap_per_prefix",
+                                         "descriptor_limit", "retained_deletes"]
 
     var values: [Int64] {
-        [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions, storageErrors, databaseOutages]
+        [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions, storageErrors, databaseOutages,
+         capConnections, capPerAddress, capPerPrefix, descriptorLimit, evicted, retainedDeletes]
     }
 
     mutating func set(_ name: String, _ value: Int64) {
@@ -235,6 +256,12 @@ public struct RelayCounters: Sendable, Equatable {
         case "revoked_sessions": revokedSessions = value
         case "storage_errors": storageErrors = value
         case "database_outages": databaseOutages = value
+        case "cap_connections": capConnections = value
+        case "cap_per_address": capPerAddress = value
+        case "cap_per_prefix": capPerPrefix = value
+        case "descriptor_limit": descriptorLimit = value
+        case "evicted": evicted = value
+        case "retained_deletes": retainedDeletes = value
         default: break
         }
     }

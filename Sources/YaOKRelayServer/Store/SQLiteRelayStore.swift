@@ -9,6 +9,8 @@ import YaOKStore
 public final class SQLiteRelayStore: RelayStore {
     public static let fileName = "relay.db"
     let db: Database
+    /// The key of the deletion notes (`DeletionNote`), made at the first open.
+    private let noteKey: [UInt8]
 
     /// Opens (creating if needed) the store in `directory`, and migrates its schema.
     public init(directory: String) throws {
@@ -23,6 +25,10 @@ public final class SQLiteRelayStore: RelayStore {
         db = try Database(path: path)
         for suffix in ["", "-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
         try RelaySchema.migrate(db)
+        var key: [UInt8] = []
+        try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
+        guard key.count == 32 else { throw YaOKError(.storage, "The relay database has no deletion-note key") }
+        noteKey = key
     }
 
     /// Whether `directory` holds a relay database (for the commands that must not create one).
@@ -54,8 +60,8 @@ public final class SQLiteRelayStore: RelayStore {
         try db.query("SELECT 1 FROM packets WHERE mailbox = ? AND message_id = ?",
                      [mailbox, .blob(post.messageID.bytes)]) { _ in exists = true }
         if !exists {
-            try db.query("SELECT 1 FROM deleted WHERE mailbox = ? AND message_id = ?",
-                         [mailbox, .blob(post.messageID.bytes)]) { _ in exists = true }
+            let note = DeletionNote.of(mailbox: post.mailbox, packet: post.packet, key: noteKey)
+            try db.query("SELECT 1 FROM deleted WHERE digest = ?", [.blob(note)]) { _ in exists = true }
         }
         if exists { return .duplicate }
         var packets = 0, bytes = 0
@@ -64,8 +70,9 @@ public final class SQLiteRelayStore: RelayStore {
             bytes = row.int(1)
         }
         guard packets < quota.packets, bytes + post.packet.count <= quota.bytes else { return .mailboxFull }
-        try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet) VALUES (?, ?, ?, ?, ?)",
-                     [mailbox, .blob(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs), .blob(post.packet)])
+        try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster) VALUES (?, ?, ?, ?, ?, ?)",
+                     [mailbox, .blob(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs), .blob(post.packet),
+                      post.poster.map { .blob(PosterTag.of($0, key: noteKey)) } ?? .null])
         let sequence = db.lastInsertRowID
         try db.query("""
             INSERT INTO mailboxes (mailbox, packets, bytes) VALUES (?, 1, ?)
@@ -78,16 +85,17 @@ public final class SQLiteRelayStore: RelayStore {
         var deleted = 0, bytes = 0
         for ref in refs {
             let mailbox = SQLValue.blob(ref.mailbox.bytes)
-            var length: Int?
+            var packet: [UInt8]?
             var expires: Int64 = 0
-            try db.query("DELETE FROM packets WHERE mailbox = ? AND message_id = ? RETURNING length(packet), expires_ms",
+            try db.query("DELETE FROM packets WHERE mailbox = ? AND message_id = ? RETURNING packet, expires_ms",
                          [mailbox, .blob(ref.messageID.bytes)]) {
-                length = $0.int(0)
+                packet = $0.blob(0)
                 expires = $0.int64(1)
             }
-            guard let length else { continue }
-            try db.query("INSERT OR IGNORE INTO deleted (mailbox, message_id, expires_ms) VALUES (?, ?, ?)",
-                         [mailbox, .blob(ref.messageID.bytes), .int(expires)])
+            guard let packet else { continue }
+            let length = packet.count
+            try db.query("INSERT OR IGNORE INTO deleted (digest, expires_ms) VALUES (?, ?)",
+                         [.blob(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey)), .int(expires)])
             deleted += 1
             bytes += length
             try uncount(mailbox, packets: 1, bytes: length)
@@ -164,8 +172,16 @@ public final class SQLiteRelayStore: RelayStore {
     // MARK: - Revocation and counters
 
     public func revoke(pseudonym: [UInt8], nowMs: Int64) throws {
-        try db.query("INSERT INTO revoked (pseudonym, revoked_ms) VALUES (?, ?) ON CONFLICT (pseudonym) DO NOTHING",
-                     [.blob(pseudonym), .int(nowMs)])
+        let poster = SQLValue.blob(PosterTag.of(pseudonym, key: noteKey))
+        try db.transaction {
+            try db.query("INSERT INTO revoked (pseudonym, revoked_ms) VALUES (?, ?) ON CONFLICT (pseudonym) DO NOTHING",
+                         [.blob(pseudonym), .int(nowMs)])
+            var posted: [(SQLValue, Int, Int)] = []
+            try db.query("SELECT mailbox, COUNT(*), SUM(length(packet)) FROM packets WHERE poster = ? GROUP BY mailbox",
+                         [poster]) { posted.append((.blob($0.blob(0)), $0.int(1), $0.int(2))) }
+            try db.query("DELETE FROM packets WHERE poster = ?", [poster])
+            for (mailbox, packets, bytes) in posted { try uncount(mailbox, packets: packets, bytes: bytes) }
+        }
     }
 
     public func revokedPseudonyms() throws -> Set<[UInt8]> {

@@ -195,6 +195,127 @@ enum PostgresRelaySchema {
             outcome := 0;
         END $$;
         """,
+        // 4: deletion notes as keyed hashes of (mailbox, packet bytes) (`DeletionNote`, as
+        // SQLite's migration 4): no IDs of what was deleted are kept, and a re-sealed re-post
+        // is stored again. relay_delete returns the packet (the note is made by the relay,
+        // which holds the key, in the same transaction, under the mailbox's lock);
+        // relay_post takes the note to check. The key: random, one per database.
+        """
+        DROP TABLE deleted;
+        CREATE TABLE deleted (
+            digest BYTEA PRIMARY KEY,
+            expires_ms BIGINT NOT NULL
+        );
+        CREATE INDEX deleted_by_expiry ON deleted (expires_ms);
+        CREATE TABLE relay_secret (key BYTEA NOT NULL);
+        INSERT INTO relay_secret
+            VALUES (decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex'));
+        DROP FUNCTION relay_tombstoned(BYTEA, BYTEA);
+        DROP FUNCTION relay_delete(BYTEA, BYTEA);
+        CREATE FUNCTION relay_delete(p_mailbox BYTEA, p_message_id BYTEA, OUT p_packet BYTEA, OUT p_expires BIGINT)
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM 1 FROM mailboxes WHERE mailbox = p_mailbox FOR UPDATE;
+            DELETE FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id
+                RETURNING packet, expires_ms INTO p_packet, p_expires;
+            IF p_packet IS NULL THEN RETURN; END IF;
+            UPDATE mailboxes SET packets = packets - 1, bytes = bytes - length(p_packet) WHERE mailbox = p_mailbox;
+        END $$;
+        DROP FUNCTION relay_post(BYTEA, BYTEA, BIGINT, BIGINT, BYTEA, BIGINT, BIGINT, BYTEA, SMALLINT, BIGINT, BIGINT);
+        CREATE FUNCTION relay_post(p_mailbox BYTEA, p_message_id BYTEA, p_expires BIGINT, p_now BIGINT,
+                                              p_packet BYTEA, p_max_packets BIGINT, p_max_bytes BIGINT,
+                                              p_pseudonym BYTEA, p_kind SMALLINT, p_rate_limit BIGINT, p_window BIGINT, p_note BYTEA,
+                                              OUT outcome INT, OUT value BIGINT)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            n BIGINT; b BIGINT; used BIGINT; oldest BIGINT;
+        BEGIN
+            INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (p_mailbox, 0, 0)
+                ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                RETURNING m.packets, m.bytes INTO n, b;
+            -- Under the lock, each statement sees what committed before it was taken.
+            IF EXISTS (SELECT 1 FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id)
+               OR EXISTS (SELECT 1 FROM deleted WHERE digest = p_note) THEN
+                outcome := 1; value := 0; RETURN;
+            END IF;
+            IF p_rate_limit > 0 THEN
+                SELECT count(*), min(at_ms) INTO used, oldest FROM rate_log
+                    WHERE pseudonym = p_pseudonym AND kind = p_kind AND at_ms > p_now - p_window;
+                IF used >= p_rate_limit THEN
+                    outcome := 3; value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN;
+                END IF;
+            END IF;
+            IF n >= p_max_packets OR b + length(p_packet) > p_max_bytes THEN
+                outcome := 2; value := 0; RETURN;
+            END IF;
+            INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet)
+                VALUES (p_mailbox, p_message_id, p_expires, p_now, p_packet) RETURNING seq INTO value;
+            UPDATE mailboxes SET packets = packets + 1, bytes = bytes + length(p_packet) WHERE mailbox = p_mailbox;
+            IF p_rate_limit > 0 THEN
+                INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (p_pseudonym, p_kind, p_now);
+            END IF;
+            PERFORM pg_notify('yaok_relay_mailbox', encode(p_mailbox, 'hex'));
+            outcome := 0;
+        END $$;
+        """,
+        // 5: each packet's poster as a keyed hash (`PosterTag`, as SQLite's migration 5), so
+        // that a revocation deletes what the pseudonym stored: relay_post takes it, and
+        // relay_purge deletes by it a mailbox at a time in key order (the writes' lock order).
+        """
+        ALTER TABLE packets ADD COLUMN poster BYTEA;
+        CREATE INDEX packets_by_poster ON packets (poster) WHERE poster IS NOT NULL;
+        DROP FUNCTION relay_post(BYTEA, BYTEA, BIGINT, BIGINT, BYTEA, BIGINT, BIGINT, BYTEA, SMALLINT, BIGINT, BIGINT, BYTEA);
+        CREATE FUNCTION relay_post(p_mailbox BYTEA, p_message_id BYTEA, p_expires BIGINT, p_now BIGINT,
+                                              p_packet BYTEA, p_max_packets BIGINT, p_max_bytes BIGINT,
+                                              p_pseudonym BYTEA, p_kind SMALLINT, p_rate_limit BIGINT, p_window BIGINT, p_note BYTEA, p_poster BYTEA,
+                                              OUT outcome INT, OUT value BIGINT)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            n BIGINT; b BIGINT; used BIGINT; oldest BIGINT;
+        BEGIN
+            INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (p_mailbox, 0, 0)
+                ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                RETURNING m.packets, m.bytes INTO n, b;
+            -- Under the lock, each statement sees what committed before it was taken.
+            IF EXISTS (SELECT 1 FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id)
+               OR EXISTS (SELECT 1 FROM deleted WHERE digest = p_note) THEN
+                outcome := 1; value := 0; RETURN;
+            END IF;
+            IF p_rate_limit > 0 THEN
+                SELECT count(*), min(at_ms) INTO used, oldest FROM rate_log
+                    WHERE pseudonym = p_pseudonym AND kind = p_kind AND at_ms > p_now - p_window;
+                IF used >= p_rate_limit THEN
+                    outcome := 3; value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN;
+                END IF;
+            END IF;
+            IF n >= p_max_packets OR b + length(p_packet) > p_max_bytes THEN
+                outcome := 2; value := 0; RETURN;
+            END IF;
+            INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster)
+                VALUES (p_mailbox, p_message_id, p_expires, p_now, p_packet, NULLIF(p_poster, ''::bytea)) RETURNING seq INTO value;
+            UPDATE mailboxes SET packets = packets + 1, bytes = bytes + length(p_packet) WHERE mailbox = p_mailbox;
+            IF p_rate_limit > 0 THEN
+                INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (p_pseudonym, p_kind, p_now);
+            END IF;
+            PERFORM pg_notify('yaok_relay_mailbox', encode(p_mailbox, 'hex'));
+            outcome := 0;
+        END $$;
+        CREATE FUNCTION relay_purge(p_poster BYTEA) RETURNS BIGINT
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            r RECORD; n BIGINT; b BIGINT; total BIGINT := 0;
+        BEGIN
+            FOR r IN SELECT DISTINCT mailbox FROM packets WHERE poster = p_poster ORDER BY mailbox LOOP
+                PERFORM 1 FROM mailboxes WHERE mailbox = r.mailbox FOR UPDATE;
+                WITH d AS (DELETE FROM packets WHERE mailbox = r.mailbox AND poster = p_poster
+                           RETURNING length(packet) AS len)
+                    SELECT count(*), COALESCE(sum(len), 0) INTO n, b FROM d;
+                UPDATE mailboxes SET packets = packets - n, bytes = bytes - b WHERE mailbox = r.mailbox;
+                total := total + n;
+            END LOOP;
+            RETURN total;
+        END $$;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

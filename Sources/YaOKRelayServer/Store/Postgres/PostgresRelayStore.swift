@@ -15,6 +15,8 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     /// This process's row key in `counters` (a restart is a new relay there).
     public let relayID: String
     private var watcher: PostgresListener?
+    /// The key of the deletion notes (`DeletionNote`), one per database.
+    private var noteKey: [UInt8] = []
 
     /// Connects (the server must be reachable now) and migrates the schema. `conninfo` is a
     /// `postgresql://` URI or a libpq `key=value` string. `log` hears outages and returns.
@@ -32,6 +34,11 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         } else {
             try pool.withConnection { try PostgresRelaySchema.check($0) }
         }
+        noteKey = try pool.withConnection { c in
+            let rows = try c.query("note_key", "SELECT key FROM relay_secret LIMIT 1", types: [], [])
+            return rows.count == 1 ? rows.bytes(0, 0) : []
+        }
+        guard noteKey.count == 32 else { throw YaOKError(.storage, "The relay database has no deletion-note key") }
     }
 
     public func close() {
@@ -105,16 +112,18 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
 
     private func store(_ post: RelayPost, _ c: PostgresConnection, nowMs: Int64, quota: MailboxQuota) throws -> RelayStoreOutcome {
         let t = PostgresType.self
-        // Deleted already (a re-post that crossed the DELETE) is a duplicate: relay_post checks
-        // that under the mailbox's lock (migration 3), so a DELETE from another relay cannot slip in.
+        // Deleted already (the same bytes re-posted after the DELETE: its `DeletionNote`) is a
+        // duplicate: relay_post checks that under the mailbox's lock (migrations 3 and 4), so a
+        // DELETE from another relay cannot slip in.
         let charge = post.charge
         let rows = try c.query("post", """
-            SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11)
-            """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8], [
+            SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11, $12, $13)
+            """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8, t.bytea, t.bytea], [
                 .bytes(post.mailbox.bytes), .bytes(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs),
                 .bytes(post.packet), .int(Int64(quota.packets)), .int(Int64(quota.bytes)),
                 .bytes(charge?.pseudonym ?? []), .int(charge?.isAck == true ? 1 : 0), .int(Int64(charge?.limit ?? 0)),
-                .int(RateLimiter.windowMs),
+                .int(RateLimiter.windowMs), .bytes(DeletionNote.of(mailbox: post.mailbox, packet: post.packet, key: noteKey)),
+                .bytes(post.poster.map { PosterTag.of($0, key: noteKey) } ?? []),  // empty: NULL, none known
             ])
         let value = rows.int64(0, 1)
         switch rows.int(0, 0) {
@@ -128,13 +137,17 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     private func delete(_ refs: [StoredPacketRef], _ c: PostgresConnection) throws -> (Int, Int) {
         var deleted = 0, bytes = 0
         for ref in refs.sorted(by: { $0.mailbox.bytes.lexicographicallyPrecedes($1.mailbox.bytes) }) {
-            let rows = try c.query("delete", "SELECT relay_delete($1, $2)", types: [PostgresType.bytea, PostgresType.bytea],
-                                   [.bytes(ref.mailbox.bytes), .bytes(ref.messageID.bytes)])
-            let length = rows.int(0, 0)
-            if length >= 0 {
-                deleted += 1
-                bytes += length
-            }
+            let rows = try c.query("delete", "SELECT p_packet, p_expires FROM relay_delete($1, $2)",
+                                   types: [PostgresType.bytea, PostgresType.bytea], [.bytes(ref.mailbox.bytes), .bytes(ref.messageID.bytes)])
+            guard rows.count == 1, !rows.isNull(0, 0) else { continue }
+            let packet = rows.bytes(0, 0)
+            // In the same transaction, under the mailbox's lock that relay_delete took: a
+            // re-post through another relay waits for it and then sees the note.
+            try c.query("note_deleted", "INSERT INTO deleted (digest, expires_ms) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                        types: [PostgresType.bytea, PostgresType.int8],
+                        [.bytes(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey)), .int(rows.int64(0, 1))])
+            deleted += 1
+            bytes += packet.count
         }
         return (deleted, bytes)
     }
@@ -220,6 +233,9 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
             try c.query("revoke", """
                 INSERT INTO revoked (pseudonym, revoked_ms) VALUES ($1, $2) ON CONFLICT (pseudonym) DO NOTHING
                 """, types: [PostgresType.bytea, PostgresType.int8], [.bytes(pseudonym), .int(nowMs)])
+            // What it stored goes too (its own transactions, a mailbox at a time).
+            _ = try c.query("purge", "SELECT relay_purge($1)", types: [PostgresType.bytea],
+                            [.bytes(PosterTag.of(pseudonym, key: noteKey))], timeout: 60)
             // Relays listening end the pseudonym's sessions at once, not at their next poll.
             try c.execute("NOTIFY yaok_relay_revoked")
         }
@@ -285,7 +301,7 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
             var counters = RelayCounters()
             for row in 0..<rows.count {
                 let name = rows.text(row, 0)
-                counters.set(name, name == "connected" ? rows.int64(row, 2) : rows.int64(row, 1))
+                counters.set(name, RelayCounters.liveNames.contains(name) ? rows.int64(row, 2) : rows.int64(row, 1))
             }
             let live = try c.query("cluster_running", """
                 SELECT count(*) FILTER (WHERE value > $1), COALESCE(max(value), 0)::bigint FROM counters WHERE name = 'updated_ms'

@@ -1,0 +1,157 @@
+import Foundation
+import Glibc
+import XCTest
+@testable import YaOKRelayServer
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+
+/// Subscriptions under abuse (issue 17 §2): capped per address and in all; what a flood of
+/// them costs (printed, not asserted: a figure, not a property).
+final class RelaySubscriptionTests: XCTestCase {
+    var relays: [TestRelay] = []
+
+    override func tearDown() {
+        for r in relays {
+            r.stop()
+            try? FileManager.default.removeItem(atPath: r.directory)
+        }
+        relays = []
+    }
+
+    func startRelay(_ configure: (inout RelayConfiguration) -> Void) throws -> TestRelay {
+        var c = testConfiguration()
+        configure(&c)
+        let r = try TestRelay(configuration: c)
+        relays.append(r)
+        return r
+    }
+
+    func client(_ relay: TestRelay, from address: UInt32) throws -> TestClient {
+        let c = try TestClient(port: relay.port, from: address)
+        guard case .ready? = try c.login() else { throw TestFailure("no READY") }
+        return c
+    }
+
+    func testSubscriptionsAreCappedPerAddressAndInAll() throws {
+        let relay = try startRelay {
+            $0.maxSubscriptionsPerAddress = 10
+            $0.maxTotalSubscriptions = 16
+        }
+        let keys = try (0..<8).map { _ in try SigningKey.random() }
+        let a = try client(relay, from: 0x7F00_0101)
+        XCTAssertEqual(try a.subscribe(keys), 8)
+        // A second session of the same address goes past its 10.
+        let b = try client(relay, from: 0x7F00_0101)
+        try b.send(b.subscribeFrame(Array(keys.prefix(3))))
+        var (closed, frames) = b.waitForClose(timeout: 5)
+        XCTAssertTrue(closed)
+        XCTAssertEqual(sessionErrors(frames), [.notSubscribed])
+        // Another address: 8 more would pass the relay's 16.
+        let c = try client(relay, from: 0x7F00_0201)
+        XCTAssertEqual(try c.subscribe(Array(keys.prefix(7))), 7)
+        let d = try client(relay, from: 0x7F00_0301)
+        try d.send(d.subscribeFrame(Array(keys.prefix(2))))
+        (closed, frames) = d.waitForClose(timeout: 5)
+        XCTAssertTrue(closed)
+        XCTAssertEqual(sessionErrors(frames), [.notSubscribed])
+        // Closing gives them back.
+        shutdown(a.fd, Int32(SHUT_RDWR))
+        XCTAssertTrue(eventually { relay.server.onLoop { [server = relay.server] in server.totalSubscriptions } == 7 })
+        let e = try client(relay, from: 0x7F00_0101)
+        XCTAssertEqual(try e.subscribe(keys), 8)
+    }
+
+    /// Sessions that each subscribe to the same 4,096 mailboxes: relay memory per session,
+    /// what is given back after they close, and a bystander's PING meanwhile. Printed (the
+    /// relay runs in this process: RSS includes the test's own clients, a rough figure).
+    func testMeasureSubscriptionFlood() throws {
+        let sessions = 8
+        let relay = try startRelay {
+            $0.maxSubscriptionsPerAddress = 1 << 20
+            $0.activityGraceSeconds = 600
+        }
+        let keys = try (0..<4096).map { _ in try SigningKey.random() }
+        let bystander = try client(relay, from: 0x7F00_0901)
+        let stop = Locked(false)
+        let latencies = Locked<[Double]>([])
+        let pinger = Thread {
+            var request: UInt32 = 1
+            while !stop.withLock({ $0 }) {
+                let started = Date()
+                guard (try? bystander.send(.ping(request: request))) != nil,
+                      (try? bystander.next(where: { $0 == .pong(request: request) }, timeout: 10)) != nil else { break }
+                let took = Date().timeIntervalSince(started)
+                latencies.withLock { $0.append(took) }
+                request += 1
+                usleep(5_000)
+            }
+        }
+        // Signed beforehand, so that signing in this process does not count as the relay's time.
+        var prepared: [(TestClient, [[UInt8]])] = []
+        for _ in 0..<sessions {
+            let c = try client(relay, from: 0x7F00_0101)
+            let frames = try stride(from: 0, to: keys.count, by: 64).map {
+                try Frame.encode(c.subscribeFrame(Array(keys[$0..<min($0 + 64, keys.count)])).encode(), maxLength: RelayFrame.maxLength)
+            }
+            prepared.append((c, frames))
+        }
+        let before = residentBytes()
+        pinger.start()
+        let started = Date()
+        for (c, frames) in prepared {
+            try c.sendRaw(Array(frames.joined()))
+        }
+        let server = relay.server
+        XCTAssertTrue(eventually(timeout: 120) { server.onLoop { [server] in server.totalSubscriptions } == sessions * keys.count })
+        let subscribedIn = Date().timeIntervalSince(started)
+        let subscribed = residentBytes()
+        for (c, _) in prepared { shutdown(c.fd, Int32(SHUT_RDWR)) }
+        XCTAssertTrue(eventually(timeout: 30) { server.onLoop { [server] in server.totalSubscriptions } == 0 })
+        usleep(300_000)  // a tick compacts the mailbox index
+        let closed = residentBytes()
+        stop.withLock { $0 = true }
+        let sorted = latencies.withLock { $0 }.sorted()
+        let worst = sorted.last ?? -1
+        let median = sorted.isEmpty ? -1 : sorted[sorted.count / 2]
+        let p90 = sorted.isEmpty ? -1 : sorted[sorted.count * 9 / 10]
+        let index = server.onLoop { [server] in (server.subscribers.count, server.subscribers.capacity, server.deferredReads) }
+        print(String(format: "SUBSCRIBE flood: %d sessions x %d mailboxes in %.2f s; RSS +%d KiB per session while subscribed, %d KiB above the start after they closed; bystander PING median %.1f ms, p90 %.1f ms, worst %.1f ms (%d pings)",
+                     sessions, keys.count, subscribedIn, (subscribed - before) / sessions / 1024, (closed - before) / 1024,
+                     median * 1000, p90 * 1000, worst * 1000, sorted.count)
+              + "; mailbox index after close: \(index.map { "\($0.0) entries, capacity \($0.1)" } ?? "?"), reads deferred for the signature budget: \(index?.2 ?? -1)")
+        prepared.removeAll()
+    }
+}
+
+/// `yaok-relay revoke` deletes what the revoked pseudonym stored (issue 17 §2: four
+/// throwaway pseudonyms filled the store, and revoking them freed nothing). The store
+/// keeps a keyed hash of each packet's poster, not the pseudonym.
+final class RelayRevokePurgeTests: XCTestCase {
+    func testRevokingAPseudonymDeletesWhatItStored() throws {
+        let relay = try TestRelay()
+        defer {
+            relay.stop()
+            try? FileManager.default.removeItem(atPath: relay.directory)
+        }
+        let box = mailbox(try SigningKey.random())
+        let mallory = try TestClient(port: relay.port)
+        guard case .ready? = try mallory.login() else { return XCTFail("no READY") }
+        let alice = try TestClient(port: relay.port)
+        guard case .ready? = try alice.login() else { return XCTFail("no READY") }
+        for _ in 0..<3 { XCTAssertEqual(try mallory.post(try makePacket(payloadLength: 1000), to: box).isAccepted, true) }
+        let kept = try makePacket()
+        XCTAssertEqual(try alice.post(kept, to: box).isAccepted, true)
+        let server = relay.server
+        let before = server.onLoop { [server] in server.storedBytes } ?? 0
+        try relay.revoke(mallory.pseudonym!.publicKey)
+        let stats = { try? RelayStatistics.read(directory: relay.directory) }
+        XCTAssertEqual(stats()?.storedPackets, 1, "only Alice's packet is left")
+        XCTAssertTrue(eventually { (server.onLoop { [server] in server.storedBytes } ?? 0) == kept.count },
+                      "the running relay's stored bytes follow (\(before) before)")
+    }
+}
+
+extension RelayFrame {
+    var isAccepted: Bool { if case .accepted = self { return true } else { return false } }
+}
