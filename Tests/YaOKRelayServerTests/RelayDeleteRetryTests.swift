@@ -28,6 +28,7 @@ final class FlakyRelayStore: RelayStore, @unchecked Sendable {
     func storedBytes() throws -> Int { try inner.storedBytes() }
     func revoke(pseudonym: [UInt8], nowMs: Int64) throws { try inner.revoke(pseudonym: pseudonym, nowMs: nowMs) }
     func revokedPseudonyms() throws -> Set<[UInt8]> { try inner.revokedPseudonyms() }
+    func relayIdentifier() throws -> [UInt8] { try inner.relayIdentifier() }
     func loadCounters() throws -> RelayCounters { try inner.loadCounters() }
     func saveCounters(_ counters: RelayCounters, nowMs: Int64) throws { try inner.saveCounters(counters, nowMs: nowMs) }
     func storedPacketCount(nowMs: Int64) throws -> Int { try inner.storedPacketCount(nowMs: nowMs) }
