@@ -25,7 +25,7 @@ import Testing
     }
 
     static let floodToken = [UInt8](repeating: 0xff, count: 16)  // above the victim's: it dials
-    static let peerToken = [UInt8](repeating: 0xfe, count: 16)
+    static let peerToken = [UInt8](repeating: 0xff, count: 15) + [0xfe]  // above too (bar 2^-120)
 
     @Test func aFloodFromFreshSourcesDoesNotKeepASteadyPeerFromBeingDialed() throws {
         let (a, aNode, port) = try victim()
@@ -61,8 +61,11 @@ import Testing
         defer { a.stop(); b.stop(); withExtendedLifetime((aNode, bNode)) {} }
         let peer = try BeaconSenders(count: 1, first: 1)
         let beacon = Beacon(token: Self.peerToken, tcpPort: bPort).encoded
-        peer.send(beacon, from: 0, toPort: port)
-        let first = try aNode.waitForOpenLink()
+        let first = try waitFor("the first link", timeout: 10) { () -> FakeLink? in
+            peer.send(beacon, from: 0, toPort: port)
+            pause(nanoseconds: 100_000_000)
+            return aNode.openLinks.first
+        }
         first.authenticate()
         first.setContact(true)
         try waitUntil("the contact noted") { a.diagnostics().serialized.contains("\"peer\":\"contact\"") }
