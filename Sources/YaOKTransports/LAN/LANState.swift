@@ -71,6 +71,14 @@ struct DiscoveredPeer {
     var unconnectedSince: UInt64?
     /// Monotonic ns of our last connection attempt (the per-address rate limit).
     var lastAttempt: UInt64?
+    /// Beacons heard in the current run: one after another, none more than two of our beacon
+    /// intervals after the last (monotonic ns since `runStart`). A peer that has beaconed
+    /// steadily is preferred for the dials a flood of one-off beacons competes for.
+    var beaconsInRun = 1
+    var runStart: UInt64 = 0
+    /// Its beacon asked for a dial that the overall budget had no room for yet: one is chosen
+    /// at random among these when the budget has room again.
+    var pending = false
 }
 
 /// A peer from `Options.staticPeers`: always connected to, reconnected with backoff.
@@ -145,6 +153,16 @@ struct LANState {
     /// address and port alone would let one source send us to every port of a host.
     var dialsBySource: [UInt32: Int] = [:]
     var dialWindowStart: UInt64 = 0
+    /// Endpoints (address and listening port) we connected to and found a contact, and when
+    /// (monotonic ns; at most `maxDiscoveredPeers`, the oldest go): their beacons are dialed
+    /// outside the overall and per-source budgets, which a flood of spoofed beacons can use up.
+    var contactEndpoints: [IPv4Endpoint: UInt64] = [:]
+    /// The subnets of our interfaces a beacon's source must be on (`BeaconSource`), and when
+    /// they were read (monotonic ns; read again at most once a second, when a source is not on them).
+    var subnets: [BeaconSource.Subnet] = []
+    var subnetsReadAt: UInt64 = 0
+    /// Beacons ignored for their source address (not on a subnet of ours, or not a unicast one).
+    var beaconsIgnored = 0
     var closedCount = 0
     var recentCloses: [ClosedConnection] = []
 }

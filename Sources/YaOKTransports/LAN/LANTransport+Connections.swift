@@ -83,7 +83,7 @@ extension LANTransport {
     /// Asks the links not yet known to be authenticated, or whose peer is not known to be a
     /// contact, what they are now — outside the lock (a link takes the node's lock) — and
     /// notes it. A stranger we connected to is not connected to again from its beacons for
-    /// `strangerBackoff`.
+    /// `strangerBackoff`; a contact we connected to is dialed again outside the dial budgets.
     func refreshAuthentication() {
         let pending = state.withLock { s in
             s.connections.values.compactMap { c -> (UInt64, any TransportLink)? in
@@ -105,7 +105,16 @@ extension LANTransport {
                     c.authenticatedAt = now
                 }
                 c.contact = contact
+                if contact == true, c.direction == .outbound {
+                    if s.contactEndpoints[c.remote] == nil, s.contactEndpoints.count >= options.maxDiscoveredPeers,
+                       let oldest = s.contactEndpoints.min(by: { $0.value < $1.value })?.key {
+                        s.contactEndpoints.removeValue(forKey: oldest)
+                    }
+                    s.contactEndpoints[c.remote] = now
+                    s.recentStrangers.removeValue(forKey: c.remote)
+                }
                 if contact == false, c.direction == .outbound {
+                    s.contactEndpoints.removeValue(forKey: c.remote)
                     if s.recentStrangers.count >= options.maxDiscoveredPeers,
                        let soonest = s.recentStrangers.min(by: { $0.value < $1.value })?.key {
                         s.recentStrangers.removeValue(forKey: soonest)

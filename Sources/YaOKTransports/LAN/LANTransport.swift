@@ -90,7 +90,8 @@ public final class LANTransport: Transport {
         public var maxReconnectDelay: Double = 60
         /// The least time between two connection attempts to one discovered address.
         public var connectAttemptInterval: Double = 10
-        /// At most this many discovered peers are remembered (the least recently heard go).
+        /// At most this many discovered peers are remembered (when full, a new one replaces one
+        /// of those heard least steadily: `peerToForgetLocked`).
         public var maxDiscoveredPeers = 64
 
         public init() {}

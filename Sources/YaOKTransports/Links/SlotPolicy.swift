@@ -45,8 +45,9 @@ struct SlotPolicy {
     ///
     /// The victim is first the oldest inbound connection whose handshake has not finished (it
     /// had the longest to finish), then the oldest whose authenticated peer is a stranger,
-    /// either direction. Contacts, peers the node cannot place, and unfinished outbound
-    /// connections (to a peer we chose) are never evicted.
+    /// either direction (only inbound ones for an inbound newcomer while the inbound limit is
+    /// reached: an outbound victim would free no inbound slot). Contacts, peers the node
+    /// cannot place, and unfinished outbound connections (to a peer we chose) are never evicted.
     func makeRoom<Address>(among occupants: [Occupant<Address>], for address: Address,
                            inbound: Bool) -> [(id: UInt64, why: Eviction)]? {
         var victims: [(id: UInt64, why: Eviction)] = []
@@ -69,8 +70,13 @@ struct SlotPolicy {
             victims.append(v)
         }
         let inboundLimit = maxConnections - reservedOutboundSlots
-        while count({ _ in true }) >= maxConnections || (inbound && count({ $0.inbound }) >= inboundLimit) {
-            guard let v = victim({ _ in true }) else { return nil }
+        while true {
+            let totalFull = count({ _ in true }) >= maxConnections
+            let inboundFull = inbound && count({ $0.inbound }) >= inboundLimit
+            guard totalFull || inboundFull else { break }
+            // The inbound limit in the way: only an inbound victim frees room under it (and
+            // under the total too); an outbound one would be closed for nothing.
+            guard let v = victim(inboundFull ? { $0.inbound } : { _ in true }) else { return nil }
             victims.append(v)
         }
         return victims

@@ -58,6 +58,26 @@ import Testing
         #expect(policy.makeRoom(among: contacts, for: 8, inbound: true)?.isEmpty == true)
     }
 
+    @Test func onlyTheInboundLimitInTheWayEvictsOneInboundConnection() {
+        // 4 of 4 taken, 3 of 3 inbound: one inbound victim makes room under both limits;
+        // evicting the outbound stranger (the oldest) first frees no inbound slot, and a
+        // second connection would be closed for nothing.
+        let occupants = [
+            Self.occupant(1, address: 1, inbound: false, authenticated: true, contact: false),
+            Self.occupant(2, address: 2, authenticated: true, contact: false),
+            Self.occupant(3, address: 3, authenticated: true, contact: false),
+            Self.occupant(4, address: 4, authenticated: true, contact: false),
+        ]
+        #expect(policy.makeRoom(among: occupants, for: 9, inbound: true)?.map(\.id) == [2])
+        // With the total under its limit and only the inbound one full, the outbound stranger
+        // stays too.
+        let three = Array(occupants.dropLast())
+        let wider = SlotPolicy(maxConnections: 5, maxPerAddress: 2, reservedOutboundSlots: 3)
+        #expect(wider.makeRoom(among: three, for: 9, inbound: true)?.map(\.id) == [2])
+        // An outbound newcomer needs a slot of any kind: the oldest stranger, outbound, goes.
+        #expect(policy.makeRoom(among: occupants, for: 9, inbound: false)?.map(\.id) == [1])
+    }
+
     @Test func strangersBeyondTheCapAreTheNewest() {
         let occupants = (1...5).map { Self.occupant(UInt64($0), address: Int($0), authenticated: true, contact: $0 == 2 ? true : false) }
         #expect(SlotPolicy.strangersBeyond(2, among: occupants) == [4, 5])
