@@ -9,7 +9,8 @@ import YaOKSupport
 struct StatedRelayIdentifiers {
     /// Per route ("host:port"): the identifier it stated last, and when.
     var byRoute: [String: (identifier: [UInt8], ms: Int64)] = [:]
-    /// Routes whose sharing the app was told about in this run (once per route).
+    /// Routes the app was told share an identifier, in this run: a route in it does not
+    /// bring the notice again when its relay logs in again (every hour).
     var noticed: Set<String> = []
 
     /// Routes remembered (a new one pushes out the one heard from longest ago).
@@ -34,11 +35,13 @@ struct StatedRelayIdentifiers {
 }
 
 extension Node {
-    /// A carrier opened: remember what its relay stated and, the first time in this run that
-    /// this route shares its identifier with another, tell the app.
+    /// A carrier opened: remember what its relay stated and, when this route shares its
+    /// identifier with another and the app was not told about this route yet in this run,
+    /// tell it (once for a pair, not once per address of it).
     func noteStatedIdentifier(_ carrier: Carrier, _ s: inout NodeState, _ effects: inout Effects) {
         let others = s.delivery.statedIdentifiers.stated(carrier.relay, at: carrier.route, now: now)
-        guard !others.isEmpty, s.delivery.statedIdentifiers.noticed.insert(carrier.route).inserted else { return }
+        guard !others.isEmpty, !s.delivery.statedIdentifiers.noticed.contains(carrier.route) else { return }
+        s.delivery.statedIdentifiers.noticed.formUnion(others + [carrier.route])
         effects.events.append(.transportNotice(TransportNotice(
             transport: carrier.transport,
             message: "The relays at \(carrier.route) and \(others.joined(separator: ", ")) state the same relay identifier, "

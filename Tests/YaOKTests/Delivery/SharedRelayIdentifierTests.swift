@@ -9,9 +9,10 @@ import Testing
 /// mailboxes for this node (PROTOCOL.md §8.4): relays that coordinate could match them, so
 /// the node says so (issue 17 review). Also the bounds of the tables that track relays.
 @Suite struct SharedRelayIdentifierTests {
-    func isSharedNotice(_ e: NodeEvent) -> Bool {
-        if case .transportNotice(let n) = e { return n.message.contains("state the same relay identifier") }
-        return false
+    func isSharedNotice(_ e: NodeEvent) -> Bool { sharedNotice(e) != nil }
+    func sharedNotice(_ e: NodeEvent) -> String? {
+        if case .transportNotice(let n) = e, n.message.contains("state the same relay identifier") { return n.message }
+        return nil
     }
 
     @Test func twoAddressesStatingOneIdentifierAreNoticed() throws {
@@ -35,6 +36,15 @@ import Testing
         #expect(pair.alice.routesSharingRelayIdentifier(route: first.address) == [copy.address])
         #expect(pair.alice.routesSharingRelayIdentifier(route: copy.address) == [first.address])
         #expect(pair.alice.routesSharingRelayIdentifier(route: other.address).isEmpty)
+        // The first relay logging in again (every hour) says nothing new; a third address
+        // stating the identifier does (events come in order: once its notice is here, one
+        // for the re-login would be too).
+        first.disconnect(pair.alice)
+        try first.connect(pair.alice)
+        let third = MemoryRelay(identifier: [UInt8](repeating: 0x11, count: 16), address: "d.example:4433")
+        try third.connect(pair.alice)
+        #expect(events.wait { sharedNotice($0)?.hasPrefix("The relays at d.example:4433 and a.example:4433, c.example:4433") == true } != nil)
+        #expect(events.all.filter(isSharedNotice).count == 2)
     }
 
     @Test func theSameRelayReconnectingIsNotASecondRelay() throws {
