@@ -14,15 +14,20 @@ public final class Carrier: Sendable {
     public let id: UInt64
     /// The transport's name ("relay").
     public let transport: String
+    /// Where the user configured the service ("host:port" of a relay): what the node tracks
+    /// it by (missed acks, the route a re-post avoids). Not the identifier the relay states,
+    /// which any relay can copy from another's CHALLENGE (§8.3).
+    public let route: String
     /// The relay's identifier (its CHALLENGE, §8.2): the mailboxes of this service.
     public let relay: [UInt8]
 
     let callbacks: CarrierCallbacks
     private weak let node: Node?
 
-    init(id: UInt64, transport: String, relay: [UInt8], node: Node, callbacks: CarrierCallbacks) {
+    init(id: UInt64, transport: String, route: String, relay: [UInt8], node: Node, callbacks: CarrierCallbacks) {
         self.id = id
         self.transport = transport
+        self.route = route
         self.relay = relay
         self.node = node
         self.callbacks = callbacks

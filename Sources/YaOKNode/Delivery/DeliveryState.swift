@@ -43,6 +43,8 @@ struct DeliveryState {
     var carrierRejections: [String: (count: Int, since: Int64)] = [:]
     /// Messages relays stored, and relays that missed their acknowledgement window.
     var ackWatch = CarrierAckWatch()
+    /// The identifier each configured relay stated: two that state one are noticed (§8.4).
+    var statedIdentifiers = StatedRelayIdentifiers()
     /// `invalid_text` events logged per contact today (a contact must not flood the log).
     var invalidTexts = InvalidTextLog()
     /// The sender time of the last message sent (they strictly increase).

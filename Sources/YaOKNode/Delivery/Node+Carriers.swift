@@ -19,15 +19,17 @@ extension Node {
 
     /// Opens a carrier for a session that is ready (logged in). Needs the node unlocked:
     /// mailboxes are derived from the identity keys, and a lock ends the session. Due packets
-    /// for contacts with no direct link are posted to it at once. `relay`: the identifier the
-    /// relay stated (§8.2), which names its mailboxes.
-    public func openCarrier(transport: String, relay: [UInt8], callbacks: CarrierCallbacks) throws -> Carrier {
+    /// for contacts with no direct link are posted to it at once. `route`: where the user
+    /// configured the service (a relay's "host:port"), what the node tracks it by; `relay`:
+    /// the identifier the relay stated (§8.2), which names its mailboxes.
+    public func openCarrier(transport: String, route: String, relay: [UInt8], callbacks: CarrierCallbacks) throws -> Carrier {
         var effects = Effects()
         let carrier = try withUnlocked { store, _, s -> Carrier in
             let id = s.delivery.nextLinkID
             s.delivery.nextLinkID += 1
-            let carrier = Carrier(id: id, transport: transport, relay: relay, node: self, callbacks: callbacks)
+            let carrier = Carrier(id: id, transport: transport, route: route, relay: relay, node: self, callbacks: callbacks)
             s.delivery.carriers[id] = CarrierState(carrier: carrier)
+            noteStatedIdentifier(carrier, &s, &effects)
             noteActivity(transport, &s)
             try pump(store, &s, &effects)
             return carrier
@@ -68,7 +70,7 @@ extension Node {
                         // Sent, but not done with: without the recipient's ack by the deadline
                         // it goes again (a relay may lose what it stored).
                         try store.markCarried(id, until: t + Node.carriedAckTimeoutMs)
-                        s.delivery.ackWatch.carried(id, relay: carrier.relay, deadline: t + Node.carriedAckTimeoutMs)
+                        s.delivery.ackWatch.carried(id, route: carrier.route, deadline: t + Node.carriedAckTimeoutMs)
                         if let keys = s.keys, let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
                            m.status != .sent, m.status != .delivered {
                             _ = try setStatus(id, .sent, store, keys, &effects)
@@ -170,9 +172,9 @@ extension Node {
         for id in due where s.delivery.inflight[id] == nil {
             guard count < Node.pumpBatch else { break }
             // A message whose ack did not come through one relay goes through another if
-            // one is connected (Node+CarrierAckWatch.swift).
-            let avoid = s.delivery.ackWatch.missedAt[id]
-            let carrier = open.first { $0.relay != avoid } ?? first
+            // one is connected (Node+CarrierAckWatch.swift): by configured route, not by the
+            // identifier a relay states (a liar can state an honest relay's).
+            let carrier = CarrierAckWatch.pick(open, avoiding: s.delivery.ackWatch.missedAt[id] ?? []) ?? first
             guard s.delivery.inflight.bytes(on: carrier.id) < Node.linkWindowBytes else { continue }
             guard let row = try store.outboxRow(id), !served.contains(row.contactID),
                   let mailbox = s.delivery.peers?.outgoingMailbox(row.contactID, relay: carrier.relay) else { continue }

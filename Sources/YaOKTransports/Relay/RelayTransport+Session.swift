@@ -95,7 +95,7 @@ extension RelayTransport {
         }) else { return fail(generation, YaOKError(.malformedPacket, "Unexpected READY from the relay")) }
         let carrier: Carrier
         do {
-            carrier = try node.openCarrier(transport: name, relay: state.withLock { $0.relayIdentifier }, callbacks: CarrierCallbacks(
+            carrier = try node.openCarrier(transport: name, route: address.description, relay: state.withLock { $0.relayIdentifier }, callbacks: CarrierCallbacks(
                 post: { [weak self] posts in self?.post(posts, generation: generation) },
                 release: { [weak self] ids in self?.release(ids, generation: generation) },
                 mailboxesChanged: { [weak self] in self?.subscribe(generation: generation) },

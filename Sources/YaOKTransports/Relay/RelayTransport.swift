@@ -95,8 +95,11 @@ public final class RelayTransport: Transport, @unchecked Sendable {
 
     public func diagnostics() -> JSON {
         // Asked of the node outside our lock (the node calls transports outside its own).
-        let (node, relay) = state.withLock { ($0.node, $0.relayIdentifier) }
-        let missed = relay.isEmpty ? nil : node?.missedAcknowledgements(relay: relay)
+        // Tracked by the address we were configured with, not the identifier the relay
+        // states (another relay can state the same one, §8.3).
+        let node = state.withLock { $0.node }
+        let missed = node?.missedAcknowledgements(route: address.description)
+        let sharing = node?.routesSharingRelayIdentifier(route: address.description) ?? []
         return state.withLock { s in
             var fields: [(String, JSON)] = [
                 ("relay", .string(address.description)),
@@ -116,6 +119,8 @@ public final class RelayTransport: Transport, @unchecked Sendable {
             // Messages this relay stored that got no end-to-end ack within the hour (a relay
             // that accepts and drops shows here, and the node tells the app).
             fields.append(("missed_acks", missed.map { .object([("count", .int($0.count)), ("last_ms", .int($0.lastMs))]) } ?? .null))
+            // Other configured relays that stated this one's identifier (§8.4).
+            fields.append(("relay_id_shared_with", .array(sharing.map { .string($0) })))
             if let rate = s.rate {
                 fields.append(("rate_limit", .object([("per_hour", .int(Int64(rate.perHour))),
                                                       ("remaining_at_login", .int(Int64(rate.remaining)))])))

@@ -73,14 +73,14 @@ import Testing
         defer { pair.close() }
         let relay = MemoryRelay()
         let closed = Locked<String?>(nil)
-        let carrier = try pair.bob.openCarrier(transport: "relay", relay: relayID, callbacks: CarrierCallbacks(
+        let carrier = try pair.bob.openCarrier(transport: "relay", route: "relay.test:4433", relay: relayID, callbacks: CarrierCallbacks(
             post: { _ in }, release: { _ in }, mailboxesChanged: {}, closed: { reason in closed.withLock { $0 = reason } }))
         _ = relay
         #expect(try pair.bob.incomingMailboxes(relay: relayID).count == 1)
         try pair.bob.lock()
         #expect(eventually { closed.withLock { $0 } == "Locked" })
         #expect(!carrier.receive([1, 2, 3]))
-        #expect(throws: YaOKError(.locked)) { try pair.bob.openCarrier(transport: "relay", relay: relayID, callbacks: CarrierCallbacks(
+        #expect(throws: YaOKError(.locked)) { try pair.bob.openCarrier(transport: "relay", route: "relay.test:4433", relay: relayID, callbacks: CarrierCallbacks(
             post: { _ in }, release: { _ in }, mailboxesChanged: {}, closed: { _ in })) }
         #expect(throws: YaOKError(.locked)) { try pair.bob.incomingMailboxes(relay: relayID) }
     }
@@ -181,7 +181,7 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         let released = Locked<[MessageID]>([])
-        let carrier = try pair.bob.openCarrier(transport: "relay", relay: relayID, callbacks: CarrierCallbacks(
+        let carrier = try pair.bob.openCarrier(transport: "relay", route: "relay.test:4433", relay: relayID, callbacks: CarrierCallbacks(
             post: { _ in }, release: { ids in released.withLock { $0 += ids } }, mailboxesChanged: {}, closed: { _ in }))
         // A genuine packet from Alice with one byte of its ciphertext flipped.
         let m = try pair.alice.send(to: pair.bobID, text: "hello")

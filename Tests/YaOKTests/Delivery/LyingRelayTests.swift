@@ -25,12 +25,12 @@ import Testing
         try liar.connect(pair.alice)
         let m = try pair.alice.send(to: pair.bobID, text: "into the void")
         #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
-        #expect(pair.alice.missedAcknowledgements(relay: liar.identifier) == nil)
+        #expect(pair.alice.missedAcknowledgements(route: liar.address) == nil)
         clock.advance(seconds: 61 * 60)
         pair.alice.runDeliveryTimers()
         let notice = notices.wait { isMissNotice($0) }
         #expect(notice.map(isMissNotice) == true)
-        #expect(pair.alice.missedAcknowledgements(relay: liar.identifier)?.count == 1)
+        #expect(pair.alice.missedAcknowledgements(route: liar.address)?.count == 1)
         // Still sent (the relay did store it, as far as anyone can tell), and posted again.
         #expect(eventually { liar.posts.withLock { $0 } >= 2 })
     }
@@ -53,5 +53,31 @@ import Testing
         #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
         #expect(try pair.bob.texts(pair.aliceID) == ["take the other road"])
         #expect(liar.posts.withLock { $0 } == 1, "not posted to the lying relay again")
+    }
+
+    /// Anyone can read an honest relay's identifier from its CHALLENGE: a liar that states
+    /// it too must not look like the honest relay (the node would never route around it).
+    @Test func aLiarStatingTheHonestRelaysIdentifierIsStillAvoided() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let shared = [UInt8](repeating: 0xB2, count: 16)
+        let liar = MemoryRelay(identifier: shared, address: "liar.example:4433")
+        liar.state.withLock { $0.dropsEverything = true }
+        let honest = MemoryRelay(identifier: shared, address: "honest.example:4433")
+        try liar.connect(pair.alice)      // the first carrier: it gets the first post
+        try honest.connect(pair.alice)
+        try honest.connect(pair.bob)
+        let m = try pair.alice.send(to: pair.bobID, text: "same name, other road")
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
+        #expect(liar.posts.withLock { $0 } == 1 && honest.posts.withLock { $0 } == 0)
+        clock.advance(seconds: 61 * 60)
+        pair.alice.runDeliveryTimers()
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        #expect(try pair.bob.texts(pair.aliceID) == ["same name, other road"])
+        #expect(liar.posts.withLock { $0 } == 1, "not posted to the lying relay again")
+        // The misses are the liar's, not the honest relay's (diagnostics per configured relay).
+        #expect(pair.alice.missedAcknowledgements(route: liar.address)?.count == 1)
+        #expect(pair.alice.missedAcknowledgements(route: honest.address) == nil)
     }
 }

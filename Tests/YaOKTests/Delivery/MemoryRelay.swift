@@ -28,16 +28,19 @@ final class MemoryRelay: Sendable {
     let state = Mutex(State())
     /// The identifier this relay states (§8.2): its mailboxes derive from it.
     let identifier: [UInt8]
+    /// Where the node "configured" it (the carrier's route): unique unless a test gives one.
+    let address: String
 
-    init(identifier: [UInt8] = Array(0..<16)) {
+    init(identifier: [UInt8] = Array(0..<16), address: String? = nil) {
         self.identifier = identifier
+        self.address = address ?? "memory-relay-\(UUID().uuidString)"
     }
 
     /// Opens a session for `node`: a carrier, subscribed to the node's incoming mailboxes.
     @discardableResult
     func connect(_ node: Node) throws -> Carrier {
         let key = ObjectIdentifier(node)
-        let carrier = try node.openCarrier(transport: "relay", relay: identifier, callbacks: CarrierCallbacks(
+        let carrier = try node.openCarrier(transport: "relay", route: address, relay: identifier, callbacks: CarrierCallbacks(
             post: { [weak self] posts in self?.post(posts, from: key) },
             release: { [weak self] ids in self?.release(ids, from: key) },
             mailboxesChanged: { [weak self] in self?.subscribe(key) },

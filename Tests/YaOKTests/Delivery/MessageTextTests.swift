@@ -113,7 +113,7 @@ import Testing
         defer { pair.close() }
         let released = Locked<[MessageID]>([])
         let posted = Locked<Int>(0)
-        let carrier = try pair.bob.openCarrier(transport: "relay", relay: [UInt8](repeating: 0x42, count: 16),
+        let carrier = try pair.bob.openCarrier(transport: "relay", route: "relay.test:4433", relay: [UInt8](repeating: 0x42, count: 16),
                                                callbacks: CarrierCallbacks(
             post: { p in posted.withLock { $0 += p.count } }, release: { ids in released.withLock { $0 += ids } },
             mailboxesChanged: {}, closed: { _ in }))

@@ -127,6 +127,8 @@ func relayStatus(_ t: RelayTransport) -> String { t.status }
         let id = Hex.encode(try #require(relay.server?.relayIdentifier))
         #expect(a.diagnostics().serialized.contains("\"relay_id\":\"\(id)\""))
         #expect(b.diagnostics().serialized.contains("\"relay_id\":\"\(id)\""))
+        // One configured relay per node here: nothing shares its identifier (§8.4).
+        #expect(a.diagnostics().serialized.contains("\"relay_id_shared_with\":[]"))
     }
 
     @Test func aRelayThatIsDownIsRetriedUntilItComesBack() throws {
