@@ -37,6 +37,16 @@ extension Store {
                   .blob(mac)])
     }
 
+    /// Replaces a row's packet with the same message sealed again (same ID, kind, recipient
+    /// and expiry), MACed anew. Needs the store attached (unlocked).
+    package func replaceOutboxPacket(_ packetID: MessageID, packet: [UInt8]) throws {
+        guard let row = try outboxRow(packetID) else { return }
+        let mac = try requireAttached().mac(.outbox(packetID: packetID.bytes, kind: row.kind.rawValue, contactID: row.contactID,
+                                                    expiresAt: row.expiresAt, packet: packet))
+        try db.query("UPDATE outbox SET packet = ?, mac = ? WHERE packet_id = ?",
+                     [.blob(packet), .blob(mac), .blob(packetID.bytes)])
+    }
+
     /// The IDs of queued rows that are due at `now`, for `contactID` (nil: any contact but
     /// those in `excluding`, for a relay: contacts a direct link serves), in sending order.
     /// Without their packets: the caller skips those in flight and loads (and checks) only

@@ -7,8 +7,9 @@ import YaOKStore
 /// hour, with no sign to the person. So the node remembers which relay took each message
 /// and, when the hour for its acknowledgement passes with the message still in the outbox,
 /// counts the miss against that relay (diagnostics), tells the app once an hour per relay
-/// (a `TRANSPORT_NOTICE`), and posts it again through another relay if one is connected
-/// (a direct link to the recipient already takes it first, §6.1).
+/// (a `TRANSPORT_NOTICE`), seals it again (Node+Reseal.swift: the same bytes could not bring
+/// a lost acknowledgement back) and posts it through another relay if one is connected (a
+/// direct link to the recipient already takes it first, §6.1).
 ///
 /// Relays are told apart by their route (where the user configured them, `Carrier.route`),
 /// never by the identifier they state: any relay can read another's from its CHALLENGE and
@@ -82,6 +83,7 @@ extension Node {
             guard let row = try store.outboxRow(id), row.kind == .message else { continue }  // acked: gone
             missed[entry.route, default: 0] += 1
             s.delivery.ackWatch.missed(id, at: entry.route)
+            try reseal(row, store, &s)
         }
         for (route, count) in missed.sorted(by: { $0.key < $1.key }) {
             guard s.delivery.ackWatch.countMisses(count, at: route, now: t) else { continue }

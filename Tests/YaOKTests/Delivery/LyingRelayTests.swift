@@ -55,6 +55,30 @@ import Testing
         #expect(liar.posts.withLock { $0 } == 1, "not posted to the lying relay again")
     }
 
+    /// The relay took Bob's ack and lost it, and it is the only relay: the same bytes posted
+    /// again would be ACCEPTED and never stored (deletion notes), and Bob answers bytes he has
+    /// seen with a receipt only. Sealed again after the window (Node+Reseal.swift), the message
+    /// reaches Bob once more, he acknowledges it again, and Alice sees it delivered; Bob keeps
+    /// one copy.
+    @Test func aLostAckComesBackThroughTheSameRelayOnceTheMessageIsSealedAgain() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let relay = MemoryRelay()
+        relay.state.withLock { $0.acksToDrop = 1 }
+        try relay.connect(pair.alice)
+        try relay.connect(pair.bob)
+        let m = try pair.alice.send(to: pair.bobID, text: "did you get this?")
+        #expect(eventually { (try? pair.bob.texts(pair.aliceID)) == ["did you get this?"] })
+        #expect(eventually { relay.state.withLock { $0.acksToDrop } == 0 })
+        #expect(eventually { relay.state.withLock { !$0.deletedPackets.isEmpty } })
+        #expect(try pair.alice.status(of: m.messageID) == .sent)
+        clock.advance(seconds: 61 * 60)
+        pair.alice.runDeliveryTimers()
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        #expect(try pair.bob.texts(pair.aliceID) == ["did you get this?"])
+    }
+
     /// Anyone can read an honest relay's identifier from its CHALLENGE: a liar that states
     /// it too must not look like the honest relay (the node would never route around it).
     @Test func aLiarStatingTheHonestRelaysIdentifierIsStillAvoided() throws {

@@ -24,6 +24,11 @@ final class MemoryRelay: Sendable {
         var retryAfterMs: Int64 = 600_000
         /// A lying relay: answers ACCEPTED and stores nothing.
         var dropsEverything = false
+        /// Acks to lose (answered ACCEPTED, never stored), as a relay that lost them would.
+        var acksToDrop = 0
+        /// The packets its recipients deleted: an identical re-post is ACCEPTED and not
+        /// stored again, as the real relay's deletion notes do (PROTOCOL.md §8.3).
+        var deletedPackets: Set<[UInt8]> = []
     }
     let state = Mutex(State())
     /// The identifier this relay states (§8.2): its mailboxes derive from it.
@@ -91,7 +96,12 @@ final class MemoryRelay: Sendable {
                     refused.append(p.packetID)
                     continue
                 }
-                if s.dropsEverything {
+                if s.dropsEverything || s.deletedPackets.contains(p.packet) {
+                    accepted.append(p.packetID)
+                    continue
+                }
+                if !isMessage, s.acksToDrop > 0 {
+                    s.acksToDrop -= 1
                     accepted.append(p.packetID)
                     continue
                 }
@@ -117,6 +127,7 @@ final class MemoryRelay: Sendable {
             let drop = Set(ids)
             for m in session.mailboxes {
                 let before = s.mailboxes[m]?.count ?? 0
+                for packet in s.mailboxes[m] ?? [] where drop.contains(packet.id) { s.deletedPackets.insert(packet.packet) }
                 s.mailboxes[m]?.removeAll { drop.contains($0.id) }
                 s.deleted += before - (s.mailboxes[m]?.count ?? 0)
             }
