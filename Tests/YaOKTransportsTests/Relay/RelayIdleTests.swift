@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import YaOKSupport
+@testable import YaOKLoop
 @testable import YaOKNode
 @testable import YaOKTransports
 @testable import YaOKRelayServer
@@ -64,6 +65,26 @@ import Testing
         let m = try pair.alice.send(to: bobID, text: "first contact")
         try waitUntil("delivered", timeout: 10) { try pair.alice.messageStatus(m.messageID) == .delivered }
         #expect(try pair.bob.texts(aliceID) == ["first contact"])
+    }
+
+    /// A session the relay ends for doing nothing (it should not happen with a contact: the
+    /// client subscribes at READY) is no success: it does not reset the backoff, so such
+    /// endings space out instead of repeating every grace period. A used one does reset it.
+    @Test func aSessionThatDidNothingDoesNotResetTheBackoff() throws {
+        for used in [false, true] {
+            let t = try RelayTransport(address: RelayAddress("127.0.0.1:9"), pin: [UInt8](repeating: 1, count: 32),
+                                       caFile: nil, options: RelayPair.fast)
+            let generation = t.state.withLock { s -> UInt64 in
+                s.running = true
+                s.failures = 3
+                s.sessionUsed = used
+                s.readyAt = EventLoop.monotonicNanoseconds() &- 31_000_000_000  // lived 31 s
+                return s.generation
+            }
+            t.fail(generation, YaOKError(.relayUnavailable, "The relay ended the session: No SUBSCRIBE or POST within 30 s of READY"))
+            #expect(t.state.withLock { $0.failures } == (used ? 1 : 4), "used: \(used)")
+            t.stop()
+        }
     }
 }
 
