@@ -161,6 +161,36 @@ final class RelayPostCostTests: XCTestCase {
         XCTAssertEqual(limited.code, .rateLimited, "five POSTs, whatever their outcome, use up a limit of five")
     }
 
+    /// A POST refused after its signature was checked (storage full, the address's limit)
+    /// keeps its slot: re-sending one signed packet costs at most the pseudonym's limit of
+    /// verifications, then it is refused before the check (the pseudonym's own limit).
+    /// Each `unavailable` and each "of this IP address" answer is one verification.
+    func testRefusalsAfterTheSignatureCheckUseUpTheLimit() throws {
+        for path in ["storage full", "address limit"] {
+            relay.stop()
+            var c = testConfiguration()
+            c.ratePerHour = 5
+            if path == "storage full" { c.maxStoredBytes = 0 } else { c.addressRateMultiplier = 0 }
+            relay = try TestRelay(configuration: c)
+            let alice = try TestClient(port: relay.port)
+            guard case .ready? = try alice.login() else { return XCTFail("no READY") }
+            let box = mailbox(try SigningKey.random())
+            let packet = try makePacket()
+            var verified = 0
+            var refusedBeforeCheck = 0
+            for _ in 0..<40 {
+                guard case .error(let e) = try alice.post(packet, to: box) else { return XCTFail("\(path): stored") }
+                if e.code == .unavailable || e.message.contains("IP address") {
+                    verified += 1
+                } else if e.code == .rateLimited {
+                    refusedBeforeCheck += 1
+                }
+            }
+            XCTAssertEqual(verified, 5, "\(path): one verification per slot of the pseudonym's limit")
+            XCTAssertEqual(refusedBeforeCheck, 35, path)
+        }
+    }
+
     /// Bytes are limited per address as well as counts: big packets run out first.
     func testBytesPerAddressAreLimited() throws {
         relay.stop()

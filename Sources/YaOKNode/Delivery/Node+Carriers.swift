@@ -47,6 +47,13 @@ extension Node {
         }
     }
 
+    /// Whether a relay session would have anything to do: a contact, whose mailbox we
+    /// subscribe to and to whom we post (without one there is nothing to receive or send,
+    /// and a relay transport holds no session, §8.3). Needs the node unlocked.
+    public func hasRelayWork() throws -> Bool {
+        try withUnlocked { store, _, s in !(try peers(store, &s)?.byContact.isEmpty ?? true) }
+    }
+
     /// The relay-only key this node logs in to `relay` ("host:port") with: random, made the
     /// first time and kept sealed in the store (§8.2). Needs the node unlocked.
     public func relayPseudonym(for relay: String) throws -> SigningKey {
@@ -224,9 +231,14 @@ extension Node {
         return entry.count
     }
 
-    /// Contacts changed: carriers subscribe again.
+    /// Contacts changed: carriers subscribe again, and running transports hear of it (a
+    /// relay transport that held no session for want of a contact connects). Transports
+    /// are told from the loop, after this locked section.
     func notifyCarriersOfContacts(_ s: inout NodeState) {
         for c in s.delivery.carriers.values { s.delivery.carrierOut.append((c.carrier, .mailboxesChanged)) }
+        let running = s.delivery.transports.values.filter { $0.phase == .running }.map(\.transport)
+        guard !running.isEmpty else { return }
+        loop.post { for t in running { t.contactsChanged() } }
     }
 
     /// Hands queued carrier commands to their transports (event thread, after `outgoing`).

@@ -27,10 +27,14 @@ public protocol Transport: AnyObject, Sendable {
     /// The node was unlocked: a transport that needs the keys (a relay: its mailboxes and
     /// login) connects again. Called on the event thread.
     func nodeUnlocked()
+    /// Contacts were added, removed or changed: a transport that idles without a contact (a
+    /// relay) connects. Called on the event thread.
+    func contactsChanged()
 }
 
 extension Transport {
     public func nodeUnlocked() {}
+    public func contactsChanged() {}
 }
 
 /// A transport as the node manages it.

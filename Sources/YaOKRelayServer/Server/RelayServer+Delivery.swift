@@ -36,8 +36,9 @@ extension RelayServer {
                 c?.posts += 1
                 c?.output.append(.accepted(request: request))
             case .success(.rateLimited(let seconds)):
-                // Over the limit counted across every relay (a shared store).
-                giveBackSlot()
+                // Over the limit counted across every relay (a shared store). The slot
+                // stays taken here too: given back, the signed POST could be sent again
+                // and again, each costing a verification and a commit.
                 counters.withLock { $0.rateLimited += 1 }
                 let minutes = (seconds + 59) / 60
                 c?.output.append(.error(RelayErrorFrame(request: request, code: .rateLimited,
@@ -51,6 +52,8 @@ extension RelayServer {
             case .success(.deleted):
                 break
             case .failure(let error):
+                // The one refusal after the signature check that gives the slot back: the
+                // relay's own failure, which a client cannot cause.
                 giveBackSlot()
                 counters.withLock { $0.storageErrors += 1 }
                 c?.output.append(.error(RelayErrorFrame(request: request, code: .unavailable,

@@ -43,8 +43,11 @@ extension RelayServer {
         case .store(let post):
             c.active = true
             let pseudonym = session.pseudonym ?? []
+            // The POST's signature has been checked: every refusal from here on keeps its
+            // rate-limit slot, so that re-sending one signed packet that is refused (the
+            // address's limit, storage full) costs a verification only until the
+            // pseudonym's limit is used up, after which it is refused before the check.
             func refuse(_ code: RelayErrorFrame.Code, _ message: String, retryAfter: Int = 0) {
-                limiter.release(pseudonym, post.kind, takenAtMs: post.takenAtMs)
                 perform(.send(.error(RelayErrorFrame(request: post.request, code: code,
                                                      retryAfterSeconds: UInt32(clamping: retryAfter), message: message))), c, session)
             }

@@ -213,9 +213,11 @@ extension RelayTransport {
                 s.phase = .revoked
                 return (carrier, s.node, nil)
             }
-            // A session that lived a while was a success: the backoff starts over.
+            // A session that lived a while and was used (it subscribed or posted) was a
+            // success: the backoff starts over. One the relay ended for doing nothing backs
+            // off further each time rather than log in again every half minute.
             let lived = s.readyAt.map { Double(EventLoop.monotonicNanoseconds() &- $0) / 1e9 } ?? 0
-            if lived >= 30 { s.failures = 0 }
+            if lived >= 30 && s.sessionUsed { s.failures = 0 }
             s.readyAt = nil
             s.failures = once ? 0 : s.failures + 1
             let base = once ? 0 : min(options.maxBackoff, options.minBackoff * Double(1 << min(s.failures - 1, 16)))

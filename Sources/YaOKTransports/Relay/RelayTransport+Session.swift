@@ -79,6 +79,13 @@ extension RelayTransport {
     }
 
     private func sessionReady(lifetime: UInt32, perHour: UInt32, remaining: UInt32, generation: UInt64) {
+        // Without a contact there is nothing to receive or send: the login showed that the
+        // relay and its pin are right, and no session is held (the relay would end one that
+        // neither subscribes nor posts, §8.3) until the node says contacts changed.
+        if let node = state.withLock({ s in s.generation == generation && s.phase == .authenticating ? s.node : nil }),
+           (try? node.hasRelayWork()) == false {
+            return idleWithoutContacts(generation)
+        }
         guard let node = state.withLock({ s -> Node? in
             guard s.generation == generation, s.phase == .authenticating else { return nil }
             if let t = s.connectTimer { s.loop?.cancel(t) }
@@ -90,6 +97,7 @@ extension RelayTransport {
             s.lastError = nil
             s.lastSync = Clock.milliseconds()
             s.rate = (perHour, remaining)
+            s.sessionUsed = false
             scheduleTickLocked(&s)
             return s.node
         }) else { return fail(generation, YaOKError(.malformedPacket, "Unexpected READY from the relay")) }
@@ -129,6 +137,7 @@ extension RelayTransport {
                 for chunk in Array(fresh.prefix(room)).chunked(RelayFrame.maxSubscribePerFrame) {
                     let proofs = try chunk.map { try MailboxProof(mailbox: MailboxID(bytes: $0.publicKey), signature: $0.sign(signed)) }
                     for p in proofs { s.subscribed.insert(p.mailbox) }
+                    s.sessionUsed = true
                     try sendLocked(&s, .subscribe(proofs))
                 }
             } catch { failure = error }
@@ -148,6 +157,7 @@ extension RelayTransport {
                     s.nextRequest = s.nextRequest == UInt32.max ? 1 : s.nextRequest + 1
                     s.requests[request] = p.packetID
                     s.posted += 1
+                    s.sessionUsed = true
                     try sendLocked(&s, .post(request: request, mailbox: p.mailbox, signature: signature, packet: p.packet))
                 }
             } catch { failure = error }
@@ -196,6 +206,23 @@ extension RelayTransport {
         guard let id, let carrier else { return }
         carrier.refused(id, error: YaOKError(e.status, RelayText.shown(e.message)),
                         retryAfterMs: e.retryAfterSeconds > 0 ? Int64(e.retryAfterSeconds) * 1000 : nil)
+    }
+
+    /// Ends a session that has nothing to do (no contact) and waits, with no retry, for
+    /// `contactsChanged`. Not an error: the login succeeded.
+    private func idleWithoutContacts(_ generation: UInt64) {
+        state.withLock { s in
+            guard s.generation == generation else { return }
+            closeConnectionLocked(&s)
+            s.generation &+= 1
+            s.phase = .idle
+            s.failures = 0
+            s.readyAt = nil
+            s.nextRetryAt = nil
+            s.lastError = nil
+            s.lastSync = Clock.milliseconds()
+            s.certificateRejectionLogged = false
+        }
     }
 
     /// The node closed the carrier: locked (wait for the unlock) or closing.

@@ -10,7 +10,9 @@ import YaOKTLS
 /// While the session is up it is the node's `Carrier`: packets for contacts with no
 /// direct link are posted to their mailboxes, and ours are fetched and deleted once taken.
 /// A relay that is down is retried with exponential backoff and jitter; messages wait in
-/// the outbox meanwhile. A lock ends the session; an unlock starts a new one.
+/// the outbox meanwhile. A lock ends the session; an unlock starts a new one. A node with
+/// no contact logs in once and then holds no session ("Idle: no contacts yet") until the
+/// node reports a contact (`contactsChanged`).
 ///
 /// Threads: `start`, `stop` and `diagnostics` from any thread; all I/O on the node's loop.
 public final class RelayTransport: Transport, @unchecked Sendable {
@@ -87,7 +89,13 @@ public final class RelayTransport: Transport, @unchecked Sendable {
         if reconnect { connect() }
     }
 
-    /// "Connected", "Connecting…", "Disconnected: … Retrying in 8 s.", "Locked: …", "Revoked …".
+    /// Contacts changed: an idle transport (it had no contact) connects.
+    public func contactsChanged() {
+        let wake = state.withLock { $0.running && $0.phase == .idle }
+        if wake { connect() }
+    }
+
+    /// "Connected", "Connecting…", "Idle: no contacts yet", "Disconnected: … Retrying in 8 s.", "Locked: …", "Revoked …".
     public var status: String { state.withLock { $0.statusLine(now: Clock.milliseconds()) } }
 
     /// Why the last connection failed or ended, if it did.
@@ -133,7 +141,8 @@ public final class RelayTransport: Transport, @unchecked Sendable {
 /// The transport's state, under its lock. The TLS connection is used on the loop only.
 struct RelayState {
     enum Phase: String {
-        case stopped, connecting, handshaking, authenticating, connected, waiting, locked, revoked
+        /// `idle`: no session, for want of a contact (nothing to receive or send, §8.3).
+        case stopped, idle, connecting, handshaking, authenticating, connected, waiting, locked, revoked
     }
     var phase: Phase = .stopped
     var running = false
@@ -165,6 +174,9 @@ struct RelayState {
     /// must not make us log in in a tight loop).
     var readyAt: UInt64?
     var sessionLifetime: Double = 0
+    /// The session subscribed or posted: only such a one, ended after a while, resets the
+    /// backoff (the relay ends a session that does neither, §8.3).
+    var sessionUsed = false
     /// A certificate rejection is logged once until a session succeeds again.
     var certificateRejectionLogged = false
     var retryTimer: EventLoop.TimerID?
@@ -186,6 +198,7 @@ struct RelayState {
         case .connected: return "Connected"
         case .connecting, .handshaking, .authenticating: return "Connecting…"
         case .stopped: return "Disabled"
+        case .idle: return "Idle: no contacts yet"
         case .locked: return "Locked: connects after unlock"
         case .revoked: return "Revoked by the relay: \(lastError ?? "")"
         case .waiting:
