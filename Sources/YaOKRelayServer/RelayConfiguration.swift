@@ -81,6 +81,10 @@ public struct RelayConfiguration: Sendable {
     /// is 64 packets.
     public var deleteRefsPerSecond: Double = 1_024
     public var deleteRefsBurst: Double = 4_096
+    /// The same for all sessions of one client address together, so many sessions from
+    /// one address cannot multiply it.
+    public var deleteRefsPerSecondPerAddress: Double = 4_096
+    public var deleteRefsBurstPerAddress: Double = 16_384
     /// DELETE refs the store failed to take (the database away), kept in memory and tried
     /// again every `deleteRetrySeconds` until it takes them; past this many (about 3 MiB)
     /// the oldest are forgotten, and those packets come again in a later session.

@@ -86,8 +86,13 @@ public final class RelayServer: @unchecked Sendable {
     var deleteRetryToken: UInt64?
     var lastDeleteFailure: UInt64 = 0
     var forgottenDeleteRefs = 0
-    /// DELETE refs taken from sessions (for tests).
+    /// DELETE refs taken from sessions, and those of them ignored because the session
+    /// was never delivered them (for tests and stats).
     var deleteRefsTaken = 0
+    var ignoredDeleteRefs = 0
+    /// Per client address, its DELETE budget and when it was taken (only addresses below
+    /// a full burst; `RelayServer+DeleteBudget`).
+    var addressDeleteBudgets: [UInt32: (budget: Double, at: UInt64)] = [:]
     var lastPrune: UInt64 = 0
     var lastTop: UInt64 = 0
     var stopped = false
@@ -351,13 +356,14 @@ extension RelayServer {
             } else if !conn.needsRead.isEmpty {
                 pump(conn)
             }
-            if conn.deleteBudget != nil, connections[conn.id] != nil { updateInterest(conn) }  // read again once positive
+            if waitsOnDeleteBudget(conn), connections[conn.id] != nil { updateInterest(conn) }  // read again once positive
         }
         retryDeletes()
         compactSubscriptionIndex()
         if now &- lastPrune >= 60_000_000_000 {
             lastPrune = now
             limiter.prune(nowMs: Clock.milliseconds())
+            pruneDeleteBudgets(now: now)
             addressLimiter.prune(nowMs: Clock.milliseconds())
             addressBytes.prune(nowMs: Clock.milliseconds())
         }
