@@ -50,24 +50,43 @@ extension RelayServer {
         _ = malloc_trim(0)
     }
 
-    /// Whether this window's signature budget is spent (a new window starts a new budget).
-    func verificationBudgetSpent() -> Bool {
-        let now = EventLoop.monotonicNanoseconds()
-        if now &- verificationWindowStart >= Self.nanoseconds(configuration.verificationWindowSeconds) {
-            verificationWindowStart = now
-            verificationsInWindow = 0
+    /// Passes `c`'s decoded frames to its session in order, checking the relay's SUBSCRIBE
+    /// signature budget (a token bucket that carries debt, all connections together)
+    /// before each SUBSCRIBE: with no credit left the rest stay held and it returns false.
+    /// So the checks stay within the budget plus one frame's proofs (64), however many
+    /// frames one read holds.
+    func receiveHeldFrames(_ c: RelayConnection) -> Bool {
+        while let frame = c.heldFrames.first {
+            guard !c.isClosing, connections[c.id] != nil else {
+                c.heldFrames = []
+                return true
+            }
+            let now = verificationClock()
+            if frame.first == Self.subscribeFrameType, !verificationBudget.allows(now: now) { return false }
+            c.heldFrames.removeFirst()
+            let before = c.session?.verifications ?? 0
+            receive(c, frame)
+            let verified = (c.session?.verifications ?? 0) - before
+            if verified > 0 {
+                verificationBudget.spend(verified, now: now)
+                verificationsChecked += verified
+            }
         }
-        return verificationsInWindow >= configuration.verificationsPerWindow
+        return true
     }
 
-    /// Stops reading `c` until the next window (others are served meanwhile).
+    /// SUBSCRIBE's frame type (PROTOCOL.md §8.3).
+    static let subscribeFrameType: UInt8 = 0x02
+
+    /// Stops reading `c` until the budget has credit again (others are served meanwhile).
     func deferForVerifications(_ c: RelayConnection) {
         guard !c.deferredForVerifications else { return }
         c.deferredForVerifications = true
         deferredReads += 1
         updateInterest(c)
         let id = c.id
-        loop.schedule(after: configuration.verificationWindowSeconds) { [weak self] in
+        let wait = max(configuration.verificationWindowSeconds, verificationBudget.secondsToCredit())
+        loop.schedule(after: wait) { [weak self] in
             guard let self, let c = self.connections[id] else { return }
             c.deferredForVerifications = false
             self.updateInterest(c)

@@ -48,9 +48,14 @@ public final class RelayServer: @unchecked Sendable {
     /// Subscriptions per client address and in all (`RelayServer+Subscriptions`).
     var subscriptionsByAddress: [UInt32: Int] = [:]
     var totalSubscriptions = 0
-    /// SUBSCRIBE signatures checked in the current window, and when it began.
-    var verificationsInWindow = 0
-    var verificationWindowStart: UInt64 = 0
+    /// The SUBSCRIBE signature budget of the loop thread, all connections together
+    /// (`verificationsPerWindow` per `verificationWindowSeconds`, bursts of
+    /// `verificationsPerWindow`), its clock (tests stop it), and the checks so far.
+    lazy var verificationBudget = TokenBucket(
+        rate: Double(configuration.verificationsPerWindow) / configuration.verificationWindowSeconds,
+        burst: Double(configuration.verificationsPerWindow), now: verificationClock())
+    var verificationClock: () -> UInt64 = { EventLoop.monotonicNanoseconds() }
+    var verificationsChecked = 0
     /// Reads put off for the signature budget (for tests).
     var deferredReads = 0
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
