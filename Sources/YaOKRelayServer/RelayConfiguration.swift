@@ -51,6 +51,9 @@ public struct RelayConfiguration: Sendable {
     /// Subscriptions of all sessions from one IPv4 address, and of all sessions: a
     /// SUBSCRIBE past either ends its session with ERROR notSubscribed.
     public var maxSubscriptionsPerAddress: Int = 16_384
+    /// Of all sessions from one /24. At `maxTotalSubscriptions`, a SUBSCRIBE from another
+    /// /24 that would hold fewer closes sessions of the /24 holding the most.
+    public var maxSubscriptionsPerPrefix: Int = 65_536
     public var maxTotalSubscriptions: Int = 1_000_000
     /// SUBSCRIBE signatures checked on the loop thread, all connections together, per
     /// `verificationWindowSeconds`: past it, connections whose last read checked

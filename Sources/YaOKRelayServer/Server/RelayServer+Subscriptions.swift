@@ -4,25 +4,52 @@ import YaOKLoop
 import YaOKWire
 
 /// Subscription caps beyond the session's own 4,096 proofs (issue 17 §2): per client
-/// address and in all, so that a few addresses cannot make the relay hold millions of
-/// cursors; and memory given back once sessions close. Loop thread only.
+/// address, per /24 and in all, so that a few addresses cannot make the relay hold
+/// millions of cursors, and one /24 cannot lock newcomers out (at the total, the /24
+/// holding the most gives way, as with connection slots); and memory given back once
+/// sessions close. Loop thread only.
 extension RelayServer {
-    /// Whether `added` more subscriptions fit for `c`'s address and in all; if not, ends
-    /// its session (ERROR notSubscribed) and returns false.
+    /// Whether `added` more subscriptions fit for `c`'s address, its /24 and in all (at
+    /// the total, after evicting sessions of the /24 holding the most, if that is another
+    /// /24 holding more than `c`'s would); if not, ends its session (ERROR notSubscribed)
+    /// and returns false.
     func admitSubscriptions(_ c: RelayConnection, _ added: Int) -> Bool {
+        func refuse(_ message: String) -> Bool {
+            endSession(c, RelayErrorFrame(request: 0, code: .notSubscribed, message: message))
+            return false
+        }
         let address = subscriptionsByAddress[c.address, default: 0]
         if address + added > configuration.maxSubscriptionsPerAddress {
-            endSession(c, RelayErrorFrame(request: 0, code: .notSubscribed,
-                                          message: "More than \(configuration.maxSubscriptionsPerAddress) subscriptions from this IP address"))
-            return false
+            return refuse("More than \(configuration.maxSubscriptionsPerAddress) subscriptions from this IP address")
         }
-        if totalSubscriptions + added > configuration.maxTotalSubscriptions {
-            endSession(c, RelayErrorFrame(request: 0, code: .notSubscribed,
-                                          message: "The relay holds its most subscriptions: try again later"))
-            return false
+        let prefix = c.address >> 8
+        let inPrefix = subscriptionsByPrefix[prefix, default: 0]
+        if inPrefix + added > configuration.maxSubscriptionsPerPrefix {
+            return refuse("More than \(configuration.maxSubscriptionsPerPrefix) subscriptions from this /24")
+        }
+        while totalSubscriptions + added > configuration.maxTotalSubscriptions {
+            guard evictSubscriptions(for: prefix, holding: inPrefix + added) else {
+                return refuse("The relay holds its most subscriptions: try again later")
+            }
         }
         subscriptionsByAddress[c.address] = address + added
+        subscriptionsByPrefix[prefix] = inPrefix + added
         totalSubscriptions += added
+        return true
+    }
+
+    /// Closes the session with the most subscriptions in the /24 holding the most, if that
+    /// /24 is not `prefix` and holds more than `held` (what `prefix` would hold); returns
+    /// whether one was closed. Runs only at the total (a scan of the /24s and connections).
+    private func evictSubscriptions(for prefix: UInt32, holding held: Int) -> Bool {
+        guard let (victimPrefix, victimHeld) = subscriptionsByPrefix.max(by: { $0.value < $1.value }),
+              victimPrefix != prefix, victimHeld > held,
+              let victim = connections.values.filter({ $0.address >> 8 == victimPrefix && !$0.cursors.isEmpty })
+                  .max(by: { $0.cursors.count < $1.cursors.count })
+        else { return false }
+        evictedConnections += 1
+        evictedForSubscriptions += 1
+        finish(victim, "evicted: the relay holds its most subscriptions and \(Self.dottedQuad(victimPrefix << 8))/24 holds \(victimHeld)")
         return true
     }
 
@@ -33,6 +60,9 @@ extension RelayServer {
         totalSubscriptions -= n
         if let count = subscriptionsByAddress[c.address] {
             subscriptionsByAddress[c.address] = count > n ? count - n : nil
+        }
+        if let count = subscriptionsByPrefix[c.address >> 8] {
+            subscriptionsByPrefix[c.address >> 8] = count > n ? count - n : nil
         }
     }
 

@@ -47,6 +47,9 @@ public final class RelayServer: @unchecked Sendable {
     var subscribers: [MailboxID: Set<UInt64>] = [:]
     /// Subscriptions per client address and in all (`RelayServer+Subscriptions`).
     var subscriptionsByAddress: [UInt32: Int] = [:]
+    var subscriptionsByPrefix: [UInt32: Int] = [:]
+    /// Sessions closed to make room for another /24's subscriptions (for tests).
+    var evictedForSubscriptions = 0
     var totalSubscriptions = 0
     /// The SUBSCRIBE signature budget of the loop thread, all connections together
     /// (`verificationsPerWindow` per `verificationWindowSeconds`, bursts of
