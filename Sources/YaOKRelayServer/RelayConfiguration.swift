@@ -10,6 +10,8 @@ public struct RelayConfiguration: Sendable {
     /// Bytes of packets one IPv4 address may post per rolling hour, summed over its
     /// pseudonyms (the count limits allow about 59 MB; this binds first).
     public var addressBytesPerHour: Int = 32 << 20
+    /// The same for all addresses of one /24 together.
+    public var prefixBytesPerHour: Int = 128 << 20
     /// All packets stored, in bytes: past this, POSTs get ERROR unavailable ("storage is
     /// full") until DELETEs or expiry free room. DELETEs still work.
     public var maxStoredBytes: Int = 8 << 30

@@ -128,7 +128,8 @@ public final class RelayServer: @unchecked Sendable {
         limiter = RateLimiter(messagesPerHour: configuration.ratePerHour, acksPerHour: configuration.ackRatePerHour)
         addressLimiter = RateLimiter(messagesPerHour: configuration.ratePerHour * configuration.addressRateMultiplier,
                                      acksPerHour: configuration.ackRatePerHour * configuration.addressRateMultiplier)
-        addressBytes = ByteRateLimiter(bytesPerHour: configuration.addressBytesPerHour)
+        addressBytes = ByteRateLimiter(bytesPerHour: configuration.addressBytesPerHour,
+                                       prefixBytesPerHour: configuration.prefixBytesPerHour)
         listener = fd
         port = bound.port
         caps = Self.caps(configuration, descriptorLimit: Self.raiseDescriptorLimit())
