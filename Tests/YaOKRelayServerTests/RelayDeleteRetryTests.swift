@@ -103,6 +103,11 @@ final class RelayDeleteRetryTests: XCTestCase {
         }
         XCTAssertTrue(eventually { server.onLoop { [server] in server.forgottenDeleteRefs } == 7 })
         XCTAssertEqual(server.onLoop { [server] in server.retainedDeleteRefs }, 5)
+        // Saved as a total, and shown by `yaok-relay stats` (text and JSON).
+        XCTAssertTrue(eventually { (try? store.loadCounters().forgottenDeletes) == 7 })
+        let stats = try RelayStatistics.read(directory: directory)
+        XCTAssertTrue(stats.text.contains("forgotten deletes: 7 "), stats.text)
+        XCTAssertTrue(stats.json(top: 0).serialized.contains("\"forgotten_deletes\":7"), stats.json(top: 0).serialized)
     }
 }
 

@@ -44,6 +44,8 @@ public final class RelayServer: @unchecked Sendable {
     var evictedConnections = 0
     /// `evicted` as saved by earlier runs (the counter is a total across restarts).
     var evictedBase: Int64 = 0
+    /// `forgotten_deletes` as saved by earlier runs (a total too).
+    var forgottenBase: Int64 = 0
     var subscribers: [MailboxID: Set<UInt64>] = [:]
     /// Subscriptions per client address and in all (`RelayServer+Subscriptions`).
     var subscriptionsByAddress: [UInt32: Int] = [:]
@@ -142,6 +144,7 @@ public final class RelayServer: @unchecked Sendable {
             saved.connected = 0
             saved.retainedDeletes = 0
             evictedBase = saved.evicted
+            forgottenBase = saved.forgottenDeletes
             counters = Locked(saved)
         } catch {
             RelaySocket.close(fd)
@@ -385,6 +388,7 @@ extension RelayServer {
         let outages = store.health?.outages ?? 0
         let caps = self.caps
         let evicted = Int64(evictedConnections), retained = Int64(retainedDeletes.count)
+        let forgotten = Int64(forgottenDeleteRefs)
         counters.withLock {
             $0.connected = Int64(connections.count)
             $0.databaseOutages = outages
@@ -393,6 +397,7 @@ extension RelayServer {
             $0.capPerPrefix = Int64(caps.perPrefix)
             $0.descriptorLimit = Int64(clamping: caps.descriptorLimit)
             $0.evicted = evictedBase + evicted
+            $0.forgottenDeletes = forgottenBase + forgotten
             $0.retainedDeletes = retained
         }
         loop.schedule(after: c.tickSeconds) { [weak self] in self?.tick() }
