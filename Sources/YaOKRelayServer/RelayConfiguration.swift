@@ -10,6 +10,8 @@ public struct RelayConfiguration: Sendable {
     /// Bytes of packets one IPv4 address may post per rolling hour, summed over its
     /// pseudonyms (the count limits allow about 59 MB; this binds first).
     public var addressBytesPerHour: Int = 32 << 20
+    /// The same for all addresses of one /24 together.
+    public var prefixBytesPerHour: Int = 128 << 20
     /// All packets stored, in bytes: past this, POSTs get ERROR unavailable ("storage is
     /// full") until DELETEs or expiry free room. DELETEs still work.
     public var maxStoredBytes: Int = 8 << 30
@@ -51,6 +53,9 @@ public struct RelayConfiguration: Sendable {
     /// Subscriptions of all sessions from one IPv4 address, and of all sessions: a
     /// SUBSCRIBE past either ends its session with ERROR notSubscribed.
     public var maxSubscriptionsPerAddress: Int = 16_384
+    /// Of all sessions from one /24. At `maxTotalSubscriptions`, a SUBSCRIBE from another
+    /// /24 that would hold fewer closes sessions of the /24 holding the most.
+    public var maxSubscriptionsPerPrefix: Int = 65_536
     public var maxTotalSubscriptions: Int = 1_000_000
     /// SUBSCRIBE signatures checked on the loop thread, all connections together, per
     /// `verificationWindowSeconds`: past it, connections whose last read checked
@@ -81,6 +86,10 @@ public struct RelayConfiguration: Sendable {
     /// is 64 packets.
     public var deleteRefsPerSecond: Double = 1_024
     public var deleteRefsBurst: Double = 4_096
+    /// The same for all sessions of one client address together, so many sessions from
+    /// one address cannot multiply it.
+    public var deleteRefsPerSecondPerAddress: Double = 4_096
+    public var deleteRefsBurstPerAddress: Double = 16_384
     /// DELETE refs the store failed to take (the database away), kept in memory and tried
     /// again every `deleteRetrySeconds` until it takes them; past this many (about 3 MiB)
     /// the oldest are forgotten, and those packets come again in a later session.

@@ -33,6 +33,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Messages per pseudonym per hour (acks: ten times as many).") var rateLimit = 100
     @Option(help: "Packets one mailbox may hold.") var mailboxQuota = 1000
     @Option(help: "Bytes of packets one IPv4 address may post per rolling hour (default 32 MiB).") var addressBytesPerHour = 32 << 20
+    @Option(help: "Bytes of packets all IPv4 addresses of one /24 may post per rolling hour (default 128 MiB).") var prefixBytesPerHour = 128 << 20
     @Option(help: "Session lifetime in seconds.") var sessionLifetime = 3600.0
     @Option(help: "Most simultaneous connections (clamped to the open-files limit, which the relay raises to its hard limit, less 64).") var maxConnections = 10_000
     @Option(help: "Most simultaneous connections from one IPv4 address.") var maxConnectionsPerAddress = 64
@@ -49,7 +50,7 @@ struct Serve: ParsableCommand {
         guard selfSigned != (cert != nil || key != nil), selfSigned || (cert != nil && key != nil) else {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
-        guard rateLimit >= 1, mailboxQuota >= 1, addressBytesPerHour >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxConnectionsPerPrefix >= 1, activityGrace >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
+        guard rateLimit >= 1, mailboxQuota >= 1, addressBytesPerHour >= 1, prefixBytesPerHour >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxConnectionsPerPrefix >= 1, activityGrace >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
               maxStoredBytes >= 1, minFreeBytes >= 0, poolSize >= 1 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
@@ -70,6 +71,7 @@ struct Serve: ParsableCommand {
         configuration.ratePerHour = rateLimit
         configuration.mailboxQuotaPackets = mailboxQuota
         configuration.addressBytesPerHour = addressBytesPerHour
+        configuration.prefixBytesPerHour = prefixBytesPerHour
         configuration.sessionLifetimeSeconds = sessionLifetime
         configuration.maxConnections = maxConnections
         configuration.maxConnectionsPerAddress = maxConnectionsPerAddress

@@ -81,20 +81,33 @@ final class RelayDeleteRetryTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = FlakyRelayStore(try SQLiteRelayStore(directory: directory))
         var c = testConfiguration()
-        c.maxRetainedDeleteRefs = 100
+        c.maxRetainedDeleteRefs = 5
         c.deleteRetrySeconds = 3600
         let server = try RelayServer(configuration: c, store: store, security: .plaintextForTesting, host: "127.0.0.1", port: 0)
         defer { server.stop() }
         let box = try SigningKey.random()
+        let alice = try TestClient(port: server.port)
+        guard case .ready? = try alice.login() else { return XCTFail("no READY") }
+        for i in 0..<12 {
+            XCTAssertEqual(try alice.post(try makePacket(), to: mailbox(box)), .accepted(request: UInt32(i + 1)))
+        }
         let bob = try TestClient(port: server.port)
         guard case .ready? = try bob.login() else { return XCTFail("no READY") }
         _ = try bob.subscribe([box])
+        // Only refs the session was delivered go to the disk (§8.5).
+        let refs = try bob.delivered(12).map { StoredPacketRef(mailbox: $0.0, messageID: try messageID(of: $0.1)) }
+        XCTAssertEqual(refs.count, 12)
         store.failing.withLock { $0 = true }
-        for _ in 0..<3 {
-            try bob.send(.delete((0..<64).map { _ in StoredPacketRef(mailbox: mailbox(box), messageID: .random()) }))
+        for i in 0..<3 {
+            try bob.send(.delete(Array(refs[(i * 4)..<(i * 4 + 4)])))
         }
-        XCTAssertTrue(eventually { server.onLoop { [server] in server.forgottenDeleteRefs } == 92 })
-        XCTAssertEqual(server.onLoop { [server] in server.retainedDeleteRefs }, 100)
+        XCTAssertTrue(eventually { server.onLoop { [server] in server.forgottenDeleteRefs } == 7 })
+        XCTAssertEqual(server.onLoop { [server] in server.retainedDeleteRefs }, 5)
+        // Saved as a total, and shown by `yaok-relay stats` (text and JSON).
+        XCTAssertTrue(eventually { (try? store.loadCounters().forgottenDeletes) == 7 })
+        let stats = try RelayStatistics.read(directory: directory)
+        XCTAssertTrue(stats.text.contains("forgotten deletes: 7 "), stats.text)
+        XCTAssertTrue(stats.json(top: 0).serialized.contains("\"forgotten_deletes\":7"), stats.json(top: 0).serialized)
     }
 }
 
@@ -128,5 +141,41 @@ final class RelayDeleteRateTests: XCTestCase {
         usleep(300_000)
         XCTAssertLessThanOrEqual(server.onLoop { [server] in server.deleteRefsTaken } ?? 0, 3 * 256,
                                  "at most one read past the budget")
+    }
+
+    /// Many sessions of one address share its DELETE budget: they cannot multiply it
+    /// (issue 17 §2: 64 sessions took 37,956 refs/s).
+    func testSessionsOfOneAddressShareItsDeleteBudget() throws {
+        var c = testConfiguration()
+        c.deleteRefsPerSecond = 1e12
+        c.deleteRefsBurst = 1e12
+        c.deleteRefsPerSecondPerAddress = 10
+        c.deleteRefsBurstPerAddress = 256
+        let relay = try TestRelay(configuration: c)
+        defer {
+            relay.stop()
+            try? FileManager.default.removeItem(atPath: relay.directory)
+        }
+        let box = try SigningKey.random()
+        var flooders: [TestClient] = []
+        for _ in 0..<4 {
+            let flooder = try TestClient(port: relay.port)
+            guard case .ready? = try flooder.login() else { return XCTFail("no READY") }
+            _ = try flooder.subscribe([box])
+            flooders.append(flooder)
+        }
+        for _ in 0..<4 {
+            for flooder in flooders {
+                try flooder.send(.delete((0..<256).map { _ in StoredPacketRef(mailbox: mailbox(box), messageID: .random()) }))
+            }
+            usleep(50_000)
+        }
+        let server = relay.server
+        XCTAssertTrue(eventually { (server.onLoop { [server] in server.deleteRefsTaken } ?? 0) >= 512 })
+        usleep(300_000)
+        // Each session may have one read past the budget when it went below zero; without a
+        // budget per address all 16 frames (4,096 refs) are taken at once.
+        XCTAssertLessThanOrEqual(server.onLoop { [server] in server.deleteRefsTaken } ?? 0, 8 * 256)
+        XCTAssertEqual(server.onLoop { [server] in server.ignoredDeleteRefs }, server.onLoop { [server] in server.deleteRefsTaken })
     }
 }

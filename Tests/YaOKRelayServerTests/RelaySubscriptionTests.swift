@@ -50,7 +50,8 @@ final class RelaySubscriptionTests: XCTestCase {
         // Another address: 8 more would pass the relay's 16.
         let c = try client(relay, from: 0x7F00_0201)
         XCTAssertEqual(try c.subscribe(Array(keys.prefix(7))), 7)
-        let d = try client(relay, from: 0x7F00_0301)
+        // From the /24 that holds the most: refused (another /24 would evict it, below).
+        let d = try client(relay, from: 0x7F00_0102)
         try d.send(d.subscribeFrame(Array(keys.prefix(2))))
         (closed, frames) = d.waitForClose(timeout: 5)
         XCTAssertTrue(closed)
@@ -60,6 +61,38 @@ final class RelaySubscriptionTests: XCTestCase {
         XCTAssertTrue(eventually { relay.server.onLoop { [server = relay.server] in server.totalSubscriptions } == 7 })
         let e = try client(relay, from: 0x7F00_0101)
         XCTAssertEqual(try e.subscribe(keys), 8)
+    }
+
+    /// One /24 cannot hold every subscription: it is capped (4× an address by default),
+    /// and at the total a newcomer from a /24 holding fewer evicts a session of the /24
+    /// holding the most (issue 17 §2: 62 addresses locked everyone out).
+    func testOnePrefixCannotLockNewcomersOutOfSubscribing() throws {
+        let relay = try startRelay {
+            $0.maxSubscriptionsPerAddress = 8
+            $0.maxSubscriptionsPerPrefix = 16
+            $0.maxTotalSubscriptions = 24
+        }
+        let keys = try (0..<8).map { _ in try SigningKey.random() }
+        let a1 = try client(relay, from: 0x7F00_0101)
+        XCTAssertEqual(try a1.subscribe(keys), 8)
+        let a2 = try client(relay, from: 0x7F00_0102)
+        XCTAssertEqual(try a2.subscribe(keys), 8)
+        // A third address of the same /24 passes the /24's 16.
+        let a3 = try client(relay, from: 0x7F00_0103)
+        try a3.send(a3.subscribeFrame(keys))
+        let (closed, frames) = a3.waitForClose(timeout: 5)
+        XCTAssertTrue(closed)
+        XCTAssertEqual(sessionErrors(frames), [.notSubscribed])
+        let b = try client(relay, from: 0x7F00_0201)
+        XCTAssertEqual(try b.subscribe(keys), 8)
+        // The relay is full (24): a newcomer of a third /24 gets in; one session of the
+        // /24 holding the most (16) is closed for it.
+        let c = try client(relay, from: 0x7F00_0301)
+        XCTAssertEqual(try c.subscribe(Array(keys.prefix(4))), 4)
+        let server = relay.server
+        XCTAssertEqual(server.onLoop { [server] in server.evictedForSubscriptions }, 1)
+        XCTAssertEqual(server.onLoop { [server] in server.totalSubscriptions }, 20)
+        XCTAssertEqual(server.onLoop { [server] in server.subscriptionsByPrefix[0x7F_0001] }, 8)
     }
 
     /// Sessions that each subscribe to the same 4,096 mailboxes: relay memory per session,

@@ -8,6 +8,9 @@ struct OutputQueue {
     static let chunk = 16 * 1024
     private var bytes: [UInt8] = []
     private var sent = 0
+    /// Every DELIVER of a session goes out through here, so this is where what it was
+    /// sent is noted (what its DELETEs may name).
+    var delivered = DeliveredRefs()
 
     var count: Int { bytes.count - sent }
     var isEmpty: Bool { count == 0 }
@@ -15,6 +18,7 @@ struct OutputQueue {
     /// Appends `frame` with its u16 length prefix. Frames the relay builds are always
     /// within `RelayFrame.maxLength`.
     mutating func append(_ frame: RelayFrame) {
+        if case .deliver(let mailbox, let packet) = frame { delivered.note(mailbox, packet: packet) }
         let payload = frame.encode()
         compactIfWorthIt()
         bytes.appendBigEndian(UInt64(payload.count), count: Frame.prefixLength)

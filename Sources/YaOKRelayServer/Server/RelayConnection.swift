@@ -33,9 +33,10 @@ final class RelayConnection {
     /// It has subscribed (a mailbox added) or posted: past `activityGraceSeconds` after
     /// READY a session that has done neither ends.
     var active = false
-    /// Its last read checked SUBSCRIBE signatures, and it waits for the next window of the
-    /// relay's verification budget (`RelayServer+Subscriptions`).
-    var verifying = false
+    /// Frames decoded and not yet passed to the session (at most one read's): held while
+    /// the relay's SUBSCRIBE signature budget has no credit, and it is not read meanwhile
+    /// (`RelayServer+Subscriptions`).
+    var heldFrames: ArraySlice<[UInt8]> = []
     var deferredForVerifications = false
     /// POSTs waiting for the disk.
     var pendingPosts = 0

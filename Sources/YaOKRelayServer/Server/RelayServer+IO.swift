@@ -66,13 +66,10 @@ extension RelayServer {
     private func readSome(_ c: RelayConnection) {
         guard let channel = c.channel else { return }
         for _ in 0..<Self.readsPerWake {
-            // SUBSCRIBE signatures cost the loop thread: a connection that is checking
-            // them waits for the next window once the budget is spent.
-            if c.verifying && verificationBudgetSpent() {
-                deferForVerifications(c)
-                return
-            }
             guard connections[c.id] != nil, !c.isClosing, !stopped, !readPaused(c) else { return }
+            // Frames held back from the last read (the signature budget ran out) go first.
+            guard receiveHeldFrames(c) else { return deferForVerifications(c) }
+            guard connections[c.id] != nil, !c.isClosing, !readPaused(c) else { return }
             let result: ChannelRead
             do {
                 result = try channel.read(maxBytes: Self.readSize)
@@ -99,15 +96,10 @@ extension RelayServer {
                     counters.withLock { $0.rejected += 1 }
                     return
                 }
-                let verifiedBefore = c.session?.verifications ?? 0
-                for frame in frames {
-                    guard !c.isClosing else { break }
-                    receive(c, frame)
-                }
-                let verified = (c.session?.verifications ?? 0) - verifiedBefore
-                c.verifying = verified > 0
-                verificationsInWindow += verified
+                c.heldFrames = frames[...]
+                let done = receiveHeldFrames(c)
                 flush(c)
+                guard done else { return deferForVerifications(c) }
             }
         }
         // The bound stopped us, not the socket: TLS may hold decrypted bytes that epoll

@@ -82,7 +82,8 @@ extension RelayServer {
             }
             disk.submit(DiskThread.Write(token: token, write: .post(stored)))
         case .delete(let refs):
-            spendDeleteBudget(c, refs.count)
+            let refs = spendDeleteBudget(c, refs)
+            guard !refs.isEmpty else { return }  // none it was delivered: no disk work
             let token = takeToken()
             pendingDeletes[token] = (c.id, refs.count)
             c.pendingDeleteRefs += refs.count

@@ -44,13 +44,23 @@ public final class RelayServer: @unchecked Sendable {
     var evictedConnections = 0
     /// `evicted` as saved by earlier runs (the counter is a total across restarts).
     var evictedBase: Int64 = 0
+    /// `forgotten_deletes` as saved by earlier runs (a total too).
+    var forgottenBase: Int64 = 0
     var subscribers: [MailboxID: Set<UInt64>] = [:]
     /// Subscriptions per client address and in all (`RelayServer+Subscriptions`).
     var subscriptionsByAddress: [UInt32: Int] = [:]
+    var subscriptionsByPrefix: [UInt32: Int] = [:]
+    /// Sessions closed to make room for another /24's subscriptions (for tests).
+    var evictedForSubscriptions = 0
     var totalSubscriptions = 0
-    /// SUBSCRIBE signatures checked in the current window, and when it began.
-    var verificationsInWindow = 0
-    var verificationWindowStart: UInt64 = 0
+    /// The SUBSCRIBE signature budget of the loop thread, all connections together
+    /// (`verificationsPerWindow` per `verificationWindowSeconds`, bursts of
+    /// `verificationsPerWindow`), its clock (tests stop it), and the checks so far.
+    lazy var verificationBudget = TokenBucket(
+        rate: Double(configuration.verificationsPerWindow) / configuration.verificationWindowSeconds,
+        burst: Double(configuration.verificationsPerWindow), now: verificationClock())
+    var verificationClock: () -> UInt64 = { EventLoop.monotonicNanoseconds() }
+    var verificationsChecked = 0
     /// Reads put off for the signature budget (for tests).
     var deferredReads = 0
     var sessionsByPseudonym: [[UInt8]: Set<UInt64>] = [:]
@@ -86,8 +96,13 @@ public final class RelayServer: @unchecked Sendable {
     var deleteRetryToken: UInt64?
     var lastDeleteFailure: UInt64 = 0
     var forgottenDeleteRefs = 0
-    /// DELETE refs taken from sessions (for tests).
+    /// DELETE refs taken from sessions, and those of them ignored because the session
+    /// was never delivered them (for tests and stats).
     var deleteRefsTaken = 0
+    var ignoredDeleteRefs = 0
+    /// Per client address, its DELETE budget and when it was taken (only addresses below
+    /// a full burst; `RelayServer+DeleteBudget`).
+    var addressDeleteBudgets: [UInt32: (budget: Double, at: UInt64)] = [:]
     var lastPrune: UInt64 = 0
     var lastTop: UInt64 = 0
     var stopped = false
@@ -115,7 +130,8 @@ public final class RelayServer: @unchecked Sendable {
         limiter = RateLimiter(messagesPerHour: configuration.ratePerHour, acksPerHour: configuration.ackRatePerHour)
         addressLimiter = RateLimiter(messagesPerHour: configuration.ratePerHour * configuration.addressRateMultiplier,
                                      acksPerHour: configuration.ackRatePerHour * configuration.addressRateMultiplier)
-        addressBytes = ByteRateLimiter(bytesPerHour: configuration.addressBytesPerHour)
+        addressBytes = ByteRateLimiter(bytesPerHour: configuration.addressBytesPerHour,
+                                       prefixBytesPerHour: configuration.prefixBytesPerHour)
         listener = fd
         port = bound.port
         caps = Self.caps(configuration, descriptorLimit: Self.raiseDescriptorLimit())
@@ -128,6 +144,7 @@ public final class RelayServer: @unchecked Sendable {
             saved.connected = 0
             saved.retainedDeletes = 0
             evictedBase = saved.evicted
+            forgottenBase = saved.forgottenDeletes
             counters = Locked(saved)
         } catch {
             RelaySocket.close(fd)
@@ -351,13 +368,14 @@ extension RelayServer {
             } else if !conn.needsRead.isEmpty {
                 pump(conn)
             }
-            if conn.deleteBudget != nil, connections[conn.id] != nil { updateInterest(conn) }  // read again once positive
+            if waitsOnDeleteBudget(conn), connections[conn.id] != nil { updateInterest(conn) }  // read again once positive
         }
         retryDeletes()
         compactSubscriptionIndex()
         if now &- lastPrune >= 60_000_000_000 {
             lastPrune = now
             limiter.prune(nowMs: Clock.milliseconds())
+            pruneDeleteBudgets(now: now)
             addressLimiter.prune(nowMs: Clock.milliseconds())
             addressBytes.prune(nowMs: Clock.milliseconds())
         }
@@ -370,6 +388,7 @@ extension RelayServer {
         let outages = store.health?.outages ?? 0
         let caps = self.caps
         let evicted = Int64(evictedConnections), retained = Int64(retainedDeletes.count)
+        let forgotten = Int64(forgottenDeleteRefs)
         counters.withLock {
             $0.connected = Int64(connections.count)
             $0.databaseOutages = outages
@@ -378,6 +397,7 @@ extension RelayServer {
             $0.capPerPrefix = Int64(caps.perPrefix)
             $0.descriptorLimit = Int64(clamping: caps.descriptorLimit)
             $0.evicted = evictedBase + evicted
+            $0.forgottenDeletes = forgottenBase + forgotten
             $0.retainedDeletes = retained
         }
         loop.schedule(after: c.tickSeconds) { [weak self] in self?.tick() }

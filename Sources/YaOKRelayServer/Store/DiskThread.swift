@@ -171,7 +171,9 @@ final class DiskThread: @unchecked Sendable {
                 if now >= nextSweep {
                     nextSweep = now + UInt64(configuration.sweepSeconds * 1e9)
                     round.expiredBytes = (try? store.deleteExpired(nowMs: Clock.milliseconds()))?.bytes ?? 0
-                    if store.isShared { round.storedBytes = try? store.storedBytes() }
+                    // Read again each sweep on any store: a purge by `revoke` of a pseudonym
+                    // already on the list (or another relay's writes) is counted within 10 s.
+                    round.storedBytes = try? store.storedBytes()
                 }
             }
             if !round.writes.isEmpty || !round.reads.isEmpty || round.revoked != nil || round.expiredBytes > 0

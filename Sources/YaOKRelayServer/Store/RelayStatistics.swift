@@ -73,6 +73,7 @@ public struct RelayStatistics: Sendable, Equatable {
             ("storage_errors", .int(counters.storageErrors)),
             ("database_outages", .int(counters.databaseOutages)),
             ("evicted", .int(counters.evicted)),
+            ("forgotten_deletes", .int(counters.forgottenDeletes)),
         ]
         if isCurrent() {
             fields += [
@@ -114,6 +115,7 @@ public struct RelayStatistics: Sendable, Equatable {
             revoked:           \(revokedPseudonyms) pseudonym(s), \(counters.revokedSessions) session(s) ended or refused
             storage errors:    \(counters.storageErrors)
             evicted:           \(counters.evicted) connection(s) closed to make room for a newcomer
+            forgotten deletes: \(counters.forgottenDeletes) DELETE ref(s) dropped past the retry list's cap
             """ + (running ? """
 
             caps in force:     \(counters.capConnections) connections (open-files limit \(counters.descriptorLimit)), \(counters.capPerAddress) per IPv4 address, \(counters.capPerPrefix) per /24

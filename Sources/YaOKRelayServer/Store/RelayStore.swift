@@ -225,6 +225,9 @@ public struct RelayCounters: Sendable, Equatable {
     public var descriptorLimit: Int64 = 0
     public var evicted: Int64 = 0
     public var retainedDeletes: Int64 = 0
+    /// DELETE refs dropped from the retry list past its cap (a total): those packets are
+    /// delivered again in a later session.
+    public var forgottenDeletes: Int64 = 0
     /// The pseudonyms with the most posts in the last hour (at most 100), most first:
     /// saved with the counters, for `yaok-relay stats --top`.
     public var topPosters: [RelayTopPoster] = []
@@ -233,7 +236,7 @@ public struct RelayCounters: Sendable, Equatable {
 
     static let names = ["connected", "accepted", "delivered", "deleted", "rejected", "rate_limited", "revoked_sessions",
                         "storage_errors", "database_outages", "cap_connections", "cap_per_address", "cap_per_prefix",
-                        "descriptor_limit", "evicted", "retained_deletes"]
+                        "descriptor_limit", "evicted", "retained_deletes", "forgotten_deletes"]
 
     /// The figures that describe the running relay now, not totals: a stopped relay's are
     /// not shown, and a cluster adds up only the running relays'.
@@ -242,7 +245,7 @@ public struct RelayCounters: Sendable, Equatable {
 
     var values: [Int64] {
         [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions, storageErrors, databaseOutages,
-         capConnections, capPerAddress, capPerPrefix, descriptorLimit, evicted, retainedDeletes]
+         capConnections, capPerAddress, capPerPrefix, descriptorLimit, evicted, retainedDeletes, forgottenDeletes]
     }
 
     mutating func set(_ name: String, _ value: Int64) {
@@ -262,6 +265,7 @@ public struct RelayCounters: Sendable, Equatable {
         case "descriptor_limit": descriptorLimit = value
         case "evicted": evicted = value
         case "retained_deletes": retainedDeletes = value
+        case "forgotten_deletes": forgottenDeletes = value
         default: break
         }
     }

@@ -229,15 +229,18 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     // MARK: - Revocation and counters
 
     public func revoke(pseudonym: [UInt8], nowMs: Int64) throws {
+        // One transaction: the revocation, what it stored (relay_purge takes the mailboxes'
+        // locks in key order, as writes do), and the NOTIFY, which goes out at COMMIT so
+        // relays listening end the pseudonym's sessions at once, not at their next poll.
         try pool.withConnection { c in
-            try c.query("revoke", """
-                INSERT INTO revoked (pseudonym, revoked_ms) VALUES ($1, $2) ON CONFLICT (pseudonym) DO NOTHING
-                """, types: [PostgresType.bytea, PostgresType.int8], [.bytes(pseudonym), .int(nowMs)])
-            // What it stored goes too (its own transactions, a mailbox at a time).
-            _ = try c.query("purge", "SELECT relay_purge($1)", types: [PostgresType.bytea],
-                            [.bytes(PosterTag.of(pseudonym, key: noteKey))], timeout: 60)
-            // Relays listening end the pseudonym's sessions at once, not at their next poll.
-            try c.execute("NOTIFY yaok_relay_revoked")
+            try transaction(c) {
+                try c.query("revoke", """
+                    INSERT INTO revoked (pseudonym, revoked_ms) VALUES ($1, $2) ON CONFLICT (pseudonym) DO NOTHING
+                    """, types: [PostgresType.bytea, PostgresType.int8], [.bytes(pseudonym), .int(nowMs)])
+                _ = try c.query("purge", "SELECT relay_purge($1)", types: [PostgresType.bytea],
+                                [.bytes(PosterTag.of(pseudonym, key: noteKey))], timeout: 60)
+                try c.execute("NOTIFY yaok_relay_revoked")
+            }
         }
     }
 
