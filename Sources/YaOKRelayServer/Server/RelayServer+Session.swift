@@ -66,7 +66,7 @@ extension RelayServer {
             if case .limited(let seconds) = addressBytes.take(address, post.post.packet.count, nowMs: post.takenAtMs) {
                 addressLimiter.release(address, post.kind, takenAtMs: post.takenAtMs)
                 let minutes = (seconds + 59) / 60
-                return refuse(.rateLimited, "Byte limit of this IP address reached. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").",
+                return refuse(.rateLimited, "Byte limit of this IP address or its /24 reached. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").",
                               retryAfter: seconds)
             }
             let token = takeToken()
