@@ -125,7 +125,9 @@ import Testing
         #expect(a.connectionCount == 3)
         #expect(a.diagnostics().field("evicted_connections") == 7)  // the oldest unfinished went
         // A connection whose handshake has finished with a contact is never evicted: with three
-        // of them, a fourth from that address is refused.
+        // of them, a fourth from that address is refused. (Each connection's link is opened
+        // on the loop after its accept: wait for all three, or one stays unfinished.)
+        try waitUntil("the three links opened") { aNode.openLinks.count == 3 }
         for link in aNode.openLinks {
             link.authenticate()
             link.setContact(true)
