@@ -215,6 +215,15 @@ final class PostgresRelayStoreTests: RelayStoreTests {
         guard case .stored = try other.commit([charged(true)], nowMs: now, quota: quota)[0] else { return XCTFail("acks have their own limit") }
         // An hour later the slots are free again.
         guard case .stored = try other.commit([charged()], nowMs: now + 3_600_001, quota: quota)[0] else { return XCTFail() }
+        // The shared count names no pseudonym: a copy of the database cannot tie the last
+        // hour's packets (their received_ms) to who posted them (PROTOCOL.md §8.5).
+        guard let pg = store as? PostgresRelayStore else { return XCTFail() }
+        let keys = try pg.pool.withConnection { c in
+            let rows = try c.query("rate_log_keys_test", "SELECT DISTINCT pseudonym FROM rate_log", types: [], [])
+            return (0..<rows.count).map { rows.bytes($0, 0) }
+        }
+        XCTAssertFalse(keys.isEmpty)
+        XCTAssertFalse(keys.contains(pseudonym), "rate_log holds the pseudonym in clear")
     }
 
     func testConcurrentBatchesFromTwoRelaysKeepEachMailboxInOrder() throws {

@@ -121,7 +121,9 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
             """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8, t.bytea, t.bytea], [
                 .bytes(post.mailbox.bytes), .bytes(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs),
                 .bytes(post.packet), .int(Int64(quota.packets)), .int(Int64(quota.bytes)),
-                .bytes(charge?.pseudonym ?? []), .int(charge?.isAck == true ? 1 : 0), .int(Int64(charge?.limit ?? 0)),
+                // rate_log is keyed by the poster tag, never the pseudonym: a copy of the
+                // database must not name who posted each packet of the last hour (§8.5).
+                .bytes(charge.map { PosterTag.of($0.pseudonym, key: noteKey) } ?? []), .int(charge?.isAck == true ? 1 : 0), .int(Int64(charge?.limit ?? 0)),
                 .int(RateLimiter.windowMs), .bytes(DeletionNote.of(mailbox: post.mailbox, packet: post.packet, key: noteKey)),
                 .bytes(post.poster.map { PosterTag.of($0, key: noteKey) } ?? []),  // empty: NULL, none known
             ])
