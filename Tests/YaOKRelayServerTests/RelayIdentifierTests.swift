@@ -8,21 +8,10 @@ import XCTest
 /// The relay identifier (PROTOCOL.md §8.2): stated in every CHALLENGE, kept in the store, so
 /// it survives a restart and every relay of a cluster over one database states the same one;
 /// clients derive their mailboxes there from it.
-final class RelayIdentifierTests: XCTestCase {
-    var relays: [TestRelay] = []
-
-    override func tearDown() {
-        for r in relays {
-            r.stop()
-            try? FileManager.default.removeItem(atPath: r.directory)
-        }
-        relays = []
-    }
+final class RelayIdentifierTests: RelayTestCase {
 
     func start(directory: String? = nil, backend: StoreBackend = .sqlite, conninfo: String? = nil) throws -> TestRelay {
-        let r = try TestRelay(directory: directory, backend: backend, conninfo: conninfo)
-        relays.append(r)
-        return r
+        kept(try TestRelay(directory: directory, backend: backend, conninfo: conninfo))
     }
 
     func testChallengeStatesTheStoredIdentifierAndARestartKeepsIt() throws {

@@ -8,25 +8,7 @@ import XCTest
 /// The server's behaviour end to end over loopback, without TLS (`.plaintextForTesting`):
 /// store and forward, live pushes, idempotence, quotas, limits, revocation, timeouts.
 /// On SQLite here; `PostgresRelayServerTests` runs every one of them on PostgreSQL.
-class RelayServerTests: XCTestCase {
-    var relays: [TestRelay] = []
-    var backend: StoreBackend { .sqlite }
-
-    override func tearDown() {
-        for r in relays {
-            r.stop()
-            try? FileManager.default.removeItem(atPath: r.directory)
-        }
-        relays = []
-    }
-
-    func startRelay(_ configure: (inout RelayConfiguration) -> Void = { _ in }) throws -> TestRelay {
-        var c = testConfiguration()
-        configure(&c)
-        let r = try TestRelay(configuration: c, backend: backend)
-        relays.append(r)
-        return r
-    }
+class RelayServerTests: RelayTestCase {
 
     func readyClient(_ relay: TestRelay, key: SigningKey? = nil) throws -> TestClient {
         let client = try TestClient(port: relay.port)

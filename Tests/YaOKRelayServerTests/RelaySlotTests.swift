@@ -8,24 +8,7 @@ import XCTest
 
 /// Connection slots under abuse (issue 17 §2): caps per address and per /24, room made
 /// for a newcomer when full, sessions that do nothing end, one session per pseudonym.
-final class RelaySlotTests: XCTestCase {
-    var relays: [TestRelay] = []
-
-    override func tearDown() {
-        for r in relays {
-            r.stop()
-            try? FileManager.default.removeItem(atPath: r.directory)
-        }
-        relays = []
-    }
-
-    func startRelay(_ configure: (inout RelayConfiguration) -> Void = { _ in }) throws -> TestRelay {
-        var c = testConfiguration()
-        configure(&c)
-        let r = try TestRelay(configuration: c)
-        relays.append(r)
-        return r
-    }
+final class RelaySlotTests: RelayTestCase {
 
     /// 127.0.`network`.`host` in host byte order.
     func loopback(_ network: UInt32, _ host: UInt32 = 1) -> UInt32 { 0x7F00_0000 | network << 8 | host }

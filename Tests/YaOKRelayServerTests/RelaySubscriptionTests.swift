@@ -8,24 +8,7 @@ import XCTest
 
 /// Subscriptions under abuse (issue 17 §2): capped per address and in all; what a flood of
 /// them costs (printed, not asserted: a figure, not a property).
-final class RelaySubscriptionTests: XCTestCase {
-    var relays: [TestRelay] = []
-
-    override func tearDown() {
-        for r in relays {
-            r.stop()
-            try? FileManager.default.removeItem(atPath: r.directory)
-        }
-        relays = []
-    }
-
-    func startRelay(_ configure: (inout RelayConfiguration) -> Void) throws -> TestRelay {
-        var c = testConfiguration()
-        configure(&c)
-        let r = try TestRelay(configuration: c)
-        relays.append(r)
-        return r
-    }
+final class RelaySubscriptionTests: RelayTestCase {
 
     func client(_ relay: TestRelay, from address: UInt32) throws -> TestClient {
         let c = try TestClient(port: relay.port, from: address)

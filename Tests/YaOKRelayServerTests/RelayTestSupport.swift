@@ -50,6 +50,33 @@ func signedPost(request: UInt32, mailbox box: MailboxID, packet: [UInt8]) -> Rel
 }
 
 /// Configuration for tests: fast ticks and maintenance.
+/// The relays a test case starts, stopped and removed after each test.
+class RelayTestCase: XCTestCase {
+    var relays: [TestRelay] = []
+    var backend: StoreBackend { .sqlite }
+
+    override func tearDown() {
+        for r in relays {
+            r.stop()
+            try? FileManager.default.removeItem(atPath: r.directory)
+        }
+        relays = []
+    }
+
+    /// A relay with the tests' configuration, changed by `configure`, over `backend`.
+    func startRelay(_ configure: (inout RelayConfiguration) -> Void = { _ in }) throws -> TestRelay {
+        var c = testConfiguration()
+        configure(&c)
+        return kept(try TestRelay(configuration: c, backend: backend))
+    }
+
+    /// `relay`, stopped and removed after the test.
+    func kept(_ relay: TestRelay) -> TestRelay {
+        relays.append(relay)
+        return relay
+    }
+}
+
 func testConfiguration() -> RelayConfiguration {
     var c = RelayConfiguration()
     c.tickSeconds = 0.05
