@@ -429,10 +429,7 @@ extension BLETransport {
     }
 
     private func noteAuthenticated(_ candidates: [(UInt64, any TransportLink)]) {
-        let answers = candidates.compactMap { id, link -> (UInt64, any TransportLink, Bool?)? in
-            guard link.isAuthenticated else { return nil }
-            return (id, link, link.peerIsContact)
-        }
+        let answers = SlotPolicy.authenticated(candidates)
         guard !answers.isEmpty else { return }
         let now = EventLoop.monotonicNanoseconds()
         state.withLock { s in

@@ -91,10 +91,7 @@ extension LANTransport {
                 return (c.id, link)
             }
         }
-        let answers = pending.compactMap { id, link -> (UInt64, any TransportLink, Bool?)? in
-            guard link.isAuthenticated else { return nil }
-            return (id, link, link.peerIsContact)
-        }
+        let answers = SlotPolicy.authenticated(pending)
         guard !answers.isEmpty else { return }
         let now = EventLoop.monotonicNanoseconds()
         state.withLock { s in

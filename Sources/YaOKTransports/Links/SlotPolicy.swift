@@ -21,6 +21,13 @@ struct SlotPolicy {
         let contact: Bool?
     }
 
+    /// Of these connections' links, those whose handshake has completed, with whether the
+    /// peer is a contact: what `Occupant.authenticated` and `contact` are refreshed from.
+    /// Asked outside the transport's lock (a link reads the node's state under its own).
+    static func authenticated(_ candidates: [(UInt64, any TransportLink)]) -> [(UInt64, any TransportLink, Bool?)] {
+        candidates.compactMap { id, link in link.isAuthenticated ? (id, link, link.peerIsContact) : nil }
+    }
+
     /// Why a connection is evicted.
     enum Eviction: Equatable {
         /// An inbound connection whose handshake had not finished.
