@@ -1,3 +1,5 @@
+import YaOKWire
+
 /// How a relay runs: its limits and timeouts (docs/PROTOCOL.md §8.3, §8.5). The defaults
 /// are the protocol's; tests shorten the timeouts.
 public struct RelayConfiguration: Sendable {
@@ -15,6 +17,15 @@ public struct RelayConfiguration: Sendable {
     /// All packets stored, in bytes: past this, POSTs get ERROR unavailable ("storage is
     /// full") until DELETEs or expiry free room. DELETEs still work.
     public var maxStoredBytes: Int = 8 << 30
+    /// Bytes of stored packets one IPv4 address may hold, summed over its pseudonyms and
+    /// the mailboxes it posted to, until DELETEs, expiry or a revocation free them: past
+    /// it, its POSTs get ERROR unavailable. Counted in the store (keyed hashes of the
+    /// address, `HolderTag`), so it holds across restarts and a cluster. nil: a 32nd of
+    /// `maxStoredBytes` (256 MiB of the default 8 GiB). See `storedQuotas` for the clamp.
+    public var addressStoredBytes: Int?
+    /// The same for all addresses of one /24 together. nil: an 8th of `maxStoredBytes`
+    /// (1 GiB of the default 8 GiB).
+    public var prefixStoredBytes: Int?
     /// Free space the file system of `dataDirectory` must keep (checked at most once a
     /// second): below it, POSTs get ERROR unavailable as above.
     public var minFreeDiskBytes: Int = 512 << 20
@@ -113,6 +124,16 @@ public struct RelayConfiguration: Sendable {
     public var sessionLog: (@Sendable (String) -> Void)?
 
     public init() {}
+
+    /// The stored-byte quotas in force: the /24's at most `maxStoredBytes`, the address's
+    /// at most the /24's, and each at least one packet of the largest size (17,408 bytes),
+    /// so that something can always be posted.
+    public var storedQuotas: (address: Int, prefix: Int) {
+        let total = max(maxStoredBytes, Wire.maxPacketLength)
+        let prefix = min(max(prefixStoredBytes ?? total / 8, Wire.maxPacketLength), total)
+        let address = min(max(addressStoredBytes ?? total / 32, Wire.maxPacketLength), prefix)
+        return (address, prefix)
+    }
 
     /// The ack limit per hour.
     public var ackRatePerHour: Int { ratePerHour * ackRateMultiplier }

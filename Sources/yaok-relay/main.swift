@@ -42,6 +42,8 @@ struct Serve: ParsableCommand {
     @Option(help: "Most connections from one IPv4 address still in TLS or AUTH (not yet READY).") var maxPendingPerAddress = 32
     @Option(help: "Seconds of silence before a connection is closed.") var idleTimeout = 120.0
     @Option(help: "Bytes of packets the relay stores in all; beyond, POSTs get ERROR unavailable (default 8 GiB).") var maxStoredBytes = 8 << 30
+    @Option(help: "Bytes of stored packets one IPv4 address may hold, over all its pseudonyms, until deleted or expired; beyond, its POSTs get ERROR unavailable (default: a 32nd of --max-stored-bytes, clamped to --prefix-stored-bytes).") var addressStoredBytes: Int?
+    @Option(help: "The same for all IPv4 addresses of one /24 together (default: an 8th of --max-stored-bytes, clamped to it).") var prefixStoredBytes: Int?
     @Flag(help: "Print a line per session on stdout: when it is ready (pseudonym, IP address) and when it ends (why, posts).") var logSessions = false
     @Option(help: "Free bytes the data directory's disk must keep; below, POSTs get ERROR unavailable (default 512 MiB).") var minFreeBytes = 512 << 20
 
@@ -51,7 +53,7 @@ struct Serve: ParsableCommand {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
         guard rateLimit >= 1, mailboxQuota >= 1, addressBytesPerHour >= 1, prefixBytesPerHour >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxConnectionsPerPrefix >= 1, activityGrace >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
-              maxStoredBytes >= 1, minFreeBytes >= 0, poolSize >= 1 else {
+              maxStoredBytes >= 1, minFreeBytes >= 0, poolSize >= 1, (addressStoredBytes ?? 1) >= 1, (prefixStoredBytes ?? 1) >= 1 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
     }
@@ -80,6 +82,8 @@ struct Serve: ParsableCommand {
         configuration.maxPendingPerAddress = maxPendingPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
         configuration.maxStoredBytes = maxStoredBytes
+        configuration.addressStoredBytes = addressStoredBytes
+        configuration.prefixStoredBytes = prefixStoredBytes
         configuration.minFreeDiskBytes = minFreeBytes
         configuration.dataDirectory = data
         if logSessions { configuration.sessionLog = { say($0) } }
@@ -101,6 +105,8 @@ struct Serve: ParsableCommand {
         say("listening: \(host):\(server.port)")
         let caps = server.caps
         say("connections: at most \(caps.connections) (open-files limit \(caps.descriptorLimit)), \(caps.perAddress) per IPv4 address, \(caps.perPrefix) per /24")
+        let quotas = configuration.storedQuotas
+        say("storage: at most \(configuration.maxStoredBytes) bytes of packets, \(quotas.address) held per IPv4 address, \(quotas.prefix) per /24")
         var received: Int32 = 0
         sigwait(&signals, &received)
         say("stopping (signal \(received))")

@@ -49,6 +49,15 @@ extension RelayServer {
                 counters.withLock { $0.rejected += 1 }
                 c?.output.append(.error(RelayErrorFrame(request: request, code: .mailboxFull,
                                                         message: "Mailbox full: it holds \(configuration.mailboxQuotaPackets) packets or \(configuration.mailboxQuotaBytes) bytes")))
+            case .success(.overQuota(let prefix)):
+                // The address (or its /24) holds its share of the storage: room comes back
+                // as its packets are deleted or expire, so "later", as for a full store.
+                // The slots stay taken, as for a full mailbox.
+                counters.withLock { $0.quotaRefused += 1 }
+                let quotas = configuration.storedQuotas
+                c?.output.append(.error(RelayErrorFrame(request: request, code: .unavailable, message: prefix
+                    ? "This IP address's /24 holds its share of the relay's storage (\(quotas.prefix) bytes): post again later"
+                    : "This IP address holds its share of the relay's storage (\(quotas.address) bytes): post again later")))
             case .success(.deleted):
                 break
             case .failure(let error):

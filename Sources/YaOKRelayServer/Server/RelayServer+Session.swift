@@ -75,6 +75,7 @@ extension RelayServer {
             c.pendingPosts += 1
             var stored = post.post
             stored.poster = session.pseudonym
+            stored.address = address  // the store keeps keyed hashes of it and its /24 (stored-byte quotas)
             if store.isShared, let pseudonym = session.pseudonym {
                 // The limiter here saw only this relay's share; the store counts them all.
                 stored.charge = RelayRateCharge(pseudonym: pseudonym, isAck: post.kind == .ack,

@@ -59,7 +59,9 @@ final class DiskThread: @unchecked Sendable {
          counters: @escaping @Sendable () -> RelayCounters, deliver: @escaping @Sendable (Round) -> Void) {
         self.store = store
         self.configuration = configuration
-        quota = MailboxQuota(packets: configuration.mailboxQuotaPackets, bytes: configuration.mailboxQuotaBytes)
+        let stored = configuration.storedQuotas
+        quota = MailboxQuota(packets: configuration.mailboxQuotaPackets, bytes: configuration.mailboxQuotaBytes,
+                             addressBytes: stored.address, prefixBytes: stored.prefix)
         self.counters = counters
         self.deliver = deliver
         mutex.initialize(to: pthread_mutex_t())

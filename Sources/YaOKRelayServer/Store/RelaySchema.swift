@@ -75,6 +75,18 @@ enum RelaySchema {
         ALTER TABLE packets ADD COLUMN poster BLOB;
         CREATE INDEX packets_by_poster ON packets (poster) WHERE poster IS NOT NULL;
         """,
+        // 6: stored-byte quotas per IPv4 address and per /24: each packet keeps keyed hashes
+        // of its poster's address and /24 (`HolderTag`), and `holders` each tag's bytes
+        // stored (a row per tag while it holds any). Packets stored before have none and
+        // count against nobody until they expire.
+        """
+        ALTER TABLE packets ADD COLUMN address_tag BLOB;
+        ALTER TABLE packets ADD COLUMN prefix_tag BLOB;
+        CREATE TABLE holders (
+            tag BLOB PRIMARY KEY,
+            bytes INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -66,6 +66,7 @@ public struct RelayStatistics: Sendable, Equatable {
             ("deleted", .int(counters.deleted)),
             ("rejected", .int(counters.rejected)),
             ("rate_limited", .int(counters.rateLimited)),
+            ("quota_refused", .int(counters.quotaRefused)),
             ("revoked", .int(Int64(revokedPseudonyms))),
             ("revoked_sessions", .int(counters.revokedSessions)),
             ("running", .bool(isCurrent())),
@@ -112,6 +113,7 @@ public struct RelayStatistics: Sendable, Equatable {
             deleted:           \(counters.deleted)
             rejected:          \(counters.rejected)
             rate-limited:      \(counters.rateLimited)
+            over quota:        \(counters.quotaRefused) POST(s) refused: their IPv4 address or /24 held its share of the storage
             revoked:           \(revokedPseudonyms) pseudonym(s), \(counters.revokedSessions) session(s) ended or refused
             storage errors:    \(counters.storageErrors)
             evicted:           \(counters.evicted) connection(s) closed to make room for a newcomer

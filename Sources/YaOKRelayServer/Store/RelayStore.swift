@@ -105,13 +105,18 @@ public struct RelayRateCharge: Sendable, Equatable {
     }
 }
 
-/// Per-mailbox limits (§8.5).
+/// Per-mailbox limits, and the stored-byte quotas of a poster's IPv4 address and its /24
+/// (§8.5; `HolderTag`; `.max`: none).
 public struct MailboxQuota: Sendable, Equatable {
     public var packets: Int
     public var bytes: Int
-    public init(packets: Int, bytes: Int) {
+    public var addressBytes: Int
+    public var prefixBytes: Int
+    public init(packets: Int, bytes: Int, addressBytes: Int = .max, prefixBytes: Int = .max) {
         self.packets = packets
         self.bytes = bytes
+        self.addressBytes = addressBytes
+        self.prefixBytes = prefixBytes
     }
 }
 
@@ -126,6 +131,10 @@ public struct RelayPost: Sendable, Equatable {
     /// The poster's pseudonym: the store keeps only its `PosterTag`, so that a revocation
     /// can delete what the pseudonym stored (nil: not known, never purged).
     public var poster: [UInt8]?
+    /// The poster's IPv4 address (four bytes, network order): the store keeps only its
+    /// `HolderTag`s and counts the packet against the address's and the /24's stored-byte
+    /// quotas (nil: not known, not counted).
+    public var address: [UInt8]?
 
     public init(mailbox: MailboxID, messageID: MessageID, expiresAtMs: Int64, packet: [UInt8], charge: RelayRateCharge? = nil) {
         self.mailbox = mailbox
@@ -147,6 +156,8 @@ public enum RelayStoreOutcome: Sendable, Equatable {
     /// Already stored under the same (mailbox, message ID): nothing written.
     case duplicate
     case mailboxFull
+    /// The poster's IPv4 address (or, `prefix`, its /24) holds its quota of stored bytes.
+    case overQuota(prefix: Bool)
     /// Over the sender's cluster-wide rate limit (a shared store only): a slot frees in
     /// this many seconds.
     case rateLimited(retryAfterSeconds: Int)
@@ -209,6 +220,9 @@ public struct RelayCounters: Sendable, Equatable {
     /// frame or signature.
     public var rejected: Int64 = 0
     public var rateLimited: Int64 = 0
+    /// POSTs refused because the poster's IPv4 address or /24 holds its quota of stored
+    /// bytes (ERROR unavailable).
+    public var quotaRefused: Int64 = 0
     /// Sessions ended or logins refused because the pseudonym is revoked.
     public var revokedSessions: Int64 = 0
     /// Commits and reads that failed (the database away, the disk full): their POSTs got
@@ -236,7 +250,7 @@ public struct RelayCounters: Sendable, Equatable {
 
     static let names = ["connected", "accepted", "delivered", "deleted", "rejected", "rate_limited", "revoked_sessions",
                         "storage_errors", "database_outages", "cap_connections", "cap_per_address", "cap_per_prefix",
-                        "descriptor_limit", "evicted", "retained_deletes", "forgotten_deletes"]
+                        "descriptor_limit", "evicted", "retained_deletes", "forgotten_deletes", "quota_refused"]
 
     /// The figures that describe the running relay now, not totals: a stopped relay's are
     /// not shown, and a cluster adds up only the running relays'.
@@ -245,7 +259,7 @@ public struct RelayCounters: Sendable, Equatable {
 
     var values: [Int64] {
         [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions, storageErrors, databaseOutages,
-         capConnections, capPerAddress, capPerPrefix, descriptorLimit, evicted, retainedDeletes, forgottenDeletes]
+         capConnections, capPerAddress, capPerPrefix, descriptorLimit, evicted, retainedDeletes, forgottenDeletes, quotaRefused]
     }
 
     mutating func set(_ name: String, _ value: Int64) {
@@ -266,6 +280,7 @@ public struct RelayCounters: Sendable, Equatable {
         case "evicted": evicted = value
         case "retained_deletes": retainedDeletes = value
         case "forgotten_deletes": forgottenDeletes = value
+        case "quota_refused": quotaRefused = value
         default: break
         }
     }

@@ -70,15 +70,58 @@ public final class SQLiteRelayStore: RelayStore {
             bytes = row.int(1)
         }
         guard packets < quota.packets, bytes + post.packet.count <= quota.bytes else { return .mailboxFull }
-        try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster) VALUES (?, ?, ?, ?, ?, ?)",
-                     [mailbox, .blob(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs), .blob(post.packet),
-                      post.poster.map { .blob(PosterTag.of($0, key: noteKey)) } ?? .null])
+        let tags = post.address.map { (HolderTag.address($0, key: noteKey), HolderTag.prefix($0, key: noteKey)) }
+        if let (address, prefix) = tags {
+            if try held(address) > quota.addressBytes - post.packet.count { return .overQuota(prefix: false) }
+            if try held(prefix) > quota.prefixBytes - post.packet.count { return .overQuota(prefix: true) }
+        }
+        try db.query("""
+            INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster, address_tag, prefix_tag)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, [mailbox, .blob(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs), .blob(post.packet),
+                  post.poster.map { .blob(PosterTag.of($0, key: noteKey)) } ?? .null,
+                  tags.map { .blob($0.0) } ?? .null, tags.map { .blob($0.1) } ?? .null])
         let sequence = db.lastInsertRowID
         try db.query("""
             INSERT INTO mailboxes (mailbox, packets, bytes) VALUES (?, 1, ?)
             ON CONFLICT (mailbox) DO UPDATE SET packets = packets + 1, bytes = bytes + excluded.bytes
             """, [mailbox, .int(Int64(post.packet.count))])
+        if let (address, prefix) = tags {
+            for tag in [address, prefix] { try account(tag, bytes: post.packet.count) }
+        }
         return .stored(sequence: sequence)
+    }
+
+    /// The bytes stored under a holder tag (`HolderTag`).
+    private func held(_ tag: [UInt8]) throws -> Int {
+        var bytes = 0
+        try db.query("SELECT bytes FROM holders WHERE tag = ?", [.blob(tag)]) { bytes = $0.int(0) }
+        return bytes
+    }
+
+    /// Adds `bytes` (negative: gives them back) to a holder tag's total, dropping the row
+    /// at zero. A NULL tag (a packet stored before schema 6) counts against nobody.
+    private func account(_ tag: SQLValue, bytes: Int) throws {
+        guard case .blob = tag else { return }
+        try db.query("""
+            INSERT INTO holders (tag, bytes) VALUES (?, ?)
+            ON CONFLICT (tag) DO UPDATE SET bytes = bytes + excluded.bytes
+            """, [tag, .int(Int64(bytes))])
+        try db.query("DELETE FROM holders WHERE tag = ? AND bytes <= 0", [tag])
+    }
+
+    private func account(_ tag: [UInt8], bytes: Int) throws { try account(.blob(tag), bytes: bytes) }
+
+    /// Gives back the holder bytes of the packets `condition` is about to delete (their
+    /// address and /24 tags), a GROUP BY each.
+    private func release(where condition: String, _ values: [SQLValue]) throws {
+        for column in ["address_tag", "prefix_tag"] {
+            var held: [(SQLValue, Int)] = []
+            try db.query("""
+                SELECT \(column), SUM(length(packet)) FROM packets WHERE \(condition) AND \(column) IS NOT NULL GROUP BY \(column)
+                """, values) { held.append((.blob($0.blob(0)), $0.int(1))) }
+            for (tag, bytes) in held { try account(tag, bytes: -bytes) }
+        }
     }
 
     private func delete(_ refs: [StoredPacketRef]) throws -> (Int, Int) {
@@ -87,13 +130,17 @@ public final class SQLiteRelayStore: RelayStore {
             let mailbox = SQLValue.blob(ref.mailbox.bytes)
             var packet: [UInt8]?
             var expires: Int64 = 0
-            try db.query("DELETE FROM packets WHERE mailbox = ? AND message_id = ? RETURNING packet, expires_ms",
-                         [mailbox, .blob(ref.messageID.bytes)]) {
-                packet = $0.blob(0)
-                expires = $0.int64(1)
+            var tags: [SQLValue] = []
+            try db.query("""
+                DELETE FROM packets WHERE mailbox = ? AND message_id = ? RETURNING packet, expires_ms, address_tag, prefix_tag
+                """, [mailbox, .blob(ref.messageID.bytes)]) { row in
+                packet = row.blob(0)
+                expires = row.int64(1)
+                tags = [Int32(2), 3].map { row.isNull($0) ? .null : .blob(row.blob($0)) }
             }
             guard let packet else { continue }
             let length = packet.count
+            for tag in tags { try account(tag, bytes: -length) }
             try db.query("INSERT OR IGNORE INTO deleted (digest, expires_ms) VALUES (?, ?)",
                          [.blob(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey)), .int(expires)])
             deleted += 1
@@ -119,6 +166,7 @@ public final class SQLiteRelayStore: RelayStore {
                 """, [.int(nowMs)]) { expired.append((.blob($0.blob(0)), $0.int(1), $0.int(2))) }
             try db.query("DELETE FROM deleted WHERE expires_ms <= ?", [.int(nowMs)])
             guard !expired.isEmpty else { return (0, 0) }
+            try release(where: "expires_ms <= ?", [.int(nowMs)])
             try db.query("DELETE FROM packets WHERE expires_ms <= ?", [.int(nowMs)])
             for (mailbox, packets, bytes) in expired { try uncount(mailbox, packets: packets, bytes: bytes) }
             return (expired.reduce(0) { $0 + $1.1 }, expired.reduce(0) { $0 + $1.2 })
@@ -179,6 +227,7 @@ public final class SQLiteRelayStore: RelayStore {
             var posted: [(SQLValue, Int, Int)] = []
             try db.query("SELECT mailbox, COUNT(*), SUM(length(packet)) FROM packets WHERE poster = ? GROUP BY mailbox",
                          [poster]) { posted.append((.blob($0.blob(0)), $0.int(1), $0.int(2))) }
+            try release(where: "poster = ?", [poster])
             try db.query("DELETE FROM packets WHERE poster = ?", [poster])
             for (mailbox, packets, bytes) in posted { try uncount(mailbox, packets: packets, bytes: bytes) }
         }

@@ -285,6 +285,9 @@ enum PostgresType {
     static let int4: UInt32 = 23
     static let text: UInt32 = 25
     static let bytea: UInt32 = 17
+    /// Arrays, passed in their text form ("{1,-2}", "{\"\\\\x0a\"}").
+    static let byteaArray: UInt32 = 1001
+    static let int8Array: UInt32 = 1016
 }
 
 /// A statement's failure, with its SQLSTATE: the store tells a lost server (retry later,

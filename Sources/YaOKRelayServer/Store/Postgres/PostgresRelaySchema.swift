@@ -316,6 +316,137 @@ enum PostgresRelaySchema {
             RETURN total;
         END $$;
         """,
+        // 6: stored-byte quotas per IPv4 address and per /24 (as SQLite's migration 6): each
+        // packet keeps keyed hashes of its poster's address and /24 (`HolderTag`), `holders`
+        // each tag's bytes. relay_post checks the totals without locking them (outcome 4:
+        // value 0 the address, 1 the /24) and stores the tags; the bytes are added and given
+        // back by relay_account, which a transaction calls once, after every mailbox lock
+        // it takes, and which locks holder rows in tag order: so holder locks never wait in
+        // a cycle with each other or with mailbox locks. Two relays committing at once may
+        // both pass a check: the quota may be overshot by what one round of each relay
+        // stores (docs/RELAY.md). Packets stored before have no tags and count against
+        // nobody.
+        """
+        ALTER TABLE packets ADD COLUMN address_tag BYTEA;
+        ALTER TABLE packets ADD COLUMN prefix_tag BYTEA;
+        CREATE TABLE holders (
+            tag BYTEA PRIMARY KEY,
+            bytes BIGINT NOT NULL
+        );
+        CREATE FUNCTION relay_account(p_tags BYTEA[], p_deltas BIGINT[]) RETURNS VOID
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            r RECORD;
+        BEGIN
+            FOR r IN SELECT t.tag, sum(t.delta)::bigint AS delta FROM unnest(p_tags, p_deltas) AS t(tag, delta)
+                     WHERE t.tag IS NOT NULL GROUP BY t.tag ORDER BY t.tag LOOP
+                INSERT INTO holders AS h (tag, bytes) VALUES (r.tag, r.delta)
+                    ON CONFLICT (tag) DO UPDATE SET bytes = h.bytes + excluded.bytes;
+                DELETE FROM holders WHERE tag = r.tag AND bytes <= 0;
+            END LOOP;
+        END $$;
+        DROP FUNCTION relay_post(BYTEA, BYTEA, BIGINT, BIGINT, BYTEA, BIGINT, BIGINT, BYTEA, SMALLINT, BIGINT, BIGINT, BYTEA, BYTEA);
+        CREATE FUNCTION relay_post(p_mailbox BYTEA, p_message_id BYTEA, p_expires BIGINT, p_now BIGINT,
+                                   p_packet BYTEA, p_max_packets BIGINT, p_max_bytes BIGINT,
+                                   p_pseudonym BYTEA, p_kind SMALLINT, p_rate_limit BIGINT, p_window BIGINT, p_note BYTEA, p_poster BYTEA,
+                                   p_address_tag BYTEA, p_prefix_tag BYTEA, p_address_room BIGINT, p_prefix_room BIGINT,
+                                   OUT outcome INT, OUT value BIGINT)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            n BIGINT; b BIGINT; used BIGINT; oldest BIGINT;
+        BEGIN
+            INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (p_mailbox, 0, 0)
+                ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                RETURNING m.packets, m.bytes INTO n, b;
+            -- Under the lock, each statement sees what committed before it was taken.
+            IF EXISTS (SELECT 1 FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id)
+               OR EXISTS (SELECT 1 FROM deleted WHERE digest = p_note) THEN
+                outcome := 1; value := 0; RETURN;
+            END IF;
+            IF p_rate_limit > 0 THEN
+                SELECT count(*), min(at_ms) INTO used, oldest FROM rate_log
+                    WHERE pseudonym = p_pseudonym AND kind = p_kind AND at_ms > p_now - p_window;
+                IF used >= p_rate_limit THEN
+                    outcome := 3; value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN;
+                END IF;
+            END IF;
+            IF n >= p_max_packets OR b + length(p_packet) > p_max_bytes THEN
+                outcome := 2; value := 0; RETURN;
+            END IF;
+            IF p_address_tag <> ''::bytea THEN
+                IF COALESCE((SELECT bytes FROM holders WHERE tag = p_address_tag), 0) + length(p_packet) > p_address_room THEN
+                    outcome := 4; value := 0; RETURN;
+                END IF;
+                IF COALESCE((SELECT bytes FROM holders WHERE tag = p_prefix_tag), 0) + length(p_packet) > p_prefix_room THEN
+                    outcome := 4; value := 1; RETURN;
+                END IF;
+            END IF;
+            INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster, address_tag, prefix_tag)
+                VALUES (p_mailbox, p_message_id, p_expires, p_now, p_packet, NULLIF(p_poster, ''::bytea),
+                        NULLIF(p_address_tag, ''::bytea), NULLIF(p_prefix_tag, ''::bytea)) RETURNING seq INTO value;
+            UPDATE mailboxes SET packets = packets + 1, bytes = bytes + length(p_packet) WHERE mailbox = p_mailbox;
+            IF p_rate_limit > 0 THEN
+                INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (p_pseudonym, p_kind, p_now);
+            END IF;
+            PERFORM pg_notify('yaok_relay_mailbox', encode(p_mailbox, 'hex'));
+            outcome := 0;
+        END $$;
+        DROP FUNCTION relay_delete(BYTEA, BYTEA);
+        CREATE FUNCTION relay_delete(p_mailbox BYTEA, p_message_id BYTEA, OUT p_packet BYTEA, OUT p_expires BIGINT,
+                                     OUT p_address_tag BYTEA, OUT p_prefix_tag BYTEA)
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM 1 FROM mailboxes WHERE mailbox = p_mailbox FOR UPDATE;
+            DELETE FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id
+                RETURNING packet, expires_ms, address_tag, prefix_tag INTO p_packet, p_expires, p_address_tag, p_prefix_tag;
+            IF p_packet IS NULL THEN RETURN; END IF;
+            UPDATE mailboxes SET packets = packets - 1, bytes = bytes - length(p_packet) WHERE mailbox = p_mailbox;
+        END $$;
+        -- What a sweep or a purge deleted from one mailbox: its count and bytes, and each
+        -- holder tag's bytes (negative, for relay_account).
+        CREATE FUNCTION relay_drop(p_mailbox BYTEA, p_now BIGINT, p_poster BYTEA,
+                                   OUT n BIGINT, OUT b BIGINT, OUT tags BYTEA[], OUT deltas BIGINT[])
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM 1 FROM mailboxes WHERE mailbox = p_mailbox FOR UPDATE;
+            WITH d AS (DELETE FROM packets WHERE mailbox = p_mailbox
+                           AND (CASE WHEN p_poster IS NULL THEN expires_ms <= p_now ELSE poster = p_poster END)
+                       RETURNING length(packet)::bigint AS len, address_tag, prefix_tag),
+                 h AS (SELECT address_tag AS tag, sum(len) AS len FROM d GROUP BY address_tag
+                       UNION ALL SELECT prefix_tag, sum(len) FROM d GROUP BY prefix_tag)
+                SELECT (SELECT count(*) FROM d), (SELECT COALESCE(sum(len), 0)::bigint FROM d),
+                       (SELECT array_agg(tag) FROM h), (SELECT array_agg((-len)::bigint) FROM h)
+                INTO n, b, tags, deltas;
+            UPDATE mailboxes SET packets = packets - n, bytes = bytes - b WHERE mailbox = p_mailbox;
+        END $$;
+        CREATE OR REPLACE FUNCTION relay_sweep(p_now BIGINT, p_window BIGINT) RETURNS BIGINT
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            r RECORD; x RECORD; total BIGINT := 0; tags BYTEA[] := '{}'; deltas BIGINT[] := '{}';
+        BEGIN
+            FOR r IN SELECT DISTINCT mailbox FROM packets WHERE expires_ms <= p_now ORDER BY mailbox LOOP
+                SELECT * INTO x FROM relay_drop(r.mailbox, p_now, NULL);
+                tags := tags || x.tags; deltas := deltas || x.deltas;
+                total := total + x.n;
+            END LOOP;
+            PERFORM relay_account(tags, deltas);
+            DELETE FROM rate_log WHERE at_ms <= p_now - p_window;
+            RETURN total;
+        END $$;
+        CREATE OR REPLACE FUNCTION relay_purge(p_poster BYTEA) RETURNS BIGINT
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            r RECORD; x RECORD; total BIGINT := 0; tags BYTEA[] := '{}'; deltas BIGINT[] := '{}';
+        BEGIN
+            FOR r IN SELECT DISTINCT mailbox FROM packets WHERE poster = p_poster ORDER BY mailbox LOOP
+                SELECT * INTO x FROM relay_drop(r.mailbox, 0, p_poster);
+                tags := tags || x.tags; deltas := deltas || x.deltas;
+                total := total + x.n;
+            END LOOP;
+            PERFORM relay_account(tags, deltas);
+            RETURN total;
+        END $$;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -86,14 +86,17 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                 return try pool.withConnection { c -> [RelayStoreOutcome] in
                     try transaction(c) {
                         var outcomes = [RelayStoreOutcome](repeating: .duplicate, count: writes.count)
+                        var holders = HolderLedger()
                         for i in order {
                             switch writes[i] {
-                            case .post(let post): outcomes[i] = try store(post, c, nowMs: nowMs, quota: quota)
+                            case .post(let post): outcomes[i] = try store(post, c, nowMs: nowMs, quota: quota, holders: &holders)
                             case .delete(let refs):
-                                let (count, bytes) = try delete(refs, c)
+                                let (count, bytes) = try delete(refs, c, holders: &holders)
                                 outcomes[i] = .deleted(count: count, bytes: bytes)
                             }
                         }
+                        // Last, after every mailbox lock: holder rows are locked in tag order.
+                        try account(holders, c)
                         return outcomes
                     }
                 }
@@ -110,15 +113,18 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         }
     }
 
-    private func store(_ post: RelayPost, _ c: PostgresConnection, nowMs: Int64, quota: MailboxQuota) throws -> RelayStoreOutcome {
+    private func store(_ post: RelayPost, _ c: PostgresConnection, nowMs: Int64, quota: MailboxQuota,
+                       holders: inout HolderLedger) throws -> RelayStoreOutcome {
         let t = PostgresType.self
+        let tags = post.address.map { (HolderTag.address($0, key: noteKey), HolderTag.prefix($0, key: noteKey)) }
         // Deleted already (the same bytes re-posted after the DELETE: its `DeletionNote`) is a
         // duplicate: relay_post checks that under the mailbox's lock (migrations 3 and 4), so a
         // DELETE from another relay cannot slip in.
         let charge = post.charge
         let rows = try c.query("post", """
-            SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11, $12, $13)
-            """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8, t.bytea, t.bytea], [
+            SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11, $12, $13, $14, $15, $16, $17)
+            """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8, t.bytea, t.bytea,
+                         t.bytea, t.bytea, t.int8, t.int8], [
                 .bytes(post.mailbox.bytes), .bytes(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs),
                 .bytes(post.packet), .int(Int64(quota.packets)), .int(Int64(quota.bytes)),
                 // rate_log is keyed by the poster tag, never the pseudonym: a copy of the
@@ -126,20 +132,40 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                 .bytes(charge.map { PosterTag.of($0.pseudonym, key: noteKey) } ?? []), .int(charge?.isAck == true ? 1 : 0), .int(Int64(charge?.limit ?? 0)),
                 .int(RateLimiter.windowMs), .bytes(DeletionNote.of(mailbox: post.mailbox, packet: post.packet, key: noteKey)),
                 .bytes(post.poster.map { PosterTag.of($0, key: noteKey) } ?? []),  // empty: NULL, none known
+                // Empty: no address known, counted against nobody. The room left is the
+                // quota less what this transaction stored under the tag already.
+                .bytes(tags?.0 ?? []), .bytes(tags?.1 ?? []),
+                .int(Int64(quota.addressBytes - (tags.flatMap { holders.added[$0.0] } ?? 0))),
+                .int(Int64(quota.prefixBytes - (tags.flatMap { holders.added[$0.1] } ?? 0))),
             ])
         let value = rows.int64(0, 1)
         switch rows.int(0, 0) {
-        case 0: return .stored(sequence: value)
+        case 0:
+            if let (address, prefix) = tags {
+                for tag in [address, prefix] { holders.add(tag, post.packet.count) }
+            }
+            return .stored(sequence: value)
         case 1: return .duplicate
         case 2: return .mailboxFull
+        case 4: return .overQuota(prefix: value == 1)
         default: return .rateLimited(retryAfterSeconds: Int(value))
         }
     }
 
-    private func delete(_ refs: [StoredPacketRef], _ c: PostgresConnection) throws -> (Int, Int) {
+    /// Adds a transaction's holder bytes to `holders` (relay_account: in tag order).
+    private func account(_ holders: HolderLedger, _ c: PostgresConnection) throws {
+        guard !holders.deltas.isEmpty else { return }
+        let entries = holders.deltas.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        _ = try c.query("account", "SELECT relay_account($1, $2)", types: [PostgresType.byteaArray, PostgresType.int8Array], [
+            .text("{" + entries.map { "\"\\\\x\(Hex.encode($0.key))\"" }.joined(separator: ",") + "}"),
+            .text("{" + entries.map { String($0.value) }.joined(separator: ",") + "}"),
+        ])
+    }
+
+    private func delete(_ refs: [StoredPacketRef], _ c: PostgresConnection, holders: inout HolderLedger) throws -> (Int, Int) {
         var deleted = 0, bytes = 0
         for ref in refs.sorted(by: { $0.mailbox.bytes.lexicographicallyPrecedes($1.mailbox.bytes) }) {
-            let rows = try c.query("delete", "SELECT p_packet, p_expires FROM relay_delete($1, $2)",
+            let rows = try c.query("delete", "SELECT p_packet, p_expires, p_address_tag, p_prefix_tag FROM relay_delete($1, $2)",
                                    types: [PostgresType.bytea, PostgresType.bytea], [.bytes(ref.mailbox.bytes), .bytes(ref.messageID.bytes)])
             guard rows.count == 1, !rows.isNull(0, 0) else { continue }
             let packet = rows.bytes(0, 0)
@@ -148,6 +174,7 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
             try c.query("note_deleted", "INSERT INTO deleted (digest, expires_ms) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                         types: [PostgresType.bytea, PostgresType.int8],
                         [.bytes(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey)), .int(rows.int64(0, 1))])
+            for column in [2, 3] where !rows.isNull(0, column) { holders.release(rows.bytes(0, column), packet.count) }
             deleted += 1
             bytes += packet.count
         }
@@ -313,5 +340,22 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                 """, types: [PostgresType.int8], [.int(nowMs - currentMs)])
             return (counters, live.int(0, 0), live.int64(0, 1))
         }
+    }
+}
+
+/// A transaction's changes to the holders' stored bytes (`HolderTag`), applied at its end.
+struct HolderLedger {
+    /// Net change per tag.
+    private(set) var deltas: [[UInt8]: Int] = [:]
+    /// Bytes stored per tag (not less what was deleted: the quota check stays on the safe side).
+    private(set) var added: [[UInt8]: Int] = [:]
+
+    mutating func add(_ tag: [UInt8], _ bytes: Int) {
+        deltas[tag, default: 0] += bytes
+        added[tag, default: 0] += bytes
+    }
+
+    mutating func release(_ tag: [UInt8], _ bytes: Int) {
+        deltas[tag, default: 0] -= bytes
     }
 }
