@@ -93,6 +93,30 @@ class RelayServerTests: RelayTestCase {
                        "other mailboxes are not affected")
     }
 
+    /// One IPv4 address holds at most its quota of stored bytes, over all its pseudonyms
+    /// and mailboxes (§8.5): past it a POST gets ERROR unavailable, counted in stats as
+    /// over quota; a DELETE gives the room back. (Every test client is 127.0.0.1.)
+    func testStoredByteQuotaPerAddress() throws {
+        let relay = try startRelay { $0.addressStoredBytes = 17_408 }
+        let box = try SigningKey.random()
+        let alice = try readyClient(relay), carol = try readyClient(relay)
+        let first = try makePacket(payloadLength: 8000)
+        XCTAssertEqual(try alice.post(first, to: mailbox(box)), .accepted(request: 1))
+        XCTAssertEqual(try carol.post(try makePacket(payloadLength: 8000), to: mailbox(try SigningKey.random())), .accepted(request: 1))
+        let third = try makePacket(payloadLength: 8000)
+        guard case .error(let e) = try carol.post(third, to: mailbox(box)) else { return XCTFail("over the address's quota") }
+        XCTAssertEqual(e.code, .unavailable)
+        XCTAssertEqual(e.request, 2)
+        XCTAssertTrue(e.message.contains("This IP address holds its share of the relay's storage (17408 bytes)"), e.message)
+        XCTAssertEqual(relay.server.statistics.quotaRefused, 1)
+        let bob = try readyClient(relay)
+        _ = try bob.subscribe([box])
+        XCTAssertEqual(try bob.delivered(1).map(\.1), [first])
+        try bob.send(.delete([StoredPacketRef(mailbox: mailbox(box), messageID: try messageID(of: first))]))
+        XCTAssertTrue(eventually { relay.server.statistics.deleted == 1 })
+        XCTAssertEqual(try carol.post(third, to: mailbox(box)), .accepted(request: 3), "the DELETE gave the room back")
+    }
+
     func testRateLimitWithRetryAfter() throws {
         let relay = try startRelay { $0.ratePerHour = 2 }
         let alice = try readyClient(relay)

@@ -118,6 +118,124 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(posters.first?.count, 16)
     }
 
+    /// Stored-byte quotas per IPv4 address and per /24 (§8.5): an address holds at most
+    /// its quota over all its pseudonyms and mailboxes (in one commit as across commits),
+    /// the addresses of a /24 together at most the /24's; a DELETE, an expiry and a
+    /// revocation give the bytes back; the account outlives a restart; the store keeps
+    /// keyed tags, never the address.
+    func testStoredByteQuotasPerAddressAndPrefix() throws {
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20, addressBytes: 300, prefixBytes: 500)
+        let a: [UInt8] = [10, 0, 0, 1], b: [UInt8] = [10, 0, 0, 2], elsewhere: [UInt8] = [10, 0, 1, 1]
+        let mallory = Sodium.randomBytes(32)
+        let box = mailbox(try SigningKey.random())
+        func from(_ address: [UInt8], expires: Int64? = nil, id: MessageID = .random(), to: MailboxID? = nil) -> RelayStoreWrite {
+            var p = RelayPost(mailbox: to ?? box, messageID: id, expiresAtMs: expires ?? now + 60_000,
+                              packet: Sodium.randomBytes(100))
+            p.address = address
+            p.poster = address == b ? mallory : nil
+            return .post(p)
+        }
+        func stored(_ outcomes: [RelayStoreOutcome]) -> [Bool] { outcomes.map { if case .stored = $0 { true } else { false } } }
+        // Three fit the address's 300 bytes, in one commit; the fourth is refused. (All to
+        // one mailbox: PostgreSQL commits a batch in mailbox order, this keeps it.)
+        let id = MessageID.random()
+        let first = from(a, id: id, to: box)
+        let outcomes = try store.commit([first, from(a, to: box), from(a, expires: now + 10, to: box), from(a, to: box)],
+                                        nowMs: now, quota: quota)
+        XCTAssertEqual(stored(outcomes), [true, true, true, false])
+        XCTAssertEqual(outcomes[3], .overQuota(prefix: false))
+        // Another address of the /24 has room until the /24 holds 500.
+        XCTAssertEqual(stored(try store.commit([from(b), from(b)], nowMs: now, quota: quota)), [true, true])
+        XCTAssertEqual(try store.commit([from(b)], nowMs: now, quota: quota), [.overQuota(prefix: true)])
+        // Another /24 is not affected.
+        XCTAssertEqual(stored(try store.commit([from(elsewhere)], nowMs: now, quota: quota)), [true])
+        // Kept across a restart (and by another relay over the same database).
+        store.close()
+        store = try reopen()
+        XCTAssertEqual(try store.commit([from(a)], nowMs: now, quota: quota), [.overQuota(prefix: false)])
+        // A DELETE gives the address (and its /24) room again.
+        guard case .post(let p) = first else { return XCTFail() }
+        XCTAssertEqual(try store.commit([.delete([StoredPacketRef(mailbox: p.mailbox, messageID: id)])], nowMs: now, quota: quota),
+                       [.deleted(count: 1, bytes: 100)])
+        XCTAssertEqual(stored(try store.commit([from(a), from(a)], nowMs: now, quota: quota)), [true, false])
+        // So does expiry: one of a's packets expires at now + 10.
+        XCTAssertEqual(try store.deleteExpired(nowMs: now + 20).packets, 1)
+        XCTAssertEqual(stored(try store.commit([from(a), from(a)], nowMs: now + 20, quota: quota)), [true, false])
+        // And a revocation: b's two packets were mallory's; the /24 had 500 (a 300, b 200).
+        XCTAssertEqual(try store.commit([from(b)], nowMs: now + 20, quota: quota), [.overQuota(prefix: true)])
+        try store.revoke(pseudonym: mallory, nowMs: now + 20)
+        XCTAssertEqual(stored(try store.commit([from(b), from(b), from(b)], nowMs: now + 20, quota: quota)), [true, true, false])
+        guard backend == .sqlite else { return }
+        // Only 16-byte keyed tags are kept: no address, no /24.
+        let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+        defer { db.close() }
+        var tags: [[UInt8]] = []
+        try db.query("SELECT tag FROM holders") { tags.append($0.blob(0)) }
+        try db.query("SELECT address_tag, prefix_tag FROM packets") { tags += [$0.blob(0), $0.blob(1)] }
+        XCTAssertEqual(Set(tags.map(\.count)), [16])
+        for tag in tags { XCTAssertFalse(Hex.encode(tag).contains("0a0000") || Hex.encode(tag).contains("0a0001")) }
+        // One row per tag that holds anything: a, b, a's /24, elsewhere, its /24.
+        var rows = 0
+        try db.query("SELECT COUNT(*) FROM holders") { rows = $0.int(0) }
+        XCTAssertEqual(rows, 5)
+    }
+
+    /// A database of schema 5 (packets without holder tags) migrates: its packets count
+    /// against nobody, and deleting, sweeping and purging them still works.
+    func testMigrationFromSchemaWithoutHolderTags() throws {
+        store.close()
+        let box = mailbox(try SigningKey.random())
+        let old = MessageID.random(), expiring = MessageID.random(), purged = MessageID.random()
+        let poster = Sodium.randomBytes(32)
+        let packets: [(MessageID, Int64, Bool)] = [(old, now + 60_000, false), (expiring, now + 10, false), (purged, now + 60_000, true)]
+        if backend == .sqlite {
+            try? FileManager.default.removeItem(atPath: directory)
+            try Store.makeDirectory(directory)
+            let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+            defer { db.close() }
+            try db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (5)")
+            for migration in RelaySchema.migrations.prefix(5) { try db.execute(migration) }
+            var key: [UInt8] = []
+            try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
+            for (id, expires, posted) in packets {
+                try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster) VALUES (?, ?, ?, ?, ?, ?)",
+                             [.blob(box.bytes), .blob(id.bytes), .int(expires), .int(now), .blob(Sodium.randomBytes(100)),
+                              posted ? .blob(PosterTag.of(poster, key: key)) : .null])
+            }
+            try db.execute("INSERT INTO mailboxes VALUES (x'\(Hex.encode(box.bytes))', 3, 300)")
+        } else {
+            conninfo = try TestPostgres.freshDatabase()
+            let c = try PostgresConnection(conninfo: conninfo ?? "")
+            try c.execute("CREATE TABLE yaok_relay_schema (version INT NOT NULL); INSERT INTO yaok_relay_schema VALUES (5)")
+            for migration in PostgresRelaySchema.migrations.prefix(5) { try c.execute(migration) }
+            let key = try c.query("key", "SELECT key FROM relay_secret", types: [], []).bytes(0, 0)
+            let t = PostgresType.self
+            for (id, expires, posted) in packets {
+                // Schema 5's relay_post: no holder tags.
+                _ = try c.query("old_post", """
+                    SELECT outcome FROM relay_post($1, $2, $3, $4, $5, 100, 1000000, ''::bytea, 0::smallint, 0, 0, $6, $7)
+                    """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.bytea, t.bytea],
+                    [.bytes(box.bytes), .bytes(id.bytes), .int(expires), .int(now), .bytes(Sodium.randomBytes(100)),
+                     .bytes(Sodium.randomBytes(16)), .bytes(posted ? PosterTag.of(poster, key: key) : [])])
+            }
+        }
+        store = try reopen()
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20, addressBytes: 100, prefixBytes: 100)
+        func fromA() -> RelayStoreWrite {
+            var p = RelayPost(mailbox: box, messageID: .random(), expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100))
+            p.address = [10, 0, 0, 1]
+            return .post(p)
+        }
+        guard case .stored = try store.commit([fromA()], nowMs: now, quota: quota)[0] else { return XCTFail("old packets counted") }
+        XCTAssertEqual(try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: old)])], nowMs: now, quota: quota),
+                       [.deleted(count: 1, bytes: 100)])
+        XCTAssertEqual(try store.deleteExpired(nowMs: now + 20).packets, 1)
+        try store.revoke(pseudonym: poster, nowMs: now + 20)
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now + 20), 1)
+        XCTAssertEqual(try store.storedBytes(), 100)
+        XCTAssertEqual(try store.commit([fromA()], nowMs: now + 20, quota: quota), [.overQuota(prefix: false)], "the new packet counts")
+    }
+
     func testPagesFollowTheCursorAndBudget() throws {
         let box = mailbox(try SigningKey.random())
         let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
