@@ -109,6 +109,14 @@ class RelayServerTests: RelayTestCase {
         XCTAssertEqual(e.request, 2)
         XCTAssertTrue(e.message.contains("This IP address holds its share of the relay's storage (17408 bytes)"), e.message)
         XCTAssertEqual(relay.server.statistics.quotaRefused, 1)
+        // Saved with the counters, and shown by `yaok-relay stats` (text and JSON).
+        func stats() throws -> RelayStatistics {
+            try relay.conninfo.map { try RelayStatistics.read(postgres: $0) } ?? RelayStatistics.read(directory: relay.directory)
+        }
+        XCTAssertTrue(eventually { (try? stats().counters.quotaRefused) == 1 })
+        let shown = try stats()
+        XCTAssertTrue(shown.text.contains("over quota:        1 POST(s) refused"), shown.text)
+        XCTAssertTrue(shown.json.serialized.contains("\"quota_refused\":1"), shown.json.serialized)
         let bob = try readyClient(relay)
         _ = try bob.subscribe([box])
         XCTAssertEqual(try bob.delivered(1).map(\.1), [first])
