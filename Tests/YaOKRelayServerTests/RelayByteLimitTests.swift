@@ -4,6 +4,24 @@ import XCTest
 /// Bytes posted per hour are limited per address and per /24 (issue 17 §2: the addresses
 /// of one network could multiply the address's limit).
 final class RelayByteLimitTests: XCTestCase {
+    /// The stored-byte quotas (§8.5) default to a 32nd and an 8th of the total cap, and are
+    /// clamped: the address's to the /24's, the /24's to the total, each to one packet of
+    /// the largest size at least.
+    func testStoredQuotasDefaultToSharesOfTheTotalAndAreClamped() {
+        var c = RelayConfiguration()
+        XCTAssertTrue(c.storedQuotas == (256 << 20, 1 << 30), "\(c.storedQuotas)")
+        c.maxStoredBytes = 64 << 20
+        XCTAssertTrue(c.storedQuotas == (2 << 20, 8 << 20), "\(c.storedQuotas)")
+        c.addressStoredBytes = 100 << 20
+        c.prefixStoredBytes = 10 << 20
+        XCTAssertTrue(c.storedQuotas == (10 << 20, 10 << 20), "\(c.storedQuotas)")
+        c.prefixStoredBytes = 1 << 40
+        XCTAssertTrue(c.storedQuotas == (64 << 20, 64 << 20), "\(c.storedQuotas)")
+        c.addressStoredBytes = 1
+        c.prefixStoredBytes = 1
+        XCTAssertTrue(c.storedQuotas == (17_408, 17_408), "\(c.storedQuotas)")
+    }
+
     func testAddressesOfOneSlash24ShareItsHourlyBytes() {
         let limiter = ByteRateLimiter(bytesPerHour: 100, prefixBytesPerHour: 250)
         let now: Int64 = 1_000_000
