@@ -389,6 +389,57 @@ final class PostgresRelayStoreTests: RelayStoreTests {
         }
     }
 
+    /// Two relays committing posts and deletes from the same addresses over the same
+    /// mailboxes, in opposite orders, while a third sweeps: no transaction fails (holder
+    /// rows are locked last and in tag order, never in a cycle with mailbox locks), and
+    /// every holder total equals the bytes its tag's packets hold.
+    func testHolderTotalsStayExactUnderConcurrentRelays() throws {
+        let boxes = try (0..<6).map { _ in mailbox(try SigningKey.random()) }
+        let quota = MailboxQuota(packets: 10_000, bytes: 1 << 30, addressBytes: 1 << 30, prefixBytes: 1 << 30)
+        let now = self.now
+        let stores = try (0..<3).map { _ in try XCTUnwrap(try reopen() as? PostgresRelayStore) }
+        defer { stores.forEach { $0.close() } }
+        let failures = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 3) { worker in
+            let s = stores[worker]
+            if worker == 2 {
+                for round in 0..<20 { if (try? s.deleteExpired(nowMs: now + Int64(round) * 5)) == nil { failures.withLock { $0 += 1 } } }
+                return
+            }
+            var previous: [StoredPacketRef] = []
+            for round in 0..<20 {
+                let order = worker == 0 ? boxes : boxes.reversed()
+                var refs: [StoredPacketRef] = []
+                let writes = order.enumerated().map { i, box -> RelayStoreWrite in
+                    let id = MessageID.random()
+                    refs.append(StoredPacketRef(mailbox: box, messageID: id))
+                    var p = RelayPost(mailbox: box, messageID: id, expiresAtMs: now + Int64((i + round) % 4) * 60,
+                                      packet: Sodium.randomBytes(50 + i))
+                    p.address = [10, 0, 0, UInt8(1 + (i + worker) % 3)]
+                    return .post(p)
+                }
+                let deletes = RelayStoreWrite.delete(previous.enumerated().filter { $0.offset % 2 == 0 }.map(\.element))
+                if (try? s.commit(writes + [deletes], nowMs: now, quota: quota)) == nil { failures.withLock { $0 += 1 } }
+                previous = refs
+            }
+        }
+        XCTAssertEqual(failures.withLock { $0 }, 0)
+        let pg = try XCTUnwrap(store as? PostgresRelayStore)
+        let mismatches = try pg.pool.withConnection { c in
+            try c.query("holders_check", """
+                SELECT count(*) FROM (
+                    SELECT tag, sum(len) AS bytes FROM (
+                        SELECT address_tag AS tag, length(packet) AS len FROM packets WHERE address_tag IS NOT NULL
+                        UNION ALL SELECT prefix_tag, length(packet) FROM packets WHERE prefix_tag IS NOT NULL) t
+                    GROUP BY tag) p
+                FULL JOIN holders h USING (tag) WHERE p.bytes IS DISTINCT FROM h.bytes
+                """, types: [], []).int(0, 0)
+        }
+        XCTAssertEqual(mismatches, 0)
+        let holders = try pg.pool.withConnection { c in try c.query("holders_count", "SELECT count(*) FROM holders", types: [], []).int(0, 0) }
+        XCTAssertEqual(holders, 4, "three addresses and their /24")
+    }
+
     /// Another relay's DELETE that commits while this relay's re-post waits for the
     /// mailbox's lock: the re-post sees the deletion (checked under the lock), no copy.
     func testARePostWaitingOnAnotherRelaysDeleteIsNotStoredAgain() throws {
