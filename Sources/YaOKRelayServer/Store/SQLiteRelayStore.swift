@@ -107,7 +107,7 @@ public final class SQLiteRelayStore: RelayStore {
             INSERT INTO holders (tag, bytes) VALUES (?, ?)
             ON CONFLICT (tag) DO UPDATE SET bytes = bytes + excluded.bytes
             """, [tag, .int(Int64(bytes))])
-        try db.query("DELETE FROM holders WHERE tag = ? AND bytes <= 0", [tag])
+        if bytes < 0 { try db.query("DELETE FROM holders WHERE tag = ? AND bytes <= 0", [tag]) }
     }
 
     private func account(_ tag: [UInt8], bytes: Int) throws { try account(.blob(tag), bytes: bytes) }
