@@ -75,10 +75,8 @@ import Testing
 extension Node {
     /// Runs the inbound pipeline on one routed packet as if it came over a link.
     func injectRouted(_ packet: [UInt8]) throws {
-        var effects = Effects()
-        try withStore { store, s in
-            try store.db.transaction { try receiveRouted(packet, on: 0, store, &s, &effects) }
+        try withEngine { engine, store, keys in
+            try engine.batch(store) { try $0.receiveRouted(packet, on: 0, store, keys) }
         }
-        perform(effects)
     }
 }
