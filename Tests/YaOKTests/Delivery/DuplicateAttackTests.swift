@@ -71,12 +71,3 @@ import Testing
         #expect(throws: YaOKError(.malformedPacket)) { try pair.bob.injectRouted(packet) }
     }
 }
-
-extension Node {
-    /// Runs the inbound pipeline on one routed packet as if it came over a link.
-    func injectRouted(_ packet: [UInt8]) throws {
-        try withEngine { engine, store, keys in
-            try engine.batch(store) { try $0.receiveRouted(packet, on: 0, store, keys) }
-        }
-    }
-}
