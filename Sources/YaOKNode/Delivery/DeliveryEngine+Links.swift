@@ -41,6 +41,7 @@ extension DeliveryEngine {
     /// that waits a minute); else each is a failed attempt. False: it was not open.
     mutating func closeLink(_ link: Link, _ store: Store, _ keys: UnlockedKeys?) throws -> Bool {
         guard let state = links.removeValue(forKey: link.id) else { return false }
+        link.notePeer(.unknown)
         state.channel.close()
         if let timer = state.handshakeTimer { loop.cancel(timer) }
         let another = state.contactID.map { c in links.values.contains { $0.isOpen && $0.contactID == c } } ?? false
@@ -192,6 +193,7 @@ extension DeliveryEngine {
             link.handshakeTimer = nil
             link.contactID = try directory(store, keys)?.contact(for: peer)
             links[linkID] = link
+            tellPeerStanding(link)
             // §5.2: a responder confirms completion at once, so the initiator knows m3 arrived
             // (and a transport that counts units sees two on each side: BLE, LAN).
             if link.link.role == .responder { try sendOnLink(.keepalive, on: linkID) }
@@ -264,14 +266,24 @@ extension DeliveryEngine {
         return directory
     }
 
+    /// Tells an open link whether its peer is a contact (`Link.peerIsContact`): matched by
+    /// the directory, or — when the contacts could not be read at the match (locked) — by
+    /// the digests kept from the last unlock, nil before any.
+    private func tellPeerStanding(_ link: LinkState) {
+        guard let peer = link.peer else { return }
+        let isContact = link.contactID != nil ? true : (peers != nil ? false : contactDigests?.contains(peer))
+        link.link.notePeer(.authenticated(isContact: isContact))
+    }
+
     /// Contacts changed: rebuild the directory and re-check which open links are contacts.
     mutating func contactsChanged(_ store: Store, _ keys: UnlockedKeys?) {
         peers = nil
         guard let directory = try? directory(store, keys) else { return }
         for (id, link) in links where link.isOpen {
             let contact = link.peer.flatMap { directory.contact(for: $0) }
-            guard contact != link.contactID else { continue }
             links[id]?.contactID = contact
+            if let updated = links[id] { tellPeerStanding(updated) }
+            guard contact != link.contactID else { continue }
             for c in [link.contactID, contact].compactMap({ $0 }) { updatePresence(c, store, keys) }
             if let contact { try? store.makeOutboxDue(contactID: contact, now: now) }
         }

@@ -50,12 +50,6 @@ extension Node {
         if removed, notifyTransport { link.closedByNode(reason) }
     }
 
-    /// Whether `link`'s handshake has completed (its peer is authenticated). Takes the
-    /// node's lock: a transport asks outside its own.
-    func linkIsAuthenticated(_ link: Link) -> Bool {
-        state.withLock { $0.delivery.links[link.id]?.isOpen ?? false }
-    }
-
     /// What one link may have waiting for the event thread (bytes, and units: a flood of
     /// tiny frames costs more than its bytes), and all links together. A small-MTU link
     /// legitimately queues a thousand fragments for one large message.
