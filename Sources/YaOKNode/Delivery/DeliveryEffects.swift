@@ -46,8 +46,11 @@ struct DeliveryEffects {
         return (units, carrierCommands)
     }
 
+    /// What the end of a section performs.
+    typealias Outcome = (events: [NodeEvent], closes: [(link: Link, reason: String)])
+
     /// Takes what the end of a section performs (events, closes).
-    mutating func takeOutcome() -> (events: [NodeEvent], closes: [(link: Link, reason: String)]) {
+    mutating func takeOutcome() -> Outcome {
         defer {
             events = []
             closes = []

@@ -27,21 +27,14 @@ extension DeliveryEngine {
         let t = now
         try batch(store) { engine in
             for id in ids where engine.inflight[id]?.link == carrier.id {
-                engine.inflight.remove(id)
-                guard let row = try store.outboxRow(id) else { continue }
-                switch row.kind {
-                case .ack:
-                    try store.removeOutbox(id)
-                case .message:
-                    guard row.state == .queued else { continue }
-                    // Sent, but not done with: without the recipient's ack by the deadline
-                    // it goes again (a relay may lose what it stored).
-                    try store.markCarried(id, until: t + Node.carriedAckTimeoutMs)
-                    engine.ackWatch.carried(id, route: carrier.route, deadline: t + Node.carriedAckTimeoutMs)
-                    if let keys, let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
-                       m.status != .sent, m.status != .delivered {
-                        _ = try engine.setStatus(id, .sent, store, keys)
-                    }
+                guard try engine.handedOn(id, store) != nil else { continue }
+                // Sent, but not done with: without the recipient's ack by the deadline it
+                // goes again (a relay may lose what it stored).
+                try store.markCarried(id, until: t + Node.carriedAckTimeoutMs)
+                engine.ackWatch.carried(id, route: carrier.route, deadline: t + Node.carriedAckTimeoutMs)
+                if let keys, let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
+                   m.status != .sent, m.status != .delivered {
+                    _ = try engine.setStatus(id, .sent, store, keys)
                 }
             }
         }

@@ -75,15 +75,23 @@ extension DeliveryEngine {
 
     /// A link confirmed it took packet `id`.
     mutating func confirmReceipt(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard let row = try handedOn(id, store) else { return }
+        try store.setOutbox(id, state: .sent, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt)
+        if let keys { _ = try setStatus(id, .sent, store, keys) }
+    }
+
+    /// Packet `id` was taken by the link or carrier it was in flight on: it is no longer in
+    /// flight, an ack is done with (off the outbox), and a message still queued is returned
+    /// for the caller to mark (`sent` by a link, carried by a relay). nil: nothing left to do.
+    mutating func handedOn(_ id: MessageID, _ store: Store) throws -> OutboxRow? {
         inflight.remove(id)
-        guard let row = try store.outboxRow(id) else { return }
+        guard let row = try store.outboxRow(id) else { return nil }
         switch row.kind {
         case .ack:
             try store.removeOutbox(id)
+            return nil
         case .message:
-            guard row.state == .queued else { return }
-            try store.setOutbox(id, state: .sent, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt)
-            if let keys = keys { _ = try setStatus(id, .sent, store, keys) }
+            return row.state == .queued ? row : nil
         }
     }
 

@@ -11,7 +11,7 @@ extension Node {
     /// undo decisions: outside a batch each store write committed when made, so what was
     /// decided happened; a batch undoes its own (`DeliveryEngine.batch`).
     func withEngine<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> R) throws -> R {
-        var outcome: (events: [NodeEvent], closes: [(link: Link, reason: String)]) = ([], [])
+        var outcome: DeliveryEffects.Outcome = ([], [])
         defer { perform(outcome) }
         return try withStore { store, s in
             defer { outcome = s.delivery.effects.takeOutcome() }
@@ -22,7 +22,7 @@ extension Node {
     /// `withEngine` for what needs the keys: `locked` without them. Counts as activity for
     /// auto-lock, as `withUnlocked`.
     func withUnlockedEngine<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws -> R {
-        var outcome: (events: [NodeEvent], closes: [(link: Link, reason: String)]) = ([], [])
+        var outcome: DeliveryEffects.Outcome = ([], [])
         defer { perform(outcome) }
         return try withUnlocked { store, keys, s in
             defer { outcome = s.delivery.effects.takeOutcome() }
@@ -33,7 +33,7 @@ extension Node {
     /// Carries out what a section decided, outside the lock: the links the engine ends are
     /// closed (their transports told), units and carrier commands go to the event thread's
     /// flush, events to the app.
-    private func perform(_ outcome: (events: [NodeEvent], closes: [(link: Link, reason: String)])) {
+    private func perform(_ outcome: DeliveryEffects.Outcome) {
         for (link, reason) in outcome.closes { closeLink(link, reason: reason, notifyTransport: true) }
         flushOutgoing()
         for event in outcome.events { events.emit(event) }
