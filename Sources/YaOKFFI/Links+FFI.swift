@@ -9,6 +9,15 @@ import YaOK
 /// YAOK_LINK_INITIATOR / YAOK_LINK_RESPONDER
 let linkInitiator: UInt32 = 0, linkResponder: UInt32 = 1
 
+/// `YAOK_LINK_INITIATOR` / `YAOK_LINK_RESPONDER` as the one role type.
+func linkRole(_ value: UInt32) throws -> Link.Role {
+    switch value {
+    case linkInitiator: return .initiator
+    case linkResponder: return .responder
+    default: throw YaOKError(.invalidArgument, "Unknown role \(value)")
+    }
+}
+
 /// The application's callbacks for one link. `@unchecked Sendable`: `send`, `closedCallback`
 /// and `userData` never change, the rest is guarded by a lock; the application promised, by
 /// opening the link, that user_data may be used on the threads the header names.
@@ -118,9 +127,8 @@ public func yaok_link_open(_ node: OpaquePointer?, _ transport: UnsafePointer<CC
         let out = try required(out, "out")
         let send = try required(send, "send")
         let name = try string(transport, "transport")
-        guard role == linkInitiator || role == linkResponder else { throw YaOKError(.invalidArgument, "Unknown role \(role)") }
         let callbacks = LinkCallbacks(send: send, closed: closed, userData: userData)
-        let link = try n.openLink(transport: name, role: role == linkInitiator ? .initiator : .responder, mtu: Int(mtu),
+        let link = try n.openLink(transport: name, role: try linkRole(role), mtu: Int(mtu),
                                   send: { callbacks.transmit($0) }, closed: { callbacks.closedByNode($0) })
         callbacks.arm(freeUserData)
         out.pointee = Handles.make(LinkHandle(link, callbacks))

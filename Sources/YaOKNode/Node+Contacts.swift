@@ -26,8 +26,7 @@ extension Node {
     /// own card (or one sharing a key with it) is `invalidArgument`.
     public func addContact(card text: String) throws -> Contact {
         let card = try ContactCard(text: text)
-        var pending = Effects()
-        let contact = try withUnlocked { store, keys, s -> Contact in
+        return try withUnlockedEngine { engine, store, keys -> Contact in
             try Node.refuseOwnCard(card, keys)
             if let existing = try contactHoldingKeys(of: card, store, keys) {
                 guard existing.publicIdentity == card.publicIdentity else {
@@ -36,22 +35,18 @@ extension Node {
                 throw YaOKError(.contactExists, "\(existing.name) is already in your contacts")
             }
             let id = try store.insertContact(card, lookup: Node.lookup(card.publicIdentity, keys), cipher: keys.cipher, now: now)
+            engine.effects.events.append(.contactsChanged(contactID: id))
             // A link from this person may already be open: it now counts as theirs.
-            var effects = Effects()
-            contactsChangedForDelivery(store, &s, &effects)
-            pending = effects
-            return try loadContact(id, store, keys, s)
+            engine.contactsChanged(store, keys)
+            return try loadContact(id, store, keys, engine.online)
         }
-        events.emit(.contactsChanged(contactID: contact.id))
-        perform(pending)
-        return contact
     }
 
     /// Every contact, by name (case-insensitive), then id.
     public func contacts() throws -> [Contact] {
         try withUnlocked { store, keys, s in
             try store.contactRecords(cipher: keys.cipher)
-                .map { Node.contact($0, s) }
+                .map { Node.contact($0, s.delivery.online) }
                 .sorted { ($0.name.lowercased(), $0.id) < ($1.name.lowercased(), $1.id) }
         }
     }
@@ -69,7 +64,7 @@ extension Node {
 
     /// One contact; `notFound` if there is none with `id`.
     public func contact(_ id: Int64) throws -> Contact {
-        try withUnlocked { store, keys, s in try loadContact(id, store, keys, s) }
+        try withUnlocked { store, keys, s in try loadContact(id, store, keys, s.delivery.online) }
     }
 
     /// The longest query `findContact` takes (UTF-8 bytes): more than any name, user ID or
@@ -124,7 +119,7 @@ extension Node {
         let contact = try withUnlocked { store, keys, s -> Contact in
             guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
             try store.renameContact(id, to: name, cipher: keys.cipher)
-            return try loadContact(id, store, keys, s)
+            return try loadContact(id, store, keys, s.delivery.online)
         }
         events.emit(.contactsChanged(contactID: id))
         return contact
@@ -134,17 +129,13 @@ extension Node {
     /// readable under the conversation id (= the contact id), and the person can no longer
     /// be messaged; `deleteMessages: true` deletes them too. Either way no row is orphaned.
     public func deleteContact(_ id: Int64, deleteMessages: Bool = false) throws {
-        var pending = Effects()
-        try withUnlocked { store, _, s in
+        try withUnlockedEngine { engine, store, keys in
             guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
             try store.deleteContact(id, withMessages: deleteMessages)
-            s.online[id] = nil
-            var effects = Effects()
-            contactsChangedForDelivery(store, &s, &effects)
-            pending = effects
+            engine.online[id] = nil
+            engine.effects.events.append(.contactsChanged(contactID: id))
+            engine.contactsChanged(store, keys)
         }
-        events.emit(.contactsChanged(contactID: id))
-        perform(pending)
     }
 
     /// For transports: the contact is connected now over `transport` ("Bluetooth", "LAN",
@@ -153,9 +144,9 @@ extension Node {
         try withUnlocked { store, _, s in
             guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
             if let transport {
-                s.online[id] = transport
+                s.delivery.online[id] = transport
                 try store.setLastSeen(id, time: now, transport: transport)
-            } else if let previous = s.online.removeValue(forKey: id) {
+            } else if let previous = s.delivery.online.removeValue(forKey: id) {
                 try store.setLastSeen(id, time: now, transport: previous)
             }
         }
@@ -231,16 +222,16 @@ extension Node {
         }
     }
 
-    private func loadContact(_ id: Int64, _ store: Store, _ keys: UnlockedKeys, _ s: NodeState) throws -> Contact {
+    private func loadContact(_ id: Int64, _ store: Store, _ keys: UnlockedKeys, _ online: [Int64: String]) throws -> Contact {
         guard let record = try store.contactRecords(cipher: keys.cipher, id: id).first else {
             throw YaOKError(.notFound, "No such contact")
         }
-        return Node.contact(record, s)
+        return Node.contact(record, online)
     }
 
-    private static func contact(_ r: Store.ContactRecord, _ s: NodeState) -> Contact {
+    private static func contact(_ r: Store.ContactRecord, _ online: [Int64: String]) -> Contact {
         let connection: ConnectionStatus
-        if let transport = s.online[r.id] {
+        if let transport = online[r.id] {
             connection = .online(transport: transport)
         } else if let seen = r.lastSeen {
             connection = .lastSeen(seen)

@@ -457,7 +457,7 @@ extension Node {
             let fresh = try Store(directory: dataDirectory)
             s.store = fresh
             s.generation += 1
-            s.online = [:]
+            s.delivery.online = [:]
             s.autoLock = .standard
             try logSecurityEvent(fresh, .reset)
             return wasUnlocked

@@ -76,8 +76,10 @@ public final class Node: Sendable {
         let store = try Store(directory: dataDirectory)
         let autoLock = try Node.loadAutoLock(store)
         loop = try EventLoop()
-        state = Locked(NodeState(store: store, autoLock: autoLock))
+        state = Locked(NodeState(store: store, autoLock: autoLock,
+                                 delivery: DeliveryEngine(clock: options.clock, loop: loop)))
         events = EventSink(loop: loop)
+        state.withLock { $0.delivery.node = self }
     }
 
     deinit { close() }
@@ -177,16 +179,16 @@ struct NodeState {
     var autoLockTimer: EventLoop.TimerID?
     /// Bumped by reset, so an unlock that started before a reset cannot finish after it.
     var generation = 0
-    /// Contacts connected right now, with the transport's name (in memory only).
-    var online: [Int64: String] = [:]
-    /// Outbox, links, acks, retries and transports (Delivery/).
-    var delivery = DeliveryState()
+    /// The delivery engine: outbox, links, carriers, acks, retries, transports, presence
+    /// (Delivery/DeliveryEngine.swift).
+    var delivery: DeliveryEngine
     /// The app's device secret (setDeviceSecret), in guarded memory until cleared or closed.
     var deviceSecret: SecureBytes?
 
-    init(store: Store, autoLock: AutoLock) {
+    init(store: Store, autoLock: AutoLock, delivery: DeliveryEngine) {
         self.store = store
         self.autoLock = autoLock
+        self.delivery = delivery
     }
 
     /// Forgets the keys and the auto-lock timer. Returns whether the node was unlocked.

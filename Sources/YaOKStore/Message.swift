@@ -61,19 +61,3 @@ public struct HistoryPage: Sendable, Equatable {
     public let messages: [Message]
     public let olderCursor: String?
 }
-
-/// A received, decrypted message for `Node.storeIncoming(_:)`.
-public struct IncomingMessage: Sendable {
-    public let contactID: Int64
-    public let text: String
-    public let messageID: [UInt8]
-    /// The sender's timestamp, milliseconds since 1970.
-    public let sentAt: Int64
-
-    public init(contactID: Int64, text: String, messageID: [UInt8], sentAt: Int64) {
-        self.contactID = contactID
-        self.text = text
-        self.messageID = messageID
-        self.sentAt = sentAt
-    }
-}

@@ -41,7 +41,7 @@ do {
     var n = 0
     while true {
         n += 1
-        _ = try node.storeOutgoing(to: 1, text: "message \(n)")
+        _ = try node.send(to: 1, text: "message \(n)")
         say("\(n)\n")
     }
 } catch {

@@ -17,10 +17,6 @@ import YaOKWire
 ///
 /// Not thread-safe: a handshake belongs to one thread (the node's event thread).
 public final class LinkHandshake {
-    public enum Role: Sendable, Equatable {
-        case initiator, responder
-    }
-
     public struct Completion {
         public let session: LinkSession
         /// The other node's certificate, verified for the link key this handshake
@@ -51,7 +47,7 @@ public final class LinkHandshake {
         case notStarted, awaitingM1, awaitingM2, awaitingM3, complete, failed
     }
 
-    public let role: Role
+    public let role: LinkRole
     private let staticKey: LinkKey
     private let certificate: LinkCertificate
     private var ephemeralSecret: SecureBytes?
@@ -62,7 +58,7 @@ public final class LinkHandshake {
 
     /// `certificate` must certify `staticKey` (else `invalidArgument`): the peer would
     /// refuse it anyway, after work on both sides.
-    public convenience init(role: Role, staticKey: LinkKey, certificate: LinkCertificate) throws {
+    public convenience init(role: LinkRole, staticKey: LinkKey, certificate: LinkCertificate) throws {
         let (secret, _) = try Sodium.x25519KeyPair()
         try self.init(role: role, staticKey: staticKey, certificate: certificate, ephemeralSecret: secret)
     }
@@ -70,7 +66,7 @@ public final class LinkHandshake {
     /// With a given ephemeral secret: only for the test vectors, which must be reproducible.
     /// `checkingCertificate: false` lets a test play a dishonest peer, whose certificate the
     /// other side must refuse.
-    init(role: Role, staticKey: LinkKey, certificate: LinkCertificate, ephemeralSecret: SecureBytes,
+    init(role: LinkRole, staticKey: LinkKey, certificate: LinkCertificate, ephemeralSecret: SecureBytes,
          checkingCertificate: Bool = true) throws {
         guard !checkingCertificate || certificate.certifies(linkPublicKey: staticKey.publicKey) else {
             throw YaOKError(.invalidArgument, "The link certificate does not certify this link key")

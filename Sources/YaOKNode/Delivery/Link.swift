@@ -1,5 +1,6 @@
 import YaOKSupport
 import YaOKLoop
+import YaOKCrypto
 
 /// One encrypted, mutually authenticated session with a neighbour over some transport
 /// (docs/PROTOCOL.md §5). A transport opens it for each connection with `Node.openLink`,
@@ -10,9 +11,10 @@ import YaOKLoop
 /// node's event thread, in the order the calls were made. The `send` callback given to
 /// `openLink` is called on the event thread, never while the node's lock is held.
 public final class Link: Sendable {
-    /// The side that speaks first: the TCP connector, the BLE central, or whichever side
-    /// an app's own radio protocol says.
-    public enum Role: Sendable, Equatable { case initiator, responder }
+    /// Which side this node is: the initiator speaks first (the TCP connector, the BLE
+    /// central, or whichever side an app's own radio protocol says). `LinkRole`, by the name
+    /// the API has always had.
+    public typealias Role = LinkRole
 
     public let id: UInt64
     /// The transport's name: "lan", "ble", "relay", or what an app calls its own.
@@ -24,6 +26,16 @@ public final class Link: Sendable {
     let sendUnit: @Sendable ([UInt8]) -> Void
     let closedByNode: @Sendable (String) -> Void
     private weak let node: Node?
+    /// What the engine last told this link about its peer (`notePeer`): a transport asks it
+    /// without the node's lock, which it may be waiting for in another thread.
+    private let peer = Locked(PeerStanding.unknown)
+
+    /// The peer as the node knows it: not authenticated yet (or the link closed), or
+    /// authenticated, with whether it is a contact (nil: the node cannot tell, §6.3).
+    enum PeerStanding: Equatable {
+        case unknown
+        case authenticated(isContact: Bool?)
+    }
 
     init(id: UInt64, transport: String, role: Role, mtu: Int, node: Node,
          send: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (String) -> Void) {
@@ -46,26 +58,27 @@ public final class Link: Sendable {
     }
 
     /// Whether the handshake has completed: the peer is authenticated (PROTOCOL.md §5.2).
-    /// False before, and once the link is closed. Any thread; takes the node's lock.
+    /// False before, and once the link is closed. Any thread; never takes the node's lock.
     public var isAuthenticated: Bool {
-        node?.linkIsAuthenticated(self) ?? false
+        peer.withLock { $0 } != .unknown
     }
 
     /// Whether the authenticated peer is one of our contacts: true or false when the node
     /// can tell, nil when it cannot — the handshake has not completed (or the link is
-    /// closed), or the node is locked and its contacts cannot be read (§6.3). For a
-    /// transport that gives strangers fewer of its scarce slots (BLE, PROTOCOL.md §9.2).
-    /// Any thread; takes the node's lock, as `isAuthenticated`.
+    /// closed), or the node has not been able to read its contacts since it was opened
+    /// (§6.3). The node sets it when the handshake completes and again whenever its contacts
+    /// change or it is unlocked; while locked it answers from the contact digests kept from
+    /// the last unlock. For a transport that gives strangers fewer of its scarce slots (BLE,
+    /// PROTOCOL.md §9.2). Any thread; never takes the node's lock.
     public var peerIsContact: Bool? {
-        guard let node else { return nil }
-        return node.state.withLock { s -> Bool? in
-            guard let link = s.delivery.links[id], let peer = link.peer else { return nil }
-            if link.contactID != nil { return true }
-            // Matched at the handshake only if the contacts could be read then; ask the
-            // directory now, or while locked the digests kept from the last unlock.
-            if s.keys != nil, let directory = s.delivery.peers { return directory.contact(for: peer) != nil }
-            return s.delivery.contactDigests?.contains(peer)
-        }
+        guard case .authenticated(let isContact) = peer.withLock({ $0 }) else { return nil }
+        return isContact
+    }
+
+    /// The engine's word on the peer (under the node's lock; this lock is taken inside it,
+    /// never the other way round).
+    func notePeer(_ standing: PeerStanding) {
+        peer.withLock { $0 = standing }
     }
 
     /// The transport lost the connection (or the app is done with it). Messages in flight

@@ -10,8 +10,7 @@ struct LinkChannel {
     private(set) var session: LinkSession?
 
     init(role: Link.Role, key: LinkKey, certificate: LinkCertificate) throws {
-        handshake = try LinkHandshake(role: role == .initiator ? .initiator : .responder,
-                                      staticKey: key, certificate: certificate)
+        handshake = try LinkHandshake(role: role, staticKey: key, certificate: certificate)
     }
 
     /// The initiator's first handshake packet (nil for a responder).

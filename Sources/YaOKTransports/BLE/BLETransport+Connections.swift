@@ -45,7 +45,7 @@ extension BLETransport {
             return accepted
         }
         for (link, reason) in evicted { link?.close(reason: reason) }
-        openLinks(accepted, initiator: false)
+        openLinks(accepted, as: .responder)
     }
 
     // MARK: - Slots
@@ -159,7 +159,7 @@ extension BLETransport {
     }
 
     /// Opens a link over each channel, with the MTU the peer granted (outside the lock).
-    func openLinks(_ ids: [UInt64], initiator: Bool) {
+    func openLinks(_ ids: [UInt64], as role: LinkRole) {
         guard !ids.isEmpty, let opener = state.withLock({ $0.opener }) else { return }
         for id in ids {
             guard let mtu = state.withLock({ $0.connections[id]?.sendMTU }) else { continue }
@@ -169,7 +169,7 @@ extension BLETransport {
                 continue
             }
             opener.openLink(
-                transport: name, initiator: initiator, mtu: mtu,
+                transport: name, as: role, mtu: mtu,
                 send: { [weak self] unit in self?.linkSend(id, unit) },
                 closed: { [weak self] reason in self?.linkClosedByNode(id, reason) },
                 attach: { link in state.withLock { s in s.connections[id].map { $0.link = link } != nil } },
@@ -225,7 +225,7 @@ extension BLETransport {
             return (c.link, nil)
         }
         if connected {
-            openLinks([id], initiator: true)
+            openLinks([id], as: .initiator)
             return
         }
         if !units.isEmpty, let link {

@@ -2,6 +2,7 @@ import Glibc
 import YaOKSupport
 import YaOKLoop
 import YaOKWire
+import YaOKCrypto
 
 /// TCP: accepting, connecting, reading, writing, timeouts. Every method named `…Locked`
 /// runs under the transport's lock; links are called only outside it.
@@ -48,7 +49,7 @@ extension LANTransport {
             return accepted
         }
         for (link, reason) in evicted { link?.close(reason: reason) }
-        openLinks(accepted, initiator: false)
+        openLinks(accepted, as: .responder)
     }
 
     // MARK: - Slots
@@ -81,7 +82,7 @@ extension LANTransport {
     }
 
     /// Asks the links not yet known to be authenticated, or whose peer is not known to be a
-    /// contact, what they are now — outside the lock (a link takes the node's lock) — and
+    /// contact, what they are now — outside the lock — and
     /// notes it. A stranger we connected to is not connected to again from its beacons for
     /// `strangerBackoff`; a contact we connected to is dialed again outside the dial budgets.
     func refreshAuthentication() {
@@ -189,11 +190,11 @@ extension LANTransport {
     }
 
     /// Opens a link over each connection (outside the lock: the node may send at once).
-    func openLinks(_ ids: [UInt64], initiator: Bool) {
+    func openLinks(_ ids: [UInt64], as role: LinkRole) {
         guard !ids.isEmpty, let opener = state.withLock({ $0.opener }) else { return }
         for id in ids {
             opener.openLink(
-                transport: name, initiator: initiator, mtu: LANTransport.linkMTU, stream: true,
+                transport: name, as: role, mtu: LANTransport.linkMTU, stream: true,
                 send: { [weak self] unit in self?.linkSend(id, unit) },
                 closed: { [weak self] reason in self?.linkClosedByNode(id, reason) },
                 attach: { link in state.withLock { s in s.connections[id].map { $0.link = link } != nil } },
@@ -250,7 +251,7 @@ extension LANTransport {
             return (c.link, nil)
         }
         if connected {
-            openLinks([id], initiator: true)
+            openLinks([id], as: .initiator)
             return
         }
         // Units first, then the close: what arrived before the end still counts.

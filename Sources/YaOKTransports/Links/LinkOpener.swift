@@ -1,4 +1,5 @@
 import YaOKLoop
+import YaOKCrypto
 
 /// What a transport needs from a node: the event loop its sockets are serviced on, and a
 /// way to turn a connection into a link. `Node` is the one production conformance
@@ -11,7 +12,7 @@ package protocol LinkOpener: AnyObject, Sendable {
     /// to transmit and must not block; `closed` is called on the event thread when the node
     /// ends the link. The connector is the initiator. `stream`: a byte stream that carries
     /// packets whole (TCP): the node refuses fragments on it (PROTOCOL.md §4.7).
-    func openLink(transport: String, initiator: Bool, mtu: Int, stream: Bool,
+    func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool,
                   send: @escaping @Sendable ([UInt8]) -> Void,
                   closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink
 }
@@ -25,12 +26,11 @@ package protocol TransportLink: AnyObject, Sendable {
     /// The connection is gone (any thread; idempotent).
     func close(reason: String)
     /// Whether the link's handshake has completed (its peer is authenticated). Any thread;
-    /// takes the node's lock, so never ask while holding the transport's.
+    /// never takes the node's lock (`Link` keeps what the node told it).
     var isAuthenticated: Bool { get }
     /// Whether the authenticated peer is one of the node's contacts: true or false when
-    /// known, nil when not (no handshake yet, or the node is locked and cannot read its
-    /// contacts). Any thread; takes the node's lock, so never ask while holding the
-    /// transport's.
+    /// known, nil when not (no handshake yet, or the node has not read its contacts since it
+    /// was opened). Any thread; never takes the node's lock.
     var peerIsContact: Bool? { get }
 }
 
@@ -39,11 +39,11 @@ extension LinkOpener {
     /// once) and hands it to `attach`, which keeps it if the connection is still there. One
     /// that ended meanwhile (the node refused it at once, the transport stopped) must not
     /// outlive it, so its link is closed; a link that cannot be opened goes to `failed`.
-    func openLink(transport: String, initiator: Bool, mtu: Int, stream: Bool = false,
+    func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool = false,
                   send: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (String) -> Void,
                   attach: (any TransportLink) -> Bool, failed: (Error) -> Void) {
         do {
-            let link = try openLink(transport: transport, initiator: initiator, mtu: mtu, stream: stream, send: send, closed: closed)
+            let link = try openLink(transport: transport, as: role, mtu: mtu, stream: stream, send: send, closed: closed)
             if !attach(link) { link.close(reason: "connection closed") }
         } catch {
             failed(error)

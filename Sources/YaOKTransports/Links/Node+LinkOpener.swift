@@ -1,12 +1,13 @@
 import YaOKLoop
+import YaOKCrypto
 import YaOKNode
 
 /// The production path: a transport started on a node opens real links (`Node.openLink`).
 extension Node: LinkOpener {
-    package func openLink(transport: String, initiator: Bool, mtu: Int, stream: Bool,
+    package func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool,
                           send: @escaping @Sendable ([UInt8]) -> Void,
                           closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink {
-        try openLink(transport: transport, role: initiator ? .initiator : .responder, mtu: mtu, stream: stream,
+        try openLink(transport: transport, role: role, mtu: mtu, stream: stream,
                      send: send, closed: closed)
     }
 }

@@ -15,7 +15,7 @@ struct LinkNode {
         certificate = try key.certificate(signedBy: identity)
     }
 
-    func handshake(_ role: LinkHandshake.Role) throws -> LinkHandshake {
+    func handshake(_ role: LinkRole) throws -> LinkHandshake {
         try LinkHandshake(role: role, staticKey: key, certificate: certificate)
     }
 }

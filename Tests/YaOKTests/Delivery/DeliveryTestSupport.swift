@@ -37,3 +37,23 @@ extension Node {
     }
 }
 
+extension Node {
+    /// Runs the inbound pipeline on one routed packet as if it came over a link.
+    func injectRouted(_ packet: [UInt8]) throws {
+        try withEngine { engine, store, keys in
+            try engine.batch(store) { try $0.receiveRouted(packet, on: 0, store, keys) }
+        }
+    }
+
+    /// Receives `text` from `sender` (a contact's identity) through the inbound pipeline, as
+    /// a link would bring it: sealed to this node, sender time `sentAt`. Returns the packet,
+    /// for a test that brings it again.
+    @discardableResult
+    func receive(_ text: String, from sender: Identity, sentAt: Int64 = Clock.milliseconds(),
+                 messageID: MessageID = .random()) throws -> [UInt8] {
+        let key = try profile().publicIdentity.encryptionKey
+        let (_, packet) = try SealedMessage.seal(Array(text.utf8), from: sender, to: key, createdMs: sentAt, messageID: messageID)
+        try injectRouted(packet)
+        return packet
+    }
+}

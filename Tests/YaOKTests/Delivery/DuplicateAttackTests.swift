@@ -71,14 +71,3 @@ import Testing
         #expect(throws: YaOKError(.malformedPacket)) { try pair.bob.injectRouted(packet) }
     }
 }
-
-extension Node {
-    /// Runs the inbound pipeline on one routed packet as if it came over a link.
-    func injectRouted(_ packet: [UInt8]) throws {
-        var effects = Effects()
-        try withStore { store, s in
-            try store.db.transaction { try receiveRouted(packet, on: 0, store, &s, &effects) }
-        }
-        perform(effects)
-    }
-}

@@ -97,4 +97,39 @@ import Testing
         #expect(friend.initiator.peerIsContact == true)
         #expect(stranger.initiator.peerIsContact == false)
     }
+
+    /// A transport asks while the node's lock is busy (held by another thread, which may be
+    /// waiting for the transport's own lock): the link answers from what the node told it,
+    /// never from the node's locked state. Before, both questions took the node's lock, so
+    /// asking while it is held (here: from inside it) never returned.
+    @Test func aLinkAnswersWithoutTheNodesLock() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { pipe.responder.peerIsContact != nil })
+        let answers = pair.bob.state.withLock { _ in [pipe.responder.isAuthenticated, pipe.responder.peerIsContact] }
+        #expect(answers == [true, true])
+    }
+
+    /// The answer follows the contacts: a stranger added while linked counts at once, one
+    /// deleted no longer does, and a closed link knows nothing.
+    @Test func theAnswerFollowsContactChanges() throws {
+        let dirA = TempDir(), dirC = TempDir()
+        defer { dirA.remove(); dirC.remove() }
+        let alice = try makeNode(dirA, name: "Alice")
+        defer { alice.close() }
+        let carol = try makeNode(dirC, name: "Carol")
+        defer { carol.close() }
+        let pipe = try MemoryPipe(alice, carol)
+        defer { pipe.close() }
+        #expect(eventually { pipe.initiator.isAuthenticated })
+        #expect(pipe.initiator.peerIsContact == false)
+        let added = try alice.addContact(card: carol.profile().text)
+        #expect(pipe.initiator.peerIsContact == true)
+        try alice.deleteContact(added.id)
+        #expect(pipe.initiator.peerIsContact == false)
+        pipe.initiator.close()
+        #expect(!pipe.initiator.isAuthenticated && pipe.initiator.peerIsContact == nil)
+    }
 }

@@ -83,12 +83,10 @@ import Testing
         let pipe = try MemoryPipe(pair.alice, mallory)
         defer { pipe.close() }
         #expect(eventually { pair.alice.state.withLock { s in s.delivery.links.values.contains { $0.isOpen } } })
-        var effects = Effects()
-        try mallory.withStore { _, s in
-            guard let id = s.delivery.links.keys.first else { return }
-            try mallory.sendOnLink(.receipt([m.messageID]), on: id, &s, &effects)
+        try mallory.withEngine { engine, _, _ in
+            guard let id = engine.links.keys.first else { return }
+            try engine.sendOnLink(.receipt([m.messageID]), on: id)
         }
-        mallory.perform(effects)
         usleep(200_000)
         #expect(try pair.alice.status(of: m.messageID) == .pending)
         let bobPipe = try MemoryPipe(pair.alice, pair.bob)

@@ -169,16 +169,17 @@ import Testing
         let dir = TempDir()
         defer { dir.remove() }
         let node = try makeNode(dir)
-        let bobCard = try cardText("Bob")
+        let bobIdentity = try Identity(name: "Bob")
+        let bobCard = bobIdentity.card.text
         let bob = try node.addContact(card: bobCard)
         let carol = try node.addContact(card: try cardText("Carol"))
-        _ = try node.storeOutgoing(to: bob.id, text: "one")
-        _ = try node.storeIncoming(from: bob.id, text: "two", messageID: [UInt8](repeating: 1, count: 16), sentAt: 5)
+        _ = try node.send(to: bob.id, text: "one")
+        try node.receive("two", from: bobIdentity, sentAt: Clock.milliseconds() - 60_000)
 
         try node.deleteContact(bob.id)
         #expect(try node.contacts().map(\.id) == [carol.id])
         #expect(try node.history(bob.id).messages.map(\.text) == ["two", "one"])
-        #expect(errorMessage { _ = try node.storeOutgoing(to: bob.id, text: "x") }
+        #expect(errorMessage { _ = try node.send(to: bob.id, text: "x") }
                 == "This contact was deleted and can no longer be messaged")
         // Deleting a contact without messages removes its conversation too.
         try node.deleteContact(carol.id)
@@ -196,7 +197,7 @@ import Testing
         defer { dir.remove() }
         let node = try makeNode(dir)
         let bob = try node.addContact(card: try cardText("Bob"))
-        for i in 0..<20 { _ = try node.storeOutgoing(to: bob.id, text: "m\(i)") }
+        for i in 0..<20 { _ = try node.send(to: bob.id, text: "m\(i)") }
         try node.deleteContact(bob.id, deleteMessages: true)
         #expect(throws: YaOKError(.notFound)) { try node.history(bob.id) }
         try expectNoOrphans(node)

@@ -180,7 +180,7 @@ import Testing
         #expect(keys == nil)
         #expect(databaseKey == nil)
         #expect(try node.status().locked)
-        #expect(throws: YaOKError(.locked)) { try node.storeOutgoing(to: 1, text: "hi") }
+        #expect(throws: YaOKError(.locked)) { try node.send(to: 1, text: "hi") }
         #expect(throws: YaOKError(.locked)) { try node.securityEvents() }
         #expect(throws: YaOKError(.locked)) { try node.setAutoLock(.never) }
     }
@@ -246,7 +246,7 @@ import Testing
         defer { dir.remove() }
         let node = try makeNode(dir)
         let bob = try node.addContact(card: cardText("Bob"))
-        _ = try node.storeOutgoing(to: bob.id, text: "hello")
+        _ = try node.send(to: bob.id, text: "hello")
         #expect(throws: YaOKError.self) { try node.reset(confirm: false) }
         try node.reset(confirm: true)
         let status = try node.status()

@@ -7,19 +7,18 @@ import Testing
 @testable import YaOKNode
 
 @Suite struct NodeMessagesTests {
-    private func id(_ n: Int) -> [UInt8] { [UInt8](repeating: 0, count: 12) + [0, 0, UInt8(n >> 8), UInt8(n & 0xff)] }
-
     @Test func historyIsInSenderTimeOrderWithCursorPages() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let node = try makeNode(dir)
-        let bob = try node.addContact(card: try cardText("Bob"))
-        // Arrivals out of order: sender timestamps 1...250 shuffled.
+        let clock = TestClock()
+        let node = try makeNode(dir, clock: clock)
+        let bobIdentity = try Identity(name: "Bob")
+        let bob = try node.addContact(card: bobIdentity.card.text)
+        // Arrivals out of order (a retry overtaken by later messages): sender times
+        // 1...250 s before now, shuffled.
         var order = Array(1...250)
         order.shuffle()
-        for n in order {
-            try node.storeIncoming(from: bob.id, text: "m\(n)", messageID: id(n), sentAt: Int64(n) * 1000)
-        }
+        for n in order { try node.receive("m\(n)", from: bobIdentity, sentAt: clock.now - 300_000 + Int64(n) * 1000) }
         var seen: [String] = []
         var cursor: String? = nil
         var pages = 0
@@ -35,62 +34,64 @@ import Testing
         #expect(throws: YaOKError(.invalidArgument)) { try node.history(bob.id, limit: 0) }
     }
 
-    @Test func batchIsAllOrNothing() throws {
+    @Test func aSendBatchIsAllOrNothing() throws {
         let dir = TempDir()
         defer { dir.remove() }
         let node = try makeNode(dir)
         let bob = try node.addContact(card: try cardText("Bob"))
-        let good = (0..<10).map { IncomingMessage(contactID: bob.id, text: "b\($0)", messageID: id($0), sentAt: Int64($0)) }
-        #expect(throws: YaOKError(.notFound)) {
-            try node.storeIncoming(good + [IncomingMessage(contactID: 999, text: "x", messageID: id(99), sentAt: 0)])
-        }
+        let good = (0..<10).map { (contactID: bob.id, text: "b\($0)") }
+        #expect(throws: YaOKError(.notFound)) { try node.send(good + [(contactID: 999, text: "x")]) }
+        #expect(throws: YaOKError(.emptyMessage)) { try node.send(good + [(contactID: bob.id, text: " ")]) }
         #expect(try node.history(bob.id).messages.isEmpty)
-        let results = try node.storeIncoming(good + [good[0]])
-        #expect(results.map(\.duplicate) == Array(repeating: false, count: 10) + [true])
+        #expect(try node.outbox().isEmpty)
+        #expect(try node.send(good).map(\.text) == (0..<10).map { "b\($0)" })
         #expect(try node.history(bob.id).messages.map(\.text) == (0..<10).map { "b\($0)" })
     }
 
     @Test func equalTimestampsKeepInsertionOrder() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let node = try makeNode(dir)
-        let bob = try node.addContact(card: try cardText("Bob"))
-        for n in 0..<5 { try node.storeIncoming(from: bob.id, text: "t\(n)", messageID: id(n), sentAt: 42) }
+        let clock = TestClock()
+        let node = try makeNode(dir, clock: clock)
+        let bobIdentity = try Identity(name: "Bob")
+        let bob = try node.addContact(card: bobIdentity.card.text)
+        for n in 0..<5 { try node.receive("t\(n)", from: bobIdentity, sentAt: clock.now - 1000) }
         let first = try node.history(bob.id, limit: 2)
         let rest = try node.history(bob.id, before: first.olderCursor, limit: 10)
         #expect((rest.messages + first.messages).map(\.text) == ["t0", "t1", "t2", "t3", "t4"])
     }
 
+    /// Times, statuses and read state as a message goes from Alice to Bob over a link, and
+    /// a retransmission that Bob keeps once.
     @Test func statusTimesUnreadAndDuplicates() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
         let clock = TestClock()
-        let node = try makeNode(dir, clock: clock)
-        let bob = try node.addContact(card: try cardText("Bob"))
-        let out = try node.storeOutgoing(to: bob.id, text: "hello")
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let out = try pair.alice.send(to: pair.bobID, text: "hello")
         #expect(out.status == .pending && out.direction == .outgoing && !out.unread && out.sentAt == nil)
         #expect(out.createdAt == clock.now && out.senderTimestamp == clock.now)
         clock.advance(seconds: 2)
-        let sent = try node.updateMessageStatus(out.messageID.bytes, to: .sent)
-        #expect(sent.status == .sent && sent.sentAt == clock.now)
-        clock.advance(seconds: 2)
-        let delivered = try node.updateMessageStatus(out.messageID.bytes, to: .delivered)
-        #expect(delivered.status == .delivered && delivered.sentAt == sent.sentAt)
-        #expect(throws: YaOKError(.notFound)) { try node.updateMessageStatus(id(77), to: .failed) }
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? pair.alice.status(of: out.messageID)) == .delivered })
+        let delivered = try pair.alice.outgoingMessage(out.messageID)
+        #expect(delivered.sentAt == clock.now)
 
-        let (incoming, dup1) = try node.storeIncoming(from: bob.id, text: "hi", messageID: id(1), sentAt: 10)
-        #expect(!dup1 && incoming.unread && incoming.receivedAt == clock.now && incoming.status == .delivered)
-        let (again, dup2) = try node.storeIncoming(from: bob.id, text: "changed", messageID: id(1), sentAt: 11)
-        #expect(dup2 && again.text == "hi")
-        #expect(try node.markRead(bob.id) == 1)
-        #expect(try node.history(bob.id).messages.allSatisfy { !$0.unread })
+        let incoming = try #require(try pair.bob.history(pair.aliceID).messages.first)
+        #expect(incoming.unread && incoming.receivedAt == clock.now && incoming.status == .delivered)
+        #expect(incoming.senderTimestamp == out.senderTimestamp && incoming.messageID == out.messageID)
+        // The same message ID again, other text: kept once, as first received.
+        try pair.bob.receive("changed", from: try pair.alice.identity(), sentAt: clock.now, messageID: out.messageID)
+        #expect(try pair.bob.texts(pair.aliceID) == ["hello"])
+        #expect(try pair.bob.markRead(pair.aliceID) == 1)
+        #expect(try pair.bob.history(pair.aliceID).messages.allSatisfy { !$0.unread })
 
-        #expect(throws: YaOKError(.emptyMessage)) { try node.storeOutgoing(to: bob.id, text: "") }
-        #expect(throws: YaOKError(.emptyMessage)) { try node.storeOutgoing(to: bob.id, text: " \n\t ") }
-        #expect(try node.storeOutgoing(to: bob.id, text: String(repeating: "x", count: 10 * 1024)).text.utf8.count == 10 * 1024)
-        #expect(throws: YaOKError(.messageTooLarge)) { try node.storeOutgoing(to: bob.id, text: String(repeating: "x", count: 10 * 1024 + 1)) }
-        #expect(throws: YaOKError(.invalidArgument)) { try node.storeIncoming(from: bob.id, text: "x", messageID: [1], sentAt: 0) }
-        #expect(throws: YaOKError(.notFound)) { try node.storeOutgoing(to: 999, text: "x") }
+        let node = pair.alice, bob = pair.bobID
+        #expect(throws: YaOKError(.emptyMessage)) { try node.send(to: bob, text: "") }
+        #expect(throws: YaOKError(.emptyMessage)) { try node.send(to: bob, text: " \n\t ") }
+        #expect(try node.send(to: bob, text: String(repeating: "x", count: 10 * 1024)).text.utf8.count == 10 * 1024)
+        #expect(throws: YaOKError(.messageTooLarge)) { try node.send(to: bob, text: String(repeating: "x", count: 10 * 1024 + 1)) }
+        #expect(throws: YaOKError(.notFound)) { try node.send(to: 999, text: "x") }
     }
 
     @Test func eventsArriveOnTheEventThread() throws {
@@ -100,7 +101,7 @@ import Testing
         let recorder = EventRecorder()
         recorder.attach(to: node)
         let bob = try node.addContact(card: try cardText("Bob"))
-        let m = try node.storeOutgoing(to: bob.id, text: "hello")
+        let m = try node.send(to: bob.id, text: "hello")
         try node.lock()
         #expect(recorder.wait { $0 == .locked(reason: "manual") } != nil)
         let all = recorder.all
@@ -131,7 +132,7 @@ import Testing
         let node = try makeNode(dir)
         let bob = try node.addContact(card: try cardText("Bob"))
         for text in ["ok", String(repeating: "y", count: 63), String(repeating: "z", count: 64)] {
-            _ = try node.storeOutgoing(to: bob.id, text: text)
+            _ = try node.send(to: bob.id, text: text)
         }
         #expect(try node.history(bob.id).messages.map { $0.text.count } == [2, 63, 64])
         node.close()

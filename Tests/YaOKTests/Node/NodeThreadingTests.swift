@@ -25,7 +25,7 @@ import Testing
                     do {
                         switch t {
                         case 0, 1:
-                            _ = try node.storeOutgoing(to: bob.id, text: "t\(t) m\(i)")
+                            _ = try node.send(to: bob.id, text: "t\(t) m\(i)")
                             stored.withLock { $0 += 1 }
                         case 2:
                             _ = try node.history(bob.id, limit: 20)

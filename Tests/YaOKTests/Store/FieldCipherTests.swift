@@ -26,8 +26,8 @@ import Testing
         let bob = try node.addContact(card: try cardText("Bob"))
         let carol = try node.addContact(card: try cardText("Carol"))
         for contact in [bob.id, carol.id] {
-            for _ in 0..<3 { _ = try node.storeOutgoing(to: contact, text: "the same text") }
-            _ = try node.storeOutgoing(to: contact, text: "another text")
+            for _ in 0..<3 { _ = try node.send(to: contact, text: "the same text") }
+            _ = try node.send(to: contact, text: "another text")
         }
         _ = try node.renameContact(bob.id, to: "Carol")  // the same name sealed in two rows
         node.close()

@@ -14,7 +14,7 @@ import Testing
         defer { dir.remove() }
         let node = try makeNode(dir)
         let bob = try node.addContact(card: try cardText("Bob"))
-        _ = try node.storeOutgoing(to: bob.id, text: "kept")
+        _ = try node.send(to: bob.id, text: "kept")
 
         // Cap the database at its current size.
         try node.withStore { store, _ in
@@ -25,7 +25,7 @@ import Testing
         var failure: YaOKError?
         for i in 0..<500 {
             do {
-                _ = try node.storeOutgoing(to: bob.id, text: String(repeating: "x", count: 4000) + "\(i)")
+                _ = try node.send(to: bob.id, text: String(repeating: "x", count: 4000) + "\(i)")
             } catch let error as YaOKError {
                 failure = error
                 break

@@ -21,8 +21,9 @@ import Testing
         let bob = try node.addContact(card: bobIdentity.card.text)
         try node.renameContact(bob.id, to: "Qwmarkerrenamed")
         let bodies = (0..<50).map { "Vkmarkerbody\($0) the launch code is 0451" }
-        for body in bodies { _ = try node.storeOutgoing(to: bob.id, text: body) }
-        try node.storeIncoming(from: bob.id, text: "Vkmarkerincoming", messageID: [UInt8](repeating: 9, count: 16), sentAt: 1)
+        for body in bodies { _ = try node.send(to: bob.id, text: body) }
+        try node.receive("Vkmarkerincoming", from: bobIdentity)
+        #expect(try node.history(bob.id).messages.contains { $0.text == "Vkmarkerincoming" })
         try node.registerPlatformKey([UInt8](repeating: 0x5a, count: 32))
 
         var secrets: [[UInt8]] = ["Zyxmarkerself", "Qwmarkerbob", "Qwmarkerrenamed", "Vkmarkerbody", "Vkmarkerincoming",

@@ -15,7 +15,7 @@ import Testing
         var node: Node? = try makeNode(dir)
         let alice = try #require(node).addContact(card: try cardText("Alice"))
         let bob = try #require(node).addContact(card: try cardText("Bobby"))
-        _ = try node?.storeOutgoing(to: alice.id, text: "for Alice only")
+        _ = try node?.send(to: alice.id, text: "for Alice only")
         node?.close()
         node = nil
 

@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 @testable import YaOKSupport
 @testable import YaOKLoop
+import YaOKCrypto
 @testable import YaOKTransports
 
 /// A stand-in for a node: its own event loop, and links that record what they receive.
@@ -20,10 +21,10 @@ final class FakeOpener: LinkOpener, Sendable {
 
     deinit { eventLoop.stop() }
 
-    func openLink(transport: String, initiator: Bool, mtu: Int, stream: Bool,
+    func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool,
                   send: @escaping @Sendable ([UInt8]) -> Void,
                   closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink {
-        let link = FakeLink(initiator: initiator, mtu: mtu, echo: echo, send: send, closed: closed, loop: eventLoop)
+        let link = FakeLink(role: role, mtu: mtu, echo: echo, send: send, closed: closed, loop: eventLoop)
         opened.withLock { $0.append(link) }
         return link
     }
@@ -38,7 +39,8 @@ final class FakeOpener: LinkOpener, Sendable {
 }
 
 final class FakeLink: TransportLink, Sendable {
-    let initiator: Bool
+    let role: LinkRole
+    var initiator: Bool { role == .initiator }
     let mtu: Int
     let echo: Bool
     private let sendUnit: @Sendable ([UInt8]) -> Void
@@ -49,9 +51,9 @@ final class FakeLink: TransportLink, Sendable {
     private let handshakeDone = Mutex(false)
     private let contact = Mutex<Bool?>(nil)
 
-    init(initiator: Bool, mtu: Int, echo: Bool, send: @escaping @Sendable ([UInt8]) -> Void,
+    init(role: LinkRole, mtu: Int, echo: Bool, send: @escaping @Sendable ([UInt8]) -> Void,
          closed: @escaping @Sendable (String) -> Void, loop: EventLoop) {
-        self.initiator = initiator
+        self.role = role
         self.mtu = mtu
         self.echo = echo
         sendUnit = send

@@ -3,7 +3,7 @@ import YaOKWire
 import YaOKCrypto
 import YaOKStore
 
-extension Node {
+extension DeliveryEngine {
     /// Seals a queued message again after its acknowledgement window passed at a relay
     /// (docs/PROTOCOL.md §6.1, "Sealed again"): same message ID, creation time and lifetime,
     /// a fresh ephemeral key, so the next post is new bytes. Posting the same bytes again
@@ -14,9 +14,9 @@ extension Node {
     /// keeps one copy of the message, acknowledges it again (§6.2).
     ///
     /// Needs the keys: while locked the packet is left as it is (the next window reseals).
-    func reseal(_ row: OutboxRow, _ store: Store, _ s: inout NodeState) throws {
-        guard row.kind == .message, let keys = s.keys,
-              let peer = try peers(store, &s)?.byContact[row.contactID],
+    mutating func reseal(_ row: OutboxRow, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard row.kind == .message, let keys,
+              let peer = try directory(store, keys)?.byContact[row.contactID],
               let message = try store.outgoingMessage(messageID: row.packetID.bytes, cipher: keys.cipher) else { return }
         let (old, _) = try RoutedHeader.parse(row.packet)
         let (header, packet) = try SealedMessage.seal(Array(message.text.utf8), from: keys.identity,

@@ -34,21 +34,23 @@ struct StatedRelayIdentifiers {
     }
 }
 
-extension Node {
+extension DeliveryEngine {
     /// A carrier opened: remember what its relay stated and, when this route shares its
     /// identifier with another and the app was not told about this route yet in this run,
     /// tell it (once for a pair, not once per address of it).
-    func noteStatedIdentifier(_ carrier: Carrier, _ s: inout NodeState, _ effects: inout Effects) {
-        let others = s.delivery.statedIdentifiers.stated(carrier.relay, at: carrier.route, now: now)
-        guard !others.isEmpty, !s.delivery.statedIdentifiers.noticed.contains(carrier.route) else { return }
-        s.delivery.statedIdentifiers.noticed.formUnion(others + [carrier.route])
+    mutating func noteStatedIdentifier(_ carrier: Carrier) {
+        let others = statedIdentifiers.stated(carrier.relay, at: carrier.route, now: now)
+        guard !others.isEmpty, !statedIdentifiers.noticed.contains(carrier.route) else { return }
+        statedIdentifiers.noticed.formUnion(others + [carrier.route])
         effects.events.append(.transportNotice(TransportNotice(
             transport: carrier.transport,
             message: "The relays at \(carrier.route) and \(others.joined(separator: ", ")) state the same relay identifier, "
                 + "so your mailboxes are the same at both: they are one relay (behind two addresses, or restored from a backup), "
                 + "or relays that work together and can match your mailboxes across them.")))
     }
+}
 
+extension Node {
     /// For a relay's diagnostics: the other configured relays (routes) that stated the same
     /// identifier as the one at `route` did last. Empty: none.
     public func routesSharingRelayIdentifier(route: String) -> [String] {

@@ -71,29 +71,31 @@ struct CarrierAckWatch {
     }
 }
 
-extension Node {
+extension DeliveryEngine {
     /// Windows that passed by `t`: each message still in the outbox is a miss of the route
     /// that took it. Runs in the sweep before the overdue carried messages are queued again.
-    func checkCarriedAcks(_ store: Store, _ s: inout NodeState, _ effects: inout Effects, now t: Int64) throws {
-        let due = s.delivery.ackWatch.waiting.filter { $0.value.deadline <= t }
+    mutating func checkCarriedAcks(_ store: Store, _ keys: UnlockedKeys?, now t: Int64) throws {
+        let due = ackWatch.waiting.filter { $0.value.deadline <= t }
         guard !due.isEmpty else { return }
         var missed: [String: Int] = [:]
         for (id, entry) in due {
-            s.delivery.ackWatch.waiting[id] = nil
+            ackWatch.waiting[id] = nil
             guard let row = try store.outboxRow(id), row.kind == .message else { continue }  // acked: gone
             missed[entry.route, default: 0] += 1
-            s.delivery.ackWatch.missed(id, at: entry.route)
-            try reseal(row, store, &s)
+            ackWatch.missed(id, at: entry.route)
+            try reseal(row, store, keys)
         }
         for (route, count) in missed.sorted(by: { $0.key < $1.key }) {
-            guard s.delivery.ackWatch.countMisses(count, at: route, now: t) else { continue }
+            guard ackWatch.countMisses(count, at: route, now: t) else { continue }
             let n = count == 1 ? "1 message" : "\(count) messages"
             effects.events.append(.transportNotice(TransportNotice(
                 transport: "relay",
                 message: "No delivery confirmation for \(n) an hour after the relay at \(route) stored them: the relay may be losing messages. Sending again, through another route if there is one.")))
         }
     }
+}
 
+extension Node {
     /// For a relay's diagnostics: windows missed at the relay configured at `route`
     /// ("host:port"), and when the last one was. nil: none in this run.
     public func missedAcknowledgements(route: String) -> (count: Int64, lastMs: Int64)? {

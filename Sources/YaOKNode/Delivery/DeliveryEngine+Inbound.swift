@@ -4,7 +4,7 @@ import YaOKWire
 import YaOKCrypto
 import YaOKStore
 
-/// The inbound pipeline for routed packets (docs/PROTOCOL.md §6): time → duplicate →
+/// The engine's inbound pipeline for routed packets (docs/PROTOCOL.md §6): time → duplicate →
 /// (held while locked) → routing tag (which contact sent it) → open → store → ack →
 /// receipt → event.
 extension Node {
@@ -20,20 +20,21 @@ extension Node {
     /// it is closed; each link logs at most `maxRejectionsLoggedPerLink` of them.
     static let maxRejectionsPerLink = 32
     static let maxRejectionsLoggedPerLink = 3
+}
 
+extension DeliveryEngine {
     /// One routed packet from a link. A receipt goes back only when the packet was taken:
     /// stored or applied, held while locked, or already taken before (a duplicate). A packet
     /// refused (stranger, tampered, not for us, outside its time window) gets none, so an
     /// honest sender keeps it and tries again — e.g. once the recipient has added them.
-    func receiveRouted(_ bytes: [UInt8], on linkID: UInt64, _ store: Store, _ s: inout NodeState,
-                       _ effects: inout Effects) throws {
+    mutating func receiveRouted(_ bytes: [UInt8], on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         let (header, range) = try RoutedHeader.parse(bytes)
         do {
             try header.checkTime(nowMs: now)
         } catch {
             // A clock far off on either side: drop this packet only (the link is fine), and
             // say so in diagnostics. No receipt: the sender tries again.
-            s.delivery.lastClockSkew = (linkID, header.createdMs - now)
+            lastClockSkew = (linkID, header.createdMs - now)
             return
         }
         guard header.lifetimeMinutes <= Node.maxAcceptedLifetimeMinutes else {
@@ -45,39 +46,38 @@ extension Node {
         // Only what was opened and stored is ever recorded, so a stranger's junk under a
         // genuine packet's ID costs the genuine packet nothing.
         if try seen.contains(digest.value) {
-            try sendReceipt([header.messageID], on: linkID, &s, &effects)
+            try sendReceipt([header.messageID], on: linkID)
             return
         }
-        guard s.keys != nil else {
+        guard keys != nil else {
             // Locked: keep it as it came, confirm receipt, open it on unlock — within bounds,
             // since a locked node cannot tell contacts from strangers.
             let (count, bytesHeld) = try store.heldTotals()
             guard count < Node.maxHeldPackets, bytesHeld + bytes.count <= Node.maxHeldBytes else { return }
             _ = try store.hold(bytes, digest: digest.bytes, now: now)
-            try sendReceipt([header.messageID], on: linkID, &s, &effects)
+            try sendReceipt([header.messageID], on: linkID)
             return
         }
-        guard try process(header, payload, on: linkID, store, &s, &effects) else {
+        guard try process(header, payload, on: linkID, store, keys) else {
             // Refused for good (not ours, tampered): a relay may delete it (§8.3).
-            release([header.messageID], on: linkID, &s)
+            release([header.messageID], on: linkID)
             return
         }
-        try record(digest, header, on: linkID, seen, &s)
-        try sendReceipt([header.messageID], on: linkID, &s, &effects)
+        try record(digest, header, on: linkID, seen)
+        try sendReceipt([header.messageID], on: linkID)
     }
 
     /// Opens and applies one routed packet with the keys. Returns whether it was taken
     /// (stored or applied) and should be remembered; rejects are logged and dropped.
-    func process(_ header: RoutedHeader, _ payload: [UInt8], on linkID: UInt64?, _ store: Store, _ s: inout NodeState,
-                 _ effects: inout Effects) throws -> Bool {
-        guard let keys = s.keys, try peers(store, &s) != nil else { return false }
+    mutating func process(_ header: RoutedHeader, _ payload: [UInt8], on linkID: UInt64?, _ store: Store, _ keys: UnlockedKeys?) throws -> Bool {
+        guard let keys, try directory(store, keys) != nil else { return false }
         // The routing tag names the sender (docs/PROTOCOL.md §4.3): only a contact and we can
         // compute it. None matches → someone else's packet, or a stranger's: dropped (no
         // forwarding yet), not logged, as nothing in it can be checked.
-        let senders = s.delivery.peers?.senders(of: header) ?? []
+        let senders = peers?.senders(of: header) ?? []
         guard !senders.isEmpty else {
             // Dropped without a word, but counted: a link that sends nothing else is closed.
-            _ = countRejection(on: linkID, &s, &effects)
+            _ = countRejection(on: linkID)
             return false
         }
         switch header.type {
@@ -90,16 +90,16 @@ extension Node {
                 } catch let error as YaOKError {
                     guard peer.contactID == senders.last?.contactID else { continue }  // a tag shared by accident
                     try reject(on: linkID, store, .tamperedMessage,
-                               "A message failed authentication and was rejected (\(error.code))", &s, &effects)
+                               "A message failed authentication and was rejected (\(error.code))")
                     return false
                 }
-                return try take(opened, from: peer, header, keys, on: linkID, store, &s, &effects)
+                return try take(opened, from: peer, header, keys, on: linkID, store)
             }
             return false
         case .ack:
             for peer in senders {
                 guard let ids = DeliveryAck.open(header, payload: payload, key: peer.incomingAckKey) else { continue }
-                for id in ids { try markDelivered(id, contactID: peer.contactID, store, &s, &effects) }
+                for id in ids { try markDelivered(id, contactID: peer.contactID, store, keys) }
                 return true
             }
             return false
@@ -113,9 +113,8 @@ extension Node {
     /// body that is not UTF-8 is taken too, each ill-formed part replaced by U+FFFD, and the
     /// security log says so: refusing it would leave an honest but broken sender retrying
     /// for a week, and dropping it after an ack would lose it without a trace.
-    private func take(_ opened: Envelope.Opened, from peer: PeerDirectory.Peer, _ header: RoutedHeader,
-                      _ keys: UnlockedKeys, on linkID: UInt64?, _ store: Store, _ s: inout NodeState,
-                      _ effects: inout Effects) throws -> Bool {
+    private mutating func take(_ opened: Envelope.Opened, from peer: PeerDirectory.Peer, _ header: RoutedHeader,
+                      _ keys: UnlockedKeys, on linkID: UInt64?, _ store: Store) throws -> Bool {
         var body = opened.body
         defer { Sodium.wipe(&body) }
         let valid = String(validating: body, as: UTF8.self)
@@ -128,7 +127,7 @@ extension Node {
                                    unread: true, repaired: valid == nil, cipher: keys.cipher) != nil {
             effects.events.append(.messageReceived(contactID: peer.contactID, messageID: header.messageID))
             if valid == nil {
-                let (summary, logThis, last) = s.delivery.invalidTexts.record(contactID: peer.contactID, now: t)
+                let (summary, logThis, last) = invalidTexts.record(contactID: peer.contactID, now: t)
                 if let summary {
                     let detail = InvalidTextLog.summary(summary, contactID: peer.contactID)
                     effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
@@ -149,31 +148,29 @@ extension Node {
         return true
     }
 
-    private func record(_ digest: PacketDigest, _ header: RoutedHeader, on linkID: UInt64, _ seen: DuplicateFilter,
-                        _ s: inout NodeState) throws {
-        if var link = s.delivery.links[linkID] {
+    private mutating func record(_ digest: PacketDigest, _ header: RoutedHeader, on linkID: UInt64, _ seen: DuplicateFilter) throws {
+        if var link = links[linkID] {
             if now - link.minuteStart >= 60_000 {
                 link.minuteStart = now
                 link.recordsThisMinute = 0
             }
             guard link.recordsThisMinute < Node.recordsPerLinkPerMinute else { return }
             link.recordsThisMinute += 1
-            s.delivery.links[linkID] = link
+            links[linkID] = link
         }
         try seen.record(digest.value, expiresAtMs: header.expiresAtMs, nowMs: now)
     }
 
     /// A link receipt, or for a carrier the release of what it delivered.
-    private func sendReceipt(_ ids: [MessageID], on linkID: UInt64, _ s: inout NodeState, _ effects: inout Effects) throws {
-        if s.delivery.carriers[linkID] != nil { return release(ids, on: linkID, &s) }
-        try sendOnLink(.receipt(ids), on: linkID, &s, &effects)
+    private mutating func sendReceipt(_ ids: [MessageID], on linkID: UInt64) throws {
+        if carriers[linkID] != nil { return release(ids, on: linkID) }
+        try sendOnLink(.receipt(ids), on: linkID)
     }
 
     /// A rejected message: logged (a few per link, so a stranger cannot flood the security
     /// log), and a link that keeps sending them is closed.
-    private func reject(on linkID: UInt64?, _ store: Store, _ kind: SecurityEventKind, _ detail: String,
-                        _ s: inout NodeState, _ effects: inout Effects) throws {
-        let rejections = countRejection(on: linkID, &s, &effects)
+    private mutating func reject(on linkID: UInt64?, _ store: Store, _ kind: SecurityEventKind, _ detail: String) throws {
+        let rejections = countRejection(on: linkID)
         guard rejections <= Node.maxRejectionsLoggedPerLink else { return }
         let suffix = rejections == Node.maxRejectionsLoggedPerLink ? " (further rejections on this link are not logged)" : ""
         let event = try store.appendSecurityEvent(kind, detail + suffix, time: now)
@@ -182,74 +179,55 @@ extension Node {
 
     /// Counts a refused packet against its link (closed at `maxRejectionsPerLink`); returns
     /// the link's count so far (1 for a packet from no link, e.g. held while locked).
-    private func countRejection(on linkID: UInt64?, _ s: inout NodeState, _ effects: inout Effects) -> Int {
-        if let linkID, let count = countCarrierRejection(linkID, &s) { return count }
-        guard let linkID, var link = s.delivery.links[linkID] else { return 1 }
+    private mutating func countRejection(on linkID: UInt64?) -> Int {
+        if let linkID, let count = countCarrierRejection(linkID) { return count }
+        guard let linkID, var link = links[linkID] else { return 1 }
         link.rejections += 1
-        s.delivery.links[linkID] = link
+        links[linkID] = link
         if link.rejections == Node.maxRejectionsPerLink {
             effects.closes.append((link.link, "The link kept sending packets that were refused"))
         }
         return link.rejections
     }
 
-    /// Opens what arrived while locked, in batches, after an unlock.
-    func processHeld() {
-        var effects = Effects()
-        var more = false
-        do {
-            try withStore { store, s in
-                guard s.keys != nil else { return }
-                // Links that came up while locked could not be matched to contacts: match them now.
-                contactsChangedForDelivery(store, &s, &effects)
-                try reconcileStatuses(store, &s, &effects)
-                let batch = try store.heldPackets(limit: 200)
-                let eventsBefore = effects.events.count
-                do {
-                    try store.db.transaction {
-                        for (id, bytes) in batch {
-                            if let (header, range) = try? RoutedHeader.parse(bytes) {
-                                let payload = Array(bytes[range])
-                                if (try? header.checkTime(nowMs: now)) != nil,
-                                   try process(header, payload, on: nil, store, &s, &effects) {
-                                    try store.seen.record(PacketDigest.of(header, payload: payload).value,
-                                                          expiresAtMs: header.expiresAtMs, nowMs: now)
-                                }
-                            }
-                            try store.removeHeld(id)
-                        }
+    /// Opens what arrived while locked, one batch of at most `heldBatch` packets (one
+    /// transaction; a failure leaves them held for the next try), after first matching the
+    /// links that came up while locked and bringing statuses in line. Returns whether more
+    /// may be waiting. Does nothing while locked.
+    mutating func openHeld(_ store: Store, _ keys: UnlockedKeys?) throws -> Bool {
+        guard keys != nil else { return false }
+        // Links that came up while locked could not be matched to contacts: match them now.
+        contactsChanged(store, keys)
+        try reconcileStatuses(store, keys)
+        let held = try store.heldPackets(limit: Self.heldBatch)
+        try batch(store) { engine in
+            for (id, bytes) in held {
+                if let (header, range) = try? RoutedHeader.parse(bytes) {
+                    let payload = Array(bytes[range])
+                    if (try? header.checkTime(nowMs: engine.now)) != nil,
+                       try engine.process(header, payload, on: nil, store, keys) {
+                        try store.seen.record(PacketDigest.of(header, payload: payload).value,
+                                              expiresAtMs: header.expiresAtMs, nowMs: engine.now)
                     }
-                } catch {
-                    // Rolled back: the packets stay held for the next try, and nothing the
-                    // batch did may be believed (the duplicate front, the events).
-                    store.seen.dropFront()
-                    effects.events.removeSubrange(eventsBefore...)
-                    throw error
                 }
-                try pump(store, &s, &effects, sweep: true)
-                more = batch.count == 200
+                try store.removeHeld(id)
             }
-        } catch {
-            noteHeldFailure(error)
         }
-        perform(effects)
-        if more { loop.post { [weak self] in self?.processHeld() } }
+        try pump(store, keys, sweep: true)
+        return held.count == Self.heldBatch
     }
 
-    /// Opening held packets failed (storage): they stay held; diagnostics say why.
-    private func noteHeldFailure(_ error: Error) {
-        state.withLock { $0.delivery.heldError = "\(error)" }
-    }
+    static let heldBatch = 200
 
     /// Receipts and failures that arrived while locked changed the outbox but not the
     /// messages' statuses (those rows are sealed under keys a locked node lacks): bring the
     /// statuses in line with the outbox after an unlock.
-    func reconcileStatuses(_ store: Store, _ s: inout NodeState, _ effects: inout Effects) throws {
-        guard let keys = s.keys else { return }
+    mutating func reconcileStatuses(_ store: Store, _ keys: UnlockedKeys?) throws {
+        guard let keys else { return }
         for row in try store.outboxRows(kind: .message) {
             guard let m = try store.outgoingMessage(messageID: row.packetID.bytes, cipher: keys.cipher) else { continue }
             let expected: MessageStatus = row.state == .sent ? .sent : (row.attempts > 0 ? .failed : .pending)
-            if m.status != expected, m.status != .delivered { _ = try setStatus(row.packetID, expected, store, keys, &effects) }
+            if m.status != expected, m.status != .delivered { _ = try setStatus(row.packetID, expected, store, keys) }
         }
     }
 }

@@ -1,0 +1,67 @@
+import YaOKWire
+
+/// What the delivery engine decided and has not done yet: everything a locked section
+/// leads to outside the lock, in one value. Units and carrier commands are handed to
+/// transports on the event thread, in the order they were sealed (`Node.flushOutgoing`);
+/// events and closes are performed when the section that decided them ends
+/// (`Node.withEngine`). A new kind of traffic is one more field here, inside `Mark` and
+/// `rollback`, so a failed batch undoes it with the rest.
+struct DeliveryEffects {
+    /// Link units (sealed link packets, or their fragments), by link, in sealing order.
+    var units: [(link: Link, unit: [UInt8])] = []
+    /// What carriers are to be told, in order, flushed after `units`.
+    var carrierCommands: [(carrier: Carrier, command: CarrierCommand)] = []
+    /// Events for the app.
+    var events: [NodeEvent] = []
+    /// Links the node ends, with the reason the transport is told.
+    var closes: [(link: Link, reason: String)] = []
+
+    /// How much of each kind was decided at some point of a section.
+    struct Mark {
+        fileprivate let units: Int
+        fileprivate let carrierCommands: Int
+        fileprivate let events: Int
+    }
+
+    var mark: Mark { Mark(units: units.count, carrierCommands: carrierCommands.count, events: events.count) }
+
+    /// Forgets what was decided after `mark`: a batch whose transaction rolled back took
+    /// nothing, so its receipts and carrier releases must not go out and its events did not
+    /// happen. Closes stay: a link that broke the protocol is closed whether or not the
+    /// batch around it was stored.
+    mutating func rollback(to mark: Mark) {
+        if units.count > mark.units { units.removeLast(units.count - mark.units) }
+        if carrierCommands.count > mark.carrierCommands {
+            carrierCommands.removeLast(carrierCommands.count - mark.carrierCommands)
+        }
+        if events.count > mark.events { events.removeLast(events.count - mark.events) }
+    }
+
+    /// Takes what the event thread hands to transports (units, then carrier commands).
+    mutating func takeTraffic() -> (units: [(link: Link, unit: [UInt8])], commands: [(carrier: Carrier, command: CarrierCommand)]) {
+        defer {
+            units = []
+            carrierCommands = []
+        }
+        return (units, carrierCommands)
+    }
+
+    /// What the end of a section performs.
+    typealias Outcome = (events: [NodeEvent], closes: [(link: Link, reason: String)])
+
+    /// Takes what the end of a section performs (events, closes).
+    mutating func takeOutcome() -> Outcome {
+        defer {
+            events = []
+            closes = []
+        }
+        return (events, closes)
+    }
+}
+
+/// What a carrier's transport is asked to do (Carrier.swift).
+enum CarrierCommand {
+    case post([CarrierPost])
+    case release([MessageID])
+    case mailboxesChanged
+}

@@ -1,0 +1,148 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// The pump: due packets out over links and carriers, receipts and acknowledgements in,
+/// failed attempts retried, expiry, keepalives, and the one delivery timer.
+extension DeliveryEngine {
+    /// Hands every due packet to an open link to its recipient, fails attempts whose
+    /// receipt is overdue, expires what is too old, and sets the timer for the next due time.
+    mutating func pump(_ store: Store, _ keys: UnlockedKeys?, sweep: Bool = false) throws {
+        let t = now
+        // Deadlines and expiry are the timer's work: a send or a receipt only dispatches.
+        // Overdue attempts fail while locked too: the timer is set by their deadlines, and
+        // one that stayed in flight would hold its link's window and bring the timer back at
+        // once, forever. Expiry waits for the keys: the message's status must say `failed`.
+        if sweep {
+            for id in inflight.overdue(at: t) {
+                inflight.remove(id)
+                try failAttempt(id, store, keys)
+            }
+        }
+        if sweep, keys != nil {
+            for (contactID, count) in invalidTexts.endedDays(now: t) {
+                let detail = InvalidTextLog.summary(count, contactID: contactID)
+                effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
+            }
+            try checkCarriedAcks(store, keys, now: t)
+            try store.requeueCarried(now: t)
+            for row in try store.expiredOutbox(now: t) {
+                try store.removeOutbox(row.packetID)
+                inflight.remove(row.packetID)
+                if row.kind == .message, let keys = keys {
+                    _ = try setStatus(row.packetID, .failed, store, keys)
+                }
+            }
+        }
+        // When one link is due a keepalive, every link half-way there gets one too: one
+        // timer wake-up serves them all, not one per link every 20 s.
+        if sweep, links.values.contains(where: { $0.isOpen && t - $0.lastSent >= Node.linkKeepaliveMs }) {
+            for (linkID, link) in links where link.isOpen && t - link.lastSent >= Node.linkKeepaliveMs / 2 {
+                try sendOnLink(.keepalive, on: linkID)
+            }
+        }
+        // A contact's open links, oldest first: the next one takes over when one's window is
+        // full (two links to one contact: over the LAN and Bluetooth, or both directions).
+        var linksByContact: [Int64: [UInt64]] = [:]
+        for (linkID, link) in links.sorted(by: { $0.key < $1.key }) where link.isOpen {
+            if let contact = link.contactID { linksByContact[contact, default: []].append(linkID) }
+        }
+        let served = Set(linksByContact.keys)
+        for (contact, linkIDs) in linksByContact.sorted(by: { $0.key < $1.key }) {
+            var sent = 0
+            var used = Set<UInt64>()
+            // IDs first: rows in flight are still due, and loading (and MAC-checking) their
+            // packets at every pump would cost more than sending.
+            for due in try store.dueOutboxIDs(contactID: contact, now: t, limit: Node.pumpBatch + inflight.count)
+            where inflight[due] == nil {
+                guard sent < Node.pumpBatch,
+                      let linkID = linkIDs.first(where: { inflight.bytes(on: $0) < Node.linkWindowBytes })
+                else { break }
+                guard let row = try store.outboxRow(due) else { continue }
+                try sendOnLink(.packet(row.packet), on: linkID)
+                inflight.add(row.packetID, link: linkID, deadline: t + RetrySchedule.attemptTimeoutMs,
+                                        bytes: row.packet.count)
+                sent += 1
+                used.insert(linkID)
+            }
+            for linkID in used { if let link = links[linkID] { noteActivity(link.link.transport) } }
+        }
+        try pumpCarriers(served: served, store, keys)
+        scheduleTimer(store)
+    }
+
+    /// A link confirmed it took packet `id`.
+    mutating func confirmReceipt(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard let row = try handedOn(id, store) else { return }
+        try store.setOutbox(id, state: .sent, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt)
+        if let keys { _ = try setStatus(id, .sent, store, keys) }
+    }
+
+    /// Packet `id` was taken by the link or carrier it was in flight on: it is no longer in
+    /// flight, an ack is done with (off the outbox), and a message still queued is returned
+    /// for the caller to mark (`sent` by a link, carried by a relay). nil: nothing left to do.
+    mutating func handedOn(_ id: MessageID, _ store: Store) throws -> OutboxRow? {
+        inflight.remove(id)
+        guard let row = try store.outboxRow(id) else { return nil }
+        switch row.kind {
+        case .ack:
+            try store.removeOutbox(id)
+            return nil
+        case .message:
+            return row.state == .queued ? row : nil
+        }
+    }
+
+    /// The recipient acknowledged message `id`: delivered, and off the outbox.
+    mutating func markDelivered(_ id: MessageID, contactID: Int64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard let keys = keys,
+              let message = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
+              message.conversationID == contactID else { return }  // an ack only counts from the recipient
+        try store.removeOutbox(id)
+        inflight.remove(id)
+        if message.status != .delivered { _ = try setStatus(id, .delivered, store, keys) }
+    }
+
+    /// An attempt failed (no receipt in time, or the link closed first): retry later.
+    mutating func failAttempt(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard let row = try store.outboxRow(id), row.state == .queued else { return }
+        let attempts = row.attempts + 1
+        try store.setOutbox(id, state: .queued, attempts: attempts, nextAttemptAt: now + RetrySchedule.delay(afterAttempts: attempts))
+        if row.kind == .message, let keys = keys { _ = try setStatus(id, .failed, store, keys) }
+    }
+
+    @discardableResult
+    mutating func setStatus(_ id: MessageID, _ status: MessageStatus, _ store: Store, _ keys: UnlockedKeys) throws -> Message? {
+        try store.setStatus(messageID: id.bytes, status, now: now)
+        guard let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher) else { return nil }
+        effects.events.append(.messageStatusChanged(m))
+        return m
+    }
+
+    /// One timer per node, at the earliest of: the next retry, the next receipt deadline.
+    /// The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
+    /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
+    private mutating func scheduleTimer(_ store: Store) {
+        // An hourly sweep at the latest, for expiry.
+        let t = now
+        let keepalive = links.values.filter(\.isOpen).map { $0.lastSent + Node.linkKeepaliveMs }.min()
+        let deadlines = [try? store.nextOutboxAttempt(after: t), inflight.earliestDeadline, keepalive,
+                         carriers.values.map(\.pausedUntil).filter { $0 > t }.min(),
+                         t + 3_600_000].compactMap { $0 }
+        guard let due = deadlines.min() else { return }
+        if let current = timerDue, current <= due, timer != nil { return }
+        if let timer = timer { loop.cancel(timer) }
+        timerDue = due
+        let seconds = Double(max(due - now, 0)) / 1000 + 0.001
+        timer = loop.schedule(after: min(seconds, 3600)) { [weak node] in node?.runDeliveryTimers() }
+    }
+
+    /// The timer fired (or a test called `Node.runDeliveryTimers`): sweep and pump.
+    mutating func timerFired(_ store: Store, _ keys: UnlockedKeys?) throws {
+        timer = nil
+        timerDue = nil
+        try pump(store, keys, sweep: true)
+    }
+}

@@ -1,0 +1,94 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// The delivery engine (docs/ARCHITECTURE.md, "The delivery engine"): links, carriers, the
+/// outbox pump, the inbound pipeline, receipts, acknowledgements and retries. It owns the
+/// delivery state and records what it decides in one value, `effects` (DeliveryEffects.swift),
+/// which the node performs outside its lock; a batch that fails is undone through one path,
+/// `batch`. The node keeps the lock, the store, the keys, contacts and identity, and lends the
+/// engine the store and the keys for each locked section (`Node.withEngine`).
+///
+/// Files: DeliveryEngine+Links (handshake, link units, presence, the contact directory),
+/// +Inbound (routed packets in), +Pump (the outbox out, receipts, retries, the timer),
+/// +Carriers (relay sessions), +CarrierAckWatch, +Reseal, +StatedRelayIdentifiers.
+struct DeliveryEngine {
+    /// The node's wall clock (`Node.Options.clock`) and event loop (timers, posts), and the
+    /// node itself for the callbacks of those timers.
+    let clock: @Sendable () -> Int64
+    let loop: EventLoop
+    weak var node: Node?
+    /// What the engine decided and has not done yet.
+    var effects = DeliveryEffects()
+
+    var links: [UInt64: LinkState] = [:]
+    var nextLinkID: UInt64 = 1
+    /// Packets handed to a link or carrier and not yet confirmed by a receipt.
+    var inflight = InFlight()
+    /// The node's link key and certificate: loaded at the first unlock and kept while locked
+    /// (not wiped by `lock`), so links go on in a locked phone (docs/ARCHITECTURE.md).
+    var linkKey: LinkKey?
+    var linkCertificate: LinkCertificate?
+    /// Contacts by X25519 key with their route and ack keys, and the incoming routing tags
+    /// of the days seen: built when unlocked, dropped on lock and whenever contacts change.
+    var peers: PeerDirectory?
+    /// The contacts as digests, built with `peers` and kept while locked (nil until the
+    /// first unlock of this process).
+    var contactDigests: ContactKeyDigests?
+    var timer: EventLoop.TimerID?
+    var timerDue: Int64?
+    var transports: [String: TransportEntry] = [:]
+    /// Units received and not processed yet: drained in one transaction per loop turn, so
+    /// a burst costs one disk sync, not one per packet.
+    var inbound: [(link: UInt64, unit: [UInt8])] = []
+    var drainPosted = false
+    var inboundBytes = 0
+    /// Contacts connected right now, with the transport's display name (in memory only).
+    var online: [Int64: String] = [:]
+    /// A flush is handing units and commands to transports (event thread): a flush started
+    /// from inside it (a transport that answers at once) leaves the new ones to it.
+    var flushing = false
+    /// Store-and-forward sessions (relays), by the same ID space as links.
+    var carriers: [UInt64: CarrierState] = [:]
+    /// Packets refused from carriers, per transport and hour: logged a few times per hour
+    /// per relay, not per session (a relay that reconnects often must not flood the log).
+    var carrierRejections: [String: (count: Int, since: Int64)] = [:]
+    /// Messages relays stored, and relays that missed their acknowledgement window.
+    var ackWatch = CarrierAckWatch()
+    /// The identifier each configured relay stated: two that state one are noticed (§8.4).
+    var statedIdentifiers = StatedRelayIdentifiers()
+    /// `invalid_text` events logged per contact today (a contact must not flood the log).
+    var invalidTexts = InvalidTextLog()
+    /// The sender time of the last message sent (they strictly increase).
+    var lastSentAt: Int64 = 0
+    /// The last packet dropped for its time: the link and how far its creation time was
+    /// from our clock (positive: ahead), for diagnostics ("a contact's clock is off").
+    var lastClockSkew: (link: UInt64, ms: Int64)?
+    /// Why held packets could not be opened at the last try (storage), for diagnostics.
+    var heldError: String?
+
+    init(clock: @escaping @Sendable () -> Int64, loop: EventLoop) {
+        self.clock = clock
+        self.loop = loop
+    }
+
+    var now: Int64 { clock() }
+
+    /// Runs `body` in one transaction: the one rollback path of the engine. When the
+    /// transaction fails, nothing the batch decided happened: its units (receipts) and
+    /// carrier commands are not sent, its events not emitted (`DeliveryEffects.rollback`),
+    /// and the duplicate filter forgets its in-memory front (else a retry of a packet that
+    /// was never stored would pass as a duplicate). The error is rethrown.
+    mutating func batch<R>(_ store: Store, _ body: (inout DeliveryEngine) throws -> R) throws -> R {
+        let mark = effects.mark
+        do {
+            return try store.db.transaction { try body(&self) }
+        } catch {
+            effects.rollback(to: mark)
+            store.seen.dropFront()
+            throw error
+        }
+    }
+}

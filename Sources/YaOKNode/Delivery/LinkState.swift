@@ -1,0 +1,44 @@
+import YaOKLoop
+import YaOKWire
+import YaOKCrypto
+
+/// One link's protocol state.
+struct LinkState {
+    let link: Link
+    var channel: LinkChannel
+    var fragmenter: Fragmenter?
+    /// nil on a stream link (`Node.openLink(stream:)`), which refuses fragments.
+    var reassembler: Reassembler?
+    /// The peer's identity once the handshake completed, and its contact id if it is one.
+    var peer: PublicIdentity?
+    var contactID: Int64?
+    let openedAt: Int64
+    var lastReceived: Int64
+    /// When this side last sent a link packet (a keepalive follows `Node.linkKeepaliveMs`
+    /// after it: the peer's transport closes a link it hears nothing on).
+    var lastSent: Int64
+    var handshakeTimer: EventLoop.TimerID?
+    /// Seen-packet records this link caused in the current minute (a per-link cap).
+    var recordsThisMinute = 0
+    /// Packets dropped as bad since `badUnitsSince` (a link that sends too many of them within
+    /// a minute is closed).
+    var badUnits = 0
+    var badUnitsSince: Int64 = 0
+    /// Messages rejected from this link (stranger, tampered): logged a few times, then closed.
+    var rejections = 0
+    /// Units received and not yet processed (capped per link: see `Node.linkReceived`).
+    var queued = 0
+    var queuedBytes = 0
+    var minuteStart: Int64
+
+    var isOpen: Bool { peer != nil }
+}
+
+extension LinkState {
+    /// A packet as the link's units: itself, or its fragments on a small-MTU link.
+    mutating func units(for packet: [UInt8]) throws -> [[UInt8]] {
+        guard var f = fragmenter else { return [packet] }
+        defer { fragmenter = f }
+        return try f.split(packet)
+    }
+}

@@ -1,0 +1,76 @@
+import YaOKSupport
+import YaOKLoop
+import YaOKStore
+
+/// How the node runs its delivery engine: one locked section at a time, with what each
+/// decided carried out after the lock is released.
+extension Node {
+    /// One section of the delivery engine: `body` runs under the node's lock with the
+    /// engine, the open store and the keys (nil while locked). When it ends, returned or
+    /// thrown, what it decided is carried out outside the lock (`perform`). A throw does not
+    /// undo decisions: outside a batch each store write committed when made, so what was
+    /// decided happened; a batch undoes its own (`DeliveryEngine.batch`).
+    func withEngine<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> R) throws -> R {
+        var outcome: DeliveryEffects.Outcome = ([], [])
+        defer { perform(outcome) }
+        return try withStore { store, s in
+            defer { outcome = s.delivery.effects.takeOutcome() }
+            return try body(&s.delivery, store, s.keys)
+        }
+    }
+
+    /// `withEngine` for what needs the keys: `locked` without them. Counts as activity for
+    /// auto-lock, as `withUnlocked`.
+    func withUnlockedEngine<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws -> R {
+        var outcome: DeliveryEffects.Outcome = ([], [])
+        defer { perform(outcome) }
+        return try withUnlocked { store, keys, s in
+            defer { outcome = s.delivery.effects.takeOutcome() }
+            return try body(&s.delivery, store, keys)
+        }
+    }
+
+    /// Carries out what a section decided, outside the lock: the links the engine ends are
+    /// closed (their transports told), units and carrier commands go to the event thread's
+    /// flush, events to the app.
+    private func perform(_ outcome: DeliveryEffects.Outcome) {
+        for (link, reason) in outcome.closes { closeLink(link, reason: reason, notifyTransport: true) }
+        flushOutgoing()
+        for event in outcome.events { events.emit(event) }
+    }
+
+    /// Hands queued units to their transports, in the order they were sealed (a link's
+    /// counters must arrive in order, or the receiver drops them as replays), then carrier
+    /// commands. Always on the event thread, the only one that drains the queue: a call from
+    /// another thread (an app's `send`) posts the flush there instead of racing it.
+    func flushOutgoing() {
+        guard loop.isLoopThread else {
+            loop.post { [weak self] in self?.flushOutgoing() }
+            return
+        }
+        // A transport may answer inside the call that hands it something (a relay client
+        // that accepts at once), and the engine then queues more. Sending that from a nested
+        // flush would put it ahead of what this flush still holds (a later message posted
+        // before an earlier one), so the nested call returns and this loop sends it next.
+        guard state.withLock({ s in
+            defer { s.delivery.flushing = true }
+            return !s.delivery.flushing
+        }) else { return }
+        while true {
+            let (units, commands) = state.withLock { s in
+                let taken = s.delivery.effects.takeTraffic()
+                if taken.units.isEmpty && taken.commands.isEmpty { s.delivery.flushing = false }
+                return taken
+            }
+            if units.isEmpty && commands.isEmpty { return }
+            for (link, unit) in units { link.sendUnit(unit) }
+            for (carrier, command) in commands {
+                switch command {
+                case .post(let posts): carrier.callbacks.post(posts)
+                case .release(let ids): carrier.callbacks.release(ids)
+                case .mailboxesChanged: carrier.callbacks.mailboxesChanged()
+                }
+            }
+        }
+    }
+}
