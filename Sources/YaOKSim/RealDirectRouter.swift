@@ -1,0 +1,216 @@
+import Foundation
+import Synchronization
+import YaOKSupport
+import YaOKLoop
+import YaOKStore
+import YaOKNode
+
+/// Today's behaviour, run on real nodes: one `Node` per person (its own database in a
+/// temporary directory, the real engine, the virtual clock as its clock), contacts added for
+/// every friendship of the workload, messages written with `Node.send`. While an encounter
+/// between two contacts is up and either has mail for the other, a `BudgetPipe` links them
+/// (the link API, as an app's radio would) and the simulation waits for the nodes to go
+/// quiet: everything delivered and acknowledged, the encounter's bytes used up, or nothing
+/// moving. Deliveries are counted from the recipients' events (`messageReceived`) and
+/// checked against their history at the end: each message exactly once.
+///
+/// Strangers' encounters open no link: in direct delivery they can carry nothing. A delivery
+/// is logged at the encounter's start (the models log the exact second a transfer ends):
+/// the real engine runs on threads, and only its outcome, not its timing, is deterministic.
+public final class RealDirectRouter: Router {
+    public var name: String { "direct" }
+    /// Fragment size of the simulated radio (Bluetooth LE's ATT payload is around 500).
+    public var mtu = 512
+
+    private struct Observed {
+        /// How many times each message ID was received (a second time is a duplicate).
+        var received: [String: Int] = [:]
+        var acknowledged: Set<String> = []
+        var events = 0
+    }
+    /// Written by the nodes' event threads, read by the simulation.
+    private final class Observations: Sendable {
+        let state = Mutex(Observed())
+        func withLock<R>(_ body: (inout Observed) -> R) -> R { state.withLock { body(&$0) } }
+    }
+    private let observed = Observations()
+    private var nodes: [Node] = []
+    private var directory = ""
+    /// contactIDs[a][b]: b's contact id in a's node.
+    private var contactIDs: [[Int: Int64]] = []
+    /// The workload's id of each message ID a node sent.
+    private var simID: [String: Int] = [:]
+    /// Messages written and not yet known delivered and acknowledged, per pair.
+    private var outstanding: [NodePair: Set<Int>] = [:]
+    private var hexOf: [Int: String] = [:]
+    /// Receipts already logged, per message ID.
+    private var counted: [String: Int] = [:]
+    private var stalls = 0
+
+    public init() {}
+
+    public func start(_ run: RunContext) throws {
+        directory = NSTemporaryDirectory() + "yaok-sim-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var options = Node.Options()
+        options.pinHashing = .insecureFastForTestsOnly
+        options.allowTestOnlyKDFCosts = true
+        options.clock = run.clock.function
+        let involved = Set(run.workload.friendships.flatMap { [$0.a, $0.b] })
+        contactIDs = Array(repeating: [:], count: run.plan.nodeCount)
+        for i in 0..<run.plan.nodeCount {
+            let node = try Node(dataDirectory: directory + "/node-\(i)", options: options)
+            // Only people with friends need keys; the others never link.
+            if involved.contains(i) {
+                _ = try node.setup(name: "Node \(i)", pin: "246810", confirmation: "246810")
+                _ = try node.setAutoLock(.never)
+                node.setEventHandler { [observed] event in
+                    observed.withLock { o in
+                        switch event {
+                        case .messageReceived(_, let id):
+                            o.received[id.description, default: 0] += 1
+                            o.events += 1
+                        case .messageStatusChanged(let m) where m.status == .delivered:
+                            o.acknowledged.insert(m.messageIDHex)
+                            o.events += 1
+                        default:
+                            break
+                        }
+                    }
+                }
+            }
+            nodes.append(node)
+        }
+        for pair in run.workload.friendships {
+            let ab = try nodes[pair.a].addContact(card: nodes[pair.b].profile().text)
+            let ba = try nodes[pair.b].addContact(card: nodes[pair.a].profile().text)
+            contactIDs[pair.a][pair.b] = ab.id
+            contactIDs[pair.b][pair.a] = ba.id
+        }
+    }
+
+    public func created(_ message: SimMessage, active: [ActiveEncounter], run: RunContext) throws {
+        guard let contact = contactIDs[message.from][message.to] else {
+            throw SimError("Message \(message.id): \(message.to) is not a contact of \(message.from)")
+        }
+        let sent = try nodes[message.from].send(to: contact, text: RealDirectRouter.text(of: message))
+        simID[sent.messageIDHex] = message.id
+        hexOf[message.id] = sent.messageIDHex
+        outstanding[NodePair(message.from, message.to), default: []].insert(message.id)
+        run.recorder.store(message.from, packets: waiting(at: message.from, run: run))
+        // Written while already linked to the recipient: goes now, as on a real link.
+        for e in active where e.other(than: message.from) == message.to { try meet(e, run: run) }
+    }
+
+    public func contactUp(_ encounter: ActiveEncounter, run: RunContext) throws { try meet(encounter, run: run) }
+    public func contactDown(_ encounter: ActiveEncounter, run: RunContext) throws {}
+
+    public func finish(_ run: RunContext) throws {
+        defer {
+            for node in nodes { node.close() }
+            nodes = []
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        // Exactly once: each message in its recipient's history at most once.
+        for m in run.workload.messages where m.created < run.plan.duration {
+            guard let contact = contactIDs[m.to][m.from] else { continue }
+            let copies = try history(of: m.to, contact).filter { $0 == RealDirectRouter.text(of: m) }.count
+            if copies > 1 { run.recorder.note(run.now, "history holds m\(m.id) \(copies) times") }
+        }
+        if stalls > 0 { run.recorder.note(run.now, "stalled encounters \(stalls)") }
+    }
+
+    /// Every text of a conversation, page by page.
+    private func history(of node: Int, _ contact: Int64) throws -> [String] {
+        var texts: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try nodes[node].history(contact, before: cursor, limit: 1000)
+            texts += page.messages.map(\.text)
+            cursor = page.olderCursor
+        } while cursor != nil
+        return texts
+    }
+
+    /// A text of the message's size that names it (the recipient's history is checked by it).
+    static func text(of m: SimMessage) -> String {
+        let head = "m\(m.id) "
+        return head + String(repeating: "x", count: max(0, m.size - head.utf8.count))
+    }
+
+    /// Messages `node` wrote that are not yet known delivered: its outbox, roughly.
+    private func waiting(at node: Int, run: RunContext) -> Int {
+        outstanding.filter { $0.key.a == node || $0.key.b == node }.values.reduce(0) { sum, ids in
+            sum + ids.filter { run.workload.messages[$0].from == node }.count
+        }
+    }
+
+    private func meet(_ e: ActiveEncounter, run: RunContext) throws {
+        let pair = NodePair(e.a, e.b)
+        guard contactIDs[e.a][e.b] != nil, let waiting = outstanding[pair], !waiting.isEmpty else { return }
+        let capacity = Int((e.encounter.end - run.now) * e.encounter.bandwidth)
+        guard capacity > 0 else { return }
+        let pipe = try BudgetPipe(nodes[e.a], nodes[e.b], capacity: capacity, mtu: mtu)
+        var idleRounds = 0
+        var rounds = 0
+        while idleRounds < 3 {
+            let before = (pipe.units, observed.withLock { $0.events })
+            if done(pair, run: run) || pipe.exhausted { break }
+            barrier(e.a)
+            barrier(e.b)
+            rounds += 1
+            idleRounds = (pipe.units, observed.withLock { $0.events }) == before ? idleRounds + 1 : 0
+            if idleRounds > 0 { usleep(1000) }
+        }
+        pipe.close()
+        // Let what the close set off (events of units already passed) finish.
+        var settled = 0
+        while settled < 2 {
+            let before = observed.withLock { $0.events }
+            barrier(e.a)
+            barrier(e.b)
+            settled = observed.withLock { $0.events } == before ? settled + 1 : 0
+        }
+        if !done(pair, run: run) && !pipe.exhausted { stalls += 1 }
+        collect(pair, at: max(run.now, e.encounter.start), encounter: e, bytes: pipe.bytes, run: run)
+    }
+
+    /// Whether every outstanding message of the pair has been received and acknowledged.
+    private func done(_ pair: NodePair, run: RunContext) -> Bool {
+        let ids = outstanding[pair] ?? []
+        return observed.withLock { o in
+            ids.allSatisfy { id in
+                guard let hex = hexOf[id] else { return false }
+                return o.received[hex] != nil && o.acknowledged.contains(hex)
+            }
+        }
+    }
+
+    /// Records what the encounter delivered, in workload order, and forgets what is done.
+    private func collect(_ pair: NodePair, at time: Double, encounter e: ActiveEncounter, bytes: Int, run: RunContext) {
+        let o = observed.withLock { $0 }
+        var left = Set<Int>()
+        for id in (outstanding[pair] ?? []).sorted() {
+            let m = run.workload.messages[id]
+            guard let hex = hexOf[id] else { continue }
+            let count = o.received[hex] ?? 0
+            // Each receipt not logged yet is a delivery; a second one is a duplicate.
+            for _ in counted[hex, default: 0]..<max(count, counted[hex, default: 0]) {
+                run.recorder.relayed(m, from: m.from, to: m.to, at: time, bytes: 0)
+                run.recorder.delivered(m, at: time)
+            }
+            counted[hex] = max(count, counted[hex, default: 0])
+            if !(count > 0 && o.acknowledged.contains(hex)) { left.insert(id) }
+        }
+        outstanding[pair] = left.isEmpty ? nil : left
+        run.recorder.linkBytes(bytes)
+        run.recorder.note(time, "link \(e.a)-\(e.b)")
+    }
+
+    /// Waits until everything queued on `node`'s event thread so far has run.
+    private func barrier(_ node: Int) {
+        let done = Mutex(false)
+        guard nodes[node].eventLoop.post({ done.withLock { $0 = true } }) else { return }
+        while !done.withLock({ $0 }) { usleep(100) }
+    }
+}
