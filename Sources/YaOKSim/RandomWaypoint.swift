@@ -1,14 +1,14 @@
 /// Random waypoint (Johnson and Maltz; the ONE simulator's default movement): each person
 /// walks at a random speed to a random point of a square, pauses, and walks on. Two people
 /// are in contact while they are within `range` metres. The square grows with the number of
-/// people (`areaPerNode`), so density, and with it the contact rate, stays the same at any
-/// scale. Positions are sampled every `step` seconds: a contact starts and ends on a step.
+/// people (`areaPerNode`: 250,000 m², 100 people over 25 km² of a town), so density, and
+/// with it the contact rate (about 25 meetings a person a day), stays the same at any scale. Positions are sampled every `step` seconds: a contact starts and ends on a step.
 public struct RandomWaypoint: Sendable {
     public var nodes: Int
     public var days: Double
     /// Metres: Bluetooth LE in a pocket reaches a few tens of metres.
     public var range: Double = 30
-    public var areaPerNode: Double = 10_000
+    public var areaPerNode: Double = 250_000
     public var minSpeed: Double = 0.5
     public var maxSpeed: Double = 1.5
     public var maxPause: Double = 600
@@ -65,8 +65,9 @@ public struct RandomWaypoint: Sendable {
             walkers[i].y = rng.unit() * side
             newTarget(&walkers[i])
         }
-        // A grid of cells one range wide: only neighbouring cells can hold a node in range.
-        let cells = max(1, Int(side / range))
+        // A grid of cells at least one range wide: only neighbouring cells can hold a node in
+        // range. No more cells than about 4 per node (a sparse town needs no finer grid).
+        let cells = max(1, min(Int(side / range), 2 * Int(Double(nodes).squareRoot())))
         var upSince: [Int: Double] = [:]   // pair key a * nodes + b → start
         var encounters: [Encounter] = []
         var t = 0.0
