@@ -34,7 +34,7 @@ public final class RealDirectRouter: Router {
         func withLock<R>(_ body: (inout Observed) -> R) -> R { state.withLock { body(&$0) } }
     }
     private let observed = Observations()
-    private var nodes: [Node] = []
+    private var nodes: [Int: Node] = [:]
     private var directory = ""
     /// contactIDs[a][b]: b's contact id in a's node.
     private var contactIDs: [[Int: Int64]] = []
@@ -58,32 +58,31 @@ public final class RealDirectRouter: Router {
         options.clock = run.clock.function
         let involved = Set(run.workload.friendships.flatMap { [$0.a, $0.b] })
         contactIDs = Array(repeating: [:], count: run.plan.nodeCount)
-        for i in 0..<run.plan.nodeCount {
+        // Only people with friends get a node: the others never link (and a sparse trace's
+        // unused ids cost nothing).
+        for i in involved.sorted() {
             let node = try Node(dataDirectory: directory + "/node-\(i)", options: options)
-            // Only people with friends need keys; the others never link.
-            if involved.contains(i) {
-                _ = try node.setup(name: "Node \(i)", pin: "246810", confirmation: "246810")
-                _ = try node.setAutoLock(.never)
-                node.setEventHandler { [observed] event in
-                    observed.withLock { o in
-                        switch event {
-                        case .messageReceived(_, let id):
-                            o.received[id.description, default: 0] += 1
-                            o.events += 1
-                        case .messageStatusChanged(let m) where m.status == .delivered:
-                            o.acknowledged.insert(m.messageIDHex)
-                            o.events += 1
-                        default:
-                            break
-                        }
+            _ = try node.setup(name: "Node \(i)", pin: "246810", confirmation: "246810")
+            _ = try node.setAutoLock(.never)
+            node.setEventHandler { [observed] event in
+                observed.withLock { o in
+                    switch event {
+                    case .messageReceived(_, let id):
+                        o.received[id.description, default: 0] += 1
+                        o.events += 1
+                    case .messageStatusChanged(let m) where m.status == .delivered:
+                        o.acknowledged.insert(m.messageIDHex)
+                        o.events += 1
+                    default:
+                        break
                     }
                 }
             }
-            nodes.append(node)
+            nodes[i] = node
         }
         for pair in run.workload.friendships {
-            let ab = try nodes[pair.a].addContact(card: nodes[pair.b].profile().text)
-            let ba = try nodes[pair.b].addContact(card: nodes[pair.a].profile().text)
+            let ab = try node(pair.a).addContact(card: node(pair.b).profile().text)
+            let ba = try node(pair.b).addContact(card: node(pair.a).profile().text)
             contactIDs[pair.a][pair.b] = ab.id
             contactIDs[pair.b][pair.a] = ba.id
         }
@@ -93,7 +92,7 @@ public final class RealDirectRouter: Router {
         guard let contact = contactIDs[message.from][message.to] else {
             throw SimError("Message \(message.id): \(message.to) is not a contact of \(message.from)")
         }
-        let sent = try nodes[message.from].send(to: contact, text: RealDirectRouter.text(of: message))
+        let sent = try node(message.from).send(to: contact, text: RealDirectRouter.text(of: message))
         simID[sent.messageIDHex] = message.id
         hexOf[message.id] = sent.messageIDHex
         outstanding[NodePair(message.from, message.to), default: []].insert(message.id)
@@ -107,8 +106,8 @@ public final class RealDirectRouter: Router {
 
     public func finish(_ run: RunContext) throws {
         defer {
-            for node in nodes { node.close() }
-            nodes = []
+            for node in nodes.values { node.close() }
+            nodes = [:]
             try? FileManager.default.removeItem(atPath: directory)
         }
         // Exactly once: each message in its recipient's history at most once. A copy the
@@ -132,7 +131,7 @@ public final class RealDirectRouter: Router {
         var texts: [String] = []
         var cursor: String?
         repeat {
-            let page = try nodes[node].history(contact, before: cursor, limit: 1000)
+            let page = try self.node(node).history(contact, before: cursor, limit: 1000)
             texts += page.messages.map(\.text)
             cursor = page.olderCursor
         } while cursor != nil
@@ -157,7 +156,7 @@ public final class RealDirectRouter: Router {
         guard contactIDs[e.a][e.b] != nil, let waiting = outstanding[pair], !waiting.isEmpty else { return }
         let capacity = Int((e.encounter.end - run.now) * e.encounter.bandwidth)
         guard capacity > 0 else { return }
-        let pipe = try BudgetPipe(nodes[e.a], nodes[e.b], capacity: capacity, mtu: mtu)
+        let pipe = try BudgetPipe(node(e.a), node(e.b), capacity: capacity, mtu: mtu)
         var idleRounds = 0
         var rounds = 0
         while idleRounds < 3 {
@@ -214,10 +213,15 @@ public final class RealDirectRouter: Router {
         run.recorder.note(time, "link \(e.a)-\(e.b)")
     }
 
+    private func node(_ i: Int) throws -> Node {
+        guard let node = nodes[i] else { throw SimError("Node \(i) has no friends and so no real node") }
+        return node
+    }
+
     /// Waits until everything queued on `node`'s event thread so far has run.
     private func barrier(_ node: Int) {
         let done = Mutex(false)
-        guard nodes[node].eventLoop.post({ done.withLock { $0 = true } }) else { return }
+        guard let loop = nodes[node]?.eventLoop, loop.post({ done.withLock { $0 = true } }) else { return }
         while !done.withLock({ $0 }) { usleep(100) }
     }
 }

@@ -12,7 +12,8 @@ public struct SimMessage: Sendable, Equatable {
     public var wireBytes: Int { (size + 255) / 256 * 256 + 128 }
 }
 
-/// Who writes to whom, when, and how much. Each person has a few friends (messengers carry
+/// Who writes to whom, when, and how much. Each person of the plan (everyone who meets
+/// someone) has a few friends (messengers carry
 /// messages between contacts) and writes to one of them at random moments (a Poisson
 /// process of `perNodePerDay`); most texts are short, one in five up to 2 KB. Messages are
 /// written only while at least min(lifetime, half the run) remains, so every message has
@@ -43,12 +44,14 @@ public struct Workload: Sendable, Equatable {
         let n = plan.nodeCount
         var friends = [[Int]](repeating: [], count: n)
         var pairs = Set<NodePair>()
-        for i in 0..<n {
-            let want = min(options.friends, n - 1)
+        // Only people the plan has meet anyone (a trace's ids can be sparse).
+        let present = Set(plan.encounters.flatMap { [$0.a, $0.b] }).sorted()
+        for i in present {
+            let want = min(options.friends, present.count - 1)
             var tries = 0
             while friends[i].count < want, tries < 50 * want {
                 tries += 1
-                let j = rng.below(n)
+                let j = present[rng.below(present.count)]
                 if j == i || friends[i].contains(j) { continue }
                 friends[i].append(j)
                 pairs.insert(NodePair(i, j))
