@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import YaOKSim
 
@@ -53,6 +54,21 @@ import Testing
         #expect(a.next() != b.next())
         var c = SimRandom(seed: 9)
         #expect((0..<1000).allSatisfy { _ in (0..<7).contains(c.below(7)) })
+    }
+
+    /// Our logarithm (no libm, so the same bits on every machine) agrees with the C
+    /// library's to within a few units in the last place.
+    @Test func logarithmWithoutLibm() {
+        #expect(SimRandom.ln(1) == 0)
+        var r = SimRandom(seed: 11)
+        for _ in 0..<10_000 {
+            let x = 1 - r.unit()
+            let ours = SimRandom.ln(x), libm = Foundation.log(x)
+            #expect(abs(ours - libm) <= 4e-16 * max(1, abs(libm)), "ln(\(x)): \(ours) vs \(libm)")
+        }
+        for x in [1e-300, 2.5e-10, 0.5, 0.7071, 1.5, 2, 1e10, 1e300] {
+            #expect(abs(SimRandom.ln(x) - Foundation.log(x)) <= 1e-15 * abs(Foundation.log(x)))
+        }
     }
 
     @Test func hashCoversTheLog() {
