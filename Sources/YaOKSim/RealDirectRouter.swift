@@ -8,15 +8,14 @@ import YaOKNode
 /// Today's behaviour, run on real nodes: one `Node` per person (its own database in a
 /// temporary directory, the real engine, the virtual clock as its clock), contacts added for
 /// every friendship of the workload, messages written with `Node.send`. While an encounter
-/// between two contacts is up and either has mail for the other, a `BudgetPipe` links them
-/// (the link API, as an app's radio would) and the simulation waits for the nodes to go
-/// quiet: everything delivered and acknowledged, the encounter's bytes used up, or nothing
-/// moving. Deliveries are counted from the recipients' events (`messageReceived`) and
+/// between two contacts is up and either has mail for the other, a `LockstepPipe` links them
+/// (the link API, as an app's radio would) and moves their units in rounds until everything
+/// is delivered and acknowledged, the encounter's bytes are used up, or nothing moves. Deliveries are counted from the recipients' events (`messageReceived`) and
 /// checked against their history at the end: each message exactly once.
 ///
 /// Strangers' encounters open no link: in direct delivery they can carry nothing. A delivery
 /// is logged at the encounter's start (the models log the exact second a transfer ends):
-/// the real engine runs on threads, and only its outcome, not its timing, is deterministic.
+/// the lock-step pipe makes the outcome deterministic, not the real time it took.
 public final class RealDirectRouter: Router {
     public var name: String { "direct" }
     /// Fragment size of the simulated radio (Bluetooth LE's ATT payload is around 500).
@@ -156,27 +155,10 @@ public final class RealDirectRouter: Router {
         guard contactIDs[e.a][e.b] != nil, let waiting = outstanding[pair], !waiting.isEmpty else { return }
         let capacity = Int((e.encounter.end - run.now) * e.encounter.bandwidth)
         guard capacity > 0 else { return }
-        let pipe = try BudgetPipe(node(e.a), node(e.b), capacity: capacity, mtu: mtu)
-        var idleRounds = 0
-        var rounds = 0
-        while idleRounds < 3 {
-            let before = (pipe.units, observed.withLock { $0.events })
-            if done(pair, run: run) || pipe.exhausted { break }
-            barrier(e.a)
-            barrier(e.b)
-            rounds += 1
-            idleRounds = (pipe.units, observed.withLock { $0.events }) == before ? idleRounds + 1 : 0
-            if idleRounds > 0 { usleep(1000) }
-        }
-        pipe.close()
-        // Let what the close set off (events of units already passed) finish.
-        var settled = 0
-        while settled < 2 {
-            let before = observed.withLock { $0.events }
-            barrier(e.a)
-            barrier(e.b)
-            settled = observed.withLock { $0.events } == before ? settled + 1 : 0
-        }
+        let pipe = try LockstepPipe(node(e.a), node(e.b), capacity: capacity, mtu: mtu)
+        let progress = { [observed] in observed.withLock { $0.events } }
+        pipe.run(until: { done(pair, run: run) }, progress: progress)
+        pipe.close(progress: progress)
         if !done(pair, run: run) && !pipe.exhausted { stalls += 1 }
         collect(pair, at: max(run.now, e.encounter.start), encounter: e, bytes: pipe.bytes, run: run)
     }
@@ -216,12 +198,5 @@ public final class RealDirectRouter: Router {
     private func node(_ i: Int) throws -> Node {
         guard let node = nodes[i] else { throw SimError("Node \(i) has no friends and so no real node") }
         return node
-    }
-
-    /// Waits until everything queued on `node`'s event thread so far has run.
-    private func barrier(_ node: Int) {
-        let done = Mutex(false)
-        guard let loop = nodes[node]?.eventLoop, loop.post({ done.withLock { $0 = true } }) else { return }
-        while !done.withLock({ $0 }) { usleep(100) }
     }
 }
