@@ -46,6 +46,8 @@ final class LockstepPipe {
 
     /// Bytes that crossed, both ways.
     var bytes: Int { used[0] + used[1] }
+    /// Bytes that crossed from a to b, and from b to a.
+    var bytesEachWay: (Int, Int) { (used[0], used[1]) }
 
     /// Moves units in rounds until `finished()` says so, the budget is spent, or two rounds
     /// pass with nothing to move. `progress` counts what the nodes did besides sending

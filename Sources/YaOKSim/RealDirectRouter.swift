@@ -10,8 +10,9 @@ import YaOKNode
 /// every friendship of the workload, messages written with `Node.send`. While an encounter
 /// between two contacts is up and either has mail for the other, a `LockstepPipe` links them
 /// (the link API, as an app's radio would) and moves their units in rounds until everything
-/// is delivered and acknowledged, the encounter's bytes are used up, or nothing moves. Deliveries are counted from the recipients' events (`messageReceived`) and
-/// checked against their history at the end: each message exactly once.
+/// is delivered and acknowledged, the encounter's bytes are used up, or nothing moves.
+/// Deliveries are counted from the recipients' events (`messageReceived`) and checked
+/// against their history at the end: each message exactly once.
 ///
 /// Strangers' encounters open no link: in direct delivery they can carry nothing. A delivery
 /// is logged at the encounter's start (the models log the exact second a transfer ends):
@@ -37,10 +38,9 @@ public final class RealDirectRouter: Router {
     private var directory = ""
     /// contactIDs[a][b]: b's contact id in a's node.
     private var contactIDs: [[Int: Int64]] = []
-    /// The workload's id of each message ID a node sent.
-    private var simID: [String: Int] = [:]
     /// Messages written and not yet known delivered and acknowledged, per pair.
     private var outstanding: [NodePair: Set<Int>] = [:]
+    /// The message ID (hex) the sender's node gave each workload message.
     private var hexOf: [Int: String] = [:]
     /// Receipts already logged, per message ID.
     private var counted: [String: Int] = [:]
@@ -92,7 +92,6 @@ public final class RealDirectRouter: Router {
             throw SimError("Message \(message.id): \(message.to) is not a contact of \(message.from)")
         }
         let sent = try node(message.from).send(to: contact, text: RealDirectRouter.text(of: message))
-        simID[sent.messageIDHex] = message.id
         hexOf[message.id] = sent.messageIDHex
         outstanding[NodePair(message.from, message.to), default: []].insert(message.id)
         run.recorder.store(message.from, packets: waiting(at: message.from, run: run))
@@ -153,12 +152,15 @@ public final class RealDirectRouter: Router {
     private func meet(_ e: ActiveEncounter, run: RunContext) throws {
         let pair = NodePair(e.a, e.b)
         guard contactIDs[e.a][e.b] != nil, let waiting = outstanding[pair], !waiting.isEmpty else { return }
-        let capacity = Int((e.encounter.end - run.now) * e.encounter.bandwidth)
+        // What is left of the encounter (a message written during it links the pair again).
+        let capacity = min(e.remaining(from: e.a, now: run.now), e.remaining(from: e.b, now: run.now))
         guard capacity > 0 else { return }
         let pipe = try LockstepPipe(node(e.a), node(e.b), capacity: capacity, mtu: mtu)
         let progress = { [observed] in observed.withLock { $0.events } }
         pipe.run(until: { done(pair, run: run) }, progress: progress)
         pipe.close(progress: progress)
+        _ = e.transfer(pipe.bytesEachWay.0, from: e.a, now: run.now)
+        _ = e.transfer(pipe.bytesEachWay.1, from: e.b, now: run.now)
         if !done(pair, run: run) && !pipe.exhausted { stalls += 1 }
         collect(pair, at: max(run.now, e.encounter.start), encounter: e, bytes: pipe.bytes, run: run)
     }

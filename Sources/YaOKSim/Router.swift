@@ -48,6 +48,12 @@ public final class ActiveEncounter {
     public var b: Int { encounter.b }
     public func other(than node: Int) -> Int { node == a ? b : a }
 
+    /// Bytes `from` can still send after `now` before the encounter ends.
+    public func remaining(from: Int, now: Double) -> Int {
+        let start = max(now, from == a ? freeAt.ab : freeAt.ba)
+        return max(0, Int(((encounter.end - start) * encounter.bandwidth).rounded(.down)))
+    }
+
     /// Sends `bytes` from `from` at `now`: the simulated time it arrives, or nil if the
     /// encounter ends first (nothing is sent then).
     public func transfer(_ bytes: Int, from: Int, now: Double) -> Double? {

@@ -53,6 +53,24 @@ import Testing
         #expect(result.log.contains("5000000 deliver m0\n"))
     }
 
+    /// A message written while its recipient is in range goes in that encounter, on real
+    /// nodes (a second link for what is left of it) and in the model alike.
+    @Test func writtenDuringAnEncounter() throws {
+        let plan = try ContactPlan(name: "pair", nodeCount: 2, duration: 10_000, encounters: [
+            Encounter(a: 0, b: 1, start: 100, end: 200, bandwidth: 250_000),
+        ])
+        let workload = Workload(messages: [SimMessage(id: 0, from: 1, to: 0, created: 150, size: 100)],
+                                lifetime: 86_400, friendships: [NodePair(0, 1)])
+        for router: Router in [RealDirectRouter(), PacketRouter(.direct)] {
+            var sim = Simulation(plan: plan, workload: workload)
+            sim.keepLog = true
+            let result = try sim.run(router)
+            #expect(result.metrics.delivered == 1, "\(router.name)")
+            let at = result.log.first { $0.contains(" deliver m0") }.flatMap { Int($0.split(separator: " ")[0]) }
+            #expect(at.map { (150_000...150_010).contains($0) } == true, "\(router.name): \(String(describing: at))")
+        }
+    }
+
     /// The models enforce the same budget: a packet that does not fit waits.
     @Test func modelBandwidth() {
         let e = ActiveEncounter(Encounter(a: 0, b: 1, start: 0, end: 1, bandwidth: 1000))
