@@ -3,7 +3,8 @@
 /// `start`, then `created` and `contactUp`/`contactDown` as the workload and the plan say,
 /// then `finish`. A router reports what it moved to `run.recorder`; an encounter's
 /// `transfer` says whether bytes still fit in it. Carrying through the real engine plugs
-/// in as one more router (like `RealDirectRouter`, which drives real nodes).
+/// in as one more router: `RealNodeRouter` drives real nodes, and linked at every
+/// encounter (`.everyEncounter`) the carrying engine is "ours".
 public protocol Router: AnyObject {
     var name: String { get }
     func start(_ run: RunContext) throws

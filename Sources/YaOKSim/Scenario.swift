@@ -28,7 +28,7 @@ public struct Scenario: Sendable {
 
     public static let usage = """
         usage: yaok-sim [--plan community|waypoint|chain|one:FILE|haggle:FILE] [--nodes N] [--days D]
-                        [--seed S] [--router direct|direct-model|epidemic|courier|spray] [--compare]
+                        [--seed S] [--router direct|direct-all|direct-model|epidemic|courier|spray] [--compare]
                         [--copies L] [--bandwidth BYTES_PER_S] [--range METRES] [--rate MSGS_PER_NODE_PER_DAY]
                         [--lifetime-hours H] [--log]
         Runs a delay-tolerant scenario on a virtual clock and prints the ONE simulator's metrics
@@ -73,8 +73,8 @@ public struct Scenario: Sendable {
             case "--seed": s.seed = try number(flag, UInt64.self)
             case "--router":
                 let v = try value(flag)
-                guard (allRouters + ["direct-model"]).contains(v) else {
-                    throw SimError("--router: \(v) is not direct, direct-model, epidemic, courier or spray")
+                guard (allRouters + ["direct-model", "direct-all"]).contains(v) else {
+                    throw SimError("--router: \(v) is not direct, direct-all, direct-model, epidemic, courier or spray")
                 }
                 s.routers = [v]
             case "--compare": s.compare = true
@@ -134,7 +134,8 @@ public struct Scenario: Sendable {
 
     public func makeRouter(_ name: String) throws -> Router {
         switch name {
-        case "direct": return RealDirectRouter()
+        case "direct": return RealNodeRouter()
+        case "direct-all": return RealNodeRouter(name: "direct-all", links: .everyEncounter)
         case "direct-model": return PacketRouter(.direct)
         case "epidemic": return PacketRouter(.epidemic)
         case "courier": return PacketRouter(.bitchatCourier)

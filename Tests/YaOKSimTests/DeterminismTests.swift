@@ -56,7 +56,7 @@ import Testing
         s.messagesPerNodePerDay = 20
         let plan = try s.makePlan()
         let workload = s.makeWorkload(plan)
-        let runs = try (0..<3).map { _ in try Simulation(plan: plan, workload: workload).run(RealDirectRouter()).metrics }
+        let runs = try (0..<3).map { _ in try Simulation(plan: plan, workload: workload).run(RealNodeRouter()).metrics }
         #expect(runs[0].delivered > 0 && runs[0].delivered < runs[0].created)
         #expect(runs.allSatisfy { $0.hash == runs[0].hash })
         #expect(runs.allSatisfy { $0.duplicateDeliveries == 0 })

@@ -36,7 +36,7 @@ import Testing
         #expect(plan.nodeCount == 100_001)
         let workload = Workload.generate(plan: plan, seed: 1)
         #expect(workload.friendships == [NodePair(3, 100_000)])
-        let result = try Simulation(plan: plan, workload: workload).run(RealDirectRouter())
+        let result = try Simulation(plan: plan, workload: workload).run(RealNodeRouter())
         #expect(result.metrics.duplicateDeliveries == 0)
     }
 }

@@ -18,7 +18,7 @@ import Testing
         let workload = Workload(messages: messages, lifetime: 86_400, friendships: [NodePair(0, 1)])
         var sim = Simulation(plan: plan, workload: workload)
         sim.keepLog = true
-        let result = try sim.run(RealDirectRouter())
+        let result = try sim.run(RealNodeRouter())
         let m = result.metrics
         #expect(m.duplicateDeliveries == 0)
         #expect(!result.log.contains { $0.contains("history holds") || $0.contains("stalled") })
@@ -47,7 +47,7 @@ import Testing
                                 lifetime: 86_400, friendships: [NodePair(0, 1)])
         var sim = Simulation(plan: plan, workload: workload)
         sim.keepLog = true
-        let result = try sim.run(RealDirectRouter())
+        let result = try sim.run(RealNodeRouter())
         #expect(result.metrics.delivered == 1)
         #expect(result.metrics.duplicateDeliveries == 0)
         #expect(result.log.contains("5000000 deliver m0\n"))
@@ -61,7 +61,7 @@ import Testing
         ])
         let workload = Workload(messages: [SimMessage(id: 0, from: 1, to: 0, created: 150, size: 100)],
                                 lifetime: 86_400, friendships: [NodePair(0, 1)])
-        for router: Router in [RealDirectRouter(), PacketRouter(.direct)] {
+        for router: Router in [RealNodeRouter(), PacketRouter(.direct)] {
             var sim = Simulation(plan: plan, workload: workload)
             sim.keepLog = true
             let result = try sim.run(router)

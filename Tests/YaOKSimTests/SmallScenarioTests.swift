@@ -29,6 +29,27 @@ import Testing
         #expect(epidemic.reconciliationBytesPerEncounter == 0)
     }
 
+    /// Linked at every encounter, strangers too (what carrying will run on), today's engine
+    /// delivers exactly what direct does: strangers carry nothing, and a stranger's link
+    /// disturbs nothing.
+    @Test func everyEncounterLinkedChangesNothingToday() throws {
+        var s = Scenario()
+        s.nodes = 12
+        s.days = 1
+        s.seed = 4
+        let plan = try s.makePlan()
+        let workload = s.makeWorkload(plan)
+        var sim = Simulation(plan: plan, workload: workload)
+        sim.keepLog = true
+        let direct = try sim.run(s.makeRouter("direct"))
+        let all = try sim.run(s.makeRouter("direct-all"))
+        func deliveries(_ r: Simulation.Result) -> [String] { r.log.filter { $0.contains(" deliver ") } }
+        #expect(all.metrics.delivered == direct.metrics.delivered)
+        #expect(deliveries(all) == deliveries(direct))
+        #expect(all.metrics.duplicateDeliveries == 0)
+        #expect(all.log.filter { $0.contains(" link ") }.count > direct.log.filter { $0.contains(" link ") }.count)
+    }
+
     @Test(arguments: [
         (["--nodes", "1"], "--nodes must be 2 to 10000"),
         (["--router", "flood"], "--router: flood is not"),

@@ -5,20 +5,31 @@ import YaOKLoop
 import YaOKStore
 import YaOKNode
 
-/// Today's behaviour, run on real nodes: one `Node` per person (its own database in a
-/// temporary directory, the real engine, the virtual clock as its clock), contacts added for
-/// every friendship of the workload, messages written with `Node.send`. While an encounter
-/// between two contacts is up and either has mail for the other, a `LockstepPipe` links them
-/// (the link API, as an app's radio would) and moves their units in rounds until everything
-/// is delivered and acknowledged, the encounter's bytes are used up, or nothing moves.
-/// Deliveries are counted from the recipients' events (`messageReceived`) and checked
+/// Real nodes: one `Node` per person (its own database in a temporary directory, the real
+/// engine, the virtual clock as its clock), contacts added for every friendship of the
+/// workload, messages written with `Node.send`. When an encounter links two people (`links`),
+/// a `LockstepPipe` joins them through the link API, as an app's radio would, and moves their
+/// units in rounds until the encounter's bytes are used up or nothing moves (for direct
+/// delivery: or everything between them is delivered and acknowledged). Deliveries are
+/// counted from the recipients' events (`messageReceived`), in any encounter, and checked
 /// against their history at the end: each message exactly once.
 ///
-/// Strangers' encounters open no link: in direct delivery they can carry nothing. A delivery
-/// is logged at the encounter's start (the models log the exact second a transfer ends):
-/// the lock-step pipe makes the outcome deterministic, not the real time it took.
-public final class RealDirectRouter: Router {
-    public var name: String { "direct" }
+/// A delivery is logged at the time the link opened (the models log the exact second a
+/// transfer ends): the lock-step pipe makes the outcome deterministic, not the real time
+/// it took. Carrying plugs in here: the engine that carries, linked at every encounter.
+public final class RealNodeRouter: Router {
+    /// Which encounters open a link.
+    public enum Links: Sendable {
+        /// Two contacts with mail for each other (today's direct delivery: strangers'
+        /// encounters can carry nothing, and linking them would only cost time).
+        case contactsWithMail
+        /// Every encounter, strangers too: what carrying runs on. With today's engine it must
+        /// deliver exactly what `contactsWithMail` does.
+        case everyEncounter
+    }
+
+    public let name: String
+    public let links: Links
     /// Fragment size of the simulated radio (Bluetooth LE's ATT payload is around 500).
     public var mtu = 512
 
@@ -46,7 +57,10 @@ public final class RealDirectRouter: Router {
     private var counted: [String: Int] = [:]
     private var stalls = 0
 
-    public init() {}
+    public init(name: String = "direct", links: Links = .contactsWithMail) {
+        self.name = name
+        self.links = links
+    }
 
     public func start(_ run: RunContext) throws {
         directory = NSTemporaryDirectory() + "yaok-sim-" + UUID().uuidString
@@ -55,10 +69,10 @@ public final class RealDirectRouter: Router {
         options.pinHashing = .insecureFastForTestsOnly
         options.allowTestOnlyKDFCosts = true
         options.clock = run.clock.function
-        let involved = Set(run.workload.friendships.flatMap { [$0.a, $0.b] })
+        let involved = links == .everyEncounter ? Set(run.plan.encounters.flatMap { [$0.a, $0.b] })
+                                                : Set(run.workload.friendships.flatMap { [$0.a, $0.b] })
         contactIDs = Array(repeating: [:], count: run.plan.nodeCount)
-        // Only people with friends get a node: the others never link (and a sparse trace's
-        // unused ids cost nothing).
+        // Only people who may link get a node (a sparse trace's unused ids cost nothing).
         for i in involved.sorted() {
             let node = try Node(dataDirectory: directory + "/node-\(i)", options: options)
             _ = try node.setup(name: "Node \(i)", pin: "246810", confirmation: "246810")
@@ -91,12 +105,12 @@ public final class RealDirectRouter: Router {
         guard let contact = contactIDs[message.from][message.to] else {
             throw SimError("Message \(message.id): \(message.to) is not a contact of \(message.from)")
         }
-        let sent = try node(message.from).send(to: contact, text: RealDirectRouter.text(of: message))
+        let sent = try node(message.from).send(to: contact, text: RealNodeRouter.text(of: message))
         hexOf[message.id] = sent.messageIDHex
         outstanding[NodePair(message.from, message.to), default: []].insert(message.id)
         run.recorder.store(message.from, packets: waiting(at: message.from, run: run))
-        // Written while already linked to the recipient: goes now, as on a real link.
-        for e in active where e.other(than: message.from) == message.to { try meet(e, run: run) }
+        // Written while linked: goes now, as on a real link.
+        for e in active where links == .everyEncounter || e.other(than: message.from) == message.to { try meet(e, run: run) }
     }
 
     public func contactUp(_ encounter: ActiveEncounter, run: RunContext) throws { try meet(encounter, run: run) }
@@ -117,7 +131,7 @@ public final class RealDirectRouter: Router {
             if histories[key] == nil {
                 histories[key] = try history(of: m.to, contact).reduce(into: [:]) { $0[$1, default: 0] += 1 }
             }
-            let copies = histories[key]?[RealDirectRouter.text(of: m)] ?? 0
+            let copies = histories[key]?[RealNodeRouter.text(of: m)] ?? 0
             if copies > 1 { run.recorder.note(run.now, "history holds m\(m.id) \(copies) times") }
             for _ in max(counted[hex, default: 0], 1)..<max(copies, 1) { run.recorder.delivered(m, at: run.now) }
         }
@@ -151,18 +165,20 @@ public final class RealDirectRouter: Router {
 
     private func meet(_ e: ActiveEncounter, run: RunContext) throws {
         let pair = NodePair(e.a, e.b)
-        guard contactIDs[e.a][e.b] != nil, let waiting = outstanding[pair], !waiting.isEmpty else { return }
+        if links == .contactsWithMail {
+            guard contactIDs[e.a][e.b] != nil, let waiting = outstanding[pair], !waiting.isEmpty else { return }
+        }
         // What is left of the encounter (a message written during it links the pair again).
         let capacity = min(e.remaining(from: e.a, now: run.now), e.remaining(from: e.b, now: run.now))
         guard capacity > 0 else { return }
         let pipe = try LockstepPipe(node(e.a), node(e.b), capacity: capacity, mtu: mtu)
         let progress = { [observed] in observed.withLock { $0.events } }
-        pipe.run(until: { done(pair, run: run) }, progress: progress)
+        pipe.run(until: { links == .contactsWithMail && done(pair, run: run) }, progress: progress)
         pipe.close(progress: progress)
         _ = e.transfer(pipe.bytesEachWay.0, from: e.a, now: run.now)
         _ = e.transfer(pipe.bytesEachWay.1, from: e.b, now: run.now)
-        if !done(pair, run: run) && !pipe.exhausted { stalls += 1 }
-        collect(pair, at: max(run.now, e.encounter.start), encounter: e, bytes: pipe.bytes, run: run)
+        if links == .contactsWithMail && !done(pair, run: run) && !pipe.exhausted { stalls += 1 }
+        collect(around: e, at: max(run.now, e.encounter.start), bytes: pipe.bytes, run: run)
     }
 
     /// Whether every outstanding message of the pair has been received and acknowledged.
@@ -176,23 +192,27 @@ public final class RealDirectRouter: Router {
         }
     }
 
-    /// Records what the encounter delivered, in workload order, and forgets what is done.
-    private func collect(_ pair: NodePair, at time: Double, encounter e: ActiveEncounter, bytes: Int, run: RunContext) {
+    /// Records what the encounter delivered (to either side, from anyone), in workload order,
+    /// and forgets what is delivered and acknowledged.
+    private func collect(around e: ActiveEncounter, at time: Double, bytes: Int, run: RunContext) {
         let o = observed.withLock { $0 }
-        var left = Set<Int>()
-        for id in (outstanding[pair] ?? []).sorted() {
-            let m = run.workload.messages[id]
-            guard let hex = hexOf[id] else { continue }
-            let count = o.received[hex] ?? 0
-            // Each receipt not logged yet is a delivery; a second one is a duplicate.
-            for _ in counted[hex, default: 0]..<max(count, counted[hex, default: 0]) {
-                run.recorder.relayed(m, from: m.from, to: m.to, at: time, bytes: 0)
-                run.recorder.delivered(m, at: time)
+        let pairs = outstanding.keys.filter { [$0.a, $0.b].contains(e.a) || [$0.a, $0.b].contains(e.b) }
+        for pair in pairs.sorted(by: { ($0.a, $0.b) < ($1.a, $1.b) }) {
+            var left = Set<Int>()
+            for id in (outstanding[pair] ?? []).sorted() {
+                let m = run.workload.messages[id]
+                guard let hex = hexOf[id] else { continue }
+                let count = o.received[hex] ?? 0
+                // Each receipt not logged yet is a delivery; a second one is a duplicate.
+                for _ in counted[hex, default: 0]..<max(count, counted[hex, default: 0]) {
+                    run.recorder.relayed(m, from: e.other(than: m.to), to: m.to, at: time, bytes: 0)
+                    run.recorder.delivered(m, at: time)
+                }
+                counted[hex] = max(count, counted[hex, default: 0])
+                if !(count > 0 && o.acknowledged.contains(hex)) { left.insert(id) }
             }
-            counted[hex] = max(count, counted[hex, default: 0])
-            if !(count > 0 && o.acknowledged.contains(hex)) { left.insert(id) }
+            outstanding[pair] = left.isEmpty ? nil : left
         }
-        outstanding[pair] = left.isEmpty ? nil : left
         run.recorder.linkBytes(bytes)
         run.recorder.note(time, "link \(e.a)-\(e.b)")
     }
