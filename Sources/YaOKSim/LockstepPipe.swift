@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 import Synchronization
 import YaOKLoop
 import YaOKNode
@@ -76,10 +76,14 @@ final class LockstepPipe {
         }
     }
 
-    /// Ends the link on both sides and lets what that set off finish.
+    /// Lets both nodes process what already crossed, then ends the link on both sides and
+    /// lets what that set off finish. In that order: `Link.close` ends the link at once, and
+    /// units still waiting in the node's input queue would be dropped with it (a run then
+    /// differed from the next in whether the last message of a cut-short meeting arrived).
     func close(progress: () -> Int) {
         guard !closed else { return }
         closed = true
+        settle(progress)
         links.0.close(reason: "The encounter ended")
         links.1.close(reason: "The encounter ended")
         _ = queues.take()
@@ -103,16 +107,18 @@ final class LockstepPipe {
     private func settle(_ progress: () -> Int) {
         while true {
             let before = (queues.count, progress())
-            barrier(nodes.0)
-            barrier(nodes.1)
+            barrier()
             if (queues.count, progress()) == before { return }
         }
     }
 
-    private func barrier(_ node: Node) {
-        let flag = Flag()
-        guard node.eventLoop.post({ flag.set() }) else { return }
-        while !flag.isSet { usleep(50) }
+    /// Waits until both event threads have run what was queued on them so far (a marker
+    /// posted to each; the two run in parallel).
+    private func barrier() {
+        let done = DispatchSemaphore(value: 0)
+        var posted = 0
+        for node in [nodes.0, nodes.1] where node.eventLoop.post({ done.signal() }) { posted += 1 }
+        for _ in 0..<posted { done.wait() }
     }
 
     /// Units handed over per gate: far below a node's queue for one link (16,384 units,
@@ -122,21 +128,17 @@ final class LockstepPipe {
     /// Holds a node's event thread until `open`: created on the simulation thread, it
     /// returns once the thread is held.
     private final class Gate: Sendable {
-        private let state = Mutex((held: false, open: false))
+        private let held = DispatchSemaphore(value: 0)
+        private let release = DispatchSemaphore(value: 0)
+        private let posted: Bool
         init(_ node: Node) {
-            let posted = node.eventLoop.post { [self] in
-                state.withLock { $0.held = true }
-                while !state.withLock({ $0.open }) { usleep(20) }
+            let (held, release) = (held, release)
+            posted = node.eventLoop.post {
+                held.signal()
+                release.wait()
             }
-            guard posted else { return }
-            while !state.withLock({ $0.held }) { usleep(20) }
+            if posted { held.wait() }
         }
-        func open() { state.withLock { $0.open = true } }
-    }
-
-    private final class Flag: Sendable {
-        private let value = Mutex(false)
-        func set() { value.withLock { $0 = true } }
-        var isSet: Bool { value.withLock { $0 } }
+        func open() { if posted { release.signal() } }
     }
 }
