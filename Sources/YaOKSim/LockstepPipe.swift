@@ -27,7 +27,10 @@ final class LockstepPipe {
     private let links: (Link, Link)
     private let capacity: Int
     private var used = [0, 0]
-    private(set) var exhausted = false
+    /// Whether each direction ran out of budget.
+    private var cut = [false, false]
+    /// The budget ran out (either way): the link ends after the round.
+    var exhausted: Bool { cut[0] || cut[1] }
     private(set) var closed = false
 
     init(_ a: Node, _ b: Node, capacity: Int, mtu: Int) throws {
@@ -90,16 +93,20 @@ final class LockstepPipe {
         settle(progress)
     }
 
+    /// Hands `units` over until the direction's budget would be passed; the link then ends
+    /// after this round (`exhausted`), the other direction's units of the round still
+    /// crossing, as both directions of a radio link carry at once.
     private func deliver(_ units: ArraySlice<[UInt8]>, direction: Int, to link: Link) {
-        for unit in units where !exhausted {
+        for unit in units where !cut[direction] {
             guard used[direction] + unit.count <= capacity else {
-                exhausted = true
+                cut[direction] = true
                 return
             }
             used[direction] += unit.count
             link.receive(unit)
         }
     }
+
 
     /// Waits until both nodes have run everything queued on their event threads, and what
     /// that queued in turn: until a pass over both changes neither the units waiting nor
