@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "yaok-relay", targets: ["yaok-relay"]),
         .executable(name: "yaok-relay-load", targets: ["yaok-relay-load"]),
         .executable(name: "yaok-peer-swift", targets: ["yaok-peer-swift"]),
+        .executable(name: "yaok-sim", targets: ["yaok-sim"]),
     ],
     dependencies: [
         // Exactly one version, so that every clone builds the same code. Package.resolved is
@@ -102,5 +103,11 @@ let package = Package(
         .systemLibrary(name: "CImageIO", pkgConfig: "libpng", providers: [.apt(["libpng-dev", "libjpeg-dev"])]),
         .target(name: "QRCode", dependencies: ["CQREncode", "CZBar", "CImageIO"]),
         .testTarget(name: "QRCodeTests", dependencies: ["QRCode"]),
+        // The delay-tolerant simulator (docs/SIMULATOR.md): contact plans, workloads, routers
+        // (real nodes and packet-level models) and metrics on a virtual clock; `yaok-sim` is
+        // its command line.
+        .target(name: "YaOKSim", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKStore", "YaOKNode", "CSodium"]),
+        .executableTarget(name: "yaok-sim", dependencies: ["YaOKSim"]),
+        .testTarget(name: "YaOKSimTests", dependencies: ["YaOKSim", "YaOKSupport"], exclude: ["Fixtures"]),
     ]
 )
