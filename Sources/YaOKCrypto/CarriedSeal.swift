@@ -27,16 +27,18 @@ public enum CarriedSeal {
                  copyBudget: CopyBudget.maximum, ephemeral: try SecureBytes.random(count: 32))
     }
 
-    /// With a given ephemeral secret, hop limit and budget: for test vectors only.
+    /// With a given ephemeral secret, hop limit and budget: for test vectors only; and for
+    /// forgery tests, `claimHash` in place of the content's (a sender who lies about it).
     static func seal(_ content: CarriedContent, from sender: Identity, route: RoutePair, lifetimeMs: Int64,
-                     hopLimit: UInt8, copyBudget: UInt8, ephemeral ephemeralSecret: SecureBytes) throws -> CarriedPacket {
+                     hopLimit: UInt8, copyBudget: UInt8, ephemeral ephemeralSecret: SecureBytes,
+                     claimHash claimHashOverride: [UInt8]? = nil) throws -> CarriedPacket {
         guard route.ownKey == sender.publicIdentity.encryptionKey else {
             throw YaOKError(.invalidArgument, "The route is not this sender's")
         }
         let recipientKey = route.peerKey
         let expiryHour = try CarriedPacket.expiryHour(createdMs: content.createdMs, lifetimeMs: lifetimeMs)
         let tag = route.carriedOutgoingTag(epoch: expiryHour / 24)
-        let claimHash = PurgeClaim.hash(content.claim)
+        let claimHash = claimHashOverride ?? PurgeClaim.hash(content.claim)
         var body = content.encode()
         defer { Sodium.wipe(&body) }
         guard let bucket = Padding.bucket(for: body.count) else { throw YaOKError(.messageTooLarge) }
