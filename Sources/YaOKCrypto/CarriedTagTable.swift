@@ -40,10 +40,10 @@ public struct CarriedTagTable<Contact: Hashable & Sendable>: Sendable {
     var epochs: ClosedRange<UInt32> { firstEpoch...(firstEpoch + UInt32(Self.epochCount - 1)) }
 
     /// Moves the window to the day of `nowMs`: each day passed removes one epoch's tags and
-    /// adds one (a jump of more than the window rebuilds it).
+    /// adds one (a jump of more than the window rebuilds it; a clock set back moves it back).
     public mutating func advance(nowMs: Int64) {
         let today = RoutingTag.day(ofMs: nowMs)
-        guard today > firstEpoch else { return }
+        guard today != firstEpoch else { return }
         let old = epochs
         firstEpoch = today
         let new = epochs

@@ -28,6 +28,14 @@ import Testing
         #expect(table.firstEpoch == RoutingTag.day(ofMs: now) + 1)
         table.advance(nowMs: now + 100 * RoutingTag.dayMs)
         #expect(table.count == 25 * 16)
+        // A clock set back moves the window back: today's packets are recognised again.
+        table.advance(nowMs: now)
+        #expect(table.count == 25 * 16)
+        #expect(table.firstEpoch == RoutingTag.day(ofMs: now))
+        let (i, (person, _)) = try #require(people.first)
+        let back = try CarriedSeal.seal(try .message([1], createdMs: now), from: person,
+                                        route: try RoutePair(own: person, peerKey: me.publicIdentity.encryptionKey))
+        #expect(table.sender(of: back) == i)
         let extra = try Identity(name: "New")
         table.insert(99, route: try RoutePair(own: me, peerKey: extra.publicIdentity.encryptionKey))
         #expect(table.count == 26 * 16)
