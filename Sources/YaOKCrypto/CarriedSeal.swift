@@ -28,11 +28,15 @@ public enum CarriedSeal {
     }
 
     /// With a given ephemeral secret, hop limit and budget: for test vectors only; and for
-    /// forgery tests, `claimHash` in place of the content's (a sender who lies about it).
+    /// forgery tests, `claimHash` in place of the content's (a sender who lies about it) and
+    /// `claimedSenderKey` in place of the sender's own in the AD and the MAC input (someone
+    /// who got hold of a pair's route posing as its sender; the MAC still made with the
+    /// real sender's secret).
     static func seal(_ content: CarriedContent, from sender: Identity, route: RoutePair, lifetimeMs: Int64,
                      hopLimit: UInt8, copyBudget: UInt8, ephemeral ephemeralSecret: SecureBytes,
-                     claimHash claimHashOverride: [UInt8]? = nil) throws -> CarriedPacket {
-        guard route.ownKey == sender.publicIdentity.encryptionKey else {
+                     claimHash claimHashOverride: [UInt8]? = nil, claimedSenderKey: [UInt8]? = nil) throws -> CarriedPacket {
+        let senderKey = claimedSenderKey ?? sender.publicIdentity.encryptionKey
+        guard route.ownKey == senderKey else {
             throw YaOKError(.invalidArgument, "The route is not this sender's")
         }
         let recipientKey = route.peerKey
@@ -53,7 +57,6 @@ public enum CarriedSeal {
             throw YaOKError(.invalidArgument, "The recipient key is of low order: nothing can be sealed to it")
         }
         defer { Sodium.wipe(&shared) }
-        let senderKey = sender.publicIdentity.encryptionKey
         let ad = associatedData(senderKey: senderKey, recipientKey: recipientKey, ephemeral: ephemeral, headerAD: headerAD)
         let auth = try sender.encryptionSecret.withUnsafeBytes {
             try Envelope.authenticator(staticSecret: $0, peerKey: recipientKey, senderKey: senderKey,

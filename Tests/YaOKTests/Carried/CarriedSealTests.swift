@@ -150,6 +150,16 @@ import Testing
         #expect(errorCode { try open(swapped.encode()) } == .tampered)
     }
 
+    @Test func someoneElsePosingAsTheSenderFailsTheMAC() throws {
+        // Carol, given the Alice → Bob route (its tag), seals to Bob naming Alice as sender:
+        // the AEAD opens (the AD names Alice, as Bob's does), the static-static MAC does not.
+        let content = try CarriedContent.message(Array("from Alice, honest".utf8), createdMs: now)
+        let forged = try CarriedSeal.seal(content, from: carol, route: aliceToBob, lifetimeMs: 86_400_000, hopLimit: 8,
+                                          copyBudget: 8, ephemeral: try SecureBytes.random(count: 32),
+                                          claimedSenderKey: alice.publicIdentity.encryptionKey)
+        #expect(errorCode { try open(forged.encode()) } == .senderAuthFailed)
+    }
+
     @Test func ackTravelsBackAsACarriedPacket() throws {
         let (content, packet) = try sealed()
         let opened = try open(packet.encode())
