@@ -37,12 +37,16 @@ public struct CarriedPacket: Equatable, Sendable {
     /// The largest payload: the carried envelope of the longest content in the largest bucket.
     public static let maxPayloadLength = Wire.maxPacketLength - headerLength
 
+    /// Carriers change the hop limit and the budget (`handOver`); the budget, the claim hash
+    /// and the payload are set only through the initialiser and `handOver` outside this
+    /// module, so that nothing unencodable (a budget of 0, a claim hash of another length,
+    /// a payload over the limit) can be built.
     public var hopLimit: UInt8
-    public var copyBudget: UInt8
+    public internal(set) var copyBudget: UInt8
     public var expiryHour: UInt32
     public var routingTag: RoutingTag
-    public var claimHash: [UInt8]
-    public var payload: [UInt8]
+    public internal(set) var claimHash: [UInt8]
+    public internal(set) var payload: [UInt8]
 
     /// `invalidArgument` for a copy budget of 0 (a packet nobody may hold), a claim hash
     /// that is not 16 bytes, or a payload over the limit: nothing unencodable can be built.
