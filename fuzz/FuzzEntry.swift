@@ -13,6 +13,10 @@ import YaOKWire
 //  2. FrameDecoder fed the input in chunks whose sizes come from the input itself.
 //  3. The frames from (2), decoded as link units; fragments go to a Reassembler with a
 //     small budget whose bound is checked after every fragment.
+//  5. The carried-packet and purge-record decoders (PROTOCOL.md §10: what any stranger a node
+//     carries for can send), with the invariants that anything accepted re-encodes to exactly
+//     the input, that a carried packet's authenticated header is its bytes without 2 and 3,
+//     and that a purge record's claims are 16 bytes each and strictly ascending.
 //  4. The Bluetooth LE advertisement parser (BLEAdvert, PROTOCOL.md §9.1: what any radio in
 //     range can send) and the mgmt packet decoders (Mgmt: what the kernel writes), with the
 //     invariants that an accepted advertisement is found in the input exactly as it encodes
@@ -26,9 +30,11 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     checkPacketDecoding(bytes[...])
     checkRelayFrame(bytes)
+    checkCarried(bytes)
     for frame in deframe(bytes) {
         checkPacketDecoding(frame[...])
         checkRelayFrame(frame)
+        checkCarried(frame)
     }
     reassemble(deframe(bytes))
     checkBLEAdvert(bytes[...])
@@ -99,6 +105,28 @@ private func checkPacketDecoding(_ bytes: ArraySlice<UInt8>) {
     if let (header, range) = try? RoutedHeader.parse(bytes) {
         guard case .routed(let h, let payload)? = decoded, h == header, Array(bytes[range]) == payload else {
             fatalError("RoutedHeader.parse disagrees with Packet.decode")
+        }
+    }
+}
+
+/// Carried packets and purge records (docs/PROTOCOL.md §10): strict and canonical.
+private func checkCarried(_ bytes: [UInt8]) {
+    if let packet = try? CarriedPacket.decode(bytes) {
+        guard packet.encode() == bytes else { fatalError("accepted carried packet does not re-encode to its input") }
+        guard packet.authenticatedHeader == Array(bytes[0..<2]) + Array(bytes[4..<CarriedPacket.headerLength]),
+              packet.copyBudget >= 1 else {
+            fatalError("carried packet's authenticated header is not its bytes without hop limit and budget")
+        }
+        // The time check on any expiry, at both ends of the clock: no trap, an answer.
+        _ = try? packet.checkTime(nowMs: 1_700_000_000_000)
+        _ = try? packet.checkTime(nowMs: Int64.max / 2)
+        _ = CopyBudget.split(packet.copyBudget)
+    }
+    if let record = try? PurgeRecord.decode(bytes) {
+        guard record.encode() == bytes, (1...PurgeRecord.maxClaims).contains(record.claims.count),
+              record.claims.allSatisfy({ $0.count == PurgeRecord.claimLength }),
+              zip(record.claims, record.claims.dropFirst()).allSatisfy({ $0.lexicographicallyPrecedes($1) }) else {
+            fatalError("accepted purge record is not canonical")
         }
     }
 }

@@ -26,6 +26,11 @@ seeds = {
                           "82d316188c70e1857be06991718db802a07e4842c33f778f89e0db4de03176c8"
                           "73f56cd5385b"),
     "link-keepalive": bytes([1, 5, 0, 25]) + (7).to_bytes(8, "big") + bytes(range(17)),
+    # A carried packet (§10.2): hop 8, budget 8, expiry hour, tag, claim hash, a 128-byte payload.
+    "carried": bytes([1, 6, 8, 8]) + (472559).to_bytes(4, "big") + bytes(range(8, 16)) + bytes(range(32, 48))
+               + struct.pack(">H", 128) + bytes(random.Random(6).randrange(256) for _ in range(128)),
+    # A purge record (§10.6) of two claims, ascending.
+    "purge": bytes([1, 7, 2]) + bytes(range(0x30, 0x40)) + bytes(range(0x40, 0x50)),
 }
 p = routed(1, 8, bytes(random.randrange(256) for _ in range(300)))
 fs = frags(p, 23, 77)
