@@ -70,11 +70,7 @@ extension RelayServer {
     /// has gone, the mailbox index is copied into a right-sized one (called each tick;
     /// the copy runs only when less than a quarter of the capacity is used).
     func compactSubscriptionIndex() {
-        let capacity = subscribers.capacity
-        guard capacity > 1024, subscribers.count < capacity / 4 else { return }
-        var compact = [MailboxID: Set<UInt64>](minimumCapacity: subscribers.count)
-        for (mailbox, ids) in subscribers { compact[mailbox] = ids }
-        subscribers = compact
+        guard subscribers.compact() else { return }
         // glibc keeps freed heap for reuse: hand it back to the system, so that a flood's
         // memory is returned once it has gone (and shows so in the relay's RSS).
         _ = malloc_trim(0)
