@@ -60,6 +60,9 @@ final class RelayConnection {
     var cursors: SubscriptionTable { session?.subscriptions ?? SubscriptionTable() }
     private(set) var needsRead: [MailboxKey] = []
     private var needsReadSet = Set<MailboxKey>()
+    /// Subscriptions admitted (`admitSubscriptions`) and counted per address, /24 and in
+    /// all: the session's table also holds those of a SUBSCRIBE refused at the caps.
+    var countedSubscriptions = 0
     /// Mailboxes of the one backlog read in flight.
     var reading = Set<MailboxKey>()
 
