@@ -78,6 +78,38 @@ final class RelaySubscriptionTests: RelayTestCase {
         XCTAssertEqual(server.onLoop { [server] in server.subscriptionsByPrefix[0x7F_0001] }, 8)
     }
 
+    /// What a subscription costs the relay's heap (issue 17 §2, "keep cursors compact"):
+    /// one session subscribing 4,096 mailboxes of its own, counted in heap bytes in use
+    /// once its backlog reads are done, and given back when it closes. Before the compact
+    /// tables it was ~170 bytes a subscription (a heap array per mailbox ID, a Set per
+    /// mailbox in the index, the drained read queue's capacity); now ~75 (a 40-byte sorted
+    /// entry in the session and a 16-byte bucket in the relay's index).
+    func testASubscriptionCostsTheHeapUnderOneHundredTenBytes() throws {
+        let relay = try startRelay { $0.maxSubscriptionsPerAddress = 1 << 20 }
+        let keys = try (0..<4096).map { _ in try SigningKey.random() }
+        let c = try client(relay, from: 0x7F00_0101)
+        let frames = try stride(from: 0, to: keys.count, by: 64).map {
+            try Frame.encode(c.subscribeFrame(Array(keys[$0..<min($0 + 64, keys.count)])).encode(), maxLength: RelayFrame.maxLength)
+        }
+        let server = relay.server
+        let settled = {
+            server.onLoop { [server] in
+                server.connections.values.allSatisfy { $0.needsRead.isEmpty && $0.reading.isEmpty }
+            } == true
+        }
+        XCTAssertTrue(eventually(timeout: 30, settled))
+        let before = heapBytesInUse()
+        try c.sendRaw(Array(frames.joined()))
+        XCTAssertTrue(eventually(timeout: 60) { server.onLoop { [server] in server.totalSubscriptions } == keys.count })
+        XCTAssertTrue(eventually(timeout: 30, settled))
+        let perSubscription = (heapBytesInUse() - before) / keys.count
+        XCTAssertLessThan(perSubscription, 110, "heap bytes per subscription")
+        shutdown(c.fd, Int32(SHUT_RDWR))
+        XCTAssertTrue(eventually(timeout: 30) { server.onLoop { [server] in server.totalSubscriptions } == 0 })
+        XCTAssertTrue(eventually(timeout: 30) { heapBytesInUse() - before < 64 * 1024 }, "given back after close")
+        print("heap per subscription: \(perSubscription) bytes (4,096 in one session)")
+    }
+
     /// Sessions that each subscribe to the same 4,096 mailboxes: relay memory per session,
     /// what is given back after they close, and a bystander's PING meanwhile. Printed (the
     /// relay runs in this process: RSS includes the test's own clients, a rough figure).
@@ -113,6 +145,7 @@ final class RelaySubscriptionTests: RelayTestCase {
             prepared.append((c, frames))
         }
         let before = residentBytes()
+        let heapBefore = heapBytesInUse()
         pinger.start()
         let started = Date()
         for (c, frames) in prepared {
@@ -122,10 +155,12 @@ final class RelaySubscriptionTests: RelayTestCase {
         XCTAssertTrue(eventually(timeout: 120) { server.onLoop { [server] in server.totalSubscriptions } == sessions * keys.count })
         let subscribedIn = Date().timeIntervalSince(started)
         let subscribed = residentBytes()
+        let heapSubscribed = heapBytesInUse()
         for (c, _) in prepared { shutdown(c.fd, Int32(SHUT_RDWR)) }
         XCTAssertTrue(eventually(timeout: 30) { server.onLoop { [server] in server.totalSubscriptions } == 0 })
         usleep(300_000)  // a tick compacts the mailbox index
         let closed = residentBytes()
+        let heapClosed = heapBytesInUse()
         stop.withLock { $0 = true }
         let sorted = latencies.withLock { $0 }.sorted()
         let worst = sorted.last ?? -1
@@ -136,6 +171,7 @@ final class RelaySubscriptionTests: RelayTestCase {
                      sessions, keys.count, subscribedIn, (subscribed - before) / sessions / 1024, (closed - before) / 1024,
                      median * 1000, p90 * 1000, worst * 1000, sorted.count)
               + "; mailbox index after close: \(index.map { "\($0.0) entries, capacity \($0.1)" } ?? "?"), reads deferred for the signature budget: \(index?.2 ?? -1)")
+        print("SUBSCRIBE flood heap: \((heapSubscribed - heapBefore) / sessions) bytes per session, \((heapSubscribed - heapBefore) / (sessions * keys.count)) per subscription while subscribed; \((heapClosed - heapBefore) / 1024) KiB above the start after they closed")
         prepared.removeAll()
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import XCTest
+import CLinux
 @testable import YaOKRelayServer
 @testable import YaOKSupport
 @testable import YaOKWire
@@ -355,6 +356,12 @@ func residentBytes() -> Int {
         return (Int(digits) ?? 0) * 1024
     }
     return 0
+}
+
+/// Heap bytes in use in this process (glibc's mallinfo2 `uordblks`): unlike RSS, it does
+/// not count freed memory malloc keeps, so a structure's cost shows to the byte.
+func heapBytesInUse() -> Int {
+    Int(mallinfo2().uordblks)
 }
 
 /// Polls `condition` until true or `timeout` seconds.

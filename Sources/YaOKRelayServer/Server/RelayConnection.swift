@@ -52,14 +52,24 @@ final class RelayConnection {
     var endReason: String?
 
     // Delivery (§8.3 "Delivering"). Each subscribed mailbox has a cursor: the sequence
-    // number of the last packet sent. A new packet is pushed live only while the mailbox
-    // is caught up and the output is short; otherwise the mailbox is marked to be read
-    // from the store after its cursor, a page at a time, as the output drains.
-    var cursors: [MailboxID: Int64] = [:]
-    var needsRead: [MailboxID] = []
-    var needsReadSet = Set<MailboxID>()
+    // number of the last packet sent, kept in the session's `subscriptions`. A new packet
+    // is pushed live only while the mailbox is caught up and the output is short;
+    // otherwise the mailbox is marked to be read from the store after its cursor, a page
+    // at a time, as the output drains. These hold inline keys, and are let go when
+    // drained (a SUBSCRIBE flood's 4,096 would otherwise keep their capacity).
+    var cursors: SubscriptionTable { session?.subscriptions ?? SubscriptionTable() }
+    private(set) var needsRead: [MailboxKey] = []
+    private var needsReadSet = Set<MailboxKey>()
+    /// Subscriptions admitted (`admitSubscriptions`) and counted per address, /24 and in
+    /// all: the session's table also holds those of a SUBSCRIBE refused at the caps.
+    var countedSubscriptions = 0
     /// Mailboxes of the one backlog read in flight.
-    var reading = Set<MailboxID>()
+    var reading = Set<MailboxKey>()
+
+    /// Moves `mailbox`'s cursor (if it is subscribed).
+    func setCursor(_ mailbox: MailboxID, _ cursor: Int64) {
+        session?.subscriptions[mailbox] = cursor
+    }
 
     init(id: UInt64, fd: Int32, now: UInt64) throws {
         self.id = id
@@ -71,23 +81,31 @@ final class RelayConnection {
 
     var isClosing: Bool { closingDeadline != nil }
 
-    func markNeedsRead(_ mailbox: MailboxID) {
+    func markNeedsRead(_ mailbox: MailboxID) { markNeedsRead(MailboxKey(mailbox)) }
+
+    func markNeedsRead(_ mailbox: MailboxKey) {
         guard !needsReadSet.contains(mailbox) else { return }
         needsReadSet.insert(mailbox)
         needsRead.append(mailbox)
     }
 
     /// Takes up to `count` mailboxes to read next.
-    func takeNeedsRead(_ count: Int) -> [MailboxID] {
+    func takeNeedsRead(_ count: Int) -> [MailboxKey] {
         let taken = Array(needsRead.prefix(count))
-        needsRead.removeFirst(taken.count)
-        for m in taken { needsReadSet.remove(m) }
+        if taken.count == needsRead.count {
+            needsRead = []
+            needsReadSet = []
+        } else {
+            needsRead.removeFirst(taken.count)
+            for m in taken { needsReadSet.remove(m) }
+        }
         return taken
     }
 
     /// Whether a packet just stored in `mailbox` can go out now, without the store.
     func canPushLive(_ mailbox: MailboxID, highWater: Int) -> Bool {
-        cursors[mailbox] != nil && !needsReadSet.contains(mailbox) && !reading.contains(mailbox)
+        let key = MailboxKey(mailbox)
+        return cursors.contains(key) && !needsReadSet.contains(key) && !reading.contains(key)
             && output.count < highWater && !isClosing
     }
 }

@@ -112,16 +112,16 @@ extension RelayServer {
     /// packet with a lower sequence number (taken before ours, committed after), and a
     /// push would move the cursor past it.
     private func fanOut(_ post: RelayPost, sequence: Int64, touched: inout Set<UInt64>) {
-        guard let ids = subscribers[post.mailbox] else { return }
-        for id in ids {
-            guard let c = connections[id] else { continue }
+        let key = MailboxKey(post.mailbox)
+        for id in subscribers.candidates(key) {
+            guard let c = connections[id], c.cursors.contains(key) else { continue }
             touched.insert(id)
             if store.isShared {
                 c.markNeedsRead(post.mailbox)
             } else if c.canPushLive(post.mailbox, highWater: configuration.writeQueueHighWater) {
                 if let cursor = c.cursors[post.mailbox], sequence > cursor {
                     c.output.append(.deliver(mailbox: post.mailbox, packet: post.packet))
-                    c.cursors[post.mailbox] = sequence
+                    c.setCursor(post.mailbox, sequence)
                     counters.withLock { $0.delivered += 1 }
                 }
             } else {
@@ -131,7 +131,7 @@ extension RelayServer {
     }
 
     private func deliver(_ page: RelayPage, to c: RelayConnection) {
-        c.reading.remove(page.mailbox)
+        c.reading.remove(MailboxKey(page.mailbox))
         guard var cursor = c.cursors[page.mailbox] else { return }
         var sent: Int64 = 0
         for stored in page.packets where stored.sequence > cursor {
@@ -139,7 +139,7 @@ extension RelayServer {
             cursor = stored.sequence
             sent += 1
         }
-        c.cursors[page.mailbox] = cursor
+        c.setCursor(page.mailbox, cursor)
         if sent > 0 { counters.withLock { $0.delivered += sent } }
         if !page.complete { c.markNeedsRead(page.mailbox) }
     }
@@ -150,8 +150,9 @@ extension RelayServer {
         case .stored(let mailboxes):
             var touched = Set<UInt64>()
             for mailbox in mailboxes {
-                for id in subscribers[mailbox] ?? [] {
-                    guard let c = connections[id], c.cursors[mailbox] != nil else { continue }
+                let key = MailboxKey(mailbox)
+                for id in subscribers.candidates(key) {
+                    guard let c = connections[id], c.cursors.contains(key) else { continue }
                     c.markNeedsRead(mailbox)
                     touched.insert(id)
                 }
@@ -159,7 +160,7 @@ extension RelayServer {
             for id in touched { if let c = connections[id] { pump(c) } }
         case .resync:
             for c in connections.values where !c.cursors.isEmpty {
-                for mailbox in c.cursors.keys { c.markNeedsRead(mailbox) }
+                for key in c.cursors.keys { c.markNeedsRead(key) }
                 pump(c)
             }
         case .revoked:
@@ -175,8 +176,9 @@ extension RelayServer {
         c.reading = Set(mailboxes)
         let token = takeToken()
         pendingReads[token] = c.id
-        disk.submit(DiskThread.Read(token: token, requests: mailboxes.map {
-            RelayPageRequest(mailbox: $0, after: c.cursors[$0] ?? 0)
+        let cursors = c.cursors
+        disk.submit(DiskThread.Read(token: token, requests: mailboxes.compactMap { key in
+            key.mailboxID.map { RelayPageRequest(mailbox: $0, after: cursors[key] ?? 0) }
         }))
     }
 }

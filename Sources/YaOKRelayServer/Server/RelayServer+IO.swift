@@ -200,10 +200,7 @@ extension RelayServer {
         if c.handshakeDone { c.channel?.shutdown() }
         loop.unregister(fd: c.fd)
         RelaySocket.close(c.fd)
-        for mailbox in c.cursors.keys {
-            subscribers[mailbox]?.remove(c.id)
-            if subscribers[mailbox]?.isEmpty == true { subscribers[mailbox] = nil }
-        }
+        for key in c.cursors.keys { subscribers.remove(key, session: c.id) }
         if let pseudonym = c.session?.pseudonym {
             sessionsByPseudonym[pseudonym]?.remove(c.id)
             if sessionsByPseudonym[pseudonym]?.isEmpty == true { sessionsByPseudonym[pseudonym] = nil }

@@ -35,8 +35,7 @@ extension RelayServer {
             c.active = true
             guard admitSubscriptions(c, mailboxes.count) else { return }
             for mailbox in mailboxes {
-                subscribers[mailbox, default: []].insert(c.id)
-                c.cursors[mailbox] = 0
+                subscribers.insert(MailboxKey(mailbox), session: c.id)
                 c.markNeedsRead(mailbox)
             }
             pump(c)

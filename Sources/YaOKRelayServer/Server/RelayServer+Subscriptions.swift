@@ -35,6 +35,7 @@ extension RelayServer {
         subscriptionsByAddress[c.address] = address + added
         subscriptionsByPrefix[prefix] = inPrefix + added
         totalSubscriptions += added
+        c.countedSubscriptions += added
         return true
     }
 
@@ -44,8 +45,8 @@ extension RelayServer {
     private func evictSubscriptions(for prefix: UInt32, holding held: Int) -> Bool {
         guard let (victimPrefix, victimHeld) = subscriptionsByPrefix.max(by: { $0.value < $1.value }),
               victimPrefix != prefix, victimHeld > held,
-              let victim = connections.values.filter({ $0.address >> 8 == victimPrefix && !$0.cursors.isEmpty })
-                  .max(by: { $0.cursors.count < $1.cursors.count })
+              let victim = connections.values.filter({ $0.address >> 8 == victimPrefix && $0.countedSubscriptions > 0 })
+                  .max(by: { $0.countedSubscriptions < $1.countedSubscriptions })
         else { return false }
         evictedConnections += 1
         evictedForSubscriptions += 1
@@ -55,8 +56,9 @@ extension RelayServer {
 
     /// A connection closed: its subscriptions no longer count.
     func uncountSubscriptions(_ c: RelayConnection) {
-        let n = c.cursors.count
+        let n = c.countedSubscriptions
         guard n > 0 else { return }
+        c.countedSubscriptions = 0
         totalSubscriptions -= n
         if let count = subscriptionsByAddress[c.address] {
             subscriptionsByAddress[c.address] = count > n ? count - n : nil
@@ -70,11 +72,7 @@ extension RelayServer {
     /// has gone, the mailbox index is copied into a right-sized one (called each tick;
     /// the copy runs only when less than a quarter of the capacity is used).
     func compactSubscriptionIndex() {
-        let capacity = subscribers.capacity
-        guard capacity > 1024, subscribers.count < capacity / 4 else { return }
-        var compact = [MailboxID: Set<UInt64>](minimumCapacity: subscribers.count)
-        for (mailbox, ids) in subscribers { compact[mailbox] = ids }
-        subscribers = compact
+        guard subscribers.compact() else { return }
         // glibc keeps freed heap for reuse: hand it back to the system, so that a flood's
         // memory is returned once it has gone (and shows so in the relay's RSS).
         _ = malloc_trim(0)

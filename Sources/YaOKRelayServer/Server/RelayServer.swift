@@ -46,7 +46,7 @@ public final class RelayServer: @unchecked Sendable {
     var evictedBase: Int64 = 0
     /// `forgotten_deletes` as saved by earlier runs (a total too).
     var forgottenBase: Int64 = 0
-    var subscribers: [MailboxID: Set<UInt64>] = [:]
+    var subscribers = SubscriberIndex()
     /// Subscriptions per client address and in all (`RelayServer+Subscriptions`).
     var subscriptionsByAddress: [UInt32: Int] = [:]
     var subscriptionsByPrefix: [UInt32: Int] = [:]

@@ -46,7 +46,9 @@ final class RelaySession {
     let binding: [UInt8]
     private(set) var phase = Phase.awaitingAuth
     private(set) var pseudonym: [UInt8]?
-    private(set) var subscriptions = Set<MailboxID>()
+    /// The mailboxes subscribed in this session, with their delivery cursors (which the
+    /// server moves as it delivers: `RelayServer+Delivery`).
+    var subscriptions = SubscriptionTable()
     /// Mailbox proofs received in this session, duplicates and resent frames included:
     /// past `maxSubscriptions` the session ends, so SUBSCRIBE cannot be replayed forever.
     private(set) var proofsReceived = 0
@@ -136,16 +138,19 @@ final class RelaySession {
             return end(.notSubscribed, "More than \(limit) mailbox proofs in one session")
         }
         var added: [MailboxID] = []
+        var addedKeys = Set<MailboxKey>()
         for proof in proofs {
             // Already subscribed (earlier or in this frame): no signature to check.
-            guard !subscriptions.contains(proof.mailbox) else { continue }
+            let key = MailboxKey(proof.mailbox)
+            guard !subscriptions.contains(key), !addedKeys.contains(key) else { continue }
             verifications += 1
             guard SigningKey.verify(signature: proof.signature, message: signed, publicKey: proof.mailbox.bytes) else {
                 return end(.notSubscribed, "A SUBSCRIBE signature does not verify (mailbox \(proof.mailbox))")
             }
-            subscriptions.insert(proof.mailbox)
+            addedKeys.insert(key)
             added.append(proof.mailbox)
         }
+        subscriptions.insert(Array(addedKeys))
         var actions: [Action] = [.send(.subscribed(count: UInt16(added.count)))]
         if !added.isEmpty { actions.insert(.subscribed(added), at: 0) }
         return actions
