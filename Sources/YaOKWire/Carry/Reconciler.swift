@@ -39,9 +39,10 @@ public struct Reconciler: Sendable {
     public private(set) var want: [[UInt8]] = []
     private var haveSet: Set<[UInt8]> = []
     private var wantSet: Set<[UInt8]> = []
-    /// How much of `have`/`want` the initiator has reported in have/want lists.
-    private var reportedHave = 0
-    private var reportedWant = 0
+    /// What the initiator has found and not yet reported in a have/want list (ids the
+    /// responder already knows of, from its own difference answers, are not reported).
+    private var unreportedHave: [[UInt8]] = []
+    private var unreportedWant: [[UInt8]] = []
 
     public private(set) var bytesSent = 0
     public private(set) var bytesReceived = 0
@@ -95,7 +96,7 @@ public struct Reconciler: Sendable {
             }
             let limit = min(parameters.maxMessageBytes, remainingBudget)
             guard limit >= ReconciliationParameters.minimumMessageBytes else { return .budgetExhausted }
-            let reply = answer(ranges, limit: limit)
+            let reply = try answer(ranges, limit: limit)
             if reply.isEmpty, role == .initiator {
                 isFinished = true
                 return .finished
@@ -112,20 +113,20 @@ public struct Reconciler: Sendable {
         guard role == .initiator else { return nil }
         let room = min(parameters.maxMessageBytes, remainingBudget) - 2 - 2 * 3
         var idsLeft = min(parameters.maxIDs, max(0, room / parameters.idLength))
-        let newHave = min(have.count - reportedHave, idsLeft)
+        let newHave = min(unreportedHave.count, idsLeft)
         idsLeft -= newHave
-        let newWant = min(want.count - reportedWant, idsLeft)
+        let newWant = min(unreportedWant.count, idsLeft)
         guard newHave + newWant > 0 else { return nil }
-        let haves = have[reportedHave..<(reportedHave + newHave)].sorted { $0.lexicographicallyPrecedes($1) }
-        let wants = want[reportedWant..<(reportedWant + newWant)].sorted { $0.lexicographicallyPrecedes($1) }
-        reportedHave += newHave
-        reportedWant += newWant
+        let haves = unreportedHave.prefix(newHave).sorted { $0.lexicographicallyPrecedes($1) }
+        let wants = unreportedWant.prefix(newWant).sorted { $0.lexicographicallyPrecedes($1) }
+        unreportedHave.removeFirst(newHave)
+        unreportedWant.removeFirst(newWant)
         guard case .send(let bytes) = send(.haveWant(have: haves, want: wants)) else { return nil }
         return bytes
     }
 
     /// Whether every have and want found has been reported (initiator).
-    public var haveWantReported: Bool { reportedHave == have.count && reportedWant == want.count }
+    public var haveWantReported: Bool { unreportedHave.isEmpty && unreportedWant.isEmpty }
 
     private mutating func send(_ message: ReconciliationMessage) -> Step {
         let bytes = message.encode()
@@ -134,12 +135,19 @@ public struct Reconciler: Sendable {
         return .send(bytes)
     }
 
-    private mutating func addHave(_ id: [UInt8]) {
-        if haveSet.insert(id).inserted { have.append(id) }
+    /// `report`: whether the initiator still has to tell the responder.
+    private mutating func addHave(_ id: [UInt8], report: Bool = true) {
+        if haveSet.insert(id).inserted {
+            have.append(id)
+            if report, role == .initiator { unreportedHave.append(id) }
+        }
     }
 
-    private mutating func addWant(_ id: [UInt8]) {
-        if wantSet.insert(id).inserted { want.append(id) }
+    private mutating func addWant(_ id: [UInt8], report: Bool = true) {
+        if wantSet.insert(id).inserted {
+            want.append(id)
+            if report, role == .initiator { unreportedWant.append(id) }
+        }
     }
 
     /// What the initiator learns from the responder's id list of items[lo..<hi].
@@ -147,6 +155,17 @@ public struct Reconciler: Sendable {
         let theirSet = Set(theirs)
         for item in store.items[lo..<hi] where !theirSet.contains(item.id) { addHave(item.id) }
         for id in theirs where !store.contains(id: id) { addWant(id) }
+    }
+
+    /// The responder's difference between the initiator's id list and items[lo..<hi]:
+    /// (ids it holds there that the list lacks, listed ids it lacks), each ascending.
+    private mutating func difference(_ theirs: [[UInt8]], _ lo: Int, _ hi: Int) -> (extra: [[UInt8]], missing: [[UInt8]]) {
+        let theirSet = Set(theirs)
+        let extra = store.items[lo..<hi].map(\.id).filter { !theirSet.contains($0) }.sorted { $0.lexicographicallyPrecedes($1) }
+        let missing = theirs.filter { !store.contains(id: $0) }
+        for id in extra { addHave(id) }
+        for id in missing { addWant(id) }
+        return (extra, missing)
     }
 
     /// A piece of the reply: a finished range, or an id list still to be cut to what fits.
@@ -159,7 +178,7 @@ public struct Reconciler: Sendable {
     /// split; id lists are answered (responder) or learned from (initiator). When the next
     /// piece would pass `limit`, the reply ends with one fingerprint of everything this side
     /// holds from there to infinity, so the next round resumes exactly where this one stopped.
-    private mutating func answer(_ ranges: [ReconciliationRange], limit: Int) -> [ReconciliationRange] {
+    private mutating func answer(_ ranges: [ReconciliationRange], limit: Int) throws -> [ReconciliationRange] {
         let tailSize = 1 + 1 + 1 + ReconciliationMessage.fingerprintLength
         var out: [ReconciliationRange] = []
         var size = 2 + varintSize(UInt64(parameters.maxRanges))
@@ -171,8 +190,8 @@ public struct Reconciler: Sendable {
         var emittedEnd = 0
         var truncated = false
 
-        func fits(_ extra: Int) -> Bool {
-            size + extra + tailSize <= limit && out.count + 2 <= parameters.maxRanges
+        func fits(_ bytes: Int, ids: Int = 0) -> Bool {
+            size + bytes + tailSize <= limit && out.count + 3 <= parameters.maxRanges && idsOut + ids <= parameters.maxIDs
         }
 
         for range in ranges {
@@ -184,13 +203,33 @@ public struct Reconciler: Sendable {
             case .fingerprint(let theirs):
                 if store.fingerprint(lo, hi, hash: hash) != theirs { produced = split(lo, hi, range.upper) }
             case .idList(let theirs):
-                if role == .initiator { learn(theirs, lo, hi) } else { produced = [.ids(lo: lo, hi: hi, upper: range.upper)] }
+                if role == .initiator {
+                    learn(theirs, lo, hi)
+                } else {
+                    // The difference settles the range for both sides; if it does not fit
+                    // here, the range is answered as a differing fingerprint would be.
+                    let (extra, missing) = difference(theirs, lo, hi)
+                    let piece = ReconciliationRange(upper: range.upper, payload: .difference(extra: extra, missing: missing))
+                    let skipSize = pendingSkip ? ReconciliationMessage.encodedSize(
+                        ReconciliationRange(upper: lower, payload: .skip), previousExpiry: previousExpiry) : 0
+                    if fits(skipSize + ReconciliationMessage.encodedSize(piece, previousExpiry: previousExpiry),
+                            ids: extra.count + missing.count) {
+                        produced = [.range(piece, end: hi)]
+                    } else {
+                        produced = split(lo, hi, range.upper)
+                    }
+                }
+            case .difference(let extra, let missing):
+                guard role == .initiator else { throw ReconciliationMessage.malformed("difference sent to the responder") }
+                // The responder learned the same from our list: nothing to report.
+                for id in extra where !store.contains(id: id) { addWant(id, report: false) }
+                for id in missing where store.contains(id: id) { addHave(id, report: false) }
             }
             if produced.isEmpty {
                 pendingSkip = true
             } else {
                 if pendingSkip { produced.insert(.range(ReconciliationRange(upper: lower, payload: .skip), end: lo), at: 0) }
-                for segment in produced {
+                pieces: for segment in produced {
                     var piece: ReconciliationRange
                     var end: Int
                     switch segment {
@@ -204,7 +243,11 @@ public struct Reconciler: Sendable {
                                               parameters.maxIDs - idsOut))
                         end = b
                         var bound = upper
-                        if b - a > room, room > 0 {
+                        if b > a, room == 0 {
+                            truncated = true
+                            break pieces
+                        }
+                        if b - a > room {
                             end = a + room
                             bound = ReconciliationBound.between(store.items[end - 1], store.items[end])
                         }
@@ -213,24 +256,24 @@ public struct Reconciler: Sendable {
                         if end < b {
                             // Cut short: emit what fits, then the tail.
                             let s = ReconciliationMessage.encodedSize(piece, previousExpiry: previousExpiry)
-                            if fits(s) {
+                            if fits(s, ids: ids.count) {
                                 out.append(piece)
                                 size += s
                                 idsOut += ids.count
                                 emittedEnd = end
                             }
                             truncated = true
+                            break pieces
                         }
                     }
-                    if truncated { break }
                     let s = ReconciliationMessage.encodedSize(piece, previousExpiry: previousExpiry)
-                    guard fits(s) else {
+                    guard fits(s, ids: piece.idCount) else {
                         truncated = true
                         break
                     }
                     out.append(piece)
                     size += s
-                    if case .idList(let ids) = piece.payload { idsOut += ids.count }
+                    idsOut += piece.idCount
                     if !piece.upper.isInfinity { previousExpiry = piece.upper.expiry }
                     emittedEnd = end
                 }

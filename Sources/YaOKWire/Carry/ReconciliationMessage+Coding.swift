@@ -14,6 +14,7 @@ extension ReconciliationMessage {
         case skip = 0
         case fingerprint = 1
         case idList = 2
+        case difference = 3
     }
 
     public func encode() -> [UInt8] {
@@ -42,6 +43,12 @@ extension ReconciliationMessage {
                     out.append(Mode.idList.rawValue)
                     out.appendVarint(UInt64(ids.count))
                     for id in ids { out += id }
+                case .difference(let extra, let missing):
+                    out.append(Mode.difference.rawValue)
+                    for list in [extra, missing] {
+                        out.appendVarint(UInt64(list.count))
+                        for id in list { out += id }
+                    }
                 }
             }
         case .haveWant(let have, let want):
@@ -62,6 +69,9 @@ extension ReconciliationMessage {
         case .skip: break
         case .fingerprint: size += fingerprintLength
         case .idList(let ids): size += varintSize(UInt64(ids.count)) + ids.reduce(0) { $0 + $1.count }
+        case .difference(let extra, let missing):
+            size += varintSize(UInt64(extra.count)) + varintSize(UInt64(missing.count))
+                + (extra.count + missing.count) * (extra.first ?? missing.first ?? []).count
         }
         return size
     }
@@ -137,6 +147,11 @@ extension ReconciliationMessage {
                 payload = .fingerprint(Array(try r.bytes(fingerprintLength, "fingerprint")))
             case .idList:
                 payload = .idList(try decodeIDs(&r, p, idsLeft: &idsLeft, "range \(index) id list"))
+            case .difference:
+                let extra = try decodeIDs(&r, p, idsLeft: &idsLeft, "range \(index) extra ids")
+                let missing = try decodeIDs(&r, p, idsLeft: &idsLeft, "range \(index) missing ids")
+                try requireDisjoint(extra, missing, "range \(index): an id both extra and missing")
+                payload = .difference(extra: extra, missing: missing)
             }
             ranges.append(ReconciliationRange(upper: upper, payload: payload))
             lower = upper
@@ -152,13 +167,17 @@ extension ReconciliationMessage {
         let have = try decodeIDs(&r, p, idsLeft: &idsLeft, "have list")
         let want = try decodeIDs(&r, p, idsLeft: &idsLeft, "want list")
         guard !have.isEmpty || !want.isEmpty else { throw malformed("empty have/want lists") }
-        // Both ascending: one merge pass finds an id in both.
-        var i = 0, j = 0
-        while i < have.count, j < want.count {
-            if have[i] == want[j] { throw malformed("an id both had and wanted") }
-            if have[i].lexicographicallyPrecedes(want[j]) { i += 1 } else { j += 1 }
-        }
+        try requireDisjoint(have, want, "an id both had and wanted")
         return .haveWant(have: have, want: want)
+    }
+
+    /// Both lists ascending: one merge pass finds an id in both.
+    private static func requireDisjoint(_ a: [[UInt8]], _ b: [[UInt8]], _ why: String) throws {
+        var i = 0, j = 0
+        while i < a.count, j < b.count {
+            if a[i] == b[j] { throw malformed(why) }
+            if a[i].lexicographicallyPrecedes(b[j]) { i += 1 } else { j += 1 }
+        }
     }
 
     /// A count, then that many ids, strictly ascending (so no duplicates).

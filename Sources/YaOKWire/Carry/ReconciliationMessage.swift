@@ -24,6 +24,11 @@ public struct ReconciliationRange: Equatable, Sendable {
         case fingerprint([UInt8])
         /// Every id the sender holds in the range, ascending (bytewise).
         case idList([[UInt8]])
+        /// The responder's answer to an id list, when it fits: the ids it holds in the
+        /// range that the list lacked (`extra`), and the listed ids it lacks (`missing`),
+        /// each ascending, no id in both. Settles the range for both sides at a cost that
+        /// follows the difference, where an id list back would cost the range's size.
+        case difference(extra: [[UInt8]], missing: [[UInt8]])
     }
 
     public let upper: ReconciliationBound
@@ -32,5 +37,16 @@ public struct ReconciliationRange: Equatable, Sendable {
     public init(upper: ReconciliationBound, payload: Payload) {
         self.upper = upper
         self.payload = payload
+    }
+}
+
+extension ReconciliationRange {
+    /// The ids the range carries (they count against `maxIDs`).
+    var idCount: Int {
+        switch payload {
+        case .skip, .fingerprint: 0
+        case .idList(let ids): ids.count
+        case .difference(let extra, let missing): extra.count + missing.count
+        }
     }
 }
