@@ -237,8 +237,8 @@ public struct Reconciler: Sendable {
                         piece = r
                         end = e
                     case .ids(let a, let b, let upper):
-                        let overhead = ReconciliationMessage.encodedSize(ReconciliationRange(upper: upper, payload: .idList([])),
-                                                                         previousExpiry: previousExpiry) + 2
+                        // A cut list ends at a bound that may carry a whole id prefix.
+                        let overhead = 10 + 1 + parameters.idLength + 1 + 3
                         let room = max(0, min((limit - size - tailSize - overhead) / parameters.idLength,
                                               parameters.maxIDs - idsOut))
                         end = b

@@ -28,14 +28,15 @@ public struct ReconciliationParameters: Sendable, Equatable {
     /// The smallest message limit: one range of the largest kind, a skip and the tail
     /// fingerprint always fit, so every message makes progress.
     public static let minimumMessageBytes = 256
-    /// The defaults (docs/PROTOCOL.md, "Reconciliation"): 16 buckets and id lists below
-    /// 32 items as negentropy found best, and as `yaok-bench reconcile` measures here;
-    /// messages of at most 16 KiB (a Bluetooth LE link at a few hundred KB/s sends one in
-    /// well under 0.1 s, so a short encounter still completes rounds); 256 KiB per
-    /// encounter (a second or two of such a link).
+    /// The defaults (docs/PROTOCOL.md, "Reconciliation"): 8 buckets and id lists below 16
+    /// items, chosen from `yaok-bench reconcile` (against 4, 16 and 32 buckets, lists below
+    /// 16 to 64, and plain id lists: the fewest bytes for up to 1,000 differences without
+    /// more round trips than 16 buckets); messages of at most 16 KiB (a Bluetooth LE link
+    /// at a few hundred KB/s sends one in well under 0.1 s, so a short encounter still
+    /// completes rounds); 256 KiB per encounter (a second or two of such a link).
     public static func standard(idLength: Int) throws -> ReconciliationParameters {
         try ReconciliationParameters(idLength: idLength, maxMessageBytes: 16 * 1024, maxRanges: 512,
-                                     maxIDs: 16 * 1024 / 16, buckets: 16, idListThreshold: 32,
+                                     maxIDs: 1024, buckets: 8, idListThreshold: 16,
                                      encounterBudget: 256 * 1024)
     }
 
