@@ -36,3 +36,15 @@ public struct ReconciliationEncounter {
         return Outcome(initiator: initiator, responder: responder, roundTrips: roundTrips, complete: complete)
     }
 }
+
+extension ReconciliationEncounter.Outcome: CustomStringConvertible {
+    public var description: String {
+        "encounter(\(roundTrips) round trips, \(totalBytes) bytes, \(complete ? "complete" : "incomplete"))"
+    }
+}
+
+extension Reconciler: CustomStringConvertible {
+    public var description: String {
+        "Reconciler(\(role), \(have.count) have, \(want.count) want, \(bytesSent) sent, \(bytesReceived) received)"
+    }
+}
