@@ -94,13 +94,16 @@ public struct Reconciler: Sendable {
                 isFinished = true
                 return .finished
             }
-            let limit = min(parameters.maxMessageBytes, remainingBudget)
-            guard limit >= ReconciliationParameters.minimumMessageBytes else { return .budgetExhausted }
-            let reply = try answer(ranges, limit: limit)
+            // A message that arrives as the budget runs out is still read to the end: what
+            // it settles (id lists, differences) is learned even if no answer can be sent.
+            let left = remainingBudget
+            let reply = try answer(ranges, limit: min(parameters.maxMessageBytes,
+                                                      max(left, ReconciliationParameters.minimumMessageBytes)))
             if reply.isEmpty, role == .initiator {
                 isFinished = true
                 return .finished
             }
+            guard left >= ReconciliationParameters.minimumMessageBytes else { return .budgetExhausted }
             return send(.ranges(reply))
         }
     }

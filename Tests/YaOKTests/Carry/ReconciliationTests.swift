@@ -98,6 +98,19 @@ import Testing
         #expect(full.complete && Set(full.initiator.have) == f.onlyA)
     }
 
+    /// The message that spends the budget is still read: here the responder's difference
+    /// (16 ids the empty initiator lacks) leaves the initiator less than a message of
+    /// budget, and it still learns all 16 (it used to stop before reading them).
+    @Test func theLastMessageWithinTheBudgetIsStillLearned() throws {
+        let p = try ReconciliationParameters(idLength: 16, maxMessageBytes: 16 * 1024, maxRanges: 512, maxIDs: 1024,
+                                             buckets: 8, idListThreshold: 16, encounterBudget: 512)
+        let f = try ReconciliationFixture(seed: 12, common: 0, onlyA: 0, onlyB: 16)
+        let o = try f.run(p)
+        #expect(o.initiator.bytesSent + o.initiator.bytesReceived > p.encounterBudget - ReconciliationParameters.minimumMessageBytes)
+        #expect(Set(o.initiator.want) == f.onlyB)
+        #expect(Set(o.responder.have) == f.onlyB)
+    }
+
     /// Small message limits force truncated id lists and tail fingerprints; still exact.
     @Test func smallMessagesStillReconcileExactly() throws {
         let p = try ReconciliationParameters(idLength: 16, maxMessageBytes: 256, maxRanges: 18, maxIDs: 8,
