@@ -83,7 +83,11 @@ private func checkReconciliation(_ bytes: [UInt8]) {
                 fatalError("reconciler init")
             }
             if role == .initiator { _ = try? side.initiate() }
-            guard case .send(let reply)? = try? side.receive(bytes) else { continue }
+            let reply: [UInt8]
+            switch try? side.receive(bytes) {
+            case .send(let r)?, .finish(let r)?: reply = r
+            default: continue
+            }
             guard reply.count <= p.maxMessageBytes, (try? ReconciliationMessage.decode(reply, parameters: p)) != nil else {
                 fatalError("a reconciliation reply its own decoder refuses")
             }

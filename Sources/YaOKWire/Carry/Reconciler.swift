@@ -20,9 +20,11 @@ public struct Reconciler: Sendable {
     public enum Step: Equatable, Sendable {
         /// Send these bytes to the peer.
         case send([UInt8])
+        /// Send these bytes (zero ranges: "settled"); the exchange is over, expect no answer.
+        case finish([UInt8])
         /// Nothing to send now (the responder after a have/want list).
         case idle
-        /// The initiator knows every difference (and has nothing more to ask).
+        /// The peer said "settled": the exchange is over, nothing to send.
         case finished
         /// This side's byte budget for the encounter is spent; what it learned stands.
         case budgetExhausted
@@ -90,7 +92,6 @@ public struct Reconciler: Sendable {
         case .ranges(let ranges):
             if role == .initiator { started = true }
             if ranges.isEmpty {
-                guard role == .initiator else { throw ReconciliationMessage.malformed("empty range message sent to the responder") }
                 isFinished = true
                 return .finished
             }
@@ -99,9 +100,12 @@ public struct Reconciler: Sendable {
             let left = remainingBudget
             let reply = try answer(ranges, limit: min(parameters.maxMessageBytes,
                                                       max(left, ReconciliationParameters.minimumMessageBytes)))
-            if reply.isEmpty, role == .initiator {
+            // Zero ranges: this side has nothing left to ask; it says so (3 bytes) and the
+            // exchange is over for both. Even a spent budget allows these 3 bytes.
+            if reply.isEmpty {
                 isFinished = true
-                return .finished
+                guard case .send(let bytes) = send(.ranges([])) else { return .finished }
+                return .finish(bytes)
             }
             guard left >= ReconciliationParameters.minimumMessageBytes else { return .budgetExhausted }
             return send(.ranges(reply))
@@ -212,6 +216,12 @@ public struct Reconciler: Sendable {
                     // The difference settles the range for both sides; if it does not fit
                     // here, the range is answered as a differing fingerprint would be.
                     let (extra, missing) = difference(theirs, lo, hi)
+                    if extra.isEmpty, missing.isEmpty {
+                        pendingSkip = true
+                        lower = range.upper
+                        lo = hi
+                        continue
+                    }
                     let piece = ReconciliationRange(upper: range.upper, payload: .difference(extra: extra, missing: missing))
                     let skipSize = pendingSkip ? ReconciliationMessage.encodedSize(
                         ReconciliationRange(upper: lower, payload: .skip), previousExpiry: previousExpiry) : 0

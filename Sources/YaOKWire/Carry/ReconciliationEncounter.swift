@@ -26,12 +26,23 @@ public struct ReconciliationEncounter {
         var complete = false
         while case .send(let message) = step {
             roundTrips += 1
-            guard case .send(let reply) = try responder.receive(message) else { break }
+            let answer = try responder.receive(message)
+            let reply: [UInt8]
+            switch answer {
+            case .send(let bytes): reply = bytes
+            case .finish(let bytes): reply = bytes
+            default: reply = []
+            }
+            guard !reply.isEmpty else { break }
             step = try initiator.receive(reply)
+            // Have/want lists go before the next range message, the final "settled" included.
             while let list = initiator.takeHaveWant() {
                 _ = try responder.receive(list)
             }
-            if step == .finished { complete = initiator.haveWantReported }
+            if case .finish(let settled) = step {
+                step = try responder.receive(settled)
+            }
+            if step == .finished { complete = initiator.haveWantReported && responder.isFinished }
         }
         return Outcome(initiator: initiator, responder: responder, roundTrips: roundTrips, complete: complete)
     }

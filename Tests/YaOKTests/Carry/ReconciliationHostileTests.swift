@@ -86,7 +86,6 @@ import Testing
         _ = try initiator.initiate()
         #expect(errorCode { try initiator.receive(ReconciliationMessage.haveWant(have: [id1], want: []).encode()) } == .malformedPacket)
         var responder = try Reconciler(store: store, role: .responder, parameters: p, hash: ReconciliationBLAKE2b())
-        #expect(errorCode { try responder.receive([1, 1, 0]) } == .malformedPacket)
         let difference = ReconciliationMessage.ranges([ReconciliationRange(upper: .infinity, payload: .difference(extra: [id1], missing: []))])
         #expect(errorCode { try responder.receive(difference.encode()) } == .malformedPacket)
     }
@@ -134,7 +133,8 @@ import Testing
                 #expect(error.code == .malformedPacket || error.code == .unsupportedVersion)
             }
             var responder = try Reconciler(store: store, role: .responder, parameters: p, hash: ReconciliationBLAKE2b())
-            if case .send(let reply)? = try? responder.receive(bytes) {
+            let step = try? responder.receive(bytes)
+            if case .send(let reply)? = step {
                 #expect(reply.count <= p.maxMessageBytes)
                 #expect((try? ReconciliationMessage.decode(reply, parameters: p)) != nil, "a reply its own decoder refuses")
             }

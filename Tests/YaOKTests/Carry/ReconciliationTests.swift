@@ -17,6 +17,7 @@ import Testing
                                                   onlyA: onlyA, onlyB: onlyB)
                 let o = try f.run(try standardParameters())
                 #expect(o.complete, "N=\(common) +\(onlyA)/+\(onlyB) did not finish")
+                #expect(o.responder.isFinished)
                 #expect(Set(o.initiator.have) == f.onlyA && o.initiator.have.count == f.onlyA.count)
                 #expect(Set(o.initiator.want) == f.onlyB && o.initiator.want.count == f.onlyB.count)
                 #expect(Set(o.responder.have) == f.onlyB && o.responder.have.count == f.onlyB.count)
@@ -55,6 +56,7 @@ import Testing
             #expect(o.roundTrips == 1)
             #expect(o.totalBytes <= 64, "equal stores of \(n) cost \(o.totalBytes) bytes")
             #expect(o.initiator.have.isEmpty && o.initiator.want.isEmpty)
+            #expect(o.initiator.isFinished && o.responder.isFinished)
         }
     }
 

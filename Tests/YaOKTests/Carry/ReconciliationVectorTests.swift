@@ -36,15 +36,27 @@ import Testing
         var step = try initiator.initiate()
         while case .send(let m) = step {
             messages.append(m)
-            guard case .send(let reply) = try responder.receive(m) else { break }
+            let answer = try responder.receive(m)
+            guard case .send(let reply) = answer else {
+                if case .finish(let settled) = answer {
+                    messages.append(settled)
+                    step = try initiator.receive(settled)
+                }
+                break
+            }
             messages.append(reply)
             step = try initiator.receive(reply)
             while let list = initiator.takeHaveWant() {
                 messages.append(list)
                 _ = try responder.receive(list)
             }
+            if case .finish(let settled) = step {
+                messages.append(settled)
+                step = try responder.receive(settled)
+            }
         }
         #expect(step == .finished)
+        #expect(initiator.isFinished && responder.isFinished)
         return messages
     }
 

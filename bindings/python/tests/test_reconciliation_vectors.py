@@ -194,7 +194,7 @@ class Side:
                 extra = sorted(i for i in mine if i not in payload)
                 missing = [i for i in payload if i not in self.ids]
                 self.learn(extra, missing, False)
-                produced = [(upper, 3, (extra, missing))]
+                produced = [(upper, 3, (extra, missing))] if extra or missing else []
             elif mode == 3:
                 extra, missing = payload
                 self.learn([i for i in missing if i in self.ids], [i for i in extra if i not in self.ids], False)
@@ -213,17 +213,22 @@ def transcript(a: List[Item], b: List[Item]) -> List[bytes]:
     initiator, responder = Side(a, True), Side(b, False)
     outgoing: List[Range] = [((INF, b""), 1, fingerprint(a)) if a else ((INF, b""), 2, [])]
     messages = []
-    while outgoing:
+    settled = encode([])
+    while True:
         messages.append(encode(outgoing))
         reply = encode(responder.answer(decode(messages[-1])))
         messages.append(reply)
+        if reply == settled:  # the responder has nothing left to ask: over
+            return messages
         outgoing = initiator.answer(decode(reply))
         have, want = initiator.unreported
         if have or want:
             messages.append(bytes([1, 2]) + ids_bytes(sorted(have)) + ids_bytes(sorted(want)))
             responder.learn([i for i in want if i in responder.ids], [i for i in have if i not in responder.ids], False)
             initiator.unreported = ([], [])
-    return messages
+        if not outgoing:
+            messages.append(settled)
+            return messages
 
 
 def test_the_document_has_reconciliation_vectors():
