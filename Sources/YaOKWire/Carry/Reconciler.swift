@@ -5,8 +5,14 @@ import YaOKSupport
 /// initiator opens with one fingerprint of its whole store (equal stores settle in that
 /// message and a 3-byte answer); a range whose fingerprints differ is split into
 /// `buckets` sub-ranges, or listed id by id when it holds fewer than `idListThreshold`
-/// items, until the initiator has seen every difference. The initiator tells the responder
-/// what it found with have/want lists, so both end knowing what to send and what to expect.
+/// items, until the initiator has seen every difference; an id list is answered with the
+/// difference alone. The initiator tells the responder the rest of what it found with
+/// have/want lists, so both end knowing what to send and what to expect. The side with
+/// nothing left to ask says "settled" (`.finish`), after which both are `isFinished`.
+///
+/// Driving it: the initiator calls `initiate()`, then, for each message from the peer,
+/// `receive` and `takeHaveWant()` until nil, and sends the lists before the bytes of a
+/// `.send` or `.finish` step. The responder only calls `receive`.
 ///
 /// Pure state: bytes in, bytes out, no I/O and no clock, so the engine, the simulator and
 /// the tests drive it alike. Work per message is bounded by the limits in `parameters`
