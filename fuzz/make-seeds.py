@@ -60,6 +60,22 @@ seeds["mgmt-index-list-complete"] = mgmt(0x0001, 0xffff, struct.pack("<HB", 0x00
 seeds["mgmt-adv-features-complete"] = mgmt(0x0001, 0, struct.pack("<HB", 0x003d, 0) + struct.pack("<I", 0xffff) + bytes([31, 31, 5, 2, 1, 2]))
 seeds["mgmt-new-settings"] = mgmt(0x0006, 0, struct.pack("<I", 0x2601))
 seeds["mgmt-discovering"] = mgmt(0x0013, 0, bytes([6, 1]))
+# Carry reconciliation (PROTOCOL.md "Reconciliation"): version 1, kind 1 (ranges) or 2 (have/want).
+def varint(v):
+    out = [v & 0x7f]
+    v >>= 7
+    while v:
+        out.insert(0, 0x80 | (v & 0x7f))
+        v >>= 7
+    return bytes(out)
+rid = lambda k: bytes([k]) * 16
+seeds["reconcile-opening"] = bytes([1, 1, 1, 0, 0, 1]) + bytes(range(16))
+seeds["reconcile-settled"] = bytes([1, 1, 0])
+seeds["reconcile-ranges"] = (bytes([1, 1, 3]) + varint(1_800_000_001) + bytes([1, 0x42, 1]) + bytes(range(16))
+                             + varint(1) + bytes([2, 0x42, 0x80, 0]) + bytes([0, 0, 2, 2]) + rid(1) + rid(2))
+seeds["reconcile-difference"] = bytes([1, 1, 1, 0, 0, 3, 1]) + rid(3) + bytes([1]) + rid(4)
+seeds["reconcile-have-want"] = bytes([1, 2, 1]) + rid(5) + bytes([2]) + rid(6) + rid(7)
+seeds["reconcile-32-byte-ids"] = bytes([1, 1, 1, 0, 0, 2, 1]) + bytes([9]) * 32
 for name, data in seeds.items():
     open(os.path.join(out, name), "wb").write(data)
 print(len(seeds), "seeds")

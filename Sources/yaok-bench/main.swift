@@ -9,6 +9,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
     ("delivery", DeliveryBench.run),
     ("kdf", KDFBench.run),
     ("lan", LANBench.run),
+    ("reconcile", ReconcileBench.run),
 ]
 
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "lan-peer" {
