@@ -18,6 +18,9 @@ import YaOKWire
 //     invariants that an accepted advertisement is found in the input exactly as it encodes
 //     (version 2, or version 1 for PSM 0x0081), and that every decoded mgmt event re-encodes
 //     to a packet that decodes to the same event.
+//  5. The contact probe and proof bodies of anonymous links (PROTOCOL.md §5.9: what any peer
+//     sends once a link is up), with the invariants that an accepted probe is the input, 1024
+//     bytes with exactly 4096 bits set, and an accepted proof is the input's 32 bytes.
 // A violated invariant calls fatalError, which libFuzzer reports as a crash.
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -33,7 +36,26 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     reassemble(deframe(bytes))
     checkBLEAdvert(bytes[...])
     checkMgmt(bytes[...])
+    checkContactBodies(bytes[...])
     return 0
+}
+
+/// The anonymous link's probe and proof bodies (and, as a link plaintext, after the kind byte).
+private func checkContactBodies(_ bytes: ArraySlice<UInt8>) {
+    for body in [bytes, bytes.dropFirst()] {
+        if let probe = try? ContactProbeBody(decoding: body) {
+            guard probe.bytes.count == ContactProbeBody.length, probe.bytes == Array(body),
+                  probe.bytes.reduce(0, { $0 + $1.nonzeroBitCount }) == ContactProbeBody.setBits else {
+                fatalError("ContactProbeBody accepted a body that is not 1024 bytes of weight 4096")
+            }
+            _ = probe.containsAll(ContactProbeBody.positions(Array(body.prefix(32))))
+        }
+        if let proof = try? ContactProofBody(decoding: body) {
+            guard proof.mac == Array(body), proof.mac.count == ContactProofBody.length else {
+                fatalError("ContactProofBody accepted a body that is not its 32 bytes")
+            }
+        }
+    }
 }
 
 /// The advertisement: accepted only as the exact structure of version 1 or 2.
