@@ -123,7 +123,7 @@ private func windows(_ bytes: [UInt8], _ size: Int = 8) -> Set<[UInt8]> {
     }
 
     @Test func twoStrangersStillCompleteAnEncryptedLink() throws {
-        let run = try LinkRun(try PrivateNode("A"), try PrivateNode("B"))
+        let run = try LinkRun(try PrivateNode("Anna"), try PrivateNode("Bert"))
         let (a, b) = try #require(run.sessions)
         let carried: [UInt8] = Array(repeating: 0x5a, count: 40)
         #expect(try b.open(try a.seal(.packet(carried))) == .packet(carried))
@@ -168,7 +168,7 @@ private func windows(_ bytes: [UInt8], _ size: Int = 8) -> Set<[UInt8]> {
         // Reflected: Bob's own proof sent back to Bob.
         #expect(failure { try fresh().receiveProof(bobProof.dropFirst()) } == .senderAuthFailed)
         // Replayed on another link (another handshake hash).
-        let other = try LinkRun(try PrivateNode("X"), try PrivateNode("Y"))
+        let other = try LinkRun(try PrivateNode("Xavier"), try PrivateNode("Yara"))
         let elsewhere = ContactRecognition(role: .responder, handshakeHash: other.handshakeHash, contacts: bob.contacts)
         #expect(failure { try elsewhere.receiveProof(aliceProof.dropFirst()) } == .senderAuthFailed)
         // The genuine proof on its own link still verifies.
