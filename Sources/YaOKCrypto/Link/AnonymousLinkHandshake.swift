@@ -8,7 +8,8 @@ import YaOKWire
 /// Who the peer is (if a contact) is settled afterwards, inside the session, by `ContactProbe`
 /// and `ContactProof`, bound to the handshake hash.
 ///
-/// Fixed sizes whoever the peers are: packets of 37, 101 and 69 bytes.
+/// Fixed sizes whoever the peers are: packets of 37, 101 and 69 bytes. Its steps are 0x11,
+/// 0x12, 0x13 (§5.2's are 1, 2, 3), so a responder tells from m1 which handshake it is in.
 ///
 /// Not thread-safe: a handshake belongs to one thread (the node's event thread).
 public final class AnonymousLinkHandshake {
@@ -16,6 +17,8 @@ public final class AnonymousLinkHandshake {
     static let dhLength = 32
     /// Noise message lengths by step: e; e + enc(s) + enc(empty); enc(s) + enc(empty).
     static let messageLength: [UInt8: Int] = [1: 32, 2: 32 + 48 + 16, 3: 48 + 16]
+    /// The step byte of message n is `stepBase + n`.
+    public static let stepBase: UInt8 = 0x10
 
     private enum Phase { case notStarted, awaitingM1, awaitingM2, awaitingM3, complete, failed }
 
@@ -83,7 +86,7 @@ public final class AnonymousLinkHandshake {
         }
         guard let state else { throw YaOKError(.closed, "This handshake is over") }
         let length = Self.messageLength[expected] ?? 0
-        guard payload.first == expected, payload.count == 1 + length else {
+        guard payload.first == Self.stepBase + expected, payload.count == 1 + length else {
             throw YaOKError(.malformedPacket, "Expected anonymous handshake step \(expected) of \(1 + length) bytes, got \(payload.count) bytes")
         }
         let message = Array(payload.dropFirst())
@@ -149,6 +152,6 @@ public final class AnonymousLinkHandshake {
     }
 
     private static func packet(step: UInt8, _ message: [UInt8]) throws -> [UInt8] {
-        try Packet.handshake(payload: [step] + message).encode()
+        try Packet.handshake(payload: [stepBase + step] + message).encode()
     }
 }

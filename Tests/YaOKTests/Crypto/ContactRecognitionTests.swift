@@ -205,15 +205,17 @@ private func windows(_ bytes: [UInt8], _ size: Int = 8) -> Set<[UInt8]> {
     }
 
     @Test func hostileAnonymousHandshakeMessagesAbandonTheHandshake() throws {
-        for bad in [[], [1], [1] + Array(repeating: 0, count: 31), [1] + Array(repeating: 9, count: 33),
-                    [2] + Array(repeating: 9, count: 32), Array(repeating: 1, count: 5000)] as [[UInt8]] {
+        // Wrong sizes, wrong steps, and §5.2's m1 (step 1), which an anonymous responder does not take.
+        for bad in [[], [0x11], [0x11] + Array(repeating: 0, count: 31), [0x11] + Array(repeating: 9, count: 33),
+                    [0x12] + Array(repeating: 9, count: 32), [1] + Array(repeating: 9, count: 32),
+                    Array(repeating: 0x11, count: 5000)] as [[UInt8]] {
             let r = try AnonymousLinkHandshake(role: .responder)
             #expect(failure { try r.receive(bad) } == .malformedPacket)
             #expect(failure { try r.receive(bad) } == .closed)
         }
         // A low-order ephemeral key (all zero) → MALFORMED_PACKET; a flipped m2 byte → TAMPERED.
         let r = try AnonymousLinkHandshake(role: .responder)
-        #expect(failure { try r.receive([1] + Array(repeating: 0, count: 32)) } == .malformedPacket)
+        #expect(failure { try r.receive([0x11] + Array(repeating: 0, count: 32)) } == .malformedPacket)
         let i = try AnonymousLinkHandshake(role: .initiator)
         let responder = try AnonymousLinkHandshake(role: .responder)
         var m2 = try handshakePayload(try responder.receive(try handshakePayload(try i.start())).packet)

@@ -27,7 +27,8 @@ def hx(v: Dict[str, str], key: str) -> bytes:
 
 
 def packet(step: int, message: bytes) -> bytes:
-    return ref.handshake_packet(step, message)
+    """Steps 0x11, 0x12, 0x13: §5.2's are 1, 2, 3."""
+    return ref.handshake_packet(0x10 + step, message)
 
 
 def anonymous_handshake(v: Dict[str, str]) -> Tuple[List[bytes], bytes, bytes, bytes]:
