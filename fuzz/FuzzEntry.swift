@@ -13,19 +13,22 @@ import YaOKWire
 //  2. FrameDecoder fed the input in chunks whose sizes come from the input itself.
 //  3. The frames from (2), decoded as link units; fragments go to a Reassembler with a
 //     small budget whose bound is checked after every fragment.
-//  5. The carried-packet and purge-record decoders (PROTOCOL.md §10: what any stranger a node
-//     carries for can send), with the invariants that anything accepted re-encodes to exactly
-//     the input, that a carried packet's authenticated header is its bytes without 2 and 3,
-//     and that a purge record's claims are 16 bytes each and strictly ascending.
 //  4. The Bluetooth LE advertisement parser (BLEAdvert, PROTOCOL.md §9.1: what any radio in
 //     range can send) and the mgmt packet decoders (Mgmt: what the kernel writes), with the
 //     invariants that an accepted advertisement is found in the input exactly as it encodes
 //     (version 2, or version 1 for PSM 0x0081), and that every decoded mgmt event re-encodes
 //     to a packet that decodes to the same event.
-//  5. Carry reconciliation messages (docs/PROTOCOL.md, "Reconciliation") for 16- and 32-byte
+//  5. The carried-packet and purge-record decoders (PROTOCOL.md §10: what any stranger a node
+//     carries for can send), with the invariants that anything accepted re-encodes to exactly
+//     the input, that a carried packet's authenticated header is its bytes without 2 and 3,
+//     and that a purge record's claims are 16 bytes each and strictly ascending.
+//  6. Carry reconciliation messages (docs/PROTOCOL.md §11) for 16- and 32-byte
 //     ids: anything accepted re-encodes to exactly the input; a responder and an initiator
 //     over a small store answer what they accept with a message their own decoder accepts,
 //     within the message limit.
+//  7. The contact probe and proof bodies of anonymous links (PROTOCOL.md §5.9: what any peer
+//     sends once a link is up), with the invariants that an accepted probe is the input, 1024
+//     bytes with exactly 4096 bits set, and an accepted proof is the input's 32 bytes.
 // A violated invariant calls fatalError, which libFuzzer reports as a crash.
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -44,6 +47,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     checkBLEAdvert(bytes[...])
     checkMgmt(bytes[...])
     checkReconciliation(bytes)
+    checkContactBodies(bytes[...])
     return 0
 }
 
@@ -227,6 +231,24 @@ private func reassemble(_ units: [[UInt8]]) {
         }
         guard reassembler.memoryInUse <= budget, reassembler.memoryInUse >= 0 else {
             fatalError("reassembler exceeded its budget: \(reassembler.memoryInUse)")
+        }
+    }
+}
+
+/// The anonymous link's probe and proof bodies (and, as a link plaintext, after the kind byte).
+private func checkContactBodies(_ bytes: ArraySlice<UInt8>) {
+    for body in [bytes, bytes.dropFirst()] {
+        if let probe = try? ContactProbeBody(decoding: body) {
+            guard probe.bytes.count == ContactProbeBody.length, probe.bytes == Array(body),
+                  probe.bytes.reduce(0, { $0 + $1.nonzeroBitCount }) == ContactProbeBody.setBits else {
+                fatalError("ContactProbeBody accepted a body that is not 1024 bytes of weight 4096")
+            }
+            _ = probe.containsAll(ContactProbeBody.positions(Array(body.prefix(32))))
+        }
+        if let proof = try? ContactProofBody(decoding: body) {
+            guard proof.mac == Array(body), proof.mac.count == ContactProofBody.length else {
+                fatalError("ContactProofBody accepted a body that is not its 32 bytes")
+            }
         }
     }
 }

@@ -32,6 +32,10 @@ seeds = {
     # A purge record (§10.6) of two claims, ascending.
     "purge": bytes([1, 7, 2]) + bytes(range(0x30, 0x40)) + bytes(range(0x40, 0x50)),
 }
+# Anonymous links (§5.9): a contact probe (kind 0x04, 1024 bytes with exactly 4096 bits set)
+# and a contact proof (kind 0x05, 32 bytes), as link plaintexts.
+seeds["contact-probe"] = bytes([4]) + b"\xff" * 256 + b"\x0f" * 256 + b"\xf0" * 256 + b"\0" * 256
+seeds["contact-proof"] = bytes([5]) + bytes(range(32))
 p = routed(1, 8, bytes(random.randrange(256) for _ in range(300)))
 fs = frags(p, 23, 77)
 seeds["framed-fragments-in-order"] = b"".join(frame(f) for f in fs)
