@@ -22,7 +22,7 @@ public final class AnonymousLinkHandshake {
 
     private enum Phase { case notStarted, awaitingM1, awaitingM2, awaitingM3, complete, failed }
 
-    public let role: LinkHandshake.Role
+    public let role: LinkRole
     private var staticSecret: SecureBytes?
     private let staticPublic: [UInt8]
     private var ephemeralSecret: SecureBytes?
@@ -31,14 +31,14 @@ public final class AnonymousLinkHandshake {
     private var remoteEphemeral: [UInt8] = []
     private var phase: Phase
 
-    public convenience init(role: LinkHandshake.Role) throws {
+    public convenience init(role: LinkRole) throws {
         let (s, _) = try Sodium.x25519KeyPair()
         let (e, _) = try Sodium.x25519KeyPair()
         try self.init(role: role, staticSecret: s, ephemeralSecret: e)
     }
 
     /// With given secrets: only for the test vectors.
-    init(role: LinkHandshake.Role, staticSecret: SecureBytes, ephemeralSecret: SecureBytes) throws {
+    init(role: LinkRole, staticSecret: SecureBytes, ephemeralSecret: SecureBytes) throws {
         self.role = role
         self.staticSecret = staticSecret
         self.ephemeralSecret = ephemeralSecret

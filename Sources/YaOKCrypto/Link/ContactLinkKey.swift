@@ -1,3 +1,4 @@
+import YaOKWire
 import YaOKSupport
 
 /// What a node keeps per contact to recognise it on an anonymous link (docs/PROTOCOL.md
@@ -35,7 +36,7 @@ public struct ContactLinkKey: Sendable {
 
     /// BLAKE2b-256(key = contact link key; context || role || h): the building block of
     /// probes and proofs. `role` is 0x01 for the link's initiator, 0x02 for its responder.
-    func mac(_ context: [UInt8], role: LinkHandshake.Role, handshakeHash: [UInt8]) -> [UInt8] {
+    func mac(_ context: [UInt8], role: LinkRole, handshakeHash: [UInt8]) -> [UInt8] {
         let input = context + [role == .initiator ? 0x01 : 0x02] + handshakeHash
         return key.withUnsafeBytes { k in
             input.withUnsafeBytes { Sodium.blake2b(parts: [$0], key: k, outputLength: 32) }

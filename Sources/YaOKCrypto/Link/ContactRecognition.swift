@@ -23,7 +23,7 @@ public final class ContactRecognition {
     static let probeContext = Array("YaOK-contact-probe-v1".utf8)
     static let proofContext = Array("YaOK-contact-proof-v1".utf8)
 
-    public let role: LinkHandshake.Role
+    public let role: LinkRole
     private let handshakeHash: [UInt8]
     private let contacts: [ContactLinkKey]
     private var probeReceived = false
@@ -36,13 +36,13 @@ public final class ContactRecognition {
     /// `contacts` in order of preference: only the first `ContactProbeBody.capacity` go into
     /// our probe (put first the contact this link was dialled for, if any); all are tried
     /// against the peer's probe and proofs.
-    public init(role: LinkHandshake.Role, handshakeHash: [UInt8], contacts: [ContactLinkKey]) {
+    public init(role: LinkRole, handshakeHash: [UInt8], contacts: [ContactLinkKey]) {
         self.role = role
         self.handshakeHash = handshakeHash
         self.contacts = contacts
     }
 
-    private var peerRole: LinkHandshake.Role { role == .initiator ? .responder : .initiator }
+    private var peerRole: LinkRole { role == .initiator ? .responder : .initiator }
 
     /// Our probe, as a link plaintext (kind || body): 1025 bytes whoever we are.
     public func probe() -> [UInt8] {

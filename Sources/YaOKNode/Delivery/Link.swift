@@ -1,3 +1,4 @@
+import YaOKWire
 import YaOKSupport
 import YaOKLoop
 import YaOKCrypto

@@ -1,3 +1,4 @@
+import YaOKWire
 import YaOKLoop
 import YaOKCrypto
 

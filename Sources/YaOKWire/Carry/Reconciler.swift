@@ -21,7 +21,8 @@ import YaOKSupport
 /// difference found so far stays valid (messages settle the order from its start, so a
 /// cut-short encounter has reconciled a prefix, not nothing). Not thread-safe.
 public struct Reconciler: Sendable {
-    public enum Role: Sendable { case initiator, responder }
+    /// The link's role decides who opens (§11): the one role type of the package.
+    public typealias Role = LinkRole
 
     public enum Step: Equatable, Sendable {
         /// Send these bytes to the peer.

@@ -55,7 +55,7 @@ import Testing
         let bobKey = try ContactLinkKey(own: bob, peer: alice.publicIdentity)
         #expect(aliceKey.key.copyBytes() == (try v.hex("contact_link_key")))
         #expect(bobKey.key.copyBytes() == aliceKey.key.copyBytes())
-        for (name, role) in [("initiator", LinkHandshake.Role.initiator), ("responder", .responder)] {
+        for (name, role) in [("initiator", LinkRole.initiator), ("responder", .responder)] {
             let marker = aliceKey.mac(ContactRecognition.probeContext, role: role, handshakeHash: h)
             #expect(marker == (try v.hex("\(name)_marker")))
             #expect(ContactProbeBody.positions(marker).map(String.init).joined(separator: " ") == (try v.string("\(name)_positions")))

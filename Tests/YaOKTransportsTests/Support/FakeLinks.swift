@@ -1,3 +1,4 @@
+import YaOKWire
 import Foundation
 import Glibc
 import Synchronization
