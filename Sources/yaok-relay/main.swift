@@ -93,7 +93,7 @@ struct Serve: ParsableCommand {
             let listener = try RelayListener(host: host, port: port)
             let store: RelayStore
             if let postgres {
-                store = try PostgresRelayStore(conninfo: postgres, poolSize: poolSize, log: { sayError("yaok-relay: " + $0) })
+                store = try PostgresRelayStore(conninfo: postgres, poolSize: poolSize, directory: data, log: { sayError("yaok-relay: " + $0) })
             } else {
                 store = try SQLiteRelayStore(directory: data)
             }

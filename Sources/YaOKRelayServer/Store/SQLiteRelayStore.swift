@@ -11,6 +11,9 @@ public final class SQLiteRelayStore: RelayStore {
     let db: Database
     /// The key of the deletion notes (`DeletionNote`), made at the first open.
     private let noteKey: [UInt8]
+    /// The key of the address and /24 tags (`HolderTag`): a file beside the database,
+    /// never in it (`AddressKey`).
+    private let addressKey: [UInt8]
 
     /// Opens (creating if needed) the store in `directory`, and migrates its schema.
     public init(directory: String) throws {
@@ -29,6 +32,7 @@ public final class SQLiteRelayStore: RelayStore {
         try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
         guard key.count == 32 else { throw YaOKError(.storage, "The relay database has no deletion-note key") }
         noteKey = key
+        addressKey = try AddressKey.load(directory: directory)
     }
 
     /// Whether `directory` holds a relay database (for the commands that must not create one).
@@ -70,7 +74,7 @@ public final class SQLiteRelayStore: RelayStore {
             bytes = row.int(1)
         }
         guard packets < quota.packets, bytes + post.packet.count <= quota.bytes else { return .mailboxFull }
-        let tags = post.address.map { (HolderTag.address($0, key: noteKey), HolderTag.prefix($0, key: noteKey)) }
+        let tags = post.address.map { (HolderTag.address($0, key: addressKey), HolderTag.prefix($0, key: addressKey)) }
         if let (address, prefix) = tags {
             if try held(address) > quota.addressBytes - post.packet.count { return .overQuota(prefix: false) }
             if try held(prefix) > quota.prefixBytes - post.packet.count { return .overQuota(prefix: true) }
