@@ -178,7 +178,7 @@ struct Revoke: ParsableCommand {
             } else {
                 let data = data ?? ""
                 guard SQLiteRelayStore.exists(in: data) else { throw YaOKError(.notFound, "No relay data in \(data)") }
-                store = try SQLiteRelayStore(directory: data)
+                store = try SQLiteRelayStore(directory: data, posting: false)
             }
             defer { store.close() }
             try store.revoke(pseudonym: key, nowMs: Clock.milliseconds())

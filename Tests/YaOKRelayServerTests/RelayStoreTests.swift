@@ -225,6 +225,19 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(try AddressKey.load(directory: directory), key)
     }
 
+    /// `yaok-relay stats` (and `revoke`) on a relay's directory make no key file: run as
+    /// another user (root), they would leave one the relay cannot read at its next start.
+    func testStatsMakeNoAddressKey() throws {
+        guard backend == .sqlite else { return }
+        store.close()
+        let path = directory + "/" + AddressKey.fileName
+        XCTAssertEqual(unlink(path), 0)
+        _ = try RelayStatistics.read(directory: directory)
+        XCTAssertNotEqual(access(path, F_OK), 0, "stats made \(path)")
+        store = try reopen()
+        XCTAssertEqual(access(path, F_OK), 0, "the relay makes it")
+    }
+
     /// A damaged key file is refused with a readable error, not used.
     func testADamagedAddressKeyIsRefused() throws {
         store.close()

@@ -1,4 +1,5 @@
 import Glibc
+import YaOKCrypto
 import YaOKSupport
 import YaOKWire
 import YaOKStore
@@ -16,7 +17,9 @@ public final class SQLiteRelayStore: RelayStore {
     private let addressKey: [UInt8]
 
     /// Opens (creating if needed) the store in `directory`, and migrates its schema.
-    public init(directory: String) throws {
+    /// `posting: false` (stats, revoke: tools that store nothing) leaves the address tags'
+    /// key file alone, so a tool run as another user never makes one the relay cannot read.
+    public init(directory: String, posting: Bool = true) throws {
         try Store.makeDirectory(directory)
         let path = directory + "/" + Self.fileName
         // Created 0600 before SQLite opens it; SQLite gives -wal and -shm the same mode.
@@ -32,7 +35,7 @@ public final class SQLiteRelayStore: RelayStore {
         try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
         guard key.count == 32 else { throw YaOKError(.storage, "The relay database has no deletion-note key") }
         noteKey = key
-        addressKey = try AddressKey.load(directory: directory)
+        addressKey = posting ? try AddressKey.load(directory: directory) : Sodium.randomBytes(AddressKey.length)
     }
 
     /// Whether `directory` holds a relay database (for the commands that must not create one).
