@@ -93,7 +93,7 @@ struct Serve: ParsableCommand {
             let listener = try RelayListener(host: host, port: port)
             let store: RelayStore
             if let postgres {
-                store = try PostgresRelayStore(conninfo: postgres, poolSize: poolSize, log: { sayError("yaok-relay: " + $0) })
+                store = try PostgresRelayStore(conninfo: postgres, poolSize: poolSize, directory: data, log: { sayError("yaok-relay: " + $0) })
             } else {
                 store = try SQLiteRelayStore(directory: data)
             }
@@ -178,7 +178,7 @@ struct Revoke: ParsableCommand {
             } else {
                 let data = data ?? ""
                 guard SQLiteRelayStore.exists(in: data) else { throw YaOKError(.notFound, "No relay data in \(data)") }
-                store = try SQLiteRelayStore(directory: data)
+                store = try SQLiteRelayStore(directory: data, posting: false)
             }
             defer { store.close() }
             try store.revoke(pseudonym: key, nowMs: Clock.milliseconds())

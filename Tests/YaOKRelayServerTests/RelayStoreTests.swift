@@ -180,6 +180,73 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(rows, 5)
     }
 
+    /// A copy of the database alone does not name the posters: the address and /24 tags
+    /// are keyed by the data directory's `relay-address.key` (0600), not by anything in the
+    /// database, so trying every IPv4 address with the database's `relay_secret` (or with
+    /// no key) finds none of them.
+    func testACopyOfTheDatabaseCannotReverseTheAddressTags() throws {
+        let address: [UInt8] = [192, 0, 2, 7]
+        var p = RelayPost(mailbox: mailbox(try SigningKey.random()), messageID: .random(), expiresAtMs: now + 60_000,
+                          packet: Sodium.randomBytes(100))
+        p.address = address
+        guard case .stored = try store.commit([.post(p)], nowMs: now, quota: quota)[0] else { return XCTFail("not stored") }
+        var secret: [UInt8] = [], tags: Set<[UInt8]> = []
+        if backend == .sqlite {
+            let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+            defer { db.close() }
+            try db.query("SELECT key FROM relay_secret") { secret = $0.blob(0) }
+            try db.query("SELECT address_tag, prefix_tag FROM packets") { tags.formUnion([$0.blob(0), $0.blob(1)]) }
+            try db.query("SELECT tag FROM holders") { tags.insert($0.blob(0)) }
+        } else {
+            let pg = try XCTUnwrap(store as? PostgresRelayStore)
+            try pg.pool.withConnection { c in
+                secret = try c.query("secret", "SELECT key FROM relay_secret", types: [], []).bytes(0, 0)
+                let rows = try c.query("tags", "SELECT address_tag, prefix_tag FROM packets", types: [], [])
+                tags.formUnion([rows.bytes(0, 0), rows.bytes(0, 1)])
+                let held = try c.query("held", "SELECT tag FROM holders", types: [], [])
+                for row in 0..<held.count { tags.insert(held.bytes(row, 0)) }
+            }
+        }
+        XCTAssertEqual(secret.count, 32)
+        for key in [secret, []] {
+            XCTAssertFalse(tags.contains(HolderTag.address(address, key: key)), "the address's tag follows from the database")
+            XCTAssertFalse(tags.contains(HolderTag.prefix(address, key: key)), "the /24's tag follows from the database")
+        }
+        // The key file's tags are the ones kept (and only these two).
+        let path = directory + "/" + AddressKey.fileName
+        var info = stat()
+        XCTAssertEqual(stat(path, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600)
+        let key = try AddressKey.load(directory: directory)
+        XCTAssertEqual(tags, [HolderTag.address(address, key: key), HolderTag.prefix(address, key: key)])
+        // The same key after a restart, so the quotas hold across it.
+        store.close()
+        store = try reopen()
+        XCTAssertEqual(try AddressKey.load(directory: directory), key)
+    }
+
+    /// `yaok-relay stats` (and `revoke`) on a relay's directory make no key file: run as
+    /// another user (root), they would leave one the relay cannot read at its next start.
+    func testStatsMakeNoAddressKey() throws {
+        guard backend == .sqlite else { return }
+        store.close()
+        let path = directory + "/" + AddressKey.fileName
+        XCTAssertEqual(unlink(path), 0)
+        _ = try RelayStatistics.read(directory: directory)
+        XCTAssertNotEqual(access(path, F_OK), 0, "stats made \(path)")
+        store = try reopen()
+        XCTAssertEqual(access(path, F_OK), 0, "the relay makes it")
+    }
+
+    /// A damaged key file is refused with a readable error, not used.
+    func testADamagedAddressKeyIsRefused() throws {
+        store.close()
+        let path = directory + "/" + AddressKey.fileName
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3])))
+        XCTAssertThrowsError(try reopen()) { XCTAssertTrue("\($0)".contains("is damaged"), "\($0)") }
+        unlink(path)
+        store = try reopen()
+    }
     /// A database of schema 5 (packets without holder tags) migrates: its packets count
     /// against nobody, and deleting, sweeping and purging them still works.
     func testMigrationFromSchemaWithoutHolderTags() throws {

@@ -84,6 +84,6 @@ nonisolated(unsafe) private var pgTempDirectory = ""
 func openStore(_ backend: StoreBackend, directory: String, conninfo: String?) throws -> RelayStore {
     switch backend {
     case .sqlite: return try SQLiteRelayStore(directory: directory)
-    case .postgres: return try PostgresRelayStore(conninfo: conninfo ?? "")
+    case .postgres: return try PostgresRelayStore(conninfo: conninfo ?? "", directory: directory)
     }
 }

@@ -20,7 +20,7 @@ public struct RelayStatistics: Sendable, Equatable {
         guard SQLiteRelayStore.exists(in: directory) else {
             throw YaOKError(.notFound, "No relay data in \(directory)")
         }
-        let store = try SQLiteRelayStore(directory: directory)
+        let store = try SQLiteRelayStore(directory: directory, posting: false)
         defer { store.close() }
         let now = Clock.milliseconds()
         return RelayStatistics(counters: try store.loadCounters(), storedPackets: try store.storedPacketCount(nowMs: now),

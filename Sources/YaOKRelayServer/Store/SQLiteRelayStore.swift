@@ -1,4 +1,5 @@
 import Glibc
+import YaOKCrypto
 import YaOKSupport
 import YaOKWire
 import YaOKStore
@@ -11,9 +12,14 @@ public final class SQLiteRelayStore: RelayStore {
     let db: Database
     /// The key of the deletion notes (`DeletionNote`), made at the first open.
     private let noteKey: [UInt8]
+    /// The key of the address and /24 tags (`HolderTag`): a file beside the database,
+    /// never in it (`AddressKey`).
+    private let addressKey: [UInt8]
 
     /// Opens (creating if needed) the store in `directory`, and migrates its schema.
-    public init(directory: String) throws {
+    /// `posting: false` (stats, revoke: tools that store nothing) leaves the address tags'
+    /// key file alone, so a tool run as another user never makes one the relay cannot read.
+    public init(directory: String, posting: Bool = true) throws {
         try Store.makeDirectory(directory)
         let path = directory + "/" + Self.fileName
         // Created 0600 before SQLite opens it; SQLite gives -wal and -shm the same mode.
@@ -29,6 +35,7 @@ public final class SQLiteRelayStore: RelayStore {
         try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
         guard key.count == 32 else { throw YaOKError(.storage, "The relay database has no deletion-note key") }
         noteKey = key
+        addressKey = posting ? try AddressKey.load(directory: directory) : Sodium.randomBytes(AddressKey.length)
     }
 
     /// Whether `directory` holds a relay database (for the commands that must not create one).
@@ -70,7 +77,7 @@ public final class SQLiteRelayStore: RelayStore {
             bytes = row.int(1)
         }
         guard packets < quota.packets, bytes + post.packet.count <= quota.bytes else { return .mailboxFull }
-        let tags = post.address.map { (HolderTag.address($0, key: noteKey), HolderTag.prefix($0, key: noteKey)) }
+        let tags = post.address.map { (HolderTag.address($0, key: addressKey), HolderTag.prefix($0, key: addressKey)) }
         if let (address, prefix) = tags {
             if try held(address) > quota.addressBytes - post.packet.count { return .overQuota(prefix: false) }
             if try held(prefix) > quota.prefixBytes - post.packet.count { return .overQuota(prefix: true) }

@@ -1,4 +1,5 @@
 import Glibc
+import YaOKCrypto
 import YaOKSupport
 import YaOKWire
 
@@ -17,13 +18,19 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     private var watcher: PostgresListener?
     /// The key of the deletion notes (`DeletionNote`), one per database.
     private var noteKey: [UInt8] = []
+    /// The key of the address and /24 tags (`HolderTag`): a file of the data directory,
+    /// never in the database (`AddressKey`).
+    private let addressKey: [UInt8]
 
     /// Connects (the server must be reachable now) and migrates the schema. `conninfo` is a
     /// `postgresql://` URI or a libpq `key=value` string. `log` hears outages and returns.
     /// `migrate: false` (stats, revoke: tools that should not change a database) only checks
-    /// that the schema is this relay's current one.
-    public init(conninfo: String, poolSize: Int = 4, migrate: Bool = true,
+    /// that the schema is this relay's current one. `directory` holds the address tags' key
+    /// (`AddressKey`; the relays of a cluster share the quotas if they share the file); nil
+    /// (tools that post nothing) a key of this process only.
+    public init(conninfo: String, poolSize: Int = 4, migrate: Bool = true, directory: String? = nil,
                 log: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        addressKey = try directory.map { try AddressKey.load(directory: $0) } ?? Sodium.randomBytes(AddressKey.length)
         pool = PostgresPool(conninfo: conninfo, size: poolSize, log: log)
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, 255)
@@ -116,7 +123,7 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     private func store(_ post: RelayPost, _ c: PostgresConnection, nowMs: Int64, quota: MailboxQuota,
                        holders: inout HolderLedger) throws -> RelayStoreOutcome {
         let t = PostgresType.self
-        let tags = post.address.map { (HolderTag.address($0, key: noteKey), HolderTag.prefix($0, key: noteKey)) }
+        let tags = post.address.map { (HolderTag.address($0, key: addressKey), HolderTag.prefix($0, key: addressKey)) }
         // Deleted already (the same bytes re-posted after the DELETE: its `DeletionNote`) is a
         // duplicate: relay_post checks that under the mailbox's lock (migrations 3 and 4), so a
         // DELETE from another relay cannot slip in.
