@@ -67,20 +67,21 @@ extension Store {
         func fits() -> Bool { usage.packets + 1 <= policy.maxPackets && usage.bytes + entry.size <= policy.maxBytes }
         if fits() { return [] }
         var victims: [[UInt8]] = []
-        // The order index (expires_ms, id) finds the expired; the eviction index
-        // (copy_budget, taken_ms, id, size) covers the ranked scan.
+        // The order index (expires_ms, id) finds the expired.
         try db.query("SELECT id, size FROM carried_packets WHERE expires_ms <= ?", [.int(nowMs)]) { row in
             victims.append(row.blob(0))
             usage.packets -= 1
             usage.bytes -= row.int(1)
         }
+        let expired = Set(victims)
         var blocked = false
-        try db.query("""
-            SELECT id, copy_budget, size FROM carried_packets WHERE expires_ms > ? ORDER BY copy_budget, taken_ms, id
-            """, [.int(nowMs)]) { row in
+        // Without an expiry filter, so that the eviction index covers the scan (no packet read).
+        try db.query("SELECT id, copy_budget, size FROM carried_packets ORDER BY copy_budget, taken_ms, id") { row in
             guard !blocked, !fits() else { return }
+            let id = row.blob(0)
+            guard !expired.contains(id) else { return }
             guard row.int(1) <= Int(entry.copyBudget) else { blocked = true; return }
-            victims.append(row.blob(0))
+            victims.append(id)
             usage.packets -= 1
             usage.bytes -= row.int(2)
         }
@@ -212,15 +213,15 @@ extension Store {
                             takenAtMs: row.int64(5), depositor: try CarryDepositor(row.blob(6)), claimHash: row.blob(7))
     }
 
-    /// `expires_ms > now` and the bounds as row-value comparisons, which SQLite runs as a
-    /// range over the order index.
+    /// The bounds as row-value comparisons on (expires_ms, id), which SQLite runs as a seek
+    /// and a range over the order index. "Not expired" (`expires_ms > now`) is folded into
+    /// the lower bound as (now + 1, empty identity), which sorts before every identity: a
+    /// separate `expires_ms > ?` would make SQLite seek on it and scan up to `lower`.
     private static func rangeFilter(_ lower: CarryKey?, _ upper: CarryKey?, nowMs: Int64) -> (String, [SQLValue]) {
-        var filter = "expires_ms > ?"
-        var values: [SQLValue] = [.int(nowMs)]
-        if let lower {
-            filter += " AND (expires_ms, id) >= (?, ?)"
-            values += [.int(lower.expiresAtMs), .blob(lower.id)]
-        }
+        let live = CarryKey(expiresAtMs: nowMs &+ 1, id: [])
+        let from = lower.map { max($0, live) } ?? live
+        var filter = "(expires_ms, id) >= (?, ?)"
+        var values: [SQLValue] = [.int(from.expiresAtMs), .blob(from.id)]
         if let upper {
             filter += " AND (expires_ms, id) < (?, ?)"
             values += [.int(upper.expiresAtMs), .blob(upper.id)]

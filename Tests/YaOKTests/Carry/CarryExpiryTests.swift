@@ -21,6 +21,11 @@ import Testing
         #expect(try bench.heldIDs() == Set([later.identity]))
         #expect(try bench.store.carriedCount(nowMs: bench.now) == 1)
         #expect(try bench.store.carriedEntries(nowMs: bench.now, limit: 10).map(\.id) == [later.identity])
+        // A range whose lower bound lies before now still lists only live packets.
+        let before = CarryKey(expiresAtMs: soon.expiresAtMs - 1, id: [])
+        #expect(try bench.store.carriedKeys(from: before, nowMs: bench.now, limit: 10).map(\.id) == [later.identity])
+        #expect(try bench.store.carriedCount(from: before, below: CarryKey(expiresAtMs: later.expiresAtMs, id: []),
+                                             nowMs: bench.now) == 0)
         #expect(try bench.store.sweepCarried(nowMs: bench.now).packets == 1)
         #expect(try bench.store.carriedEntry(soon.identity) == nil)
         #expect(try bench.store.carryUsage().packets == 1)
