@@ -41,7 +41,9 @@ extension Store {
                                  hopLimit: packet.hopLimit, size: encoded.count, takenAtMs: nowMs, depositor: depositor,
                                  claimHash: packet.claimHash)
         return try db.transaction {
-            if try carriedEntry(entry.id) != nil { return .duplicate }
+            if try !db.rows("SELECT 1 FROM carried_packets WHERE id = ?", [.blob(entry.id)], map: { $0.int(0) }).isEmpty {
+                return .duplicate
+            }
             if try isPurged(claimHash: entry.claimHash, nowMs: nowMs) { return .purged }
             guard try carryQuotaAllows(depositor, size: entry.size, nowMs: nowMs, policy: policy) else { return .overQuota }
             guard let victims = try carryVictims(toFit: entry, nowMs: nowMs, policy: policy) else { return .full }
