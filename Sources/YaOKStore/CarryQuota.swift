@@ -4,8 +4,9 @@ import YaOKWire
 /// Who handed a carried packet over, as far as the quota is concerned: an opaque token the
 /// engine picks per link or per source (for example random bytes drawn when a link opens, or
 /// a relay session's), never an identity, a key or anything stable across a stranger's
-/// links. The store only compares it: it is what "one depositor" means for the quota, and
-/// it is kept with each packet so that diagnostics can say how much one source holds.
+/// links. The store only compares it: it is what "one depositor" means for the quota. It is
+/// kept with each packet (`CarriedEntry.depositor`), for diagnostics and for a fairer
+/// eviction should the simulator favour one.
 package struct CarryDepositor: Hashable, Sendable {
     package static let maxLength = 32
     package let bytes: [UInt8]

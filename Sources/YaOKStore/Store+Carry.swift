@@ -63,7 +63,8 @@ extension Store {
     /// taken longest ago, then by identity. nil when room would need a packet that ranks
     /// above `entry` for keeping (a higher budget: the newcomer, taken now, is the newest of
     /// its budget), so a full store of valuable copies refuses a wait-phase copy instead of
-    /// churning.
+    /// churning. "Taken" is the wall clock at the take: after the clock is set back, packets
+    /// taken since count as older than they are (a misordering within one budget, no loss).
     private func carryVictims(toFit entry: CarriedEntry, nowMs: Int64, policy: CarryPolicy) throws -> [[UInt8]]? {
         var usage = try carryUsage()
         func fits() -> Bool { usage.packets + 1 <= policy.maxPackets && usage.bytes + entry.size <= policy.maxBytes }
