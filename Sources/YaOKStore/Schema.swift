@@ -165,6 +165,46 @@ enum Schema {
         CREATE INDEX outbox_pump_by_contact ON outbox (contact_id, state, seq, next_attempt_ms, expires_ms, packet_id);
         CREATE INDEX outbox_pump ON outbox (state, seq, next_attempt_ms, expires_ms, packet_id);
         """,
+        // 12: the carry store (docs/PROTOCOL.md §10.9; Store+Carry.swift): packets this node
+        // carries for others. They are sealed end to end by their sender and stored as they
+        // came, NOT under the database key and without a row MAC: a locked node (no keys)
+        // must take and hand them on, and sealing them again would hide nothing a carrier
+        // does not already see. The rows keep the packet's outside fields as columns (the
+        // copy budget and hop limit here are authoritative: bytes 2 and 3 of `packet` are as
+        // taken), the ordering (expiry, id) that reconciliation pages through, and the
+        // eviction order (budget, time taken, id) with the size, so that neither the usage
+        // nor a page of keys reads a packet. carry_quota counts what each depositor gave per
+        // clock hour; carry_purges remembers published claims until the packet's expiry.
+        """
+        CREATE TABLE carried_packets (
+            id BLOB PRIMARY KEY NOT NULL CHECK (length(id) = 16),
+            expires_ms INTEGER NOT NULL,
+            copy_budget INTEGER NOT NULL CHECK (copy_budget BETWEEN 1 AND 255),
+            hop_limit INTEGER NOT NULL CHECK (hop_limit BETWEEN 0 AND 255),
+            size INTEGER NOT NULL,
+            taken_ms INTEGER NOT NULL,
+            depositor BLOB NOT NULL,
+            claim_hash BLOB NOT NULL CHECK (length(claim_hash) = 16),
+            packet BLOB NOT NULL
+        );
+        CREATE INDEX carried_order ON carried_packets (expires_ms, id);
+        CREATE INDEX carried_eviction ON carried_packets (copy_budget, taken_ms, id, size);
+        CREATE INDEX carried_by_claim ON carried_packets (claim_hash);
+        CREATE TABLE carry_quota (
+            depositor BLOB NOT NULL,
+            hour INTEGER NOT NULL,
+            packets INTEGER NOT NULL,
+            bytes INTEGER NOT NULL,
+            PRIMARY KEY (depositor, hour)
+        ) WITHOUT ROWID;
+        CREATE TABLE carry_purges (
+            claim_hash BLOB PRIMARY KEY NOT NULL CHECK (length(claim_hash) = 16),
+            claim BLOB NOT NULL CHECK (length(claim) = 16),
+            expires_ms INTEGER NOT NULL,
+            held INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX carry_purges_eviction ON carry_purges (held, expires_ms);
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

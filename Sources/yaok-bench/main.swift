@@ -5,6 +5,7 @@
 let suites: [(name: String, run: () throws -> Void)] = [
     ("crypto", CryptoBench.run),
     ("store", StoreBench.run),
+    ("carry", CarryStoreBench.run),
     ("wire", WireBench.run),
     ("delivery", DeliveryBench.run),
     ("kdf", KDFBench.run),

@@ -7,6 +7,10 @@
 // yaok-store-writer unlock DIR PIN: opens the node in DIR, prints "ready", then tries to
 // unlock with PIN (the vault's own Argon2id costs). The test kills it while Argon2id runs
 // and checks that the attempt was already counted.
+//
+// yaok-store-writer carry DIR NOW_MS: opens the store in DIR without any key (as a locked
+// node does) and takes carried packets for ever, printing each one's identity (hex) after
+// its take committed. The test kills it with SIGKILL and checks every printed packet is held.
 import Glibc
 import YaOK
 
@@ -27,6 +31,31 @@ if arguments.count == 4, arguments[1] == "unlock" {
         say("\(error)\n")
     }
     exit(0)
+}
+if arguments.count == 4, arguments[1] == "carry", let now = Int64(arguments[3]) {
+    do {
+        let store = try Store(directory: arguments[2])
+        let depositor = try CarryDepositor(Array("writer".utf8))
+        let policy = CarryPolicy(maxPackets: 1_000_000, maxBytes: 1 << 40, depositorPacketsPerHour: 1_000_000,
+                                 depositorBytesPerHour: 1 << 40)
+        let expiry = try CarriedPacket.expiryHour(createdMs: now, lifetimeMs: 86_400_000)
+        while true {
+            // The payload is opaque to a carrier: random bytes stand for a sealed envelope.
+            let packet = try CarriedPacket(hopLimit: 8, copyBudget: 8, expiryHour: expiry,
+                                           routingTag: RoutingTag(value: UInt64.random(in: .min ... .max)),
+                                           claimHash: PurgeClaim.hash(PurgeClaim.random()),
+                                           payload: Sodium.randomBytes(Int.random(in: 128...4096)))
+            guard case .taken(let entry, _) = try store.takeCarried(packet.encode(), from: depositor, nowMs: now,
+                                                                     policy: policy) else {
+                say("yaok-store-writer: a fresh packet was not taken\n", fd: 2)
+                exit(1)
+            }
+            say(Hex.encode(entry.id) + "\n")
+        }
+    } catch {
+        say("yaok-store-writer: \(error)\n", fd: 2)
+        exit(1)
+    }
 }
 guard arguments.count == 3 else {
     say("usage: yaok-store-writer DIR PIN\n", fd: 2)

@@ -67,6 +67,11 @@ import Testing
         // The latest schema's columns and tables are usable.
         try db.execute("INSERT INTO wire_seen_ids VALUES (x'ffffffffffffffffffffffffffffffff', 1)")
         try db.execute("UPDATE contacts SET last_seen_ms = 5, last_transport = 'LAN'")
+        try db.execute("""
+            INSERT INTO carried_packets VALUES (zeroblob(16), 1, 1, 0, 34, 0, x'01', zeroblob(16), x'00');
+            INSERT INTO carry_quota VALUES (x'01', 0, 1, 34);
+            INSERT INTO carry_purges VALUES (zeroblob(16), zeroblob(16), 1, 0);
+            """)
     }
 
     @Test(arguments: 0..<Schema.latestVersion)

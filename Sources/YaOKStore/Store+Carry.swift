@@ -1,0 +1,234 @@
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+
+/// The carry store (docs/PROTOCOL.md §10.9): sealed packets this node carries for others,
+/// in the node's own database (migration 12), so a node killed with SIGKILL loses nothing it
+/// took and a restart resumes carrying.
+///
+/// Nothing here needs the database key, on purpose: a phone in a pocket is locked, and it
+/// must still take packets from the people it passes and hand them on. Carried packets are
+/// already sealed end to end by their sender (§10.4) and a carrier sees only their outside
+/// (§10.8); sealing them again under the vault key would hide nothing from a file reader
+/// that a carrier does not already see, and would make a locked node useless as a carrier.
+/// For the same reason the rows have no integrity MAC (Store+Integrity): a file attacker who
+/// edits one is no stronger than a hostile carrier, and a packet whose bytes no longer hash
+/// to its identity is dropped when read (`carriedPacket`).
+extension Store {
+    private static let entryColumns = "id, expires_ms, copy_budget, hop_limit, size, taken_ms, depositor, claim_hash"
+
+    /// Takes `bytes` offered by `depositor` at `nowMs`. The bytes are decoded strictly and
+    /// their time checked first (`CarriedPacket.decode(_:nowMs:)`: `malformedPacket`,
+    /// `unsupportedVersion`, `unknownPacketType`, `expired` are thrown, nothing is stored),
+    /// the copy budget clamped to 8 and the hop limit to 10 (a depositor cannot buy copies or
+    /// reach). Then, in one transaction: a packet already held is a `duplicate`; one whose
+    /// claim was published is `purged`; one over the depositor's hourly quota `overQuota`;
+    /// then room is made by the eviction order, or the packet is refused as `full`.
+    ///
+    /// When this returns `.taken` the packet is committed (with the quota charge), so the
+    /// caller may acknowledge it to the depositor; inside a caller's transaction it is a
+    /// savepoint, and the caller must commit before acknowledging.
+    package func takeCarried(_ bytes: [UInt8], from depositor: CarryDepositor, nowMs: Int64,
+                             policy: CarryPolicy = .default) throws -> CarryTake {
+        try policy.validate()
+        let offered = try CarriedPacket.decode(bytes, nowMs: nowMs)
+        let packet = try CarriedPacket(hopLimit: min(offered.hopLimit, HopLimit.maximum),
+                                       copyBudget: min(offered.copyBudget, CopyBudget.maximum),
+                                       expiryHour: offered.expiryHour, routingTag: offered.routingTag,
+                                       claimHash: offered.claimHash, payload: offered.payload)
+        let encoded = packet.encode()
+        let entry = CarriedEntry(id: packet.identity, expiresAtMs: packet.expiresAtMs, copyBudget: packet.copyBudget,
+                                 hopLimit: packet.hopLimit, size: encoded.count, takenAtMs: nowMs, depositor: depositor,
+                                 claimHash: packet.claimHash)
+        return try db.transaction {
+            if try !db.rows("SELECT 1 FROM carried_packets WHERE id = ?", [.blob(entry.id)], map: { $0.int(0) }).isEmpty {
+                return .duplicate
+            }
+            if try isPurged(claimHash: entry.claimHash, nowMs: nowMs) { return .purged }
+            guard try carryQuotaAllows(depositor, size: entry.size, nowMs: nowMs, policy: policy) else { return .overQuota }
+            guard let victims = try carryVictims(toFit: entry, nowMs: nowMs, policy: policy) else { return .full }
+            for victim in victims { try db.query("DELETE FROM carried_packets WHERE id = ?", [.blob(victim)]) }
+            try db.query("""
+                INSERT INTO carried_packets (id, expires_ms, copy_budget, hop_limit, size, taken_ms, depositor, claim_hash, packet)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, [.blob(entry.id), .int(entry.expiresAtMs), .int(Int64(entry.copyBudget)), .int(Int64(entry.hopLimit)),
+                      .int(Int64(entry.size)), .int(nowMs), .blob(depositor.bytes), .blob(entry.claimHash), .blob(encoded)])
+            try chargeCarryQuota(depositor, size: entry.size, nowMs: nowMs)
+            return .taken(entry, evicted: victims)
+        }
+    }
+
+    /// The identities to evict so that `entry` fits the caps, in the eviction order
+    /// (§10.9): every expired packet first, then by copy budget, lowest first, then the one
+    /// taken longest ago, then by identity. nil when room would need a packet that ranks
+    /// above `entry` for keeping (a higher budget: the newcomer, taken now, is the newest of
+    /// its budget), so a full store of valuable copies refuses a wait-phase copy instead of
+    /// churning. "Taken" is the wall clock at the take: after the clock is set back, packets
+    /// taken since count as older than they are (a misordering within one budget, no loss).
+    private func carryVictims(toFit entry: CarriedEntry, nowMs: Int64, policy: CarryPolicy) throws -> [[UInt8]]? {
+        var usage = try carryUsage()
+        func fits() -> Bool { usage.packets + 1 <= policy.maxPackets && usage.bytes + entry.size <= policy.maxBytes }
+        if fits() { return [] }
+        var victims: [[UInt8]] = []
+        // The order index (expires_ms, id) finds the expired.
+        try db.query("SELECT id, size FROM carried_packets WHERE expires_ms <= ?", [.int(nowMs)]) { row in
+            victims.append(row.blob(0))
+            usage.packets -= 1
+            usage.bytes -= row.int(1)
+        }
+        let expired = Set(victims)
+        var blocked = false
+        // Without an expiry filter, so that the eviction index covers the scan (no packet read).
+        try db.query("SELECT id, copy_budget, size FROM carried_packets ORDER BY copy_budget, taken_ms, id") { row in
+            guard !blocked, !fits() else { return }
+            let id = row.blob(0)
+            guard !expired.contains(id) else { return }
+            guard row.int(1) <= Int(entry.copyBudget) else { blocked = true; return }
+            victims.append(id)
+            usage.packets -= 1
+            usage.bytes -= row.int(2)
+        }
+        return fits() ? victims : nil
+    }
+
+    /// Packets held and their bytes (as encoded).
+    package func carryUsage() throws -> (packets: Int, bytes: Int) {
+        try db.rows("SELECT count(*), coalesce(sum(size), 0) FROM carried_packets") { (packets: $0.int(0), bytes: $0.int(1)) }
+            .first ?? (0, 0)
+    }
+
+    package func carriedEntry(_ id: [UInt8]) throws -> CarriedEntry? {
+        try db.rows("SELECT \(Self.entryColumns) FROM carried_packets WHERE id = ?", [.blob(id)], map: Self.carriedEntry).first
+    }
+
+    /// The packet with identity `id` as this node holds it (its budget and hop limit now),
+    /// or nil. A row whose bytes no longer decode or hash to `id` (the file was altered) is
+    /// deleted and nil returned: it must not be handed on.
+    package func carriedPacket(_ id: [UInt8]) throws -> CarriedPacket? {
+        guard let (budget, hop, bytes) = try db.rows("SELECT copy_budget, hop_limit, packet FROM carried_packets WHERE id = ?",
+                                                     [.blob(id)], map: { ($0.int(0), $0.int(1), $0.blob(2)) }).first else {
+            return nil
+        }
+        var patched = bytes
+        if patched.count >= 4, let b = UInt8(exactly: budget), let h = UInt8(exactly: hop) {
+            patched[2] = h
+            patched[3] = b
+        }
+        guard let packet = try? CarriedPacket.decode(patched), packet.identity == id else {
+            try removeCarried(id)
+            return nil
+        }
+        return packet
+    }
+
+    /// Up to `limit` keys in [`lower`, `upper`) in the order (expiry, id), of packets not
+    /// expired at `nowMs`: the page query reconciliation runs (nil bounds: open). Reads
+    /// only the order index.
+    package func carriedKeys(from lower: CarryKey? = nil, below upper: CarryKey? = nil, nowMs: Int64,
+                             limit: Int) throws -> [CarryKey] {
+        let (filter, values) = Self.rangeFilter(lower, upper, nowMs: nowMs)
+        return try db.rows("SELECT expires_ms, id FROM carried_packets WHERE \(filter) ORDER BY expires_ms, id LIMIT ?",
+                           values + [.int(Int64(max(0, limit)))]) { CarryKey(expiresAtMs: $0.int64(0), id: $0.blob(1)) }
+    }
+
+    /// How many live packets lie in [`lower`, `upper`).
+    package func carriedCount(from lower: CarryKey? = nil, below upper: CarryKey? = nil, nowMs: Int64) throws -> Int {
+        let (filter, values) = Self.rangeFilter(lower, upper, nowMs: nowMs)
+        return try db.rows("SELECT count(*) FROM carried_packets WHERE \(filter)", values) { $0.int(0) }.first ?? 0
+    }
+
+    /// Up to `limit` entries (without bytes) in the order (expiry, id), from `lower` on:
+    /// the listing for diagnostics and for choosing what to hand over.
+    package func carriedEntries(from lower: CarryKey? = nil, nowMs: Int64, limit: Int) throws -> [CarriedEntry] {
+        let (filter, values) = Self.rangeFilter(lower, nil, nowMs: nowMs)
+        return try db.rows("SELECT \(Self.entryColumns) FROM carried_packets WHERE \(filter) ORDER BY expires_ms, id LIMIT ?",
+                           values + [.int(Int64(max(0, limit)))], map: Self.carriedEntry)
+    }
+
+    /// After a hand-over (`CarriedPacket.handOver`): what this node keeps. `invalidArgument`
+    /// for a budget of 0; false if the packet is no longer held.
+    @discardableResult
+    package func updateCarried(_ id: [UInt8], copyBudget: UInt8, hopLimit: UInt8) throws -> Bool {
+        guard copyBudget >= 1 else { throw YaOKError(.invalidArgument, "A carried packet's copy budget is at least 1") }
+        try db.query("UPDATE carried_packets SET copy_budget = ?, hop_limit = ? WHERE id = ?",
+                     [.int(Int64(min(copyBudget, CopyBudget.maximum))), .int(Int64(min(hopLimit, HopLimit.maximum))), .blob(id)])
+        return db.changes > 0
+    }
+
+    /// Deletes one packet (handed to its recipient, or given up); false if it was not held.
+    @discardableResult
+    package func removeCarried(_ id: [UInt8]) throws -> Bool {
+        try db.query("DELETE FROM carried_packets WHERE id = ?", [.blob(id)])
+        return db.changes > 0
+    }
+
+    /// Deletes packets expired at `nowMs` (expiry ≤ now); returns how many.
+    @discardableResult
+    package func deleteExpiredCarried(nowMs: Int64) throws -> Int {
+        try db.query("DELETE FROM carried_packets WHERE expires_ms <= ?", [.int(nowMs)])
+        return db.changes
+    }
+
+    /// The sweep the engine runs now and then (and at start): expired packets, purge claims
+    /// past their packet's expiry, and quota counters of past hours, in one transaction.
+    package func sweepCarried(nowMs: Int64) throws -> (packets: Int, purgeRecords: Int, quotaRows: Int) {
+        try db.transaction {
+            (try deleteExpiredCarried(nowMs: nowMs), try forgetExpiredPurges(nowMs: nowMs), try forgetOldCarryQuota(nowMs: nowMs))
+        }
+    }
+
+    /// Evicts, in the eviction order, until the store fits `policy` (after a lowered cap).
+    /// Returns the identities evicted.
+    @discardableResult
+    package func shrinkCarried(to policy: CarryPolicy, nowMs: Int64) throws -> [[UInt8]] {
+        try policy.validate()
+        return try db.transaction {
+            try deleteExpiredCarried(nowMs: nowMs)
+            var usage = try carryUsage()
+            var victims: [[UInt8]] = []
+            try db.query("SELECT id, size FROM carried_packets ORDER BY copy_budget, taken_ms, id") { row in
+                guard usage.packets > policy.maxPackets || usage.bytes > policy.maxBytes else { return }
+                victims.append(row.blob(0))
+                usage.packets -= 1
+                usage.bytes -= row.int(1)
+            }
+            for victim in victims { try removeCarried(victim) }
+            return victims
+        }
+    }
+
+    /// Deletes every carried packet, purge claim and quota counter: carrying turned off, or
+    /// before a reset deletes the files. `secure_delete` (Database) zeroes the freed
+    /// content, and the WAL is checkpointed and truncated (outside a caller's transaction),
+    /// so the file no longer shows which packets this node carried.
+    package func deleteAllCarried() throws {
+        try db.transaction {
+            try db.execute("DELETE FROM carried_packets; DELETE FROM carry_purges; DELETE FROM carry_quota;")
+        }
+        try? db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+
+    private static func carriedEntry(_ row: Row) throws -> CarriedEntry {
+        guard let budget = UInt8(exactly: row.int(2)), let hop = UInt8(exactly: row.int(3)) else {
+            throw YaOKError(.corruptStore, "A carried packet's budget or hop limit is out of range")
+        }
+        return CarriedEntry(id: row.blob(0), expiresAtMs: row.int64(1), copyBudget: budget, hopLimit: hop, size: row.int(4),
+                            takenAtMs: row.int64(5), depositor: try CarryDepositor(row.blob(6)), claimHash: row.blob(7))
+    }
+
+    /// The bounds as row-value comparisons on (expires_ms, id), which SQLite runs as a seek
+    /// and a range over the order index. "Not expired" (`expires_ms > now`) is folded into
+    /// the lower bound as (now + 1, empty identity), which sorts before every identity: a
+    /// separate `expires_ms > ?` would make SQLite seek on it and scan up to `lower`.
+    private static func rangeFilter(_ lower: CarryKey?, _ upper: CarryKey?, nowMs: Int64) -> (String, [SQLValue]) {
+        let live = CarryKey(expiresAtMs: nowMs &+ 1, id: [])
+        let from = lower.map { max($0, live) } ?? live
+        var filter = "(expires_ms, id) >= (?, ?)"
+        var values: [SQLValue] = [.int(from.expiresAtMs), .blob(from.id)]
+        if let upper {
+            filter += " AND (expires_ms, id) < (?, ?)"
+            values += [.int(upper.expiresAtMs), .blob(upper.id)]
+        }
+        return (filter, values)
+    }
+}
