@@ -1,4 +1,4 @@
-"""docs/PROTOCOL.md "Reconciliation", implemented again from the text alone (hashlib's
+"""docs/PROTOCOL.md §11 "Reconciliation", implemented again from the text alone (hashlib's
 BLAKE2b, no core code): every message of the document's transcripts is recomputed byte for
 byte. It follows the algorithm where the vectors go (no message reaches a limit, so the
 cutting rules are not exercised here; the Swift tests and the fuzzer cover them)."""
@@ -6,13 +6,11 @@ cutting rules are not exercised here; the Swift tests and the fuzzer cover them)
 from __future__ import annotations
 
 import hashlib
-import re
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-PROTOCOL = Path(__file__).resolve().parents[3] / "docs" / "PROTOCOL.md"
+from test_protocol_vectors import VECTORS as ALL_VECTORS
 
 L, BUCKETS, T = 16, 8, 16
 KEY = b"YaOK-reconcile-v1"
@@ -22,22 +20,7 @@ Item = Tuple[int, bytes]
 Range = Tuple[Bound, int, object]  # (upper bound, mode, payload)
 
 
-def read_vectors() -> Dict[str, Dict[str, str]]:
-    vectors: Dict[str, Dict[str, str]] = {}
-    for block in re.findall(r"^```vector\n(.*?)^```", PROTOCOL.read_text(encoding="utf-8"), re.M | re.S):
-        fields: Dict[str, str] = {}
-        last = None
-        for line in block.splitlines():
-            if line.startswith((" ", "\t")) and last:
-                fields[last] += line.strip()
-            elif ":" in line:
-                last, value = line.split(":", 1)
-                fields[last.strip()] = value.strip()
-        vectors[fields["name"]] = fields
-    return vectors
-
-
-VECTORS = {k: v for k, v in read_vectors().items() if k.startswith("reconcile-")}
+VECTORS = {k: v for k, v in ALL_VECTORS.items() if k.startswith("reconcile-")}
 
 
 def item(i: int) -> Item:
