@@ -5,18 +5,7 @@ import Testing
 
 /// The carried-packet vectors of docs/PROTOCOL.md §10, recomputed from their inputs
 /// (bindings/python/tests recomputes them with PyNaCl too).
-@Suite struct CarriedVectorTests {
-    func vector(_ name: String) throws -> ProtocolVector {
-        let found = try ProtocolVector.all().filter { $0.name == name }
-        try #require(found.count == 1, "vector \(name) missing from docs/PROTOCOL.md")
-        return found[0]
-    }
-
-    func identity(_ v: ProtocolVector, _ key: String) throws -> Identity {
-        let idv = try vector(try v.string(key))
-        return try Identity(name: try idv.string("display_name"), secrets: try SecureBytes(copying: try idv.hex("secrets")))
-    }
-
+@Suite struct CarriedVectorTests: VectorSuite {
     /// The packet a vector describes, sealed from its inputs, and the content sealed.
     func sealed(_ v: ProtocolVector) throws -> (CarriedPacket, CarriedContent, Identity, Identity) {
         let (sender, recipient) = (try identity(v, "sender"), try identity(v, "recipient"))

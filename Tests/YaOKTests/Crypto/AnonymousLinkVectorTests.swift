@@ -5,13 +5,7 @@ import Testing
 
 /// The vectors of docs/PROTOCOL.md §5.10, which bindings/python/tests/test_link_privacy_vectors.py
 /// recomputes independently (and with the noiseprotocol package).
-@Suite struct AnonymousLinkVectorTests {
-    func vector(_ name: String) throws -> ProtocolVector {
-        let found = try ProtocolVector.all().filter { $0.name == name }
-        try #require(found.count == 1, "vector \(name) missing from docs/PROTOCOL.md")
-        return found[0]
-    }
-
+@Suite struct AnonymousLinkVectorTests: VectorSuite {
     func payload(_ packet: [UInt8]?) throws -> [UInt8] {
         guard case .handshake(let payload)? = try packet.map({ try Packet.decode($0) }) else {
             throw YaOKError(.malformedPacket, "not a handshake packet")

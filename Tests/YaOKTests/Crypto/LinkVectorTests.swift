@@ -5,13 +5,7 @@ import Testing
 
 /// The link vectors of docs/PROTOCOL.md §5.7, which an independent Python implementation
 /// (bindings/python/tests/noise_reference.py) and the noiseprotocol package recompute too.
-@Suite struct LinkVectorTests {
-    func vector(_ name: String) throws -> ProtocolVector {
-        let found = try ProtocolVector.all().filter { $0.name == name }
-        try #require(found.count == 1, "vector \(name) missing from docs/PROTOCOL.md")
-        return found[0]
-    }
-
+@Suite struct LinkVectorTests: VectorSuite {
     /// The identity, link key and certificate of a `link-cert-*` vector.
     func party(_ name: String) throws -> (Identity, LinkKey, ProtocolVector) {
         let v = try vector(name)

@@ -5,18 +5,7 @@ import Testing
 
 /// The relay vectors of docs/PROTOCOL.md §8, checked against the code (and recomputed with
 /// PyNaCl alone in bindings/python/tests/test_protocol_vectors.py).
-@Suite struct RelayVectorTests {
-    func vector(_ name: String) throws -> ProtocolVector {
-        let found = try ProtocolVector.all().filter { $0.name == name }
-        try #require(found.count == 1, "vector \(name) missing from docs/PROTOCOL.md")
-        return found[0]
-    }
-
-    func identity(_ v: ProtocolVector, _ key: String) throws -> Identity {
-        let idv = try vector(try v.string(key))
-        return try Identity(name: try idv.string("display_name"), secrets: try SecureBytes(copying: try idv.hex("secrets")))
-    }
-
+@Suite struct RelayVectorTests: VectorSuite {
     @Test func mailboxes() throws {
         let v = try vector("relay-mailbox")
         let (alice, bob) = (try identity(v, "sender"), try identity(v, "recipient"))

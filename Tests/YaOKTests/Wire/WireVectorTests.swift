@@ -7,13 +7,7 @@ import Testing
 @testable import YaOKNode
 
 /// The wire vectors of docs/PROTOCOL.md §4, checked against the code both ways.
-@Suite struct WireVectorTests {
-    func vector(_ name: String) throws -> ProtocolVector {
-        let found = try ProtocolVector.all().filter { $0.name == name }
-        try #require(found.count == 1, "vector \(name) missing from docs/PROTOCOL.md")
-        return found[0]
-    }
-
+@Suite struct WireVectorTests: VectorSuite {
     func routedHeader(_ v: ProtocolVector) throws -> RoutedHeader {
         let type = try #require(PacketType(rawValue: try v.hex("type").first ?? 0))
         return try RoutedHeader(type: type, hopLimit: UInt8(try v.uint64("hop_limit")),
@@ -33,11 +27,6 @@ import Testing
         #expect(try Packet.decode(packet) == .routed(header, payload: payload))
         #expect(header.authenticatedBytes(payloadLength: payload.count) == (try v.hex("authenticated")))
         #expect(header.expiresAtMs == (try v.uint64("expires_ms")))
-    }
-
-    func identity(_ v: ProtocolVector, _ key: String) throws -> Identity {
-        let idv = try vector(try v.string(key))
-        return try Identity(name: try idv.string("display_name"), secrets: try SecureBytes(copying: try idv.hex("secrets")))
     }
 
     @Test func routingTag() throws {
