@@ -9,15 +9,7 @@ import Testing
 /// What a carrier took survives SIGKILL, works without keys (a locked phone), and is gone
 /// after carrying is turned off or the node reset.
 @Suite struct CarryPersistenceTests {
-    /// The helper executable, built next to the test bundle (as CrashTests finds it).
-    private var writerPath: String {
-        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var url = bin.appendingPathComponent("yaok-store-writer")
-        if !FileManager.default.fileExists(atPath: url.path) {
-            url = bin.deletingLastPathComponent().appendingPathComponent("yaok-store-writer")
-        }
-        return url.path
-    }
+    private var writerPath: String { StoreWriterExecutable.path }
 
     /// A child takes packets and prints each identity once its take committed; it is killed
     /// with SIGKILL mid-stream. Every printed packet is in the reopened store, whole.

@@ -10,16 +10,7 @@ import Testing
 /// SIGKILL in the middle of writes: the store opens, passes integrity_check, and holds
 /// every message the writer reported as committed.
 @Suite struct CrashTests {
-    /// The helper executable, built next to the test bundle (a test-target dependency).
-    private var writerPath: String {
-        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        var url = bin.appendingPathComponent("yaok-store-writer")
-        if !FileManager.default.fileExists(atPath: url.path) {
-            // The .xctest bundle may be a directory one level deeper.
-            url = bin.deletingLastPathComponent().appendingPathComponent("yaok-store-writer")
-        }
-        return url.path
-    }
+    private var writerPath: String { StoreWriterExecutable.path }
 
     @Test(arguments: [1, 2, 3])
     func killDuringWrites(round: Int) throws {
