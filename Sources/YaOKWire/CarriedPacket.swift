@@ -126,10 +126,7 @@ public struct CarriedPacket: Equatable, Sendable {
     /// here (`checkTime`).
     public static func decode(_ bytes: ArraySlice<UInt8>) throws -> CarriedPacket {
         var r = ByteReader(bytes)
-        let version = try r.u8("version")
-        guard version == Wire.version else {
-            throw YaOKError(.unsupportedVersion, "Unsupported protocol version \(version) (this build speaks \(Wire.version))")
-        }
+        try Packet.readVersion(&r)
         let type = try r.u8("packet type")
         guard type == Self.type else {
             throw YaOKError(.unknownPacketType, "Packet type 0x\(Hex.encode([type])) is not a carried packet")

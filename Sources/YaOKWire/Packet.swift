@@ -130,14 +130,20 @@ public enum Packet: Equatable, Sendable {
     /// Version then type: the version is checked first so that a future version's packet is
     /// reported as such, whatever its second byte means there.
     static func readPrefix(_ r: inout ByteReader) throws -> PacketType {
-        let version = try r.u8("version")
-        guard version == Wire.version else {
-            throw YaOKError(.unsupportedVersion, "Unsupported protocol version \(version) (this build speaks \(Wire.version))")
-        }
+        try readVersion(&r)
         let raw = try r.u8("packet type")
         guard let type = PacketType(rawValue: raw) else {
             throw YaOKError(.unknownPacketType, "Unknown packet type 0x\(Hex.encode([raw]))")
         }
         return type
+    }
+
+    /// The version byte every packet and record starts with (§4.1), carried packets and purge
+    /// records (§10) included, which decode apart from `Packet`.
+    static func readVersion(_ r: inout ByteReader) throws {
+        let version = try r.u8("version")
+        guard version == Wire.version else {
+            throw YaOKError(.unsupportedVersion, "Unsupported protocol version \(version) (this build speaks \(Wire.version))")
+        }
     }
 }

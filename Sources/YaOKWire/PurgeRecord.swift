@@ -46,10 +46,7 @@ public struct PurgeRecord: Equatable, Sendable {
     /// ascending. The length is checked before anything is copied.
     public static func decode(_ bytes: ArraySlice<UInt8>) throws -> PurgeRecord {
         var r = ByteReader(bytes)
-        let version = try r.u8("version")
-        guard version == Wire.version else {
-            throw YaOKError(.unsupportedVersion, "Unsupported protocol version \(version) (this build speaks \(Wire.version))")
-        }
+        try Packet.readVersion(&r)
         let type = try r.u8("record type")
         guard type == Self.type else {
             throw YaOKError(.unknownPacketType, "Record type 0x\(Hex.encode([type])) is not a purge record")
