@@ -58,20 +58,10 @@ public enum CarriedSeal {
         }
         defer { Sodium.wipe(&shared) }
         let ad = associatedData(senderKey: senderKey, recipientKey: recipientKey, ephemeral: ephemeral, headerAD: headerAD)
-        let auth = try sender.encryptionSecret.withUnsafeBytes {
-            try Envelope.authenticator(staticSecret: $0, peerKey: recipientKey, senderKey: senderKey,
-                                       recipientKey: recipientKey, ad: ad, body: body[...])
-        }
-        var inner = auth + (try Padding.pad(body))
-        defer { Sodium.wipe(&inner) }
-        var (key, nonce) = Envelope.messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey, domain: keyKey)
-        defer {
-            Sodium.wipe(&key)
-            Sodium.wipe(&nonce)
-        }
-        let ciphertext = try key.withUnsafeBytes { try Sodium.aeadSeal(inner, ad: ad, nonce: nonce, key: $0) }
+        let sealed = try PacketEnvelope.sealAgreed(body, from: sender, senderKey: senderKey, to: recipientKey,
+                                                   ephemeral: ephemeral, shared: shared, domain: keyKey, ad: ad)
         return try CarriedPacket(hopLimit: hopLimit, copyBudget: copyBudget, expiryHour: expiryHour, routingTag: tag,
-                                 claimHash: claimHash, payload: ephemeral + ciphertext)
+                                 claimHash: claimHash, payload: sealed)
     }
 
     /// Opens a carried packet that `senderKey` sent to `recipient` (the caller matched its
@@ -83,39 +73,13 @@ public enum CarriedSeal {
     public static func open(_ packet: CarriedPacket, by recipient: Identity, senderKey: [UInt8]) throws -> CarriedContent {
         guard senderKey.count == 32 else { throw YaOKError(.invalidArgument, "Sender key must be 32 bytes") }
         let sealed = packet.payload
-        guard sealed.count >= PacketEnvelope.minLength else { throw YaOKError(.malformedEnvelope, "Envelope too short") }
-        try Sodium.ensureInitialized()
-        let recipientKey = recipient.publicIdentity.encryptionKey
-        let ephemeral = Array(sealed[0..<Envelope.ephemeralLength])
-        guard var shared = try? recipient.encryptionSecret.withUnsafeBytes({ try Sodium.x25519(secret: $0, publicKey: ephemeral) }) else {
-            throw YaOKError(.malformedEnvelope, "Low-order ephemeral key")
+        var body = try PacketEnvelope.openAgreed(sealed, by: recipient, senderKey: senderKey, domain: keyKey,
+                                                 maxBodyLength: CarriedContent.maxLength) { ephemeral in
+            associatedData(senderKey: senderKey, recipientKey: recipient.publicIdentity.encryptionKey,
+                           ephemeral: ephemeral, headerAD: packet.authenticatedHeader)
         }
-        defer { Sodium.wipe(&shared) }
-        var (key, nonce) = Envelope.messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey, domain: keyKey)
-        defer {
-            Sodium.wipe(&key)
-            Sodium.wipe(&nonce)
-        }
-        let ad = associatedData(senderKey: senderKey, recipientKey: recipientKey, ephemeral: ephemeral,
-                                headerAD: packet.authenticatedHeader)
-        var inner = key.withUnsafeBytes {
-            Sodium.aeadOpen(sealed[Envelope.ephemeralLength...], ad: ad, nonce: nonce, key: $0)
-        } ?? []
-        defer { Sodium.wipe(&inner) }
-        guard !inner.isEmpty else { throw YaOKError(.tampered) }
-
-        let auth = Array(inner[0..<Envelope.authLength])
-        let padded = inner[Envelope.authLength...]
-        guard let body = Padding.unpad(padded), body.count <= CarriedContent.maxLength,
-              Padding.bucket(for: body.count) == padded.count else {
-            throw YaOKError(.malformedEnvelope, "Bad padding")
-        }
-        let expected = try? recipient.encryptionSecret.withUnsafeBytes {
-            try Envelope.authenticator(staticSecret: $0, peerKey: senderKey, senderKey: senderKey,
-                                       recipientKey: recipientKey, ad: ad, body: body)
-        }
-        guard let expected, Sodium.constantTimeEqual(auth, expected) else { throw YaOKError(.senderAuthFailed) }
-        let content = try CarriedContent.decode(body)
+        defer { Sodium.wipe(&body) }
+        let content = try CarriedContent.decode(body[...])
         guard Sodium.constantTimeEqual(PurgeClaim.hash(content.claim), packet.claimHash) else {
             throw YaOKError(.malformedEnvelope, "The claim inside is not the preimage of the claim hash outside")
         }

@@ -54,6 +54,15 @@ public enum PacketEnvelope {
         let senderKey = claimedSenderKey ?? sender.publicIdentity.encryptionKey
         let ad = associatedData(senderKey: senderKey, recipientKey: recipientKey, messageID: messageID,
                                 timestamp: timestamp, ephemeral: ephemeral) + extra
+        return try sealAgreed(body, from: sender, senderKey: senderKey, to: recipientKey, ephemeral: ephemeral,
+                              shared: shared, domain: keyKey, ad: ad)
+    }
+
+    /// The part of sealing both packet envelopes share (§3.1, §10.4), once the ephemeral
+    /// agreement and the AD are made: the sender MAC over AD || body, the padding, the AEAD
+    /// under the domain's message key. Returns E || ciphertext.
+    static func sealAgreed(_ body: [UInt8], from sender: Identity, senderKey: [UInt8], to recipientKey: [UInt8],
+                           ephemeral: [UInt8], shared: [UInt8], domain: [UInt8], ad: [UInt8]) throws -> [UInt8] {
         let auth = try sender.encryptionSecret.withUnsafeBytes {
             try Envelope.authenticator(staticSecret: $0, peerKey: recipientKey, senderKey: senderKey,
                                        recipientKey: recipientKey, ad: ad, body: body[...])
@@ -67,7 +76,7 @@ public enum PacketEnvelope {
         defer { Sodium.wipe(&inner) }
 
         var (key, nonce) = Envelope.messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey,
-                                               domain: keyKey)
+                                               domain: domain)
         defer {
             Sodium.wipe(&key)
             Sodium.wipe(&nonce)
@@ -86,6 +95,20 @@ public enum PacketEnvelope {
         guard senderKey.count == 32 else { throw YaOKError(.invalidArgument, "Sender key must be 32 bytes") }
         guard messageID.count == Envelope.messageIDLength else { throw YaOKError(.invalidArgument, "Message ID must be 16 bytes") }
         try Envelope.checkTimestamp(timestamp)
+        let body = try openAgreed(sealed, by: recipient, senderKey: senderKey, domain: keyKey,
+                                  maxBodyLength: Envelope.maxBodyLength) { ephemeral in
+            associatedData(senderKey: senderKey, recipientKey: recipient.publicIdentity.encryptionKey,
+                           messageID: messageID, timestamp: timestamp, ephemeral: ephemeral) + extra
+        }
+        return Envelope.Opened(senderKey: senderKey, body: body)
+    }
+
+    /// The part of opening both packet envelopes share (§3.1, §10.4): the ephemeral
+    /// agreement, the AEAD under the domain's message key with the AD `ad(E)` makes, the
+    /// padding exactly as sealing makes it (1 to `maxBodyLength` bytes in its own bucket),
+    /// and the sender MAC. Returns the body (the caller owns and wipes it).
+    static func openAgreed(_ sealed: [UInt8], by recipient: Identity, senderKey: [UInt8], domain: [UInt8],
+                           maxBodyLength: Int, ad makeAD: ([UInt8]) -> [UInt8]) throws -> [UInt8] {
         guard sealed.count >= minLength else { throw YaOKError(.malformedEnvelope, "Envelope too short") }
         try Sodium.ensureInitialized()
         let recipientKey = recipient.publicIdentity.encryptionKey
@@ -93,13 +116,12 @@ public enum PacketEnvelope {
         var shared = try recipient.encryptionSecret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: ephemeral) }
         defer { Sodium.wipe(&shared) }
         var (key, nonce) = Envelope.messageKey(shared: shared, ephemeral: ephemeral, recipientKey: recipientKey,
-                                               domain: keyKey)
+                                               domain: domain)
         defer {
             Sodium.wipe(&key)
             Sodium.wipe(&nonce)
         }
-        let ad = associatedData(senderKey: senderKey, recipientKey: recipientKey, messageID: messageID,
-                                timestamp: timestamp, ephemeral: ephemeral) + extra
+        let ad = makeAD(ephemeral)
         var inner = key.withUnsafeBytes {
             Sodium.aeadOpen(sealed[Envelope.ephemeralLength...], ad: ad, nonce: nonce, key: $0)
         } ?? []
@@ -111,7 +133,7 @@ public enum PacketEnvelope {
         guard let body = Padding.unpad(padded), !body.isEmpty else {
             throw YaOKError(.malformedEnvelope, "Bad padding")
         }
-        guard body.count <= Envelope.maxBodyLength, Padding.bucket(for: body.count) == padded.count else {
+        guard body.count <= maxBodyLength, Padding.bucket(for: body.count) == padded.count else {
             throw YaOKError(.malformedEnvelope, "Body of \(body.count) bytes in a \(padded.count)-byte bucket")
         }
         let expected = try? recipient.encryptionSecret.withUnsafeBytes {
@@ -119,7 +141,7 @@ public enum PacketEnvelope {
                                        recipientKey: recipientKey, ad: ad, body: body)
         }
         guard let expected, Sodium.constantTimeEqual(auth, expected) else { throw YaOKError(.senderAuthFailed) }
-        return Envelope.Opened(senderKey: senderKey, body: Array(body))
+        return Array(body)
     }
 
     /// 0x02 || sender key || recipient key || message ID || timestamp (u64 BE, ms) ||
