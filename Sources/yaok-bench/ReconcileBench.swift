@@ -50,7 +50,7 @@ enum ReconcileBench {
 
     /// N shared items, d more split between the sides; expiries over two weeks of minutes.
     static func encounter(n: Int, d: Int, _ p: ReconciliationParameters) throws -> ReconciliationEncounter.Outcome {
-        var rng = SplitMix(seed: UInt64(n * 7 + d))
+        var rng = SeededRandom(seed: UInt64(n * 7 + d))
         func item() throws -> ReconciliationItem {
             let id = (0..<p.idLength).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
             return try ReconciliationItem(expiry: 1_800_000_000 + rng.next() % (14 * 24 * 60) * 60, id: id, idLength: p.idLength)
@@ -61,17 +61,5 @@ enum ReconcileBench {
         return try ReconciliationEncounter.run(initiator: ReconciliationSet(shared + onlyA, idLength: p.idLength),
                                                responder: ReconciliationSet(shared + onlyB, idLength: p.idLength),
                                                parameters: p, hash: ReconciliationBLAKE2b())
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9e37_79b9_7f4a_7c15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-            return z ^ (z >> 31)
-        }
     }
 }
