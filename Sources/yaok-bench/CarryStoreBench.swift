@@ -8,7 +8,7 @@ import YaOK
 enum CarryStoreBench {
     static func run() throws {
         let dir = "/tmp/yaok-bench-carry-\(getpid())"
-        defer { removeStore(dir) }
+        defer { Measure.removeStore(dir) }
         let store = try Store(directory: dir)
         defer { store.close() }
         var now: Int64 = 1_800_000_000_000
@@ -32,7 +32,7 @@ enum CarryStoreBench {
             _ = try store.takeCarried(bytes, from: CarryDepositor.random(), nowMs: now, policy: policy)
             singles.append(Measure.now() - t)
         }
-        Measure.report("take a 474-byte packet, own commit, median", Measure.ms(median(singles)))
+        Measure.report("take a 474-byte packet, own commit, median", Measure.ms(Measure.median(singles)))
 
         // Batches of 100 in one transaction, up to the 2,000-packet cap.
         var batches: [Double] = []
@@ -45,7 +45,7 @@ enum CarryStoreBench {
             }
             batches.append((Measure.now() - t) / 100)
         }
-        Measure.report("take in batches of 100, per packet, median", Measure.ms(median(batches)))
+        Measure.report("take in batches of 100, per packet, median", Measure.ms(Measure.median(batches)))
         let usage = try store.carryUsage()
         Measure.report("store", "\(usage.packets) packets, \(usage.bytes) bytes")
 
@@ -58,7 +58,7 @@ enum CarryStoreBench {
             _ = try store.takeCarried(bytes, from: CarryDepositor.random(), nowMs: now, policy: policy)
             evicting.append(Measure.now() - t)
         }
-        Measure.report("take into a full store (evicts one), median", Measure.ms(median(evicting)))
+        Measure.report("take into a full store (evicts one), median", Measure.ms(Measure.median(evicting)))
 
         // Reconciliation's reads: a page of 100 keys from the middle, a range count.
         let all = try store.carriedKeys(nowMs: now, limit: policy.maxPackets)
@@ -82,15 +82,5 @@ enum CarryStoreBench {
         t = Measure.now()
         let swept = try store.sweepCarried(nowMs: now)
         Measure.report("sweep a week later (\(swept.packets) packets expired)", Measure.ms(Measure.now() - t))
-    }
-
-    private static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-    }
-
-    private static func removeStore(_ dir: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(dir + "/yaok.db" + suffix) }
-        rmdir(dir)
     }
 }

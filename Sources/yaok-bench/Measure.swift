@@ -39,6 +39,17 @@ enum Measure {
     }
 
     /// Seconds as milliseconds with three decimals: "2.619 ms".
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+    }
+
+    /// Deletes a benchmark's store (the database and its WAL files) and its directory.
+    static func removeStore(_ dir: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(dir + "/yaok.db" + suffix) }
+        rmdir(dir)
+    }
+
     static func ms(_ seconds: Double) -> String { format(seconds * 1000, decimals: 3) + " ms" }
 
     static func format(_ value: Double, decimals: Int = 2) -> String {

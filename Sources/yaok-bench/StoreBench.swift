@@ -8,7 +8,7 @@ enum StoreBench {
     static func run() throws {
         Measure.report("peak RSS at start", "\(Measure.format(Measure.peakRSSMiB(), decimals: 1)) MiB")
         let dir = "/tmp/yaok-bench-store-\(getpid())"
-        defer { removeStore(dir) }
+        defer { Measure.removeStore(dir) }
         let node = try Node(dataDirectory: dir)
         defer { node.close() }
         let pin = "482915"
@@ -27,7 +27,7 @@ enum StoreBench {
             try node.unlock(pin: pin)
             unlocks.append(Measure.now() - t)
         }
-        Measure.report("PIN verification (unlock), median of 5", Measure.ms(median(unlocks)), target: "< 100 ms")
+        Measure.report("PIN verification (unlock), median of 5", Measure.ms(Measure.median(unlocks)), target: "< 100 ms")
         Measure.report("peak RSS before setup / after unlocks", "\(Measure.format(rssBefore, decimals: 1)) / \(Measure.format(Measure.peakRSSMiB(), decimals: 1)) MiB")
 
         // Adding a contact: one transaction (one fsync) each; cards made beforehand.
@@ -40,7 +40,7 @@ enum StoreBench {
             adds.append(Measure.now() - t)
             if firstContact == 0 { firstContact = c.id }
         }
-        Measure.report("add a contact, median of 200 (200 stored)", Measure.ms(median(adds)), target: "< 5 ms")
+        Measure.report("add a contact, median of 200 (200 stored)", Measure.ms(Measure.median(adds)), target: "< 5 ms")
         Measure.report("add a contact, slowest of 200", Measure.ms(adds.max() ?? 0))
 
         // A 100-message page from a conversation of 10,000.
@@ -79,16 +79,5 @@ enum StoreBench {
             try node.send(batch)
             n += batch.count
         }
-    }
-
-
-    private static func median(_ values: [Double]) -> Double {
-        let sorted = values.sorted()
-        return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-    }
-
-    private static func removeStore(_ dir: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(dir + "/yaok.db" + suffix) }
-        rmdir(dir)
     }
 }
