@@ -27,6 +27,9 @@ public enum NodeEvent: Sendable, Equatable {
     /// Something a person should read about a transport that is not a change of state:
     /// "Rate limit reached. Try again in 12 minutes.", "Relay: certificate rejected …".
     case transportNotice(TransportNotice)
+    /// Carried packets were taken, handed on, delivered or purged: the figures after an
+    /// encounter (at most one event per link and minute, so a busy meeting is not a flood).
+    case carryActivity(CarryStatistics)
 
     /// YAOK_EVENT_* in include/yaok.h. Never renumbered.
     public var kind: UInt32 {
@@ -40,6 +43,7 @@ public enum NodeEvent: Sendable, Equatable {
         case .messageReceived: return 7
         case .transportChanged: return 8
         case .transportNotice: return 9
+        case .carryActivity: return 10
         }
     }
 
@@ -58,6 +62,7 @@ public enum NodeEvent: Sendable, Equatable {
         case .transportNotice(let n):
             return .object([("transport", .string(n.transport)), ("message", .string(n.message)),
                             ("retry_after_ms", n.retryAfterMs.map { .int($0) } ?? .null)])
+        case .carryActivity(let s): return s.json
         }
     }
 }

@@ -68,6 +68,8 @@ struct DeliveryEngine {
     var lastClockSkew: (link: UInt64, ms: Int64)?
     /// Why held packets could not be opened at the last try (storage), for diagnostics.
     var heldError: String?
+    /// Carrying for others: the mode, the caps and the counters (Carry/CarryState.swift).
+    var carry = CarryState()
 
     init(clock: @escaping @Sendable () -> Int64, loop: EventLoop) {
         self.clock = clock

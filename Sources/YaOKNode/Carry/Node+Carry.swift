@@ -1,0 +1,44 @@
+import YaOKSupport
+import YaOKStore
+
+/// Carrying for others: the setting and the figures (docs/PROTOCOL.md §12). Both work while
+/// locked: carrying needs no keys.
+extension Node {
+    /// Sets whose packets this node carries and the store's caps. Turning carrying `off`
+    /// deletes every carried packet it holds (zeroed on disk); lowering a cap evicts down to
+    /// it (§10.9 order). `invalidArgument` for a cap under one packet or under the largest
+    /// packet's bytes.
+    public func setCarry(mode: CarryMode, limits: CarryLimits = .standard) throws {
+        var policy = CarryPolicy.default
+        policy.maxPackets = limits.maxPackets
+        policy.maxBytes = limits.maxBytes
+        try policy.validate()
+        try withEngine { engine, store, _ in
+            if mode == .off {
+                try store.deleteAllCarried()
+            } else {
+                _ = try store.shrinkCarried(to: policy, nowMs: engine.now)
+            }
+            engine.carry.mode = mode
+            engine.carry.limits = limits
+        }
+    }
+
+    /// The carry mode in force.
+    public var carryMode: CarryMode {
+        (try? withEngine { engine, _, _ in engine.carry.mode }) ?? .anyone
+    }
+
+    /// What this node holds for carrying and has carried since it was opened.
+    public func carryStatistics() throws -> CarryStatistics {
+        try withEngine { engine, store, _ in
+            var s = engine.carry.counters
+            s.mode = engine.carry.mode
+            s.limits = engine.carry.limits
+            let usage = try store.carryUsage()
+            s.packetsHeld = usage.packets
+            s.bytesHeld = usage.bytes
+            return s
+        }
+    }
+}
