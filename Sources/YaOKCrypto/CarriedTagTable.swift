@@ -70,6 +70,13 @@ public struct CarriedTagTable<Contact: Hashable & Sendable>: Sendable {
         return entry.contact
     }
 
+    /// The contact whose tag this is for some live epoch, or nil: what a node checks on an
+    /// offer (docs/PROTOCOL.md §12.3), which shows the tag but not the expiry. The epoch is
+    /// checked when the packet itself arrives (`sender(of:)`).
+    public func sender(tag: RoutingTag) -> Contact? {
+        entries[tag]?.contact
+    }
+
     private mutating func add(epoch: UInt32) {
         for (contact, route) in routes {
             entries[route.carriedIncomingTag(epoch: epoch)] = Entry(contact: contact, epoch: epoch)

@@ -205,6 +205,21 @@ enum Schema {
         ) WITHOUT ROWID;
         CREATE INDEX carry_purges_eviction ON carry_purges (held, expires_ms);
         """,
+        // 13: this node's own carried copies (docs/PROTOCOL.md §12.6): for each message sent
+        // to a contact, the identity of the carried copy sealed with it and the claim inside,
+        // so that an acknowledgement by any path deletes the copy and publishes the claim.
+        // Deleted with the contact (the copy is then left to spread and expire on its own).
+        """
+        CREATE TABLE carried_own (
+            message_id BLOB PRIMARY KEY NOT NULL CHECK (length(message_id) = 16),
+            contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+            packet_id BLOB NOT NULL CHECK (length(packet_id) = 16),
+            claim BLOB NOT NULL CHECK (length(claim) = 16),
+            expires_ms INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX carried_own_expiry ON carried_own (expires_ms);
+        CREATE INDEX carried_own_packet ON carried_own (packet_id);
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

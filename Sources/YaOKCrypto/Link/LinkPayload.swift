@@ -11,11 +11,15 @@ public enum LinkPayload: Equatable, Sendable {
     /// Proves the peer alive; a responder sends one on completing, so that the initiator
     /// learns its m3 arrived.
     case keepalive
+    /// A meeting's payload (0x06 to 0x0C, docs/PROTOCOL.md §12): reconciliation, offers,
+    /// requests, carried packets, taken/refused lists, purge records.
+    case carry(CarryLinkMessage)
 
     public enum Kind: UInt8, Sendable, CaseIterable {
         case packet = 0x01
         case receipt = 0x02
         case keepalive = 0x03
+        case carry = 0x06  // 0x06 to 0x0C: the carry kinds (CarryLinkMessage.Kind)
     }
 
     /// A link packet is a packet (at most `Wire.maxPacketLength`), so its kind byte and
@@ -29,6 +33,7 @@ public enum LinkPayload: Equatable, Sendable {
         case .packet: return .packet
         case .receipt: return .receipt
         case .keepalive: return .keepalive
+        case .carry: return .carry
         }
     }
 
@@ -51,6 +56,12 @@ public enum LinkPayload: Equatable, Sendable {
             return out
         case .keepalive:
             return [Kind.keepalive.rawValue]
+        case .carry(let message):
+            let body = try message.encodeBody()
+            guard body.count < Self.maxPlaintextLength else {
+                throw YaOKError(.invalidArgument, "A carry payload of \(body.count) bytes does not fit a link packet")
+            }
+            return [message.kind.rawValue] + body
         }
     }
 
@@ -60,6 +71,9 @@ public enum LinkPayload: Equatable, Sendable {
     static func decode(_ plaintext: [UInt8]) throws -> LinkPayload {
         guard let raw = plaintext.first else {
             throw YaOKError(.malformedPacket, "Empty link plaintext")
+        }
+        if let carry = CarryLinkMessage.Kind(rawValue: raw) {
+            return .carry(try CarryLinkMessage.decode(kind: carry, body: plaintext.dropFirst()))
         }
         guard let kind = Kind(rawValue: raw) else {
             throw YaOKError(.unknownPacketType, "Unknown link payload kind 0x\(Hex.encode([raw]))")
@@ -84,6 +98,8 @@ public enum LinkPayload: Equatable, Sendable {
         case .keepalive:
             guard body.isEmpty else { throw YaOKError(.malformedPacket, "A keepalive has no body") }
             return .keepalive
+        case .carry:
+            throw YaOKError(.internal, "Carry kinds are decoded above")
         }
     }
 }

@@ -1,3 +1,4 @@
+import YaOKCrypto
 import YaOKStore
 
 /// The engine's carrying settings and counters (in memory; the packets are in the store).
@@ -5,6 +6,13 @@ struct CarryState {
     var mode: CarryMode = .anyone
     var limits: CarryLimits = .standard
     var counters = CarryStatistics(mode: .anyone, limits: .standard)
+    /// The meetings on open links, by link ID (CarrySession.swift).
+    var sessions: [UInt64: CarrySession] = [:]
+    /// The carried tags our contacts send us under (§10.3), built from the contact directory
+    /// when unlocked; nil while locked and whenever the contacts change.
+    var tags: CarriedTagTable<Int64>?
+    /// When the carry store was last swept (expired packets, claims, quota rows).
+    var lastSweep: Int64 = .min
 
     /// The store's bounds for the current limits (quotas and purge memory at their defaults).
     var policy: CarryPolicy {

@@ -19,6 +19,7 @@ extension Node {
             } else {
                 _ = try store.shrinkCarried(to: policy, nowMs: engine.now)
             }
+            if mode == .off { engine.carry.sessions = [:] }
             engine.carry.mode = mode
             engine.carry.limits = limits
         }
@@ -31,14 +32,6 @@ extension Node {
 
     /// What this node holds for carrying and has carried since it was opened.
     public func carryStatistics() throws -> CarryStatistics {
-        try withEngine { engine, store, _ in
-            var s = engine.carry.counters
-            s.mode = engine.carry.mode
-            s.limits = engine.carry.limits
-            let usage = try store.carryUsage()
-            s.packetsHeld = usage.packets
-            s.bytesHeld = usage.bytes
-            return s
-        }
+        try withEngine { engine, store, _ in try engine.carryStatistics(store) }
     }
 }

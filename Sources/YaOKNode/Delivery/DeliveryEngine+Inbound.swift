@@ -115,36 +115,49 @@ extension DeliveryEngine {
     /// for a week, and dropping it after an ack would lose it without a trace.
     private mutating func take(_ opened: Envelope.Opened, from peer: PeerDirectory.Peer, _ header: RoutedHeader,
                       _ keys: UnlockedKeys, on linkID: UInt64?, _ store: Store) throws -> Bool {
-        var body = opened.body
+        try storeIncoming(opened.body, messageID: header.messageID, sentAt: header.createdMs, from: peer, keys, store)
+        // New or a retransmission: either way the sender gets (again) our ack.
+        try queueAck(header.messageID, to: peer, store)
+        return true
+    }
+
+    /// Queues our end-to-end ack of `messageID` to `peer` (a routed ack, §6.2).
+    mutating func queueAck(_ messageID: MessageID, to peer: PeerDirectory.Peer, _ store: Store) throws {
+        let t = now
+        let (ackHeader, ackPacket) = try DeliveryAck.seal([messageID], key: peer.outgoingAckKey, route: peer.route, createdMs: t)
+        try store.enqueue(.ack, packetID: ackHeader.messageID, contactID: peer.contactID, packet: ackPacket,
+                          now: t, expiresAt: ackHeader.expiresAtMs)
+    }
+
+    /// Stores a message from contact `peer`, once: the one inbound path for routed and
+    /// carried messages, so a message that arrives both ways (same message ID in the same
+    /// conversation) is delivered once. Returns whether it was new.
+    @discardableResult
+    mutating func storeIncoming(_ opened: [UInt8], messageID: MessageID, sentAt: Int64, from peer: PeerDirectory.Peer,
+                                _ keys: UnlockedKeys, _ store: Store) throws -> Bool {
+        var body = opened
         defer { Sodium.wipe(&body) }
         let valid = String(validating: body, as: UTF8.self)
         let text = valid ?? String(decoding: body, as: UTF8.self)
-        let sentAt = header.createdMs
         let t = now
-        if try store.insertMessage(conversation: peer.contactID, messageID: header.messageID.bytes,
-                                   direction: .incoming, status: .delivered, text: text,
-                                   senderTimestamp: sentAt, createdAt: t, receivedAt: t,
-                                   unread: true, repaired: valid == nil, cipher: keys.cipher) != nil {
-            effects.events.append(.messageReceived(contactID: peer.contactID, messageID: header.messageID))
-            if valid == nil {
-                let (summary, logThis, last) = invalidTexts.record(contactID: peer.contactID, now: t)
-                if let summary {
-                    let detail = InvalidTextLog.summary(summary, contactID: peer.contactID)
-                    effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
-                }
-                if logThis {
-                    let detail = "A message from contact \(peer.contactID) (ID \(Hex.encode(header.messageID.bytes))) "
-                        + "was not valid UTF-8: stored with U+FFFD in place of the invalid bytes"
-                        + (last ? " (more from this contact today are counted, then logged as one summary)" : "")
-                    effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
-                }
+        guard try store.insertMessage(conversation: peer.contactID, messageID: messageID.bytes,
+                                      direction: .incoming, status: .delivered, text: text,
+                                      senderTimestamp: sentAt, createdAt: t, receivedAt: t,
+                                      unread: true, repaired: valid == nil, cipher: keys.cipher) != nil else { return false }
+        effects.events.append(.messageReceived(contactID: peer.contactID, messageID: messageID))
+        if valid == nil {
+            let (summary, logThis, last) = invalidTexts.record(contactID: peer.contactID, now: t)
+            if let summary {
+                let detail = InvalidTextLog.summary(summary, contactID: peer.contactID)
+                effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
+            }
+            if logThis {
+                let detail = "A message from contact \(peer.contactID) (ID \(Hex.encode(messageID.bytes))) "
+                    + "was not valid UTF-8: stored with U+FFFD in place of the invalid bytes"
+                    + (last ? " (more from this contact today are counted, then logged as one summary)" : "")
+                effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
             }
         }
-        // New or a retransmission: either way the sender gets (again) our ack.
-        let (ackHeader, ackPacket) = try DeliveryAck.seal([header.messageID], key: peer.outgoingAckKey,
-                                                          route: peer.route, createdMs: t)
-        try store.enqueue(.ack, packetID: ackHeader.messageID, contactID: peer.contactID, packet: ackPacket,
-                          now: t, expiresAt: ackHeader.expiresAtMs)
         return true
     }
 
@@ -212,6 +225,7 @@ extension DeliveryEngine {
                 }
                 try store.removeHeld(id)
             }
+            if held.count < Self.heldBatch { try engine.openOwnHeldCarried(store, keys) }
         }
         try pump(store, keys, sweep: true)
         return held.count == Self.heldBatch

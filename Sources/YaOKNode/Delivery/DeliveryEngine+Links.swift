@@ -41,6 +41,7 @@ extension DeliveryEngine {
     /// that waits a minute); else each is a failed attempt. False: it was not open.
     mutating func closeLink(_ link: Link, _ store: Store, _ keys: UnlockedKeys?) throws -> Bool {
         guard let state = links.removeValue(forKey: link.id) else { return false }
+        carryLinkClosed(link.id, store)
         link.notePeer(.unknown)
         state.channel.close()
         if let timer = state.handshakeTimer { loop.cancel(timer) }
@@ -197,6 +198,7 @@ extension DeliveryEngine {
             // §5.2: a responder confirms completion at once, so the initiator knows m3 arrived
             // (and a transport that counts units sees two on each side: BLE, LAN).
             if link.link.role == .responder { try sendOnLink(.keepalive, on: linkID) }
+            try carryLinkOpened(linkID, store, keys)
             if let contact = link.contactID {
                 try store.makeOutboxDue(contactID: contact, now: now)
                 // What a relay holds for them goes over the direct link too (the relay may
@@ -218,6 +220,8 @@ extension DeliveryEngine {
             for id in ids where inflight[id]?.link == linkID { try confirmReceipt(id, store, keys) }
         case .keepalive:
             break
+        case .carry(let message):
+            try receiveCarry(message, on: linkID, store, keys)
         }
     }
 
@@ -262,6 +266,7 @@ extension DeliveryEngine {
             directory.byContact[record.id] = peer
         }
         peers = directory
+        carry.tags = nil
         contactDigests = ContactKeyDigests(directory.byContact.values.map(\.identity))
         return directory
     }

@@ -27,6 +27,7 @@ extension DeliveryEngine {
                 effects.events.append(.security(try store.appendSecurityEvent(.invalidText, detail, time: t)))
             }
             try checkCarriedAcks(store, keys, now: t)
+            try sweepCarryIfDue(store)
             try store.requeueCarried(now: t)
             for row in try store.expiredOutbox(now: t) {
                 try store.removeOutbox(row.packetID)
@@ -102,6 +103,7 @@ extension DeliveryEngine {
               message.conversationID == contactID else { return }  // an ack only counts from the recipient
         try store.removeOutbox(id)
         inflight.remove(id)
+        try ownCarriedDelivered(id, contactID: contactID, store)
         if message.status != .delivered { _ = try setStatus(id, .delivered, store, keys) }
     }
 

@@ -9,7 +9,7 @@ extension DeliveryEngine {
     /// Seals, stores and queues `batch` in one transaction (all or nothing), then pumps.
     mutating func send(_ batch: [(contactID: Int64, text: String)], _ store: Store, _ keys: UnlockedKeys) throws -> [Message] {
         let contacts = try directory(store, keys)
-        let sealed = try batch.map { item -> (Int64, String, RoutedHeader, [UInt8]) in
+        let sealed = try batch.map { item -> (Int64, String, RoutedHeader, [UInt8], PeerDirectory.Peer) in
             guard let peer = contacts?.byContact[item.contactID] else {
                 throw YaOKError(.notFound, try store.conversationExists(item.contactID)
                                 ? "This contact was deleted and can no longer be messaged" : "No such contact")
@@ -21,10 +21,10 @@ extension DeliveryEngine {
             let (header, packet) = try SealedMessage.seal(Array(item.text.utf8), from: keys.identity,
                                                           to: peer.identity.encryptionKey, createdMs: t,
                                                           route: peer.route)
-            return (item.contactID, item.text, header, packet)
+            return (item.contactID, item.text, header, packet, peer)
         }
         let messages = try store.db.transaction {
-            try sealed.map { contactID, text, header, packet -> Message in
+            try sealed.map { contactID, text, header, packet, peer -> Message in
                 let t = header.createdMs
                 guard let m = try store.insertMessage(conversation: contactID, messageID: header.messageID.bytes,
                                                       direction: .outgoing, status: .pending, text: text,
@@ -34,6 +34,7 @@ extension DeliveryEngine {
                 }
                 try store.enqueue(.message, packetID: header.messageID, contactID: contactID, packet: packet,
                                   now: t, expiresAt: header.expiresAtMs)
+                try sealOwnCarried(Array(text.utf8), messageID: header.messageID, createdMs: t, to: peer, store, keys)
                 return m
             }
         }

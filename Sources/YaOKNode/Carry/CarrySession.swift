@@ -1,0 +1,50 @@
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// One link's meeting (docs/PROTOCOL.md §12): its reconciliation, what was offered and
+/// asked for either way, the hand-overs awaiting an answer, and the byte budget. Kept by
+/// the engine (`CarryState.sessions`) beside the link's own state, dropped when it closes.
+struct CarrySession {
+    /// Who handed packets over on this link, for the store's quota (§10.9): random per link,
+    /// never an identity.
+    let depositor = CarryDepositor.random()
+    /// Whether this node takes and hands on others' packets on this link (the mode, and for
+    /// `contactsOnly` whether the peer is a contact). When false it still reconciles (as an
+    /// empty store) and takes the packets that are its own.
+    let carries: Bool
+    var reconciler: Reconciler?
+    /// Identities offered to the peer (never offered twice), and those the peer took,
+    /// refused, or handed us (never offered or handed back to it on this link).
+    var offered: Set<[UInt8]> = []
+    var settled: Set<[UInt8]> = []
+    /// Identities we asked the peer for and have not received yet.
+    var asked: Set<[UInt8]> = []
+    /// Packets the peer asked for, in the order asked, not yet handed over.
+    var queue: [[UInt8]] = []
+    /// Copies handed over and not answered yet: what we keep if the peer takes it, and its
+    /// size (the flow window).
+    var awaiting: [[UInt8]: (kept: CarriedPacket?, size: Int)] = [:]
+    var awaitingBytes = 0
+    /// Bytes of carried packets sent on this link (the per-encounter budget).
+    var bytesHanded = 0
+    /// Claims already sent on this link (each purge claim once per link).
+    var purgesSent = 0
+    /// Something happened on this link since the last `carryActivity` event, and when the
+    /// last one went out (at most one per link per minute).
+    var activity = false
+    var lastActivityEvent: Int64 = .min
+
+    init(carries: Bool) { self.carries = carries }
+}
+
+extension CarrySession {
+    /// Carried packet bytes one meeting hands over at most: §11's encounter budget (a
+    /// second or two of a Bluetooth LE link of a few hundred KB/s), oldest expiry first.
+    static let encounterBytes = 256 * 1024
+    /// Carried packet bytes handed over and not answered yet: well below the receiver's
+    /// queue for one link and a LAN write queue (256 KiB), so a burst never trips either.
+    static let windowBytes = 64 * 1024
+    /// Purge records sent per meeting, each of at most 255 claims.
+    static let purgeRecordsPerMeeting = 4
+}

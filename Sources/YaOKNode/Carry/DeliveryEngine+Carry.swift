@@ -1,0 +1,326 @@
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// Meetings (docs/PROTOCOL.md §12): when a link opens, the two nodes reconcile their carry
+/// stores (§11), offer what the other lacks, hand over what is asked for (binary
+/// spray-and-wait, §10.5) and spread purge claims. The link hooks are two calls:
+/// `carryLinkOpened` when a handshake completes and `receiveCarry` for the carry payloads.
+extension DeliveryEngine {
+    /// Starts the meeting on a link whose handshake just completed: nothing when carrying is
+    /// off. The initiator sends the first reconciliation message.
+    mutating func carryLinkOpened(_ linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard carry.mode != .off, let link = links[linkID], link.isOpen else { return }
+        try sweepCarryIfDue(store)
+        let carries = carry.mode == .anyone || link.link.peerIsContact == true
+        var session = CarrySession(carries: carries)
+        // Not carrying on this link: reconcile as an empty store (the peer learns nothing of
+        // ours, and can still offer us our own mail).
+        let keysHeld = carries ? try store.carriedKeys(nowMs: now, limit: carry.limits.maxPackets + 1) : []
+        let items = try keysHeld.map {
+            try ReconciliationItem(expiry: UInt64($0.expiresAtMs / CarriedPacket.hourMs), id: $0.id,
+                                   idLength: CarryLinkMessage.identityLength)
+        }
+        var reconciler = try Reconciler(store: try ReconciliationSet(items, idLength: CarryLinkMessage.identityLength),
+                                        role: link.link.role,
+                                        parameters: try .standard(idLength: CarryLinkMessage.identityLength),
+                                        hash: ReconciliationBLAKE2b())
+        let first = link.link.role == .initiator ? try reconciler.initiate() : nil
+        session.reconciler = reconciler
+        carry.sessions[linkID] = session
+        if case .send(let bytes)? = first { try sendOnLink(.carry(.reconcile(bytes)), on: linkID) }
+    }
+
+    /// The link closed: its meeting ends; the app hears of it if anything happened.
+    mutating func carryLinkClosed(_ linkID: UInt64, _ store: Store) {
+        guard let session = carry.sessions.removeValue(forKey: linkID), session.activity else { return }
+        emitCarryActivity(store)
+    }
+
+    /// One carry payload from a link. Ignored when carrying is off (no meeting). A message
+    /// that does not fit the meeting (a packet not asked for, an answer for nothing) is
+    /// refused or ignored; only storage failures propagate.
+    mutating func receiveCarry(_ message: CarryLinkMessage, on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard carry.sessions[linkID] != nil else { return }
+        switch message {
+        case .reconcile(let bytes): try receiveReconcile(bytes, on: linkID, store, keys)
+        case .offer(let entries): try receiveOffer(entries, on: linkID, store, keys)
+        case .request(let ids):
+            let offered = carry.sessions[linkID]?.offered ?? []
+            carry.sessions[linkID]?.queue += ids.filter { offered.contains($0) }
+            try handOverQueued(on: linkID, store)
+        case .carried(let packet): try receiveCarried(packet, on: linkID, store, keys)
+        case .taken(let ids): try receiveAnswer(ids, taken: true, on: linkID, store)
+        case .refused(let ids): try receiveAnswer(ids, taken: false, on: linkID, store)
+        case .purge(let record): try receivePurge(record, on: linkID, store)
+        }
+        noteCarryActivity(on: linkID, store)
+    }
+
+    // MARK: - Reconciliation
+
+    private mutating func receiveReconcile(_ bytes: [UInt8], on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard var session = carry.sessions[linkID], var reconciler = session.reconciler, !reconciler.isFinished else { return }
+        let step: Reconciler.Step
+        do {
+            step = try reconciler.receive(bytes)
+        } catch let error as YaOKError {
+            // A message the reconciler refuses ends the exchange (§11), not the link.
+            session.reconciler = nil
+            carry.sessions[linkID] = session
+            throw error
+        }
+        var out: [[UInt8]] = []
+        if reconciler.role == .initiator {
+            while let list = reconciler.takeHaveWant() { out.append(list) }
+        }
+        var over = reconciler.isFinished
+        switch step {
+        case .send(let b): out.append(b)
+        case .finish(let b): out.append(b); over = true
+        case .finished, .budgetExhausted: over = true
+        case .idle: break
+        }
+        session.reconciler = reconciler
+        carry.sessions[linkID] = session
+        for b in out { try sendOnLink(.carry(.reconcile(b)), on: linkID) }
+        try offer(reconciler.have, on: linkID, store)
+        if over { try sendRememberedClaims(on: linkID, store) }
+    }
+
+    // MARK: - Offers and requests
+
+    /// Offers the packets in `ids` that this side holds and has not offered on this link,
+    /// oldest expiry first, in offers of at most 255.
+    mutating func offer(_ ids: [[UInt8]], on linkID: UInt64, _ store: Store) throws {
+        guard let session = carry.sessions[linkID], session.carries else { return }
+        let peer = links[linkID]?.contactID
+        var fresh: [CarriedPacket] = []
+        for id in ids where !session.offered.contains(id) && !session.settled.contains(id) {
+            // Our own copy of a message to this very peer: the message goes over the link
+            // itself (routed, §6); its copy is for the strangers who may meet them first.
+            if let peer, try store.ownCarriedRecipient(packetID: id) == peer { continue }
+            if let packet = try store.carriedPacket(id), packet.expiresAtMs > now { fresh.append(packet) }
+        }
+        guard !fresh.isEmpty else { return }
+        fresh.sort { a, b in
+            a.expiresAtMs != b.expiresAtMs ? a.expiresAtMs < b.expiresAtMs : a.identity.lexicographicallyPrecedes(b.identity)
+        }
+        let entries = fresh.map {
+            // A packet that may travel no further hop can still go to its recipient: shown as
+            // waiting (budget 1).
+            CarryOffer(identity: $0.identity, routingTag: $0.routingTag, copyBudget: $0.hopLimit == 0 ? 1 : $0.copyBudget)
+        }
+        carry.sessions[linkID]?.offered.formUnion(entries.map(\.identity))
+        for start in stride(from: 0, to: entries.count, by: CarryLinkMessage.maxEntries) {
+            let chunk = Array(entries[start..<min(start + CarryLinkMessage.maxEntries, entries.count)])
+            try sendOnLink(.carry(.offer(chunk)), on: linkID)
+        }
+    }
+
+    /// Offers a packet that just entered the store (an own message or ack) on every meeting
+    /// in progress: they reconciled before it existed.
+    mutating func offerEverywhere(_ id: [UInt8], _ store: Store) throws {
+        for linkID in carry.sessions.keys.sorted() { try offer([id], on: linkID, store) }
+    }
+
+    /// Asks for what is offered that is ours (its tag is one our contacts send us under:
+    /// only this node can tell, and it never shows its tags), and, when this link carries,
+    /// what may still spread (budget ≥ 2) and is not held. A wait-phase packet (budget 1) is
+    /// asked for only when it is ours.
+    private mutating func receiveOffer(_ entries: [CarryOffer], on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard let session = carry.sessions[linkID] else { return }
+        let tags = try carriedTags(store, keys)
+        var wanted: [[UInt8]] = []
+        for e in entries where !session.asked.contains(e.identity) && !session.settled.contains(e.identity) {
+            let ours = tags?.sender(tag: e.routingTag) != nil
+            let spread = session.carries && e.copyBudget >= 2
+            guard ours || spread, try store.carriedEntry(e.identity) == nil else { continue }
+            wanted.append(e.identity)
+        }
+        guard !wanted.isEmpty else { return }
+        carry.sessions[linkID]?.asked.formUnion(wanted)
+        try sendOnLink(.carry(.request(wanted)), on: linkID)
+    }
+
+    // MARK: - Hand-over
+
+    /// Hands over what the peer asked for, in the order asked, while the window and the
+    /// meeting's byte budget allow: a packet with budget b ≥ 2 (and hop limit left) goes
+    /// with ⌊b/2⌋ and this side keeps the rest once it is taken; one in the wait phase goes
+    /// with budget 1 and this side keeps its own (the requester says it is its recipient).
+    mutating func handOverQueued(on linkID: UInt64, _ store: Store) throws {
+        guard var session = carry.sessions[linkID] else { return }
+        defer { carry.sessions[linkID] = session }
+        var rng = SystemRandomNumberGenerator()
+        while !session.queue.isEmpty, session.awaitingBytes < CarrySession.windowBytes,
+              session.bytesHanded < CarrySession.encounterBytes {
+            let id = session.queue.removeFirst()
+            guard !session.settled.contains(id), session.awaiting[id] == nil,
+                  let packet = try store.carriedPacket(id), packet.expiresAtMs > now else { continue }
+            let given: CarriedPacket
+            let kept: CarriedPacket?
+            if let split = packet.handOver(using: &rng) {
+                (kept, given) = (split.kept, split.given)
+            } else {
+                kept = nil
+                given = try CarriedPacket(hopLimit: packet.hopLimit > 0 ? packet.hopLimit - 1 : 0, copyBudget: 1,
+                                          expiryHour: packet.expiryHour, routingTag: packet.routingTag,
+                                          claimHash: packet.claimHash, payload: packet.payload)
+            }
+            let size = CarriedPacket.headerLength + given.payload.count
+            guard size <= LinkPayload.maxCarriedPacketLength else { continue }
+            try sendOnLink(.carry(.carried(given)), on: linkID)
+            session.awaiting[id] = (kept, size)
+            session.awaitingBytes += size
+            session.bytesHanded += size
+        }
+    }
+
+    /// The peer's answer to packets handed over: taken (keep the rest of the budget) or
+    /// refused (keep it all). Either way they are not offered on this link again.
+    private mutating func receiveAnswer(_ ids: [[UInt8]], taken: Bool, on linkID: UInt64, _ store: Store) throws {
+        guard var session = carry.sessions[linkID] else { return }
+        for id in ids {
+            session.settled.insert(id)
+            guard let (kept, size) = session.awaiting.removeValue(forKey: id) else { continue }
+            session.awaitingBytes -= size
+            guard taken else { continue }
+            if let kept { try store.updateCarried(id, copyBudget: kept.copyBudget, hopLimit: kept.hopLimit) }
+            carry.counters.packetsHandedOn += 1
+            session.activity = true
+        }
+        carry.sessions[linkID] = session
+        try handOverQueued(on: linkID, store)
+    }
+
+    /// A packet handed to us. Only what we asked for is taken. Ours (unlocked): opened and
+    /// delivered, never stored. Else, when this link carries, taken into the store (§10.9;
+    /// a locked node recognises its mail after unlock). Answered taken or refused.
+    private mutating func receiveCarried(_ packet: CarriedPacket, on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard var session = carry.sessions[linkID] else { return }
+        let id = packet.identity
+        let wasAsked = session.asked.remove(id) != nil
+        session.settled.insert(id)
+        carry.sessions[linkID] = session
+        guard wasAsked else { return try answer(id, taken: false, on: linkID) }
+        let t = now
+        if (try? packet.checkTime(nowMs: t)) == nil { return try answer(id, taken: false, on: linkID) }
+        if let keys, let contact = try carriedTags(store, keys)?.sender(of: packet) {
+            if try store.isPurged(claimHash: packet.claimHash, nowMs: t) { return try answer(id, taken: true, on: linkID) }
+            let opened = try openOwnCarried(packet, from: contact, store, keys)
+            carry.counters.packetsTaken += opened ? 1 : 0
+            return try answer(id, taken: opened, on: linkID)
+        }
+        guard session.carries else { return try answer(id, taken: false, on: linkID) }
+        let result: CarryTake
+        do {
+            result = try store.takeCarried(packet.encode(), from: session.depositor, nowMs: t, policy: carry.policy)
+        } catch let error as YaOKError where error.code != .storage && error.code != .diskFull {
+            carry.counters.packetsRefused += 1
+            return try answer(id, taken: false, on: linkID)
+        }
+        switch result {
+        case .taken:
+            carry.counters.packetsTaken += 1
+            carry.sessions[linkID]?.activity = true
+            try answer(id, taken: true, on: linkID)
+        case .duplicate, .purged:
+            try answer(id, taken: true, on: linkID)
+        case .overQuota, .full:
+            carry.counters.packetsRefused += 1
+            carry.sessions[linkID]?.activity = true
+            try answer(id, taken: false, on: linkID)
+        }
+    }
+
+    private mutating func answer(_ id: [UInt8], taken: Bool, on linkID: UInt64) throws {
+        try sendOnLink(.carry(taken ? .taken([id]) : .refused([id])), on: linkID)
+    }
+
+    // MARK: - Purge
+
+    /// A purge record from the peer: every claim is checked against the packets it names
+    /// (§10.6) and remembered (§10.9).
+    private mutating func receivePurge(_ record: PurgeRecord, on linkID: UInt64, _ store: Store) throws {
+        let purged = try store.purgeCarried(record, nowMs: now, policy: carry.policy)
+        carry.counters.packetsPurged += purged.count
+        if !purged.isEmpty { carry.sessions[linkID]?.activity = true }
+    }
+
+    /// After reconciliation: the claims this node remembers, latest expiry first (the ones
+    /// most likely still to stop copies), in at most `purgeRecordsPerMeeting` records.
+    private mutating func sendRememberedClaims(on linkID: UInt64, _ store: Store) throws {
+        guard carry.sessions[linkID]?.purgesSent == 0 else { return }
+        let limit = CarrySession.purgeRecordsPerMeeting * PurgeRecord.maxClaims
+        let claims = try store.rememberedPurgeClaims(nowMs: now, limit: limit).map(\.claim)
+        carry.sessions[linkID]?.purgesSent = max(1, claims.count)
+        try sendClaims(claims, on: linkID)
+    }
+
+    private mutating func sendClaims(_ claims: [[UInt8]], on linkID: UInt64) throws {
+        for start in stride(from: 0, to: claims.count, by: PurgeRecord.maxClaims) {
+            let record = try PurgeRecord(claims: Array(claims[start..<min(start + PurgeRecord.maxClaims, claims.count)]))
+            try sendOnLink(.carry(.purge(record)), on: linkID)
+        }
+    }
+
+    /// Publishes claims this node made or opened (§10.6, §10.7): purges its own copies,
+    /// remembers them, and tells every meeting in progress at once (the ones that start
+    /// later get them with the remembered claims).
+    mutating func publishClaims(_ claims: [[UInt8]], _ store: Store) throws {
+        guard !claims.isEmpty else { return }
+        let record = try PurgeRecord(claims: claims)
+        carry.counters.packetsPurged += try store.purgeCarried(record, nowMs: now, policy: carry.policy).count
+        for linkID in carry.sessions.keys.sorted() { try sendClaims(record.claims, on: linkID) }
+    }
+
+    // MARK: - Tags, sweep, activity
+
+    /// The carried tags our contacts send us under (unlocked only), advanced to today.
+    mutating func carriedTags(_ store: Store, _ keys: UnlockedKeys?) throws -> CarriedTagTable<Int64>? {
+        guard keys != nil, let directory = try directory(store, keys) else { return nil }
+        let t = now
+        var tags = carry.tags ?? CarriedTagTable(routes: directory.byContact.mapValues(\.route), nowMs: t)
+        tags.advance(nowMs: t)
+        carry.tags = tags
+        return tags
+    }
+
+    /// Expired packets, claims, quota rows and own-copy records, at most hourly (the timer's
+    /// sweep and the first meeting after opening).
+    mutating func sweepCarryIfDue(_ store: Store) throws {
+        let t = now
+        guard carry.lastSweep == .min || t - carry.lastSweep >= 3_600_000 || t < carry.lastSweep else { return }
+        carry.lastSweep = t
+        _ = try store.sweepCarried(nowMs: t)
+        try store.forgetExpiredOwnCarried(nowMs: t)
+    }
+
+    /// A `carryActivity` event for a link where something happened, at most once a minute
+    /// per link (the rest is told at the next one, or when the link closes).
+    private mutating func noteCarryActivity(on linkID: UInt64, _ store: Store) {
+        guard let session = carry.sessions[linkID], session.activity,
+              session.lastActivityEvent == .min || now - session.lastActivityEvent >= 60_000 else { return }
+        let t = now
+        carry.sessions[linkID]?.activity = false
+        carry.sessions[linkID]?.lastActivityEvent = t
+        emitCarryActivity(store)
+    }
+
+    mutating func emitCarryActivity(_ store: Store) {
+        guard let statistics = try? carryStatistics(store) else { return }
+        effects.events.append(.carryActivity(statistics))
+    }
+
+    func carryStatistics(_ store: Store) throws -> CarryStatistics {
+        var s = carry.counters
+        s.mode = carry.mode
+        s.limits = carry.limits
+        let usage = try store.carryUsage()
+        s.packetsHeld = usage.packets
+        s.bytesHeld = usage.bytes
+        return s
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
+
+/// Carrying between real nodes (docs/PROTOCOL.md §12): Alice → Bob (a stranger to both) →
+/// Carol, Alice and Carol never linked.
+@Suite(.serialized) struct CarryMeetingTests {
+    /// The whole round: Carol gets the message once through Bob, the carried ack comes back
+    /// through Bob, Alice's message becomes delivered, and Bob holds nothing afterwards.
+    /// `lockBob`: Bob is locked throughout; `reopenBob`: Bob restarts between the links.
+    func chain(lockBob: Bool = false, reopenBob: Bool = false) throws {
+        let m = try Meeting(["Alice", "Bob", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
+        if lockBob { try m["Bob"].lock() }
+        let sent = try m["Alice"].send(to: carolAtAlice, text: "Across the shutdown")
+        #expect(m["Alice"].carriedBudgets == [8])
+
+        try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 && m["Alice"].carriedBudgets == [4] }
+        #expect(m["Bob"].carriedBudgets == [4])
+        #expect(m["Alice"].carriedBudgets == [4])
+        if reopenBob {
+            try m.reopen("Bob")
+            if lockBob { try m["Bob"].lock() }
+        }
+
+        try m.meet("Bob", "Carol") { m["Carol"].incoming(aliceAtCarol).count == 1 && m["Bob"].carriedBudgets == [4] }
+        #expect(m["Carol"].incoming(aliceAtCarol) == ["Across the shutdown"])
+        // Bob's copy of the message was purged by Carol's claim; he carries her ack now.
+        #expect(m["Bob"].carriedBudgets == [4])
+        #expect(try m["Alice"].status(of: sent.messageID) != .delivered)
+
+        try m.meet("Bob", "Alice") {
+            (try? m["Alice"].status(of: sent.messageID)) == .delivered && m["Bob"].carriedCount == 0
+        }
+        #expect(try m["Alice"].status(of: sent.messageID) == .delivered)
+        #expect(m["Bob"].carriedCount == 0)
+        #expect(m["Alice"].carriedCount == 0)
+        #expect(m["Carol"].incoming(aliceAtCarol).count == 1)
+        let alice = try m["Alice"].carryStatistics()
+        #expect(alice.acksThroughCarriers == 1)
+        #expect(try m["Carol"].carryStatistics().messagesDeliveredThroughCarriers == 1)
+        if !reopenBob { #expect(try m["Bob"].carryStatistics().packetsHandedOn >= 2) }
+    }
+
+    @Test func aMessageCrossesAStrangerAndItsAckComesBack() throws { try chain() }
+
+    @Test func aLockedStrangerCarries() throws { try chain(lockBob: true) }
+
+    @Test func aStrangerRestartedBetweenLinksStillHandsItOn() throws { try chain(reopenBob: true) }
+
+    @Test func aLockedRecipientFindsItsMailAfterUnlock() throws {
+        let m = try Meeting(["Alice", "Bob", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
+        _ = try m["Alice"].send(to: carolAtAlice, text: "Wait for me")
+        try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 }
+        try m["Carol"].lock()
+        // Locked, Carol cannot tell her mail: she takes it as a carrier would (budget ≥ 2).
+        try m.meet("Bob", "Carol") { m["Carol"].carriedCount == 1 }
+        try m["Carol"].unlock(pin: testPIN)
+        #expect(eventually { m["Carol"].incoming(aliceAtCarol) == ["Wait for me"] })
+        #expect(eventually { m["Carol"].carriedBudgets == [8] })  // only her ack is left
+    }
+
+    @Test func modeOffCarriesNothing() throws {
+        let m = try Meeting(["Alice", "Bob"])
+        defer { m.finish() }
+        let (bobAtAlice, aliceAtBob) = try m.befriend("Alice", "Bob")
+        try m["Bob"].setCarry(mode: .off)
+        _ = try m["Alice"].send(to: bobAtAlice, text: "Not for carrying")
+        // Bob is Alice's contact here, so the message itself goes over the link: wait for it.
+        try m.meet("Alice", "Bob") { m["Bob"].incoming(aliceAtBob).count == 1 }
+        #expect(m["Bob"].carriedCount == 0)
+        try m["Alice"].setCarry(mode: .off)
+        #expect(m["Alice"].carriedCount == 0)
+        _ = try m["Alice"].send(to: bobAtAlice, text: "No copy")
+        #expect(m["Alice"].carriedCount == 0)
+    }
+
+    @Test func modeContactsCarriesOnlyForContacts() throws {
+        let m = try Meeting(["Alice", "Bob", "Carol", "Dave"])
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        try m.befriend("Alice", "Dave")
+        try m["Bob"].setCarry(mode: .contactsOnly)
+        try m["Dave"].setCarry(mode: .contactsOnly)
+        _ = try m["Alice"].send(to: carolAtAlice, text: "Only friends carry")
+        // Bob is a stranger to Alice: in contacts mode he takes nothing from her.
+        try m.meet("Alice", "Bob") 
+        #expect(m["Bob"].carriedCount == 0)
+        #expect(m["Alice"].carriedBudgets == [8])
+        // Dave is Alice's contact: he carries.
+        try m.meet("Alice", "Dave") { m["Dave"].carriedCount == 1 }
+        #expect(m["Dave"].carriedBudgets == [4])
+    }
+
+    @Test func budgetsHalveAndWaitPhaseCopiesGoOnlyToTheirRecipient() throws {
+        let m = try Meeting(["Alice", "B1", "B2", "B3", "B4", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
+        _ = try m["Alice"].send(to: carolAtAlice, text: "Spray and wait")
+        try m.meet("Alice", "B1") { m["B1"].carriedBudgets == [4] && m["Alice"].carriedBudgets == [4] }
+        try m.meet("B1", "B2") { m["B2"].carriedBudgets == [2] && m["B1"].carriedBudgets == [2] }
+        try m.meet("B1", "B3") { m["B3"].carriedBudgets == [1] && m["B1"].carriedBudgets == [1] }
+        #expect(m["B1"].carriedBudgets == [1])
+        #expect(m["B3"].carriedBudgets == [1])
+        // B1 is in the wait phase: a stranger does not get it …
+        try m.meet("B1", "B4") 
+        #expect(m["B4"].carriedCount == 0)
+        #expect(m["B1"].carriedBudgets == [1])
+        // … its recipient, who asks for it, does.
+        try m.meet("B1", "Carol") { m["Carol"].incoming(aliceAtCarol).count == 1 }
+        #expect(m["Carol"].incoming(aliceAtCarol) == ["Spray and wait"])
+    }
+
+    @Test func aMessageArrivingDirectlyAndCarriedIsDeliveredOnce() throws {
+        let m = try Meeting(["Alice", "Bob", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
+        let events = EventRecorder()
+        events.attach(to: m["Carol"])
+        let sent = try m["Alice"].send(to: carolAtAlice, text: "Twice over")
+        try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 }
+        // Directly: the routed message and Alice's carried copy both reach Carol.
+        try m.meet("Alice", "Carol") { (try? m["Alice"].status(of: sent.messageID)) == .delivered }
+        #expect(m["Carol"].incoming(aliceAtCarol) == ["Twice over"])
+        // Then Bob's copy: refused as purged (Carol remembers the claim), and Bob's purged.
+        try m.meet("Bob", "Carol") { m["Bob"].carriedCount == 0 }
+        #expect(m["Bob"].carriedCount == 0)
+        #expect(m["Carol"].incoming(aliceAtCarol) == ["Twice over"])
+        m.settle("Carol")
+        let received = events.all.filter { if case .messageReceived = $0 { return true } else { return false } }
+        #expect(received.count == 1)
+    }
+
+    @Test func carryActivityIsReported() throws {
+        let m = try Meeting(["Alice", "Bob"])
+        defer { m.finish() }
+        let events = EventRecorder()
+        events.attach(to: m["Bob"])
+        let carolCard = try Identity(name: "Carol").card.text
+        let carol = try m["Alice"].addContact(card: carolCard).id
+        _ = try m["Alice"].send(to: carol, text: "Hello")
+        try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 }
+        let activity = events.wait { if case .carryActivity(let s) = $0 { return s.packetsTaken == 1 } else { return false } }
+        #expect(activity != nil)
+        #expect(try m["Bob"].carryStatistics().packetsHeld == 1)
+    }
+}
+
+extension CarryMeetingTests {
+    /// The other order: the carried copy first (through Bob), then the routed message over a
+    /// direct link: one message, one event.
+    @Test func aMessageCarriedThenArrivingDirectlyIsDeliveredOnce() throws {
+        let m = try Meeting(["Alice", "Bob", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
+        let events = EventRecorder()
+        events.attach(to: m["Carol"])
+        let sent = try m["Alice"].send(to: carolAtAlice, text: "Carried, then direct")
+        try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 }
+        try m.meet("Bob", "Carol") { m["Carol"].incoming(aliceAtCarol).count == 1 }
+        #expect(try m["Alice"].status(of: sent.messageID) == .pending)
+        // Alice's routed message is still in her outbox: it goes over the direct link too.
+        try m.meet("Alice", "Carol") { (try? m["Alice"].status(of: sent.messageID)) == .delivered }
+        #expect(try m["Alice"].status(of: sent.messageID) == .delivered)
+        #expect(m["Carol"].incoming(aliceAtCarol) == ["Carried, then direct"])
+        m.settle("Carol")
+        let received = events.all.filter { if case .messageReceived = $0 { return true } else { return false } }
+        #expect(received.count == 1)
+    }
+}
