@@ -29,6 +29,9 @@ import YaOKWire
 //  7. The contact probe and proof bodies of anonymous links (PROTOCOL.md §5.9: what any peer
 //     sends once a link is up), with the invariants that an accepted probe is the input, 1024
 //     bytes with exactly 4096 bits set, and an accepted proof is the input's 32 bytes.
+//  8. The meeting's link payload bodies (PROTOCOL.md §12.2: reconcile, offer, request,
+//     carried, taken, purge, refused), the input as the body of each kind and, from its first
+//     byte, as kind || body: anything accepted re-encodes to exactly the body.
 // A violated invariant calls fatalError, which libFuzzer reports as a crash.
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -48,6 +51,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     checkMgmt(bytes[...])
     checkReconciliation(bytes)
     checkContactBodies(bytes[...])
+    checkCarryLinkMessages(bytes[...])
     return 0
 }
 
@@ -249,6 +253,17 @@ private func checkContactBodies(_ bytes: ArraySlice<UInt8>) {
             guard proof.mac == Array(body), proof.mac.count == ContactProofBody.length else {
                 fatalError("ContactProofBody accepted a body that is not its 32 bytes")
             }
+        }
+    }
+}
+
+private func checkCarryLinkMessages(_ bytes: ArraySlice<UInt8>) {
+    var cases: [(CarryLinkMessage.Kind, ArraySlice<UInt8>)] = CarryLinkMessage.Kind.allCases.map { ($0, bytes) }
+    if let first = bytes.first, let kind = CarryLinkMessage.Kind(rawValue: first) { cases.append((kind, bytes.dropFirst())) }
+    for (kind, body) in cases {
+        guard let message = try? CarryLinkMessage.decode(kind: kind, body: body) else { continue }
+        guard message.kind == kind, (try? message.encodeBody()) == Array(body) else {
+            fatalError("CarryLinkMessage accepted a \(kind) body that does not re-encode to itself")
         }
     }
 }

@@ -20,8 +20,10 @@ struct CarrySession {
     var settled: Set<[UInt8]> = []
     /// Identities we asked the peer for and have not received yet.
     var asked: Set<[UInt8]> = []
-    /// Packets the peer asked for, in the order asked, not yet handed over.
+    /// Packets the peer asked for, in the order asked, not yet handed over (and every one
+    /// ever queued, so each is queued once).
     var queue: [[UInt8]] = []
+    var queued: Set<[UInt8]> = []
     /// Copies handed over and not answered yet: what we keep if the peer takes it, and its
     /// size (the flow window).
     var awaiting: [[UInt8]: (kept: CarriedPacket?, size: Int)] = [:]
@@ -45,6 +47,9 @@ extension CarrySession {
     /// Carried packet bytes handed over and not answered yet: well below the receiver's
     /// queue for one link and a LAN write queue (256 KiB), so a burst never trips either.
     static let windowBytes = 64 * 1024
+    /// Packets asked for and not received yet, at most: a peer offering without end is
+    /// asked for no more than a store's worth.
+    static let maxAsked = 2_048
     /// Purge records sent per meeting, each of at most 255 claims.
     static let purgeRecordsPerMeeting = 4
 }

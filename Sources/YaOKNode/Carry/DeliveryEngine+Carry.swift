@@ -47,8 +47,11 @@ extension DeliveryEngine {
         case .reconcile(let bytes): try receiveReconcile(bytes, on: linkID, store, keys)
         case .offer(let entries): try receiveOffer(entries, on: linkID, store, keys)
         case .request(let ids):
-            let offered = carry.sessions[linkID]?.offered ?? []
-            carry.sessions[linkID]?.queue += ids.filter { offered.contains($0) }
+            // Only what was offered, each once: a peer cannot grow the queue by asking again.
+            if var session = carry.sessions[linkID] {
+                for id in ids where session.offered.contains(id) && session.queued.insert(id).inserted { session.queue.append(id) }
+                carry.sessions[linkID] = session
+            }
             try handOverQueued(on: linkID, store)
         case .carried(let packet): try receiveCarried(packet, on: linkID, store, keys)
         case .taken(let ids): try receiveAnswer(ids, taken: true, on: linkID, store)
@@ -134,6 +137,8 @@ extension DeliveryEngine {
         let tags = try carriedTags(store, keys)
         var wanted: [[UInt8]] = []
         for e in entries where !session.asked.contains(e.identity) && !session.settled.contains(e.identity) {
+            // A peer that offers without end gets asked for a bounded number at a time.
+            guard session.asked.count + wanted.count < CarrySession.maxAsked else { break }
             let ours = tags?.sender(tag: e.routingTag) != nil
             let spread = session.carries && e.copyBudget >= 2
             guard ours || spread, try store.carriedEntry(e.identity) == nil else { continue }
@@ -182,7 +187,8 @@ extension DeliveryEngine {
     /// refused (keep it all). Either way they are not offered on this link again.
     private mutating func receiveAnswer(_ ids: [[UInt8]], taken: Bool, on linkID: UInt64, _ store: Store) throws {
         guard var session = carry.sessions[linkID] else { return }
-        for id in ids {
+        // Only ids offered on this link are remembered, so a peer cannot grow the set.
+        for id in ids where session.offered.contains(id) {
             session.settled.insert(id)
             guard let (kept, size) = session.awaiting.removeValue(forKey: id) else { continue }
             session.awaitingBytes -= size
@@ -202,7 +208,8 @@ extension DeliveryEngine {
         guard var session = carry.sessions[linkID] else { return }
         let id = packet.identity
         let wasAsked = session.asked.remove(id) != nil
-        session.settled.insert(id)
+        // Never offered back to the peer it came from (only asked-for ids: bounded).
+        if wasAsked { session.settled.insert(id) }
         carry.sessions[linkID] = session
         guard wasAsked else { return try answer(id, taken: false, on: linkID) }
         let t = now

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
+
+/// The meeting's link payloads (docs/PROTOCOL.md §12.2): strict decoders, and a hostile peer
+/// that keeps the link up but gets nothing stored.
+@Suite struct CarryLinkMessageTests {
+    static let id1 = [UInt8](repeating: 1, count: 16)
+    static let id2 = [UInt8](repeating: 2, count: 16)
+
+    func decode(_ plaintext: [UInt8]) throws -> LinkPayload { try LinkPayload.decode(plaintext) }
+
+    @Test func everyKindRoundTrips() throws {
+        let bench = try CarryBench()
+        defer { bench.finish() }
+        let packet = try bench.packet()
+        let messages: [CarryLinkMessage] = [
+            .reconcile([0x01, 0x01, 0x00]),
+            .offer([CarryOffer(identity: Self.id1, routingTag: RoutingTag(value: 7), copyBudget: 8),
+                    CarryOffer(identity: Self.id2, routingTag: RoutingTag(value: 9), copyBudget: 1)]),
+            .request([Self.id2, Self.id1]),
+            .carried(packet),
+            .taken([Self.id1]),
+            .purge(try PurgeRecord(claims: [Self.id1, Self.id2])),
+            .refused([Self.id1, Self.id2]),
+        ]
+        for message in messages {
+            let plaintext = try LinkPayload.carry(message).encode()
+            #expect(plaintext[0] == message.kind.rawValue)
+            #expect(try decode(plaintext) == .carry(message))
+        }
+    }
+
+    /// Vectors for the bodies (§12.2), read back by the decoder.
+    @Test func bodiesAreAsSpecified() throws {
+        let offer = try LinkPayload.carry(.offer([CarryOffer(identity: Self.id1, routingTag: RoutingTag(value: 0x0102030405060708),
+                                                             copyBudget: 4)])).encode()
+        #expect(Hex.encode(offer) == "0701" + String(repeating: "01", count: 16) + "0102030405060708" + "04")
+        let taken = try LinkPayload.carry(.taken([Self.id2])).encode()
+        #expect(Hex.encode(taken) == "0a01" + String(repeating: "02", count: 16))
+    }
+
+    @Test func hostileBodiesAreRefused() throws {
+        let id = Self.id1
+        let entry = id + [0, 0, 0, 0, 0, 0, 0, 1] + [8]
+        let bad: [[UInt8]] = [
+            [0x06],                                                // empty reconciliation message
+            [0x06] + [UInt8](repeating: 1, count: 16 * 1024 + 1),  // over the message limit
+            [0x07], [0x07, 0x00],                                  // offer: no count, count 0
+            [0x07, 0x01] + entry.dropLast(),                       // entry cut short
+            [0x07, 0x01] + entry + [0],                            // a byte too many
+            [0x07, 0x02] + entry + entry,                          // the same packet twice
+            [0x07, 0x01] + id + [0, 0, 0, 0, 0, 0, 0, 1] + [0],    // budget 0
+            [0x07, 0xff] + entry,                                  // count says 255
+            [0x08], [0x08, 0x00], [0x08, 0x01] + id.dropLast(),    // request
+            [0x08, 0x02] + id + id,                                // request twice
+            [0x09], [0x09, 0x01, 0x06, 0x08],                      // carried: cut short
+            [0x09, 0x01, 0x06, 0x08, 0x00] + [UInt8](repeating: 0, count: 30),  // budget 0
+            [0x09, 0x01, 0x01] + [UInt8](repeating: 0, count: 40), // a routed packet, not carried
+            [0x0A], [0x0A, 0x01], [0x0A, 0x01] + id + [0],         // taken
+            [0x0A, 0x02] + id + id,
+            [0x0B], [0x0B, 0x01, 0x07, 0x00],                      // purge: no claim
+            [0x0B, 0x01, 0x07, 0x02] + Self.id2 + Self.id1,        // claims not ascending
+            [0x0C], [0x0C, 0x00], [0x0C, 0x01] + id + id,          // refused
+        ]
+        for plaintext in bad {
+            #expect(throws: YaOKError(.malformedPacket)) { try decode(plaintext) }
+        }
+    }
+
+    /// Builds refuse what the receiver would refuse, so no counter is spent on it.
+    @Test func unencodableMessagesAreRefused() {
+        #expect(throws: YaOKError(.invalidArgument)) { try LinkPayload.carry(.request([])).encode() }
+        #expect(throws: YaOKError(.invalidArgument)) { try LinkPayload.carry(.taken([Self.id1, Self.id1])).encode() }
+        #expect(throws: YaOKError(.invalidArgument)) { try LinkPayload.carry(.reconcile([])).encode() }
+        #expect(throws: YaOKError(.invalidArgument)) {
+            try LinkPayload.carry(.refused((0..<256).map { i in [UInt8](repeating: UInt8(i & 0xff), count: 15) + [UInt8(i >> 8)] })).encode()
+        }
+    }
+
+    /// Mallory, a stranger, links with Bob and sends what an honest peer never would: a
+    /// packet Bob did not ask for, answers for nothing, requests for what was not offered,
+    /// a reconciliation message that is junk, a flood of offers, random claims. The link
+    /// stays up, Bob stores nothing he did not ask for, and his state stays bounded.
+    @Test func aHostilePeerKeepsTheLinkButGetsNothingStored() throws {
+        let m = try Meeting(["Mallory", "Bob"])
+        defer { m.finish() }
+        let bench = try CarryBench()
+        defer { bench.finish() }
+        bench.now = m.clock.now
+        let pipe = try m.link("Mallory", "Bob") { m["Mallory"].carryIdle && m["Bob"].carryIdle }
+        defer { pipe.close() }
+        let mallory = m["Mallory"]
+        try mallory.sendCarry(.carried(try bench.packet()))
+        try mallory.sendCarry(.taken([Self.id1]))
+        try mallory.sendCarry(.refused([Self.id2]))
+        try mallory.sendCarry(.request([Self.id1, Self.id2]))
+        try mallory.sendCarry(.reconcile([0x01, 0x01, 0x05, 0xff]))
+        try mallory.sendCarry(.purge(try PurgeRecord(claims: [Self.id1, Self.id2])))
+        // After all that the link still works: a packet Bob asks for is taken.
+        let honest = try bench.packet()
+        try mallory.sendCarry(.offer([CarryOffer(identity: honest.identity, routingTag: honest.routingTag, copyBudget: 8)]))
+        #expect(eventually { m["Bob"].state.withLock { $0.delivery.carry.sessions.values.contains { $0.asked.contains(honest.identity) } } })
+        try mallory.sendCarry(.carried(honest))
+        #expect(eventually { m["Bob"].carriedCount == 1 })
+        // Offers without end: Bob asks for a bounded number.
+        for round in 0..<12 {
+            let entries = (0..<255).map { i in
+                CarryOffer(identity: Sodium.randomBytes(16), routingTag: RoutingTag(value: UInt64(round * 255 + i)), copyBudget: 8)
+            }
+            try mallory.sendCarry(.offer(entries))
+        }
+        m.settle("Mallory", "Bob")
+        m.settle("Mallory", "Bob")
+        #expect(pipe.initiator.isAuthenticated && pipe.responder.isAuthenticated)
+        #expect(m["Bob"].carriedCount == 1)
+        let asked = m["Bob"].state.withLock { $0.delivery.carry.sessions.values.map(\.asked.count).max() ?? 0 }
+        #expect(asked <= CarrySession.maxAsked)
+        let settled = m["Bob"].state.withLock { $0.delivery.carry.sessions.values.map(\.settled.count).max() ?? 0 }
+        #expect(settled == 1)  // the honest packet only
+    }
+}
