@@ -30,6 +30,9 @@ public final class RealNodeRouter: Router {
 
     public let name: String
     public let links: Links
+    /// Whether the nodes carry for each other (docs/PROTOCOL.md §12): `off` is today's
+    /// direct delivery; `anyone` linked at every encounter is "ours".
+    public let carry: CarryMode
     /// Fragment size of the simulated radio (Bluetooth LE's ATT payload is around 500).
     public var mtu = 512
 
@@ -57,9 +60,10 @@ public final class RealNodeRouter: Router {
     private var counted: [String: Int] = [:]
     private var stalls = 0
 
-    public init(name: String = "direct", links: Links = .contactsWithMail) {
+    public init(name: String = "direct", links: Links = .contactsWithMail, carry: CarryMode = .off) {
         self.name = name
         self.links = links
+        self.carry = carry
     }
 
     public func start(_ run: RunContext) throws {
@@ -80,6 +84,7 @@ public final class RealNodeRouter: Router {
             let node = try Node(dataDirectory: directory + "/node-\(i)", options: options)
             _ = try node.setup(name: "Node \(i)", pin: "246810", confirmation: "246810")
             _ = try node.setAutoLock(.never)
+            try node.setCarry(mode: carry)
             node.setEventHandler { [observed] event in
                 observed.withLock { o in
                     switch event {
@@ -139,6 +144,10 @@ public final class RealNodeRouter: Router {
             for _ in max(counted[hex, default: 0], 1)..<max(copies, 1) { run.recorder.delivered(m, at: run.now) }
         }
         if stalls > 0 { run.recorder.note(run.now, "stalled encounters \(stalls)") }
+        if carry != .off {
+            let handedOn = try nodes.keys.sorted().reduce(0) { $0 + (try node($1).carryStatistics().packetsHandedOn) }
+            run.recorder.carried(handOvers: handedOn, at: run.now)
+        }
     }
 
     /// Every text of a conversation, page by page.
@@ -182,6 +191,9 @@ public final class RealNodeRouter: Router {
         _ = e.transfer(pipe.bytesEachWay.1, from: e.b, now: run.now)
         if links == .contactsWithMail && !done(pair, run: run) && !pipe.exhausted { stalls += 1 }
         collect(around: e, at: max(run.now, e.encounter.start), bytes: pipe.bytes, run: run)
+        if carry != .off {
+            for i in [e.a, e.b] { run.recorder.store(i, packets: (try? node(i).carryStatistics().packetsHeld) ?? 0) }
+        }
     }
 
     /// Whether every outstanding message of the pair has been received and acknowledged.

@@ -58,6 +58,13 @@ public struct Recorder: Sendable {
         log.append(time, "reconcile \(bytes)B")
     }
 
+    /// Copies a carrying engine handed between nodes that the simulation cannot attribute to
+    /// one message (sealed packets: the carriers cannot tell either), acks included.
+    public mutating func carried(handOvers: Int, at time: Double) {
+        relayed += handOvers
+        log.append(time, "carried \(handOvers)")
+    }
+
     /// A node holds `packets` packets (its own and carried) now.
     public mutating func store(_ node: Int, packets: Int) {
         peakStore = max(peakStore, packets)

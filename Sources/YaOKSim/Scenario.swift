@@ -24,11 +24,11 @@ public struct Scenario: Sendable {
     public init() {}
 
     /// Every router `--compare` runs, in table order.
-    public static let allRouters = ["direct", "courier", "spray", "epidemic"]
+    public static let allRouters = ["direct", "courier", "spray", "epidemic", "ours"]
 
     public static let usage = """
         usage: yaok-sim [--plan community|waypoint|chain|one:FILE|haggle:FILE] [--nodes N] [--days D]
-                        [--seed S] [--router direct|direct-all|direct-model|epidemic|courier|spray] [--compare]
+                        [--seed S] [--router direct|direct-all|direct-model|epidemic|courier|spray|ours] [--compare]
                         [--copies L] [--bandwidth BYTES_PER_S] [--range METRES] [--rate MSGS_PER_NODE_PER_DAY]
                         [--lifetime-hours H] [--log]
         Runs a delay-tolerant scenario on a virtual clock and prints the ONE simulator's metrics
@@ -74,7 +74,7 @@ public struct Scenario: Sendable {
             case "--router":
                 let v = try value(flag)
                 guard (allRouters + ["direct-model", "direct-all"]).contains(v) else {
-                    throw SimError("--router: \(v) is not direct, direct-all, direct-model, epidemic, courier or spray")
+                    throw SimError("--router: \(v) is not direct, direct-all, direct-model, epidemic, courier, spray or ours")
                 }
                 s.routers = [v]
             case "--compare": s.compare = true
@@ -136,6 +136,7 @@ public struct Scenario: Sendable {
         switch name {
         case "direct": return RealNodeRouter()
         case "direct-all": return RealNodeRouter(name: "direct-all", links: .everyEncounter)
+        case "ours": return RealNodeRouter(name: "ours", links: .everyEncounter, carry: .anyone)
         case "direct-model": return PacketRouter(.direct)
         case "epidemic": return PacketRouter(.epidemic)
         case "courier": return PacketRouter(.bitchatCourier)

@@ -15,7 +15,7 @@ import Testing
             results[name] = try Simulation(plan: plan, workload: workload).run(s.makeRouter(name)).metrics
         }
         guard let direct = results["direct"], let spray = results["spray"], let epidemic = results["epidemic"],
-              let courier = results["courier"] else {
+              let courier = results["courier"], let ours = results["ours"] else {
             Issue.record("missing routers: \(results.keys)")
             return
         }
@@ -27,6 +27,10 @@ import Testing
         #expect(spray.copiesPerMessage <= 8)
         #expect(direct.overheadRatio == 0)
         #expect(epidemic.reconciliationBytesPerEncounter == 0)
+        // Ours: the real engine carrying through strangers (docs/PROTOCOL.md §12), exactly once.
+        #expect(ours.duplicateDeliveries == 0)
+        #expect(ours.deliveryProbability > direct.deliveryProbability)
+        #expect(ours.deliveryProbability > courier.deliveryProbability)
     }
 
     /// Linked at every encounter, strangers too (what carrying will run on), today's engine
