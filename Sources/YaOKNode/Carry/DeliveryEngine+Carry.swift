@@ -218,6 +218,7 @@ extension DeliveryEngine {
             if try store.isPurged(claimHash: packet.claimHash, nowMs: t) { return try answer(id, taken: true, on: linkID) }
             let opened = try openOwnCarried(packet, from: contact, store, keys)
             carry.counters.packetsTaken += opened ? 1 : 0
+            carry.sessions[linkID]?.activity = true
             return try answer(id, taken: opened, on: linkID)
         }
         guard session.carries else { return try answer(id, taken: false, on: linkID) }

@@ -175,3 +175,39 @@ extension CarryMeetingTests {
         #expect(received.count == 1)
     }
 }
+
+extension CarryMeetingTests {
+    /// The record of an own carried copy (message ID → identity, claim) goes with the
+    /// contact; the copy itself stays to spread (it is a stranger's packet to carriers).
+    @Test func ownCopyRecordsGoWithTheContact() throws {
+        let m = try Meeting(["Alice", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let sent = try m["Alice"].send(to: carolAtAlice, text: "Before the goodbye")
+        func record() -> Store.OwnCarried? {
+            m["Alice"].state.withLock { s in (try? s.store?.ownCarried(messageID: sent.messageID.bytes)) ?? nil }
+        }
+        let own = try #require(record())
+        #expect(own.contactID == carolAtAlice)
+        #expect(m["Alice"].carriedCount == 1)
+        try m["Alice"].deleteContact(carolAtAlice)
+        #expect(record() == nil)
+        #expect(m["Alice"].carriedCount == 1)
+    }
+
+    /// Delivered by the routed path alone: the own copy is deleted and its claim remembered
+    /// (so a copy a stranger offers later is refused).
+    @Test func aDirectAckDeletesTheOwnCopyAndPublishesItsClaim() throws {
+        let m = try Meeting(["Alice", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let sent = try m["Alice"].send(to: carolAtAlice, text: "Straight there")
+        let claimHash = try #require(m["Alice"].state.withLock { s in
+            (try? s.store?.ownCarried(messageID: sent.messageID.bytes)).flatMap { $0 }.map { PurgeClaim.hash($0.claim) }
+        })
+        try m.meet("Alice", "Carol") { (try? m["Alice"].status(of: sent.messageID)) == .delivered }
+        #expect(m["Alice"].carriedCount == 0)
+        let purged = m["Alice"].state.withLock { s in (try? s.store?.isPurged(claimHash: claimHash, nowMs: s.delivery.now)) ?? nil }
+        #expect(purged == true)
+    }
+}
