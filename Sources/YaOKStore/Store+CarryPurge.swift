@@ -43,6 +43,13 @@ extension Store {
                      [.blob(claimHash), .int(nowMs)]) { $0.int(0) }.isEmpty
     }
 
+    /// The remembered claim whose hash is `claimHash`, if it is still live at `nowMs`: what a
+    /// node answers an offer of a delivered packet with.
+    package func rememberedClaim(hash claimHash: [UInt8], nowMs: Int64) throws -> [UInt8]? {
+        try db.rows("SELECT claim FROM carry_purges WHERE claim_hash = ? AND expires_ms > ?",
+                    [.blob(claimHash), .int(nowMs)]) { $0.blob(0) }.first
+    }
+
     /// Remembered claims still live at `nowMs`, latest expiry first (the ones most worth
     /// handing on), at most `limit`.
     package func rememberedPurgeClaims(nowMs: Int64, limit: Int) throws -> [(claim: [UInt8], expiresAtMs: Int64)] {

@@ -30,8 +30,6 @@ struct CarrySession {
     var awaitingBytes = 0
     /// Bytes of carried packets sent on this link (the per-encounter budget).
     var bytesHanded = 0
-    /// Claims already sent on this link (each purge claim once per link).
-    var purgesSent = 0
     /// Something happened on this link since the last `carryActivity` event, and when the
     /// last one went out (at most one per link per minute).
     var activity = false
@@ -50,6 +48,4 @@ extension CarrySession {
     /// Packets asked for and not received yet, at most: a peer offering without end is
     /// asked for no more than a store's worth.
     static let maxAsked = 2_048
-    /// Purge records sent per meeting, each of at most 255 claims.
-    static let purgeRecordsPerMeeting = 4
 }

@@ -78,18 +78,14 @@ extension DeliveryEngine {
         if reconciler.role == .initiator {
             while let list = reconciler.takeHaveWant() { out.append(list) }
         }
-        var over = reconciler.isFinished
         switch step {
-        case .send(let b): out.append(b)
-        case .finish(let b): out.append(b); over = true
-        case .finished, .budgetExhausted: over = true
-        case .idle: break
+        case .send(let b), .finish(let b): out.append(b)
+        case .finished, .budgetExhausted, .idle: break
         }
         session.reconciler = reconciler
         carry.sessions[linkID] = session
         for b in out { try sendOnLink(.carry(.reconcile(b)), on: linkID) }
         try offer(reconciler.have, on: linkID, store)
-        if over { try sendRememberedClaims(on: linkID, store) }
     }
 
     // MARK: - Offers and requests
@@ -113,7 +109,8 @@ extension DeliveryEngine {
         let entries = fresh.map {
             // A packet that may travel no further hop can still go to its recipient: shown as
             // waiting (budget 1).
-            CarryOffer(identity: $0.identity, routingTag: $0.routingTag, copyBudget: $0.hopLimit == 0 ? 1 : $0.copyBudget)
+            CarryOffer(identity: $0.identity, routingTag: $0.routingTag, copyBudget: $0.hopLimit == 0 ? 1 : $0.copyBudget,
+                       claimHash: $0.claimHash)
         }
         carry.sessions[linkID]?.offered.formUnion(entries.map(\.identity))
         for start in stride(from: 0, to: entries.count, by: CarryLinkMessage.maxEntries) {
@@ -128,22 +125,30 @@ extension DeliveryEngine {
         for linkID in carry.sessions.keys.sorted() { try offer([id], on: linkID, store) }
     }
 
-    /// Asks for what is offered that is ours (its tag is one our contacts send us under:
-    /// only this node can tell, and it never shows its tags), and, when this link carries,
-    /// what may still spread (budget ≥ 2) and is not held. A wait-phase packet (budget 1) is
-    /// asked for only when it is ours.
+    /// Answers an offer. A packet whose claim this node remembers was delivered: the peer
+    /// gets the claim (a purge aimed at a holder, §10.6), not a request. Else it asks for
+    /// what is ours (its tag is one our contacts send us under: only this node can tell,
+    /// and it never shows its tags), and, when this link carries, what may still spread
+    /// (budget ≥ 2) and is not held. A wait-phase packet (budget 1) is asked for only when
+    /// it is ours.
     private mutating func receiveOffer(_ entries: [CarryOffer], on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard let session = carry.sessions[linkID] else { return }
         let tags = try carriedTags(store, keys)
         var wanted: [[UInt8]] = []
+        var claims: [[UInt8]] = []
         for e in entries where !session.asked.contains(e.identity) && !session.settled.contains(e.identity) {
+            if let claim = try store.rememberedClaim(hash: e.claimHash, nowMs: now) {
+                claims.append(claim)
+                continue
+            }
             // A peer that offers without end gets asked for a bounded number at a time.
-            guard session.asked.count + wanted.count < CarrySession.maxAsked else { break }
+            guard session.asked.count + wanted.count < CarrySession.maxAsked else { continue }
             let ours = tags?.sender(tag: e.routingTag) != nil
             let spread = session.carries && e.copyBudget >= 2
             guard ours || spread, try store.carriedEntry(e.identity) == nil else { continue }
             wanted.append(e.identity)
         }
+        try sendClaims(claims, on: linkID)
         guard !wanted.isEmpty else { return }
         carry.sessions[linkID]?.asked.formUnion(wanted)
         try sendOnLink(.carry(.request(wanted)), on: linkID)
@@ -255,16 +260,6 @@ extension DeliveryEngine {
         let purged = try store.purgeCarried(record, nowMs: now, policy: carry.policy)
         carry.counters.packetsPurged += purged.count
         if !purged.isEmpty { carry.sessions[linkID]?.activity = true }
-    }
-
-    /// After reconciliation: the claims this node remembers, latest expiry first (the ones
-    /// most likely still to stop copies), in at most `purgeRecordsPerMeeting` records.
-    private mutating func sendRememberedClaims(on linkID: UInt64, _ store: Store) throws {
-        guard carry.sessions[linkID]?.purgesSent == 0 else { return }
-        let limit = CarrySession.purgeRecordsPerMeeting * PurgeRecord.maxClaims
-        let claims = try store.rememberedPurgeClaims(nowMs: now, limit: limit).map(\.claim)
-        carry.sessions[linkID]?.purgesSent = max(1, claims.count)
-        try sendClaims(claims, on: linkID)
     }
 
     private mutating func sendClaims(_ claims: [[UInt8]], on linkID: UInt64) throws {

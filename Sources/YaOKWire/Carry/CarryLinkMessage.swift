@@ -8,7 +8,8 @@ import YaOKSupport
 public enum CarryLinkMessage: Equatable, Sendable {
     /// 0x06: one reconciliation message (§11), opaque here: the `Reconciler` decodes it.
     case reconcile([UInt8])
-    /// 0x07: packets the sender holds and the receiver lacks, as their outside shows them.
+    /// 0x07: packets the sender holds and the receiver lacks, as their outside shows them
+    /// (identity, tag, budget, claim hash).
     case offer([CarryOffer])
     /// 0x08: packets of an offer the sender wants handed over, in the order wanted.
     case request([[UInt8]])
@@ -35,8 +36,8 @@ public enum CarryLinkMessage: Equatable, Sendable {
 
     /// Packet identities are 16 bytes (§10.2).
     public static let identityLength = 16
-    /// An offer entry: identity, carried routing tag, copy budget.
-    public static let offerEntryLength = identityLength + RoutingTag.length + 1
+    /// An offer entry: identity, carried routing tag, copy budget, claim hash.
+    public static let offerEntryLength = identityLength + RoutingTag.length + 1 + CarriedPacket.claimHashLength
     /// At most 255 entries per offer, request, taken or refused list (the count is a byte).
     public static let maxEntries = 255
     /// A reconciliation message is at most 16 KiB (§11's message limit).
@@ -67,12 +68,16 @@ public enum CarryLinkMessage: Equatable, Sendable {
         case .offer(let entries):
             try Self.checkCount(entries.count)
             try Self.checkDistinct(entries.map(\.identity))
+            guard entries.allSatisfy({ $0.claimHash.count == CarriedPacket.claimHashLength }) else {
+                throw YaOKError(.invalidArgument, "A claim hash is \(CarriedPacket.claimHashLength) bytes")
+            }
             var out: [UInt8] = [UInt8(entries.count)]
             out.reserveCapacity(1 + entries.count * Self.offerEntryLength)
             for e in entries {
                 out += e.identity
                 out.appendBigEndian(e.routingTag.value, count: RoutingTag.length)
                 out.append(e.copyBudget)
+                out += e.claimHash
             }
             return out
         case .request(let ids), .taken(let ids), .refused(let ids):
@@ -111,7 +116,8 @@ public enum CarryLinkMessage: Equatable, Sendable {
                 let tag = RoutingTag(value: try r.uint(RoutingTag.length, "routing tag"))
                 let budget = try r.u8("copy budget")
                 guard budget >= 1 else { throw malformed("an offer of a packet with copy budget 0") }
-                entries.append(CarryOffer(identity: id, routingTag: tag, copyBudget: budget))
+                let claimHash = Array(try r.bytes(CarriedPacket.claimHashLength, "claim hash"))
+                entries.append(CarryOffer(identity: id, routingTag: tag, copyBudget: budget, claimHash: claimHash))
             }
             try requireDistinct(entries.map(\.identity))
             return .offer(entries)
@@ -176,15 +182,18 @@ public enum CarryLinkMessage: Equatable, Sendable {
 /// One entry of an offer: what the receiver needs to decide whether to ask for the packet
 /// without seeing it. The routing tag lets a recipient recognise its mail locally (it never
 /// reveals its own tags); the budget says whether the packet may still spread (≥ 2) or
-/// waits for its recipient (1).
+/// waits for its recipient (1); the claim hash lets a receiver that knows the packet was
+/// delivered answer with its claim (a purge aimed at exactly the holders of the packet).
 public struct CarryOffer: Equatable, Sendable {
     public let identity: [UInt8]
     public let routingTag: RoutingTag
     public let copyBudget: UInt8
+    public let claimHash: [UInt8]
 
-    public init(identity: [UInt8], routingTag: RoutingTag, copyBudget: UInt8) {
+    public init(identity: [UInt8], routingTag: RoutingTag, copyBudget: UInt8, claimHash: [UInt8]) {
         self.identity = identity
         self.routingTag = routingTag
         self.copyBudget = copyBudget
+        self.claimHash = claimHash
     }
 }

@@ -20,8 +20,8 @@ import Testing
         let packet = try bench.packet()
         let messages: [CarryLinkMessage] = [
             .reconcile([0x01, 0x01, 0x00]),
-            .offer([CarryOffer(identity: Self.id1, routingTag: RoutingTag(value: 7), copyBudget: 8),
-                    CarryOffer(identity: Self.id2, routingTag: RoutingTag(value: 9), copyBudget: 1)]),
+            .offer([CarryOffer(identity: Self.id1, routingTag: RoutingTag(value: 7), copyBudget: 8, claimHash: Self.id2),
+                    CarryOffer(identity: Self.id2, routingTag: RoutingTag(value: 9), copyBudget: 1, claimHash: Self.id1)]),
             .request([Self.id2, Self.id1]),
             .carried(packet),
             .taken([Self.id1]),
@@ -38,15 +38,17 @@ import Testing
     /// Vectors for the bodies (§12.2), read back by the decoder.
     @Test func bodiesAreAsSpecified() throws {
         let offer = try LinkPayload.carry(.offer([CarryOffer(identity: Self.id1, routingTag: RoutingTag(value: 0x0102030405060708),
-                                                             copyBudget: 4)])).encode()
-        #expect(Hex.encode(offer) == "0701" + String(repeating: "01", count: 16) + "0102030405060708" + "04")
+                                                             copyBudget: 4, claimHash: Self.id2)])).encode()
+        #expect(Hex.encode(offer) == "0701" + String(repeating: "01", count: 16) + "0102030405060708" + "04"
+                + String(repeating: "02", count: 16))
         let taken = try LinkPayload.carry(.taken([Self.id2])).encode()
         #expect(Hex.encode(taken) == "0a01" + String(repeating: "02", count: 16))
     }
 
     @Test func hostileBodiesAreRefused() throws {
         let id = Self.id1
-        let entry = id + [0, 0, 0, 0, 0, 0, 0, 1] + [8]
+        let claimHash = Self.id2
+        let entry = id + [0, 0, 0, 0, 0, 0, 0, 1] + [8] + claimHash
         let bad: [[UInt8]] = [
             [0x06],                                                // empty reconciliation message
             [0x06] + [UInt8](repeating: 1, count: 16 * 1024 + 1),  // over the message limit
@@ -54,7 +56,7 @@ import Testing
             [0x07, 0x01] + entry.dropLast(),                       // entry cut short
             [0x07, 0x01] + entry + [0],                            // a byte too many
             [0x07, 0x02] + entry + entry,                          // the same packet twice
-            [0x07, 0x01] + id + [0, 0, 0, 0, 0, 0, 0, 1] + [0],    // budget 0
+            [0x07, 0x01] + id + [0, 0, 0, 0, 0, 0, 0, 1] + [0] + claimHash,  // budget 0
             [0x07, 0xff] + entry,                                  // count says 255
             [0x08], [0x08, 0x00], [0x08, 0x01] + id.dropLast(),    // request
             [0x08, 0x02] + id + id,                                // request twice
@@ -103,14 +105,16 @@ import Testing
         try mallory.sendCarry(.purge(try PurgeRecord(claims: [Self.id1, Self.id2])))
         // After all that the link still works: a packet Bob asks for is taken.
         let honest = try bench.packet()
-        try mallory.sendCarry(.offer([CarryOffer(identity: honest.identity, routingTag: honest.routingTag, copyBudget: 8)]))
+        try mallory.sendCarry(.offer([CarryOffer(identity: honest.identity, routingTag: honest.routingTag, copyBudget: 8,
+                                                 claimHash: honest.claimHash)]))
         #expect(eventually { m["Bob"].state.withLock { $0.delivery.carry.sessions.values.contains { $0.asked.contains(honest.identity) } } })
         try mallory.sendCarry(.carried(honest))
         #expect(eventually { m["Bob"].carriedCount == 1 })
         // Offers without end: Bob asks for a bounded number.
         for round in 0..<12 {
             let entries = (0..<255).map { i in
-                CarryOffer(identity: Sodium.randomBytes(16), routingTag: RoutingTag(value: UInt64(round * 255 + i)), copyBudget: 8)
+                CarryOffer(identity: Sodium.randomBytes(16), routingTag: RoutingTag(value: UInt64(round * 255 + i)), copyBudget: 8,
+                           claimHash: Sodium.randomBytes(16))
             }
             try mallory.sendCarry(.offer(entries))
         }
