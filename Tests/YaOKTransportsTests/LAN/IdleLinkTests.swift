@@ -23,7 +23,10 @@ import Testing
         for lan in [pair.aliceLAN, pair.bobLAN] {
             let d = lan.diagnostics().serialized
             #expect(d.contains("\"closed_connections\":0"), "\(d)")
-            #expect(d.contains("\"units_received\":2"), "\(d)")
+            // Two units each for the handshake; a meeting (PROTOCOL.md §12: the reconciliation of
+            // two empty carry stores) adds one or two more, and then the link is idle.
+            let units = d.firstMatch(of: /"units_received":(\d+)/).flatMap { Int($0.1) } ?? 0
+            #expect((2...4).contains(units), "\(d)")
         }
     }
 }
