@@ -136,6 +136,10 @@ extension DeliveryEngine {
         let tags = try carriedTags(store, keys)
         var wanted: [[UInt8]] = []
         var claims: [[UInt8]] = []
+        // Packets to carry are asked for only within this link's hourly quota (§10.9): what
+        // the store would refuse is not worth the bytes. One's own mail is always asked for.
+        let used = try store.carryQuotaUsed(session.depositor, nowMs: now).packets
+        var quotaLeft = carry.policy.depositorPacketsPerHour - used - session.asked.count
         for e in entries where !session.asked.contains(e.identity) && !session.settled.contains(e.identity) {
             if let claim = try store.rememberedClaim(hash: e.claimHash, nowMs: now) {
                 claims.append(claim)
@@ -144,8 +148,9 @@ extension DeliveryEngine {
             // A peer that offers without end gets asked for a bounded number at a time.
             guard session.asked.count + wanted.count < CarrySession.maxAsked else { continue }
             let ours = tags?.sender(tag: e.routingTag) != nil
-            let spread = session.carries && e.copyBudget >= 2
+            let spread = session.carries && e.copyBudget >= 2 && quotaLeft > 0
             guard ours || spread, try store.carriedEntry(e.identity) == nil else { continue }
+            if !ours { quotaLeft -= 1 }
             wanted.append(e.identity)
         }
         try sendClaims(claims, on: linkID)

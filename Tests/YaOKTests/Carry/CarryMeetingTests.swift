@@ -211,3 +211,22 @@ extension CarryMeetingTests {
         #expect(purged == true)
     }
 }
+
+extension CarryMeetingTests {
+    /// The engine's timer sweeps what expired: carried packets (others' and one's own) and the
+    /// records of own copies.
+    @Test func theTimerSweepsExpiredCarrying() throws {
+        let m = try Meeting(["Alice", "Bob", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let sent = try m["Alice"].send(to: carolAtAlice, text: "Lost in time")
+        try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 }
+        m.clock.advance(seconds: 15 * 86_400)
+        for name in ["Alice", "Bob"] { m[name].runDeliveryTimers() }
+        // Rows, not the live listing (which never shows an expired packet).
+        #expect(try m["Bob"].carryStatistics().packetsHeld == 0)
+        #expect(try m["Alice"].carryStatistics().packetsHeld == 0)
+        let own = m["Alice"].state.withLock { s in (try? s.store?.ownCarried(messageID: sent.messageID.bytes)) ?? nil }
+        #expect(own == nil)
+    }
+}
