@@ -24,9 +24,10 @@ struct CarrySession {
     /// ever queued, so each is queued once).
     var queue: [[UInt8]] = []
     var queued: Set<[UInt8]> = []
-    /// Copies handed over and not answered yet: what we keep if the peer takes it, and its
-    /// size (the flow window).
-    var awaiting: [[UInt8]: (kept: CarriedPacket?, size: Int)] = [:]
+    /// Copies handed over and not answered yet: the budget given (0 for a wait-phase copy,
+    /// which costs the giver nothing), the hop limit the giver keeps, and the size (the
+    /// flow window).
+    var awaiting: [[UInt8]: (given: UInt8, keptHop: UInt8, size: Int)] = [:]
     var awaitingBytes = 0
     /// Bytes of carried packets sent on this link (the per-encounter budget).
     var bytesHanded = 0

@@ -165,6 +165,8 @@ extension DeliveryEngine {
     /// meeting's byte budget allow: a packet with budget b ≥ 2 (and hop limit left) goes
     /// with ⌊b/2⌋ and this side keeps the rest once it is taken; one in the wait phase goes
     /// with budget 1 and this side keeps its own (the requester says it is its recipient).
+    /// `b` is what is not already promised to copies awaiting an answer on other links (two
+    /// meetings at once, over Bluetooth and the LAN, must not both give half of the same 8).
     mutating func handOverQueued(on linkID: UInt64, _ store: Store) throws {
         guard var session = carry.sessions[linkID] else { return }
         defer { carry.sessions[linkID] = session }
@@ -173,21 +175,30 @@ extension DeliveryEngine {
               session.bytesHanded < CarrySession.encounterBytes {
             let id = session.queue.removeFirst()
             guard !session.settled.contains(id), session.awaiting[id] == nil,
-                  let packet = try store.carriedPacket(id), packet.expiresAtMs > now else { continue }
+                  let held = try store.carriedPacket(id), held.expiresAtMs > now else { continue }
+            let promised = carry.sessions.reduce(0) { $0 + ($1.key == linkID ? 0 : Int($1.value.awaiting[id]?.given ?? 0)) }
+            let free = Int(min(held.copyBudget, CopyBudget.maximum)) - promised
+            let spreading = held.copyBudget >= 2 && held.hopLimit > 0
+            // Half of it is promised elsewhere and not answered yet: not now.
+            if spreading, free < 2 { continue }
+            let packet = try CarriedPacket(hopLimit: held.hopLimit, copyBudget: UInt8(max(1, free)),
+                                           expiryHour: held.expiryHour, routingTag: held.routingTag,
+                                           claimHash: held.claimHash, payload: held.payload)
             let given: CarriedPacket
-            let kept: CarriedPacket?
-            if let split = packet.handOver(using: &rng) {
-                (kept, given) = (split.kept, split.given)
+            let keptHop: UInt8
+            let givenBudget: UInt8
+            if spreading, let split = packet.handOver(using: &rng) {
+                (given, keptHop, givenBudget) = (split.given, split.kept.hopLimit, split.given.copyBudget)
             } else {
-                kept = nil
                 given = try CarriedPacket(hopLimit: packet.hopLimit > 0 ? packet.hopLimit - 1 : 0, copyBudget: 1,
                                           expiryHour: packet.expiryHour, routingTag: packet.routingTag,
                                           claimHash: packet.claimHash, payload: packet.payload)
+                (keptHop, givenBudget) = (packet.hopLimit, 0)
             }
             let size = CarriedPacket.headerLength + given.payload.count
             guard size <= LinkPayload.maxCarriedPacketLength else { continue }
             try sendOnLink(.carry(.carried(given)), on: linkID)
-            session.awaiting[id] = (kept, size)
+            session.awaiting[id] = (givenBudget, keptHop, size)
             session.awaitingBytes += size
             session.bytesHanded += size
         }
@@ -200,10 +211,14 @@ extension DeliveryEngine {
         // Only ids offered on this link are remembered, so a peer cannot grow the set.
         for id in ids where session.offered.contains(id) {
             session.settled.insert(id)
-            guard let (kept, size) = session.awaiting.removeValue(forKey: id) else { continue }
+            guard let (given, keptHop, size) = session.awaiting.removeValue(forKey: id) else { continue }
             session.awaitingBytes -= size
             guard taken else { continue }
-            if let kept { try store.updateCarried(id, copyBudget: kept.copyBudget, hopLimit: kept.hopLimit) }
+            // What is left of the budget now (another link may have taken its share meanwhile).
+            if given > 0, let entry = try store.carriedEntry(id) {
+                let left = max(1, Int(min(entry.copyBudget, CopyBudget.maximum)) - Int(given))
+                try store.updateCarried(id, copyBudget: UInt8(left), hopLimit: keptHop)
+            }
             carry.counters.packetsHandedOn += 1
             session.activity = true
         }
