@@ -230,3 +230,25 @@ extension CarryMeetingTests {
         #expect(own == nil)
     }
 }
+
+extension CarryMeetingTests {
+    /// `carryActivity` at most once per link per minute, and once more when the link closes:
+    /// a meeting that takes several packets in separate batches tells the app twice at most.
+    @Test func carryActivityIsRateLimitedPerLink() throws {
+        let m = try Meeting(["Alice", "Bob"])
+        defer { m.finish() }
+        let events = EventRecorder()
+        events.attach(to: m["Bob"])
+        let carol = try m["Alice"].addContact(card: try Identity(name: "Carol").card.text).id
+        for i in 0..<4 { _ = try m["Alice"].send(to: carol, text: "Hello \(i)") }
+        let pipe = try m.link("Alice", "Bob") { m["Bob"].carriedCount == 4 }
+        m.settle("Alice", "Bob")
+        func activity() -> Int { events.all.filter { if case .carryActivity = $0 { return true } else { return false } }.count }
+        #expect(activity() == 1)
+        pipe.close()
+        m.settle("Alice", "Bob")
+        #expect(eventually { activity() == 2 })
+        let last = events.all.last { if case .carryActivity = $0 { return true } else { return false } }
+        if case .carryActivity(let s)? = last { #expect(s.packetsTaken == 4) } else { Issue.record("no event") }
+    }
+}
