@@ -8,7 +8,7 @@ import Testing
 
 /// The meeting's link payloads (docs/PROTOCOL.md §12.2): strict decoders, and a hostile peer
 /// that keeps the link up but gets nothing stored.
-@Suite struct CarryLinkMessageTests {
+@Suite struct CarryLinkMessageTests: VectorSuite {
     static let id1 = [UInt8](repeating: 1, count: 16)
     static let id2 = [UInt8](repeating: 2, count: 16)
 
@@ -35,14 +35,23 @@ import Testing
         }
     }
 
-    /// Vectors for the bodies (§12.2), read back by the decoder.
-    @Test func bodiesAreAsSpecified() throws {
-        let offer = try LinkPayload.carry(.offer([CarryOffer(identity: Self.id1, routingTag: RoutingTag(value: 0x0102030405060708),
-                                                             copyBudget: 4, claimHash: Self.id2)])).encode()
-        #expect(Hex.encode(offer) == "0701" + String(repeating: "01", count: 16) + "0102030405060708" + "04"
-                + String(repeating: "02", count: 16))
-        let taken = try LinkPayload.carry(.taken([Self.id2])).encode()
-        #expect(Hex.encode(taken) == "0a01" + String(repeating: "02", count: 16))
+    /// The vectors of docs/PROTOCOL.md §12.2: built, encoded, decoded back.
+    @Test func vectors() throws {
+        let offer = try vector("carry-offer")
+        let entry = CarryOffer(identity: try offer.hex("identity"), routingTag: try RoutingTag(bytes: try offer.hex("routing_tag")),
+                               copyBudget: UInt8(try offer.int64("copy_budget")), claimHash: try offer.hex("claim_hash"))
+        #expect(try LinkPayload.carry(.offer([entry])).encode() == (try offer.hex("plaintext")))
+        #expect(try decode(try offer.hex("plaintext")) == .carry(.offer([entry])))
+        let taken = try vector("carry-taken")
+        #expect(try LinkPayload.carry(.taken([try taken.hex("identity")])).encode() == (try taken.hex("plaintext")))
+        #expect(try decode(try taken.hex("plaintext")) == .carry(.taken([try taken.hex("identity")])))
+    }
+
+    @Test(arguments: ["carry-reject-offer-budget", "carry-reject-request-twice"])
+    func rejectVectors(_ name: String) throws {
+        let v = try vector(name)
+        #expect(try v.string("error") == "malformedPacket")
+        #expect(throws: YaOKError(.malformedPacket)) { try decode(try v.hex("plaintext")) }
     }
 
     @Test func hostileBodiesAreRefused() throws {
