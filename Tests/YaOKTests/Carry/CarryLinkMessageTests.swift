@@ -137,3 +137,23 @@ import Testing
         #expect(settled == 1)  // the honest packet only
     }
 }
+
+extension CarryLinkMessageTests {
+    /// A reconciliation message §11 refuses ends that meeting's reconciliation, counted as a
+    /// bad packet, and the link stays up.
+    @Test func aJunkReconciliationMessageEndsTheExchangeNotTheLink() throws {
+        let m = try Meeting(["Mallory", "Bob"])
+        defer { m.finish() }
+        // Mallory does not carry, so she never opens; Bob (responder) waits for her first message.
+        try m["Mallory"].setCarry(mode: .off)
+        let pipe = try m.link("Mallory", "Bob") { m["Bob"].state.withLock { !$0.delivery.carry.sessions.isEmpty } }
+        defer { pipe.close() }
+        func reconciling() -> Bool { m["Bob"].state.withLock { $0.delivery.carry.sessions.values.contains { $0.reconciler != nil } } }
+        #expect(reconciling())
+        try m["Mallory"].sendCarry(.reconcile([0x01, 0x01, 0x05, 0xff]))
+        #expect(eventually { !reconciling() })
+        let bad = m["Bob"].state.withLock { $0.delivery.links.values.map(\.badUnits).max() ?? 0 }
+        #expect(bad == 1)
+        #expect(pipe.initiator.isAuthenticated && pipe.responder.isAuthenticated)
+    }
+}
