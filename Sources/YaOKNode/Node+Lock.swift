@@ -458,6 +458,7 @@ extension Node {
             s.store = fresh
             s.generation += 1
             s.delivery.online = [:]
+            s.delivery.carry = CarryState()
             s.autoLock = .standard
             try logSecurityEvent(fresh, .reset)
             return wasUnlocked

@@ -75,11 +75,15 @@ public final class Node: Sendable {
         directoryLock = try DirectoryLock(directory: dataDirectory)
         let store = try Store(directory: dataDirectory)
         let autoLock = try Node.loadAutoLock(store)
+        let carry = try CarryState.load(store)
         loop = try EventLoop()
         state = Locked(NodeState(store: store, autoLock: autoLock,
                                  delivery: DeliveryEngine(clock: options.clock, loop: loop)))
         events = EventSink(loop: loop)
-        state.withLock { $0.delivery.node = self }
+        state.withLock { s in
+            s.delivery.node = self
+            s.delivery.carry = carry
+        }
     }
 
     deinit { close() }

@@ -4,10 +4,10 @@ import YaOKStore
 /// Carrying for others: the setting and the figures (docs/PROTOCOL.md §12). Both work while
 /// locked: carrying needs no keys.
 extension Node {
-    /// Sets whose packets this node carries and the store's caps. Turning carrying `off`
-    /// deletes every carried packet it holds (zeroed on disk); lowering a cap evicts down to
-    /// it (§10.9 order). `invalidArgument` for a cap under one packet or under the largest
-    /// packet's bytes.
+    /// Sets whose packets this node carries and the store's caps, kept across restarts.
+    /// Turning carrying `off` deletes every carried packet it holds (zeroed on disk);
+    /// lowering a cap evicts down to it (§10.9 order). `invalidArgument` for a cap under one
+    /// packet or under the largest packet's bytes.
     public func setCarry(mode: CarryMode, limits: CarryLimits = .standard) throws {
         var policy = CarryPolicy.default
         policy.maxPackets = limits.maxPackets
@@ -20,6 +20,10 @@ extension Node {
                 _ = try store.shrinkCarried(to: policy, nowMs: engine.now)
             }
             if mode == .off { engine.carry.sessions = [:] }
+            var setting = engine.carry
+            setting.mode = mode
+            setting.limits = limits
+            try setting.save(store)
             engine.carry.mode = mode
             engine.carry.limits = limits
         }

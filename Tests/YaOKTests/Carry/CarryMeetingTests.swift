@@ -252,3 +252,23 @@ extension CarryMeetingTests {
         if case .carryActivity(let s)? = last { #expect(s.packetsTaken == 4) } else { Issue.record("no event") }
     }
 }
+
+extension CarryMeetingTests {
+    /// The setting survives a restart (a user who turned carrying off must not find it on
+    /// again); a reset brings the default back.
+    @Test func theCarrySettingSurvivesARestart() throws {
+        let m = try Meeting(["Bob"])
+        defer { m.finish() }
+        let limits = CarryLimits(maxPackets: 100, maxBytes: 4 << 20)
+        try m["Bob"].setCarry(mode: .off, limits: limits)
+        try m.reopen("Bob")
+        #expect(m["Bob"].carryMode == .off)
+        #expect(try m["Bob"].carryStatistics().limits == limits)
+        try m["Bob"].setCarry(mode: .contactsOnly)
+        try m.reopen("Bob")
+        #expect(m["Bob"].carryMode == .contactsOnly)
+        try m["Bob"].reset(confirm: true)
+        #expect(m["Bob"].carryMode == .anyone)
+        #expect(try m["Bob"].carryStatistics().limits == .standard)
+    }
+}
