@@ -59,6 +59,10 @@ public final class RealNodeRouter: Router {
     /// Receipts already logged, per message ID.
     private var counted: [String: Int] = [:]
     private var stalls = 0
+    /// With carrying: each message's carried copy (its packet identity), and the nodes other
+    /// than its sender seen holding it after a meeting (its copies, for `copies/msg`).
+    private var messageOfPacket: [[UInt8]: Int] = [:]
+    private var holders: [Int: Set<Int>] = [:]
 
     public init(name: String = "direct", links: Links = .contactsWithMail, carry: CarryMode = .off) {
         self.name = name
@@ -115,6 +119,9 @@ public final class RealNodeRouter: Router {
         }
         let sent = try node(message.from).send(to: contact, text: RealNodeRouter.text(of: message))
         hexOf[message.id] = sent.messageIDHex
+        if carry != .off, let packet = try node(message.from).ownCarriedPacketID(sent.messageID) {
+            messageOfPacket[packet] = message.id
+        }
         outstanding[NodePair(message.from, message.to), default: []].insert(message.id)
         run.recorder.store(message.from, packets: waiting(at: message.from, run: run))
         // Written while linked: goes now, as on a real link.
@@ -145,8 +152,8 @@ public final class RealNodeRouter: Router {
         }
         if stalls > 0 { run.recorder.note(run.now, "stalled encounters \(stalls)") }
         if carry != .off {
-            let handedOn = try nodes.keys.sorted().reduce(0) { $0 + (try node($1).carryStatistics().packetsHandedOn) }
-            run.recorder.carried(handOvers: handedOn, at: run.now)
+            // Copies of messages (not acks): every node but the sender that held one.
+            run.recorder.carried(handOvers: holders.values.reduce(0) { $0 + $1.count }, at: run.now)
         }
     }
 
@@ -192,7 +199,13 @@ public final class RealNodeRouter: Router {
         if links == .contactsWithMail && !done(pair, run: run) && !pipe.exhausted { stalls += 1 }
         collect(around: e, at: max(run.now, e.encounter.start), bytes: pipe.bytes, run: run)
         if carry != .off {
-            for i in [e.a, e.b] { run.recorder.store(i, packets: (try? node(i).carryStatistics().packetsHeld) ?? 0) }
+            for i in [e.a, e.b] {
+                let held = try node(i).carriedPacketIDs()
+                run.recorder.store(i, packets: held.count)
+                for packet in held {
+                    if let m = messageOfPacket[packet], run.workload.messages[m].from != i { holders[m, default: []].insert(i) }
+                }
+            }
         }
     }
 

@@ -31,6 +31,8 @@ import Testing
         #expect(ours.duplicateDeliveries == 0)
         #expect(ours.deliveryProbability > direct.deliveryProbability)
         #expect(ours.deliveryProbability > courier.deliveryProbability)
+        // Budget 8: the sender and at most 7 carriers hold a message, plus its delivery.
+        #expect(ours.copiesPerMessage <= 8)
     }
 
     /// Linked at every encounter, strangers too (what carrying will run on), today's engine

@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKWire
 import YaOKStore
 
 /// Carrying for others: the setting and the figures (docs/PROTOCOL.md §12). Both work while
@@ -37,5 +38,17 @@ extension Node {
     /// What this node holds for carrying and has carried since it was opened.
     public func carryStatistics() throws -> CarryStatistics {
         try withEngine { engine, store, _ in try engine.carryStatistics(store) }
+    }
+}
+
+/// For the simulator's metrics (package only): which carried packets a node holds, and the
+/// carried copy of a message it sent.
+extension Node {
+    package func carriedPacketIDs() -> [[UInt8]] {
+        (try? withEngine { engine, store, _ in try store.carriedKeys(nowMs: engine.now, limit: Int.max >> 1).map(\.id) }) ?? []
+    }
+
+    package func ownCarriedPacketID(_ messageID: MessageID) -> [UInt8]? {
+        (try? withEngine { _, store, _ in try store.ownCarried(messageID: messageID.bytes)?.packetID }) ?? nil
     }
 }
