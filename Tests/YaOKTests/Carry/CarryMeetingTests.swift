@@ -272,3 +272,25 @@ extension CarryMeetingTests {
         #expect(try m["Bob"].carryStatistics().limits == .standard)
     }
 }
+
+extension CarryMeetingTests {
+    /// Two meetings at once: budget promised to a copy awaiting its answer on another link
+    /// is not given again. (The other link is simulated: a session whose copy of 4 is still
+    /// unanswered.)
+    @Test func budgetPromisedOnAnotherLinkIsNotGivenTwice() throws {
+        let m = try Meeting(["Alice", "Bob"])
+        defer { m.finish() }
+        let carol = try m["Alice"].addContact(card: try Identity(name: "Carol").card.text).id
+        let sent = try m["Alice"].send(to: carol, text: "One budget")
+        let packet = try #require(m["Alice"].ownCarriedPacketID(sent.messageID))
+        m["Alice"].state.withLock { s in
+            var other = CarrySession(carries: true)
+            other.awaiting[packet] = (given: 4, keptHop: 8, size: 200)
+            s.delivery.carry.sessions[999_999] = other
+        }
+        try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 && m["Alice"].carriedBudgets == [6] }
+        // Of the 4 not promised, Bob got half; Alice keeps 8 − 2 (4 still promised elsewhere).
+        #expect(m["Bob"].carriedBudgets == [2])
+        #expect(m["Alice"].carriedBudgets == [6])
+    }
+}
