@@ -549,6 +549,10 @@ yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
 #define YAOK_EVENT_TRANSPORT_CHANGED 8u      /* {"name", "display_name", "state", "error"} */
 #define YAOK_EVENT_TRANSPORT_NOTICE 9u       /* {"transport", "message", "retry_after_ms"}: e.g.
                                                 "Rate limit reached. Try again in 12 minutes." */
+#define YAOK_EVENT_CARRY_ACTIVITY 10u        /* the figures of yaok_carry_status as JSON (docs/ABI.md,
+                                                "carry") after a meeting took, handed on,
+                                                delivered or purged packets; at most one
+                                                per link and minute */
 
 /* Registers `callback` for this node's events, replacing any earlier registration (whose
  * free_user_data then runs on the event thread, after the last event it was given). NULL
@@ -1005,6 +1009,49 @@ yaok_status yaok_diagnostics_transport_count(const yaok_diagnostics *diagnostics
  * else "Running" or "Disabled". Strings borrowed until yaok_diagnostics_free. */
 yaok_status yaok_diagnostics_transport(const yaok_diagnostics *diagnostics, size_t index, const char **out_name,
                                        uint32_t *out_state, uint32_t *out_links, const char **out_status);
+
+/* ---- carrying for others (docs/PROTOCOL.md §12) ----
+ * Every node can carry sealed packets for people it does not know, so that a message
+ * crosses a shutdown hop by hop: it reconciles what it carries with each peer it links
+ * with, takes and hands on packets (copy budget halved at each hand-over), recognises its
+ * own mail, and sends the acknowledgement back the same way. A carrier sees no identity,
+ * key or text (§10.8). Carrying needs no keys: it goes on while the node is locked. */
+
+#define YAOK_CARRY_ANYONE 0u   /* take and hand on packets on every link (the default) */
+#define YAOK_CARRY_CONTACTS 1u /* only on links with contacts; strangers may still bring own mail */
+#define YAOK_CARRY_OFF 2u      /* no carrying at all; switching to it deletes what is carried */
+
+/* Sets whose packets the node carries and the caps of its carry store: `max_packets` and
+ * `max_bytes`, 0 for the defaults (2,000 packets, 32 MiB). Kept across restarts; a reset
+ * brings back the defaults. Lowering a cap evicts down to it; YAOK_CARRY_OFF deletes every
+ * carried packet (zeroed on disk). YAOK_E_INVALID_ARGUMENT for an unknown mode, a cap over
+ * 1,000,000 packets, or a byte cap under one packet of 17,408 bytes. Works while locked. */
+yaok_status yaok_node_set_carry(yaok_node *node, uint32_t mode, uint32_t max_packets, uint64_t max_bytes);
+
+/* What the node carries (the JSON of YAOK_EVENT_CARRY_ACTIVITY and the "carry" object of
+ * yaok_node_diagnostics hold the same figures). The caller owns the struct; set
+ * `struct_size` to sizeof(yaok_carry_status) before the call: the library fills only the
+ * fields that fit (later versions append fields, never move them), and
+ * YAOK_E_INVALID_ARGUMENT if `struct_size` is smaller than this version's first three
+ * fields. Held figures survive restarts; the counters count since the node was opened.
+ * Works while locked. */
+typedef struct yaok_carry_status {
+    uint32_t struct_size;               /* in: sizeof(yaok_carry_status) */
+    uint32_t mode;                      /* YAOK_CARRY_* */
+    uint32_t max_packets;
+    uint32_t reserved;                  /* 0 */
+    uint64_t max_bytes;
+    uint64_t packets_held;              /* carried packets in the store (others' and own) */
+    uint64_t bytes_held;
+    uint64_t packets_taken;             /* taken from peers */
+    uint64_t packets_handed_on;         /* copies handed to peers */
+    uint64_t messages_delivered_through_carriers; /* own mail that came through carriers */
+    uint64_t acks_through_carriers;     /* own messages acknowledged through carriers */
+    uint64_t packets_purged;            /* deleted because their recipient had them */
+    uint64_t packets_refused;           /* offered and not taken (quota, full, purged, bad) */
+} yaok_carry_status;
+
+yaok_status yaok_node_carry_status(yaok_node *node, yaok_carry_status *out);
 
 /* ---- security log ----
  * Persisted security events: time, kind and detail, never message content or keys. */

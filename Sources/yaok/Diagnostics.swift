@@ -37,7 +37,27 @@ enum Diagnostics {
         if let held = d["held_packets"]?.int, held > 0 {
             lines.append("Held until the next unlock: \(held) \(held == 1 ? "packet" : "packets")")
         }
+        if let c = d["carry"], !c.isNull {
+            lines += carry(c)
+        }
         return lines
+    }
+
+    /// The "carry" object (docs/ABI.md): the mode and caps, what is held, and the counters.
+    static func carry(_ c: JSON) -> [String] {
+        func n(_ key: String) -> Int64 { c[key]?.int ?? 0 }
+        let mode: String
+        switch c["mode"]?.string {
+        case "anyone": mode = "for anyone"
+        case "contacts": mode = "on links with contacts only"
+        case "off": mode = "off"
+        case let other: mode = other ?? "?"
+        }
+        return ["Carrying \(mode): \(n("packets_held")) of \(n("max_packets")) packets held, "
+                    + "\(n("bytes_held")) of \(n("max_bytes")) bytes",
+                "  since start: \(n("packets_taken")) taken, \(n("packets_handed_on")) handed on, "
+                    + "\(n("messages_delivered_through_carriers")) received and \(n("acks_through_carriers")) delivered through carriers, "
+                    + "\(n("packets_purged")) purged, \(n("packets_refused")) refused"]
     }
 
     /// A connection object (as in "contact") as `contacts list` words it.

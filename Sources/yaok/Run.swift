@@ -22,6 +22,8 @@ struct Run: ParsableCommand {
 
     @OptionGroup var transports: TransportOptions
 
+    @OptionGroup var carrying: CarryOptions
+
     func run() throws {
         try Output.run(json: options.json) {
             ShutdownSignal.unblock()  // before any thread starts: they inherit the mask
@@ -32,6 +34,7 @@ struct Run: ParsableCommand {
             // Only now: until here Ctrl-C must still interrupt the PIN prompt.
             let stop = try ShutdownSignal.install()
             let name = try node.profile().name
+            try carrying.apply(to: node)
 
             let printer = try EventPrinter(node: node, out: out)
             node.setEventHandler { event in printer.print(event) }
@@ -45,9 +48,10 @@ struct Run: ParsableCommand {
 
             out.line(.object([("event", .string("started")), ("name", .string(name)),
                               ("home", .string(options.dataDirectory)), ("control_socket", .string(socketPath)),
-                              ("transports", .array(started.enabled.map { .string($0) }))] + started.fields)) {
-                "\(name) is running (\(started.notes.isEmpty ? "no transports" : started.notes.joined(separator: "; "))). "
-                    + "Control socket \(socketPath). Ctrl-C to stop."
+                              ("transports", .array(started.enabled.map { .string($0) })),
+                              ("carry", .string(node.carryMode.name))] + started.fields)) {
+                "\(name) is running (\(started.notes.isEmpty ? "no transports" : started.notes.joined(separator: "; "))"
+                    + "; carrying for \(Run.carryLabel(node.carryMode))). Control socket \(socketPath). Ctrl-C to stop."
             }
             if let warnings = (try? node.diagnostics())?["warnings"]?.array {
                 for case .string(let w) in warnings {
@@ -60,6 +64,15 @@ struct Run: ParsableCommand {
             node.setEventHandler(nil)
             node.close()
             out.line(.object([("event", .string("stopped")), ("signal", .int(Int64(signal)))])) { "Stopped" }
+        }
+    }
+
+    /// How `run` names a carry mode for people.
+    static func carryLabel(_ mode: CarryMode) -> String {
+        switch mode {
+        case .anyone: return "anyone"
+        case .contactsOnly: return "contacts only"
+        case .off: return "nobody (off)"
         }
     }
 

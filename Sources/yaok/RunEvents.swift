@@ -12,6 +12,7 @@ import YaOK
 ///   locked            reason                                   "Locked (auto_lock)"
 ///   unlocked          method                                   "Unlocked"
 ///   security          kind, detail                             "Security: wrong_pin …"
+///   carry             the carry figures (docs/ABI.md, "carry") "Carrying 3 packets (1.4 KB): …"
 /// plus, from `run` itself: started, warning, stopped.
 ///
 /// Names come from a list read once at the start (contacts cannot change while `run` holds
@@ -78,6 +79,13 @@ final class EventPrinter: Sendable {
                 "Security: \(e.kind.rawValue)\(e.detail.isEmpty ? "" : "  \(e.detail)")"
             }
 
+        case .carryActivity(let c):
+            out.line(.object([("event", .string("carry"))] + c.json.fields)) {
+                "Carrying \(c.packetsHeld) \(c.packetsHeld == 1 ? "packet" : "packets") (\(c.bytesHeld) bytes): "
+                    + "\(c.packetsTaken) taken, \(c.packetsHandedOn) handed on, \(c.messagesDeliveredThroughCarriers) received "
+                    + "and \(c.acksThroughCarriers) delivered through carriers, \(c.packetsPurged) purged"
+            }
+
         default:
             break  // messages stored: `history` shows them
         }
@@ -109,4 +117,9 @@ final class EventPrinter: Sendable {
                               ("contact", .string(contact.name))])) { "\(contact.name) is offline" }
         }
     }
+}
+
+private extension JSON {
+    /// The fields of an object (none for anything else), to extend it with more.
+    var fields: [(String, JSON)] { if case .object(let f) = self { return f } else { return [] } }
 }

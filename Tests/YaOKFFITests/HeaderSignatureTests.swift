@@ -110,6 +110,8 @@ import YaOKFFI
         do { var f = CYaOK.yaok_diagnostics_free; f = YaOKFFI.yaok_diagnostics_free; _ = f }
         do { var f = CYaOK.yaok_diagnostics_transport_count; f = YaOKFFI.yaok_diagnostics_transport_count; _ = f }
         do { var f = CYaOK.yaok_diagnostics_transport; f = YaOKFFI.yaok_diagnostics_transport; _ = f }
+        do { var f = CYaOK.yaok_node_set_carry; f = YaOKFFI.yaok_node_set_carry; _ = f }
+        do { var f = CYaOK.yaok_node_carry_status; f = YaOKFFI.yaok_node_carry_status; _ = f }
     }
 
     /// The list above covers every function the header declares.
@@ -224,5 +226,7 @@ import YaOKFFI
         "yaok_diagnostics_free",
         "yaok_diagnostics_transport_count",
         "yaok_diagnostics_transport",
+        "yaok_node_set_carry",
+        "yaok_node_carry_status",
     ]
 }

@@ -1,3 +1,5 @@
+import YaOKSupport
+
 /// Whose packets a node carries (docs/PROTOCOL.md §12): the user's choice, in the settings
 /// of a phone that meets strangers all day.
 public enum CarryMode: String, Sendable, Equatable, CaseIterable {
@@ -29,4 +31,20 @@ public struct CarryLimits: Sendable, Equatable {
     }
 
     public static let standard = CarryLimits()
+
+    /// The largest caps accepted: a million packets (the store's indexes and a meeting's
+    /// reconciliation stay fast well past that) and 64 GiB.
+    public static let maxPacketsLimit = 1_000_000
+    public static let maxBytesLimit = 64 << 30
+
+    /// `invalidArgument` for a cap over the limits above (the lower bounds are the store's:
+    /// `CarryPolicy.validate`).
+    func validateUpperBounds() throws {
+        guard maxPackets <= Self.maxPacketsLimit else {
+            throw YaOKError(.invalidArgument, "The carry store holds at most \(Self.maxPacketsLimit) packets, not \(maxPackets)")
+        }
+        guard maxBytes <= Self.maxBytesLimit else {
+            throw YaOKError(.invalidArgument, "The carry store holds at most \(Self.maxBytesLimit) bytes (64 GiB), not \(maxBytes)")
+        }
+    }
 }

@@ -8,12 +8,13 @@ extension Node {
     /// Sets whose packets this node carries and the store's caps, kept across restarts.
     /// Turning carrying `off` deletes every carried packet it holds (zeroed on disk);
     /// lowering a cap evicts down to it (§10.9 order). `invalidArgument` for a cap under one
-    /// packet or under the largest packet's bytes.
+    /// packet or under the largest packet's bytes, or over `CarryLimits.maxPacketsLimit`/`maxBytesLimit`.
     public func setCarry(mode: CarryMode, limits: CarryLimits = .standard) throws {
         var policy = CarryPolicy.default
         policy.maxPackets = limits.maxPackets
         policy.maxBytes = limits.maxBytes
         try policy.validate()
+        try limits.validateUpperBounds()
         try withEngine { engine, store, _ in
             if mode == .off {
                 try store.deleteAllCarried()

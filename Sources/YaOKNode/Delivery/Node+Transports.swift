@@ -57,7 +57,8 @@ extension Node {
     }
 
     /// Diagnostics as JSON (docs/ABI.md, "diagnostics"): transports, links, contacts'
-    /// online status (when unlocked), the outbox (when unlocked), packets held while locked.
+    /// online status (when unlocked), the outbox (when unlocked), packets held while locked,
+    /// and what the node carries for others.
     public func diagnostics() throws -> JSON {
         let base = try withStore { store, s -> (JSON, [(String, Transport)], Int, [(String, JSON)]) in
             let links = s.delivery.links.values.sorted { $0.link.id < $1.link.id }.map { l -> JSON in
@@ -92,6 +93,8 @@ extension Node {
             ("links", base.0),
             ("held_packets", .int(Int64(base.2))),
         ] + base.3
+        // What the node carries for others (docs/ABI.md, "carry"); readable while locked.
+        fields.append(("carry", (try? carryStatistics())?.json ?? .null))
         if let contacts = try? self.contacts(), let outbox = try? self.outbox() {
             fields.append(("contacts", .array(contacts.map { c in
                 .object([("id", .int(c.id)), ("name", .string(c.name)), ("connection", c.connection.json)])

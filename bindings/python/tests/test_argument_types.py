@@ -93,6 +93,7 @@ class Context:
             "role": yaok.LinkRole.INITIATOR, "mtu": 200, "send": lambda unit: None, "closed": None,
             "enabled": True, "listen": "127.0.0.1", "port": 0, "discovery": False, "peers": [],
             "address": "127.0.0.1:7443", "pin_hex": "00" * 32, "ca_file": None, "adapter": "hci0",
+            "mode": "anyone", "max_packets": 100, "max_bytes": 1 << 20,
             # Identity, Card
             "secrets": ALICE_SECRETS,
             # envelope

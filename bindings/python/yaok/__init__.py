@@ -28,9 +28,10 @@ declares its own C signatures with :func:`yaok._lib.declare`.
 
 from typing import TYPE_CHECKING, Any
 
-from . import contacts, envelope, errors, events, links, messages, node, security, typed, wire
+from . import carry, contacts, envelope, errors, events, links, messages, node, security, typed, wire
 from ._lib import ABI_VERSION, abi_version, load_library, status_str, version_string
 from .errors import *  # noqa: F401,F403  (the exception classes and Status; listed below)
+from .carry import CarryMode, CarryStatus
 from .contacts import Connection, ConnectionState, Contact, ContactPreview
 from .events import EventKind, Registration
 from .identity import Card, Identity, PublicKeys
@@ -56,6 +57,7 @@ __all__ = [
     "Identity", "Card", "PublicKeys", "envelope", "errors",
     "Node", "NodeStatus", "NodeWarning", "Profile", "SetupResult", "SecretStrength", "Strength",
     "VaultStatus", "check_secret",
+    "CarryMode", "CarryStatus",
     "Contact", "ContactPreview", "Connection", "ConnectionState",
     "Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry", "Link", "LinkRole",
     "SecurityEvent", "EventKind", "Registration",

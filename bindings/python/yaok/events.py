@@ -56,6 +56,7 @@ class EventKind(enum.IntEnum):
     MESSAGE_RECEIVED = 7        #: {"contact_id": n, "message_id": hex}: never the content
     TRANSPORT_CHANGED = 8       #: {"name", "display_name", "state", "error"}
     TRANSPORT_NOTICE = 9        #: {"transport", "message", "retry_after_ms"}
+    CARRY_ACTIVITY = 10         #: the carry figures (docs/ABI.md, "carry"): see :class:`~yaok.CarryStatus`
 
 
 class yaok_event(ctypes.Structure):

@@ -35,6 +35,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 from ._lib import STATUS, TextEnum, declare, encode_name, encode_text
 from ._node_base import CHAR_OUT, NodeHandle, NodePointer
+from .carry import CarryMixin
 from .contacts import ContactsMixin
 from .errors import InvalidArgument
 from .events import EventsMixin
@@ -234,7 +235,7 @@ def _key_argument(key: Union[bytes, bytearray, memoryview], what: str = "key") -
     raise TypeError(f"{what} must be bytes-like, not {type(key).__name__}")
 
 
-class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin):
+class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin, CarryMixin):
     """One Ya OK profile over a ``yaok_node *``. Create it with :meth:`open`."""
 
     def __init__(self, _pointer: Any = None, _data_dir: str = "") -> None:
