@@ -11,10 +11,13 @@ extension Store {
     /// the packet's expiry when this node held it, else until the latest expiry a copy can
     /// still arrive with (now + 14 days + 1 hour + 15 minutes, `CarriedPacket.maxExpiryAheadMs`).
     /// Over `policy.maxPurgeRecords`, claims for packets never held go first (anyone can
-    /// publish random claims, so they are worth least), then those expiring soonest.
-    /// Returns the identities deleted. One transaction.
+    /// publish random claims, so they are worth least), then claims of packets held (a
+    /// depositor can seal packets and purge them with their own claims), then, last, this
+    /// node's own claims (`own`: it opened or sealed the packet, §12.6), each rank by
+    /// soonest expiry. Returns the identities deleted. One transaction.
     @discardableResult
-    package func purgeCarried(_ record: PurgeRecord, nowMs: Int64, policy: CarryPolicy = .default) throws -> [[UInt8]] {
+    package func purgeCarried(_ record: PurgeRecord, nowMs: Int64, policy: CarryPolicy = .default,
+                              own: Bool = false) throws -> [[UInt8]] {
         try policy.validate()
         return try db.transaction {
             var purged: [[UInt8]] = []
@@ -30,7 +33,7 @@ extension Store {
                     heldUntil = max(heldUntil ?? .min, packet.expiresAtMs)
                 }
                 try rememberPurge(claim: claim, hash: hash, expiresAtMs: heldUntil ?? nowMs &+ CarriedPacket.maxExpiryAheadMs,
-                                  held: heldUntil != nil)
+                                  rank: own ? .own : heldUntil != nil ? .held : .neverHeld)
             }
             try trimPurges(to: policy.maxPurgeRecords)
             return purged
@@ -65,13 +68,20 @@ extension Store {
         return db.changes
     }
 
-    private func rememberPurge(claim: [UInt8], hash: [UInt8], expiresAtMs: Int64, held: Bool) throws {
+    /// How much a remembered claim is worth keeping (the `held` column, trimmed lowest first).
+    private enum ClaimRank: Int64 {
+        case neverHeld = 0
+        case held = 1
+        case own = 2
+    }
+
+    private func rememberPurge(claim: [UInt8], hash: [UInt8], expiresAtMs: Int64, rank: ClaimRank) throws {
         try db.query("""
             INSERT INTO carry_purges (claim_hash, claim, expires_ms, held) VALUES (?, ?, ?, ?)
             ON CONFLICT (claim_hash) DO UPDATE SET
                 expires_ms = CASE WHEN excluded.held > held THEN excluded.expires_ms ELSE max(expires_ms, excluded.expires_ms) END,
                 held = max(held, excluded.held)
-            """, [.blob(hash), .blob(claim), .int(expiresAtMs), .int(held ? 1 : 0)])
+            """, [.blob(hash), .blob(claim), .int(expiresAtMs), .int(rank.rawValue)])
     }
 
     private func trimPurges(to maxRecords: Int) throws {

@@ -183,7 +183,7 @@ extension DeliveryEngine {
     mutating func publishClaims(_ claims: [[UInt8]], _ store: Store) throws {
         guard !claims.isEmpty else { return }
         let record = try PurgeRecord(claims: claims)
-        carry.counters.packetsPurged += try store.purgeCarried(record, nowMs: now, policy: carry.policy).count
+        carry.counters.packetsPurged += try store.purgeCarried(record, nowMs: now, policy: carry.policy, own: true).count
         for linkID in carry.sessions.keys.sorted() { try sendClaims(record.claims, on: linkID) }
     }
 

@@ -213,6 +213,33 @@ extension CarryMeetingTests {
 }
 
 extension CarryMeetingTests {
+    /// The claim a recipient publishes for a message carried to it (it never held the packet)
+    /// outlives a flood of random claims (§10.9: own claims are trimmed last), so it keeps
+    /// answering offers of the delivered packet with it.
+    @Test func aRecipientsPublishedClaimOutlivesAFloodOfRandomClaims() throws {
+        let m = try Meeting(["Alice", "Bob", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
+        let sent = try m["Alice"].send(to: carolAtAlice, text: "Remember me")
+        let claimHash = try #require(m["Alice"].state.withLock { s in
+            (try? s.store?.ownCarried(messageID: sent.messageID.bytes)).flatMap { $0 }.map { PurgeClaim.hash($0.claim) }
+        })
+        try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 }
+        try m.meet("Bob", "Carol") { m["Carol"].incoming(aliceAtCarol).count == 1 }
+        let kept = m["Carol"].state.withLock { s -> Bool? in
+            guard let store = s.store else { return nil }
+            let later = s.delivery.now + 1_000
+            for _ in 0..<3 {
+                let record = try? PurgeRecord(claims: (0..<255).map { _ in PurgeClaim.random() })
+                _ = try? store.purgeCarried(#require(record), nowMs: later, policy: CarryPolicy(maxPurgeRecords: 4))
+            }
+            return try? store.isPurged(claimHash: claimHash, nowMs: later)
+        }
+        #expect(kept == true)
+    }
+}
+
+extension CarryMeetingTests {
     /// The engine's timer sweeps what expired: carried packets (others' and one's own) and the
     /// records of own copies.
     @Test func theTimerSweepsExpiredCarrying() throws {

@@ -85,4 +85,28 @@ import Testing
         #expect(kept.count == 4)
         #expect(Set(heldClaims).isSubset(of: Set(kept)))
     }
+
+    /// Claims this node published (it opened or sealed the packet) outrank every other: a
+    /// peer that floods random claims, or deposits packets and purges them with their own
+    /// claims (held claims), must not make it forget its own, which answer offers of its
+    /// delivered packets and refuse their late copies.
+    @Test func ownClaimsOutliveFloodsOfHeldAndRandomClaims() throws {
+        let bench = try CarryBench()
+        defer { bench.finish() }
+        let policy = CarryPolicy(maxPurgeRecords: 4)
+        let own = PurgeClaim.random()
+        try bench.store.purgeCarried(try PurgeRecord(claims: [own]), nowMs: bench.now, policy: policy, own: true)
+        var held: [[UInt8]] = []
+        for _ in 0..<6 {
+            let claim = PurgeClaim.random()
+            try bench.mustTake(try bench.packet(claim: claim))
+            held.append(claim)
+        }
+        try bench.store.purgeCarried(try PurgeRecord(claims: held.sorted { $0.lexicographicallyPrecedes($1) }),
+                                     nowMs: bench.now, policy: policy)
+        try bench.store.purgeCarried(try PurgeRecord(claims: (0..<100).map { _ in PurgeClaim.random() }.sorted {
+            $0.lexicographicallyPrecedes($1) }), nowMs: bench.now, policy: policy)
+        #expect(try bench.store.isPurged(claimHash: PurgeClaim.hash(own), nowMs: bench.now))
+        #expect(try bench.store.rememberedPurgeClaims(nowMs: bench.now, limit: 100).count == 4)
+    }
 }
