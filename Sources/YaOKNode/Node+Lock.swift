@@ -459,6 +459,9 @@ extension Node {
             s.generation += 1
             s.delivery.online = [:]
             s.delivery.carry = CarryState()
+            // The contacts are gone: so are the keys that recognised them on links (§5.9).
+            s.delivery.contactLinkKeys = nil
+            s.delivery.contactDigests = nil
             s.autoLock = .standard
             try logSecurityEvent(fresh, .reset)
             return wasUnlocked
