@@ -208,23 +208,27 @@ extension DeliveryEngine {
         // §5.2: a responder confirms completion at once, so the initiator knows m3 arrived
         // (and a transport that counts units sees two on each side: BLE, LAN).
         if link.link.role == .responder { try sendOnLink(.keepalive, on: linkID) }
-        try linkReady(linkID, store, keys)
     }
 
-    /// The link is ready (handshake done): the hook for what runs on any link, stranger or
-    /// contact (carrying, §12).
-    private mutating func linkReady(_ linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+    /// The hook for what runs on any link, stranger or contact (the meeting, §12): once
+    /// recognition has settled on this side (a contact's proof verified, or the peer's probe
+    /// named none of our contacts), or earlier if the peer's meeting already began (its first
+    /// carry payload). Settled first, so that carrying "for contacts only" knows who the peer
+    /// is (PROTOCOL.md §5.9, "Ready and recognised"). Once per link.
+    private mutating func startMeeting(_ linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard carry.sessions[linkID] == nil else { return }
         try carryLinkOpened(linkID, store, keys)
     }
 
     /// The peer's probe (§5.9): our proofs for the contacts whose markers it holds.
-    private mutating func receiveContactProbe(_ probe: ContactProbeBody, on linkID: UInt64) throws {
+    private mutating func receiveContactProbe(_ probe: ContactProbeBody, on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard let link = links[linkID], let recognition = link.channel.recognition else { return }
         let proofs = try recognition.receiveProbe(probe.bytes[...])
         for proof in proofs { try sendOnLink(.contactProof(try ContactProofBody(decoding: proof.dropFirst())), on: linkID) }
         if proofs.isEmpty, link.peer == nil {
             links[linkID]?.probeUnmatched = true
             if let updated = links[linkID] { tellPeerStanding(updated) }
+            try startMeeting(linkID, store, keys)
         }
     }
 
@@ -248,6 +252,7 @@ extension DeliveryEngine {
             try store.requeueCarried(now: now, contactID: contact)
             updatePresence(contact, store, keys)
         }
+        try startMeeting(linkID, store, keys)
     }
 
     private mutating func receiveLinkPayload(_ payload: LinkPayload, on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
@@ -265,10 +270,11 @@ extension DeliveryEngine {
         case .keepalive:
             break
         case .contactProbe(let probe):
-            try receiveContactProbe(probe, on: linkID)
+            try receiveContactProbe(probe, on: linkID, store, keys)
         case .contactProof(let proof):
             try receiveContactProof(proof, on: linkID, store, keys)
         case .carry(let message):
+            try startMeeting(linkID, store, keys)
             try receiveCarry(message, on: linkID, store, keys)
         }
     }

@@ -9,7 +9,7 @@ import Testing
 
 /// A peer driven by hand through the crypto layer (docs/PROTOCOL.md §5.8–5.9), against a real
 /// `Node`'s link: it records every unit the node sends it, and opens them with its session.
-private final class HandPeer {
+final class HandPeer {
     let link: Link
     let sent = Locked<[[UInt8]]>([])
     private(set) var session: LinkSession?
