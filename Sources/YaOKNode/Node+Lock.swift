@@ -285,6 +285,10 @@ extension Node {
         for event in try store.attach(keys.cipher, vault: keys.contents, now: now) { events.emit(.security(event)) }
         try loadLinkKey(keys, store, &s)
         s.keys = keys
+        // The contacts' link keys (PROTOCOL.md §5.9) are derived now, while the identity
+        // secret is here, and kept across a lock: one right after this unlock must not leave
+        // new links unable to recognise contacts.
+        _ = try? s.delivery.directory(store, keys)
         s.lastActivity = EventLoop.monotonicNanoseconds()
         scheduleAutoLock(&s)
         // What arrived while locked is opened now; the outbox resumes.
@@ -459,6 +463,9 @@ extension Node {
             s.generation += 1
             s.delivery.online = [:]
             s.delivery.carry = CarryState()
+            // The contacts are gone: so are the keys that recognised them on links (§5.9).
+            s.delivery.contactLinkKeys = nil
+            s.delivery.contactDigests = nil
             s.autoLock = .standard
             try logSecurityEvent(fresh, .reset)
             return wasUnlocked

@@ -100,6 +100,8 @@ public final class Node: Sendable {
             s.store?.close()
             s.store = nil
             s.delivery.linkKey = nil
+            s.delivery.contactLinkKeys = nil
+            s.delivery.contactDigests = nil
         }
         directoryLock.release()
         events.setHandler(nil)

@@ -11,6 +11,10 @@ public enum LinkPayload: Equatable, Sendable {
     /// Proves the peer alive; a responder sends one on completing, so that the initiator
     /// learns its m3 arrived.
     case keepalive
+    /// Contact recognition (docs/PROTOCOL.md §5.9): a probe's 1024-byte filter, a proof's
+    /// 32-byte MAC, checked for shape on decoding (`ContactRecognition` makes and checks them).
+    case contactProbe(ContactProbeBody)
+    case contactProof(ContactProofBody)
     /// A meeting's payload (0x06 to 0x0C, docs/PROTOCOL.md §12): reconciliation, offers,
     /// requests, carried packets, taken/refused lists, purge records.
     case carry(CarryLinkMessage)
@@ -19,6 +23,8 @@ public enum LinkPayload: Equatable, Sendable {
         case packet = 0x01
         case receipt = 0x02
         case keepalive = 0x03
+        case contactProbe = 0x04
+        case contactProof = 0x05
         case carry = 0x06  // 0x06 to 0x0C: the carry kinds (CarryLinkMessage.Kind)
     }
 
@@ -33,6 +39,8 @@ public enum LinkPayload: Equatable, Sendable {
         case .packet: return .packet
         case .receipt: return .receipt
         case .keepalive: return .keepalive
+        case .contactProbe: return .contactProbe
+        case .contactProof: return .contactProof
         case .carry: return .carry
         }
     }
@@ -56,6 +64,10 @@ public enum LinkPayload: Equatable, Sendable {
             return out
         case .keepalive:
             return [Kind.keepalive.rawValue]
+        case .contactProbe(let probe):
+            return [Kind.contactProbe.rawValue] + probe.bytes
+        case .contactProof(let proof):
+            return [Kind.contactProof.rawValue] + proof.mac
         case .carry(let message):
             let body = try message.encodeBody()
             guard body.count < Self.maxPlaintextLength else {
@@ -98,6 +110,10 @@ public enum LinkPayload: Equatable, Sendable {
         case .keepalive:
             guard body.isEmpty else { throw YaOKError(.malformedPacket, "A keepalive has no body") }
             return .keepalive
+        case .contactProbe:
+            return .contactProbe(try ContactProbeBody(decoding: body))
+        case .contactProof:
+            return .contactProof(try ContactProofBody(decoding: body))
         case .carry:
             throw YaOKError(.internal, "Carry kinds are decoded above")
         }

@@ -13,13 +13,13 @@ extension DeliveryEngine {
     mutating func openLink(transport: String, role: Link.Role, mtu: Int, stream: Bool, node: Node,
                            send: @escaping @Sendable ([UInt8]) -> Void,
                            closed: @escaping @Sendable (String) -> Void) throws -> Link {
-        guard let key = linkKey, let certificate = linkCertificate else {
+        guard linkKey != nil else {
             throw YaOKError(.locked, "Links need the node to have been unlocked once since it was opened")
         }
         let id = nextLinkID
         nextLinkID += 1
         let link = Link(id: id, transport: transport, role: role, mtu: mtu, node: node, send: send, closed: closed)
-        let channel = try LinkChannel(role: role, key: key, certificate: certificate)
+        let channel = try LinkChannel(role: role)
         let first = try channel.start()
         // A stream transport's MTU holds any link packet whole; only small-MTU links fragment.
         let fragmenter = mtu >= Wire.maxPacketLength ? nil : try Fragmenter(mtu: mtu)
@@ -125,7 +125,7 @@ extension DeliveryEngine {
         if link.reassembler == nil, unit.count >= 2, unit[0] == Wire.version, unit[1] == PacketType.fragment.rawValue {
             throw YaOKError(.linkFailed, "A fragment arrived on a stream link, which carries packets whole")
         }
-        if link.peer == nil {
+        if !link.isOpen {
             try takeUnit(unit, on: linkID, store, keys)
         } else {
             do {
@@ -186,41 +186,95 @@ extension DeliveryEngine {
 
     private mutating func receiveHandshake(_ payload: [UInt8], on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard var link = links[linkID] else { return }
-        let (reply, peer) = try link.channel.receiveHandshake(payload)
+        // The contact link keys are built with the directory (at unlock, kept while locked).
+        if contactLinkKeys == nil, keys != nil { _ = try directory(store, keys) }
+        let known = contactLinkKeys ?? []
+        let (reply, ready) = try link.channel.receiveHandshake(payload, contacts: { known })
         if let reply { effects.units += try link.units(for: reply).map { (link.link, $0) } }
-        if let peer {
-            link.peer = peer
-            if let timer = link.handshakeTimer { loop.cancel(timer) }
-            link.handshakeTimer = nil
-            link.contactID = try directory(store, keys)?.contact(for: peer)
+        guard ready else {
             links[linkID] = link
-            tellPeerStanding(link)
-            // §5.2: a responder confirms completion at once, so the initiator knows m3 arrived
-            // (and a transport that counts units sees two on each side: BLE, LAN).
-            if link.link.role == .responder { try sendOnLink(.keepalive, on: linkID) }
-            try carryLinkOpened(linkID, store, keys)
-            if let contact = link.contactID {
-                try store.makeOutboxDue(contactID: contact, now: now)
-                // What a relay holds for them goes over the direct link too (the relay may
-                // never deliver it); the recipient drops the copy it may get twice.
-                try store.requeueCarried(now: now, contactID: contact)
-                updatePresence(contact, store, keys)
-            }
-        } else {
-            links[linkID] = link
+            return
         }
+        // Ready (§5.9): the link carries payloads; who the peer is, is settled by the probes.
+        link.ready = true
+        if let timer = link.handshakeTimer { loop.cancel(timer) }
+        link.handshakeTimer = nil
+        links[linkID] = link
+        tellPeerStanding(link)
+        // The probe goes first, so that the peer can recognise us as soon as it can.
+        if let probe = link.channel.recognition?.probe() {
+            try sendOnLink(.contactProbe(try ContactProbeBody(decoding: probe.dropFirst())), on: linkID)
+        }
+        // §5.2: a responder confirms completion at once, so the initiator knows m3 arrived
+        // (and a transport that counts units sees two on each side: BLE, LAN).
+        if link.link.role == .responder { try sendOnLink(.keepalive, on: linkID) }
+    }
+
+    /// The hook for what runs on any link, stranger or contact (the meeting, §12): once
+    /// recognition has settled on this side (a contact's proof verified, or the peer's probe
+    /// named none of our contacts), or earlier if the peer's meeting already began (its first
+    /// carry payload). Settled first, so that carrying "for contacts only" knows who the peer
+    /// is (PROTOCOL.md §5.9, "Ready and recognised"). Once per link.
+    private mutating func startMeeting(_ linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard carry.sessions[linkID] == nil else { return }
+        try carryLinkOpened(linkID, store, keys)
+    }
+
+    /// The peer's probe (§5.9): our proofs for the contacts whose markers it holds.
+    private mutating func receiveContactProbe(_ probe: ContactProbeBody, on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard let link = links[linkID], let recognition = link.channel.recognition else { return }
+        let proofs = try recognition.receiveProbe(probe.bytes[...])
+        for proof in proofs { try sendOnLink(.contactProof(try ContactProofBody(decoding: proof.dropFirst())), on: linkID) }
+        if proofs.isEmpty, link.peer == nil {
+            links[linkID]?.probeUnmatched = true
+            if let updated = links[linkID] { tellPeerStanding(updated) }
+            try startMeeting(linkID, store, keys)
+        }
+    }
+
+    /// A peer's proof (§5.9): verified, it makes the link that contact's (recognised), with
+    /// everything an authenticated contact link had; else `senderAuthFailed` (counted as a
+    /// bad unit by the caller; the link stays a stranger link).
+    private mutating func receiveContactProof(_ proof: ContactProofBody, on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        guard var link = links[linkID], let recognition = link.channel.recognition else { return }
+        let replies = try recognition.receiveProof(proof.mac[...])
+        for reply in replies { try sendOnLink(.contactProof(try ContactProofBody(decoding: reply.dropFirst())), on: linkID) }
+        guard link.peer == nil, let peer = recognition.contact else { return }
+        link = links[linkID] ?? link
+        link.peer = peer
+        link.contactID = try directory(store, keys)?.contact(for: peer)
+        links[linkID] = link
+        tellPeerStanding(link)
+        if let contact = link.contactID {
+            try store.makeOutboxDue(contactID: contact, now: now)
+            // What a relay holds for them goes over the direct link too (the relay may
+            // never deliver it); the recipient drops the copy it may get twice.
+            try store.requeueCarried(now: now, contactID: contact)
+            updatePresence(contact, store, keys)
+        }
+        try startMeeting(linkID, store, keys)
     }
 
     private mutating func receiveLinkPayload(_ payload: LinkPayload, on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         switch payload {
         case .packet(let bytes):
+            // Routed traffic only between recognised contacts (§5.9): a stranger link carries
+            // carried packets (§12), never routed ones.
+            guard links[linkID]?.peer != nil else {
+                throw YaOKError(.senderAuthFailed, "A routed packet on a link whose peer is no recognised contact")
+            }
             try receiveRouted(bytes, on: linkID, store, keys)
         case .receipt(let ids):
             // Only the link a packet is in flight on can confirm it.
             for id in ids where inflight[id]?.link == linkID { try confirmReceipt(id, store, keys) }
         case .keepalive:
             break
+        case .contactProbe(let probe):
+            try receiveContactProbe(probe, on: linkID, store, keys)
+        case .contactProof(let proof):
+            try receiveContactProof(proof, on: linkID, store, keys)
         case .carry(let message):
+            try startMeeting(linkID, store, keys)
             try receiveCarry(message, on: linkID, store, keys)
         }
     }
@@ -268,15 +322,25 @@ extension DeliveryEngine {
         peers = directory
         carry.tags = nil
         contactDigests = ContactKeyDigests(directory.byContact.values.map(\.identity))
+        // One X25519 per contact; in contact-id order, so a probe holds the oldest 256.
+        contactLinkKeys = directory.byContact.sorted { $0.key < $1.key }.compactMap {
+            try? ContactLinkKey(own: keys.identity, peer: $0.value.identity)
+        }
         return directory
     }
 
-    /// Tells an open link whether its peer is a contact (`Link.peerIsContact`): matched by
-    /// the directory, or — when the contacts could not be read at the match (locked) — by
-    /// the digests kept from the last unlock, nil before any.
+    /// Tells a ready link whether its peer is a contact (`Link.peerIsContact`): true once
+    /// recognised (§5.9) and still a contact — by the directory, or while locked by the
+    /// digests kept from the last unlock; false once the peer's probe held none of our
+    /// markers (or the recognised peer was deleted); nil until then.
     private func tellPeerStanding(_ link: LinkState) {
-        guard let peer = link.peer else { return }
-        let isContact = link.contactID != nil ? true : (peers != nil ? false : contactDigests?.contains(peer))
+        guard link.ready else { return }
+        let isContact: Bool?
+        if let peer = link.peer {
+            isContact = link.contactID != nil ? true : (peers != nil ? false : contactDigests?.contains(peer))
+        } else {
+            isContact = link.probeUnmatched ? false : nil
+        }
         link.link.notePeer(.authenticated(isContact: isContact))
     }
 

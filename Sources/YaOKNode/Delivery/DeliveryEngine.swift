@@ -37,6 +37,10 @@ struct DeliveryEngine {
     /// The contacts as digests, built with `peers` and kept while locked (nil until the
     /// first unlock of this process).
     var contactDigests: ContactKeyDigests?
+    /// The contacts' link keys (§5.9), derived from the identity secret at unlock and kept,
+    /// like the link key, while locked: a locked phone still recognises its contacts on new
+    /// links. Rebuilt when contacts change; dropped on reset and close.
+    var contactLinkKeys: [ContactLinkKey]?
     var timer: EventLoop.TimerID?
     var timerDue: Int64?
     var transports: [String: TransportEntry] = [:]

@@ -3,8 +3,9 @@ import YaOKSupport
 import YaOKLoop
 import YaOKCrypto
 
-/// One encrypted, mutually authenticated session with a neighbour over some transport
-/// (docs/PROTOCOL.md §5). A transport opens it for each connection with `Node.openLink`,
+/// One encrypted session with a neighbour over some transport (docs/PROTOCOL.md §5): an
+/// anonymous handshake (§5.8), then contact recognition (§5.9), which tells the peer who
+/// this node is only if it is a contact. A transport opens it for each connection with `Node.openLink`,
 /// feeds it what arrives (`receive`) and closes it when the connection ends; the node runs
 /// the handshake, encryption, fragmentation to the MTU, delivery and receipts over it.
 ///
@@ -31,8 +32,9 @@ public final class Link: Sendable {
     /// without the node's lock, which it may be waiting for in another thread.
     private let peer = Locked(PeerStanding.unknown)
 
-    /// The peer as the node knows it: not authenticated yet (or the link closed), or
-    /// authenticated, with whether it is a contact (nil: the node cannot tell, §6.3).
+    /// The peer as the node knows it: handshake not complete (or the link closed), or
+    /// complete ("authenticated": the link is ready, §5.9), with whether the peer is a
+    /// contact (true: recognised; false: its probe named none of ours; nil: not known yet).
     enum PeerStanding: Equatable {
         case unknown
         case authenticated(isContact: Bool?)
@@ -58,18 +60,18 @@ public final class Link: Sendable {
         node?.linkReceived(self, unit) ?? false
     }
 
-    /// Whether the handshake has completed: the peer is authenticated (PROTOCOL.md §5.2).
-    /// False before, and once the link is closed. Any thread; never takes the node's lock.
+    /// Whether the handshake has completed: the link is ready (PROTOCOL.md §5.9). It says
+    /// nothing about who the peer is (`peerIsContact` does). False before, and once the link
+    /// is closed. Any thread; never takes the node's lock.
     public var isAuthenticated: Bool {
         peer.withLock { $0 } != .unknown
     }
 
-    /// Whether the authenticated peer is one of our contacts: true or false when the node
-    /// can tell, nil when it cannot — the handshake has not completed (or the link is
-    /// closed), or the node has not been able to read its contacts since it was opened
-    /// (§6.3). The node sets it when the handshake completes and again whenever its contacts
-    /// change or it is unlocked; while locked it answers from the contact digests kept from
-    /// the last unlock. For a transport that gives strangers fewer of its scarce slots (BLE,
+    /// Whether the peer is one of our contacts: true once a contact's proof verified on this
+    /// link (recognised, §5.9), false once the peer's probe named none of our contacts (or the
+    /// recognised contact was deleted), nil before either, and once the link is closed. The
+    /// node recognises contacts while locked too, with the contact link keys kept from the
+    /// last unlock. For a transport that gives strangers fewer of its scarce slots (BLE,
     /// PROTOCOL.md §9.2). Any thread; never takes the node's lock.
     public var peerIsContact: Bool? {
         guard case .authenticated(let isContact) = peer.withLock({ $0 }) else { return nil }

@@ -9,9 +9,17 @@ struct LinkState {
     var fragmenter: Fragmenter?
     /// nil on a stream link (`Node.openLink(stream:)`), which refuses fragments.
     var reassembler: Reassembler?
-    /// The peer's identity once the handshake completed, and its contact id if it is one.
+    /// Ready: the anonymous handshake completed (§5.8), the link carries payloads. Nothing
+    /// about the peer is known from that alone.
+    var ready = false
+    /// Recognised: the contact whose proof verified on this link (§5.9), and its contact id
+    /// once the contacts could be read (nil while locked, matched at unlock). A ready link
+    /// without it is a stranger link: no routed traffic either way.
     var peer: PublicIdentity?
     var contactID: Int64?
+    /// The peer's probe held no marker of any contact of ours: a stranger, unless a proof
+    /// still arrives (it had us past its probe's capacity).
+    var probeUnmatched = false
     let openedAt: Int64
     var lastReceived: Int64
     /// When this side last sent a link packet (a keepalive follows `Node.linkKeepaliveMs`
@@ -31,7 +39,7 @@ struct LinkState {
     var queuedBytes = 0
     var minuteStart: Int64
 
-    var isOpen: Bool { peer != nil }
+    var isOpen: Bool { ready }
 }
 
 extension LinkState {

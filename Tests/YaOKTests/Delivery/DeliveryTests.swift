@@ -72,10 +72,11 @@ import Testing
         defer { pipe.close() }
         let bobInEve = try eve.contacts()[0].id
         let sent = try eve.send(to: bobInEve, text: "I am Alice")
-        // The packet carries the tag of no contact of Bob's: "not for me", dropped unopened
-        // and unlogged (PROTOCOL.md §4.3), and not confirmed, so it stays on Eve's side.
-        #expect(eventually { eve.inflightCount == 1 })
+        // Bob does not hold Eve's card: neither recognises the other (§5.9), so the link is a
+        // stranger link and Eve's message never goes on it; it stays on Eve's side.
+        #expect(eventually { pipe.initiator.peerIsContact == false && pipe.responder.peerIsContact == false })
         usleep(200_000)
+        #expect(eve.inflightCount == 0)
         #expect(try eve.outgoingMessage(sent.messageID).status == .pending)
         #expect(events.all.allSatisfy { if case .security = $0 { false } else { true } })
         #expect(try pair.bob.texts(pair.aliceID).isEmpty)

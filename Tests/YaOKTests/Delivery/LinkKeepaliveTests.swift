@@ -18,22 +18,24 @@ import Testing
         let link = try pair.bob.openLink(transport: "test", role: .responder, mtu: 65_535,
                                          send: { unit in sent.withLock { $0.append(unit) } })
         defer { link.close() }
-        let key = try LinkKey()
-        let stranger = try Identity(name: "Stranger")
-        let initiator = try LinkHandshake(role: .initiator, staticKey: key,
-                                          certificate: try LinkCertificate(linkPublicKey: key.publicKey, signedBy: stranger))
+        let initiator = try AnonymousLinkHandshake(role: .initiator)
         link.receive(try #require(try initiator.start()))
         #expect(eventually { sent.withLock { $0.count } >= 1 })
         // Mid-handshake: not authenticated, and nothing more is sent.
         #expect(!link.isAuthenticated)
         let m3 = try initiator.receive(try handshakePayload(sent.withLock { $0[0] }))
-        let session = try #require(m3.completion?.session)
+        let session = try #require(m3.session)
         #expect(sent.withLock { $0.count } == 1)
 
         link.receive(try #require(m3.packet))
-        #expect(eventually { sent.withLock { $0.count } >= 2 })
+        // Its contact probe first (§5.9), then the keepalive.
+        #expect(eventually { sent.withLock { $0.count } >= 3 })
         #expect(link.isAuthenticated)
-        #expect(try session.open(sent.withLock { $0[1] }) == .keepalive)
+        guard case .contactProbe = try session.open(sent.withLock { $0[1] }) else {
+            Issue.record("the responder's first link packet is not its probe")
+            return
+        }
+        #expect(try session.open(sent.withLock { $0[2] }) == .keepalive)
 
         link.close()
         #expect(!link.isAuthenticated)
@@ -90,9 +92,7 @@ import Testing
         defer { friend.close() }
         let stranger = try MemoryPipe(pair.alice, carol)
         defer { stranger.close() }
-        #expect(eventually { friend.initiator.isAuthenticated && stranger.initiator.isAuthenticated })
-        #expect(friend.initiator.peerIsContact == true)
-        #expect(stranger.initiator.peerIsContact == false)
+        #expect(eventually { friend.initiator.peerIsContact == true && stranger.initiator.peerIsContact == false })
         try pair.alice.lock()
         #expect(friend.initiator.peerIsContact == true)
         #expect(stranger.initiator.peerIsContact == false)
@@ -107,13 +107,14 @@ import Testing
         defer { pair.close() }
         let pipe = try MemoryPipe(pair.alice, pair.bob)
         defer { pipe.close() }
-        #expect(eventually { pipe.responder.peerIsContact != nil })
+        #expect(eventually { pipe.responder.peerIsContact == true })
         let answers = pair.bob.state.withLock { _ in [pipe.responder.isAuthenticated, pipe.responder.peerIsContact] }
         #expect(answers == [true, true])
     }
 
-    /// The answer follows the contacts: a stranger added while linked counts at once, one
-    /// deleted no longer does, and a closed link knows nothing.
+    /// The answer follows the contacts: a recognised contact deleted no longer counts, and a
+    /// closed link knows nothing. A stranger added while linked stays a stranger on this link
+    /// (recognition runs once, when the link opens, §5.9): its next link recognises it.
     @Test func theAnswerFollowsContactChanges() throws {
         let dirA = TempDir(), dirC = TempDir()
         defer { dirA.remove(); dirC.remove() }
@@ -121,12 +122,15 @@ import Testing
         defer { alice.close() }
         let carol = try makeNode(dirC, name: "Carol")
         defer { carol.close() }
+        let before = try MemoryPipe(alice, carol)
+        defer { before.close() }
+        #expect(eventually { before.initiator.peerIsContact == false })
+        let added = try alice.addContact(card: carol.profile().text)
+        _ = try carol.addContact(card: alice.profile().text)
+        #expect(before.initiator.peerIsContact == false)
         let pipe = try MemoryPipe(alice, carol)
         defer { pipe.close() }
-        #expect(eventually { pipe.initiator.isAuthenticated })
-        #expect(pipe.initiator.peerIsContact == false)
-        let added = try alice.addContact(card: carol.profile().text)
-        #expect(pipe.initiator.peerIsContact == true)
+        #expect(eventually { pipe.initiator.peerIsContact == true })
         try alice.deleteContact(added.id)
         #expect(pipe.initiator.peerIsContact == false)
         pipe.initiator.close()

@@ -61,13 +61,25 @@ import Testing
         defer { pair.close() }
         let client = try RawClient(port: pair.aliceLAN.listeningPort ?? 0)
         client.write(handshakeM1())
-        // The node answers m1 with m2 (229 bytes, framed), then waits for an m3 that never comes.
-        let m2 = client.read(count: 231, timeout: 3)
-        #expect(m2.count == 231 && m2.prefix(4) == [0x00, 0xe5, 0x01, 0x03])
+        // The node answers m1 with m2 (101 bytes, framed: §5.8), then waits for an m3 that never comes.
+        let m2 = client.read(count: 103, timeout: 3)
+        #expect(m2.count == 103 && m2.prefix(7) == [0x00, 0x65, 0x01, 0x03, 0x00, 0x61, 0x12])
         let start = Date()
         #expect(client.waitForClose(timeout: 5))
         #expect(Date().timeIntervalSince(start) < 3)
         #expect(try pair.alice.diagnostics().serialized.contains("no handshake within"))
+    }
+
+    /// §5.8: a node does not answer the certified handshake's m1 (its m2 would carry the
+    /// node's certificate, so its identity, to whoever connected): the connection ends with
+    /// nothing sent.
+    @Test func aCertifiedHandshakeM1GetsNoAnswer() throws {
+        let pair = try LANPair()
+        defer { pair.close() }
+        let client = try RawClient(port: pair.aliceLAN.listeningPort ?? 0)
+        client.write(handshakeM1(step: 0x01))
+        #expect(client.read(count: 1, timeout: 3).isEmpty)  // returns at the close, or after 3 s
+        #expect(client.waitForClose(timeout: 5))
     }
 
     @Test func aHostileCrowdDoesNotStopRealMessages() throws {
@@ -157,7 +169,8 @@ import Testing
 }
 
 /// A framed handshake m1 (PROTOCOL.md §5.2): 01 03 0021 01 || a random ephemeral key.
-func handshakeM1() -> [UInt8] {
-    let packet: [UInt8] = [0x01, 0x03, 0x00, 0x21, 0x01] + (0..<32).map { _ in UInt8.random(in: 1...255) }
+/// A framed m1 of the anonymous handshake (§5.8, step 0x11), or of the certified one (step 1).
+func handshakeM1(step: UInt8 = 0x11) -> [UInt8] {
+    let packet: [UInt8] = [0x01, 0x03, 0x00, 0x21, step] + (0..<32).map { _ in UInt8.random(in: 1...255) }
     return [0x00, UInt8(packet.count)] + packet
 }
