@@ -748,14 +748,17 @@ yaok_status yaok_link_open(yaok_node *node, const char *transport, uint32_t role
 yaok_status yaok_link_receive(yaok_link *link, const uint8_t *unit, size_t unit_len);
 
 /* yaok_link_peer: who the link's peer is. */
-#define YAOK_LINK_PEER_UNKNOWN  0u  /* handshake not complete, or not unlocked since the node opened */
-#define YAOK_LINK_PEER_CONTACT  1u
-#define YAOK_LINK_PEER_STRANGER 2u  /* authenticated, but not one of this node's contacts */
+#define YAOK_LINK_PEER_UNKNOWN  0u  /* handshake not complete, contact recognition not settled, or
+                                       not unlocked since the node opened */
+#define YAOK_LINK_PEER_CONTACT  1u  /* the peer proved it is a contact (docs/PROTOCOL.md §5.9) */
+#define YAOK_LINK_PEER_STRANGER 2u  /* handshake done, and the peer's probe named none of this
+                                       node's contacts: it carries packets, nothing routed */
 
 /* Whether the link's handshake is complete (*out_authenticated 1 or 0), and whether its
- * authenticated peer is a contact (*out_peer YAOK_LINK_PEER_*; known while locked too, from
- * the contacts at the last unlock). Anyone can complete a handshake with an identity made
- * for the purpose: an app whose radio has few connection slots closes strangers' links
+ * peer is a contact (*out_peer YAOK_LINK_PEER_*; known while locked too, from the contacts
+ * at the last unlock). Links are anonymous (docs/PROTOCOL.md §5.8): only a contact learns
+ * who a node is, by a proof inside the link (§5.9). Anyone can complete a handshake, and
+ * carrying (§12) uses strangers' links: an app whose radio has few connection slots closes strangers' links
  * first, as the core's own Bluetooth transport does (docs/PROTOCOL.md §9.2). Takes the
  * node's lock briefly; any thread, also inside a link callback. Closed link: YAOK_E_CLOSED. */
 yaok_status yaok_link_peer(yaok_link *link, int32_t *out_authenticated, uint32_t *out_peer);
