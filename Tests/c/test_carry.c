@@ -6,19 +6,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "tempdir.h"
+#include "node.h"
 
 #include <string.h>
-
-static const char *PIN = "135790";
-
-static yaok_node *new_node(char *dir, size_t size, const char *name) {
-    make_dir(dir, size);
-    yaok_node *node = NULL;
-    uint32_t warnings = 0;
-    CHECK(yaok_node_open(dir, YAOK_NODE_OPEN_TEST_FAST_KDF, &node) == YAOK_OK && node != NULL);
-    CHECK(yaok_node_setup(node, name, PIN, PIN, &warnings) == YAOK_OK);
-    return node;
-}
 
 static yaok_carry_status status_of(yaok_node *node) {
     yaok_carry_status s;

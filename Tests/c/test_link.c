@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "tempdir.h"
+#include "node.h"
 #include "wait.h"
 
 #include <pthread.h>
@@ -14,9 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static const char *PIN = "135790";
-
 
 /* Copies the string value of "key" in a flat JSON object (no escapes expected). */
 static int json_str(const char *json, const char *key, char *out, size_t size) {
@@ -125,15 +123,6 @@ static void on_event(void *user_data, const yaok_event *event) {
     in->contact_id = json_int(event->json, "contact_id");
     if (strstr(event->json, "hello") || strstr(event->json, "\"text\"")) in->had_text = 1;
     pthread_mutex_unlock(&in->mutex);
-}
-
-static yaok_node *new_node(char *dir, size_t size, const char *name) {
-    make_dir(dir, size);
-    yaok_node *node = NULL;
-    uint32_t warnings = 0;
-    CHECK(yaok_node_open(dir, YAOK_NODE_OPEN_TEST_FAST_KDF, &node) == YAOK_OK && node != NULL);
-    CHECK(yaok_node_setup(node, name, PIN, PIN, &warnings) == YAOK_OK);
-    return node;
 }
 
 /* `a` adds `b` from b's profile card; returns the contact id. */

@@ -8,14 +8,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "tempdir.h"
+#include "node.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static const char *PIN = "135790";
 
 /* (Not wait.h: its one-integer JSON reader is exactly what this test must not need.) */
 static void sleep_ms(long ms) {
@@ -153,15 +152,6 @@ static int read_seen(struct seen *s, const int *field) {
     int v = *field;
     pthread_mutex_unlock(&s->mutex);
     return v;
-}
-
-static yaok_node *new_node(char *dir, size_t size, const char *name) {
-    make_dir(dir, size);
-    yaok_node *node = NULL;
-    uint32_t warnings = 0;
-    CHECK(yaok_node_open(dir, YAOK_NODE_OPEN_TEST_FAST_KDF, &node) == YAOK_OK && node != NULL);
-    CHECK(yaok_node_setup(node, name, PIN, PIN, &warnings) == YAOK_OK);
-    return node;
 }
 
 /* `a` adds `b` from b's card (read without JSON: through its identity); returns the handle. */
