@@ -32,6 +32,12 @@ public final class Node: Sendable {
         /// minimum (the test suites' fast costs). C and Python tests opt in through
         /// YAOK_TEST_INSECURE_KDF=1 instead.
         package var allowTestOnlyKDFCosts = false
+        /// Package-only, for the simulator: the engine arms no timers on the event loop (the
+        /// delivery timer, a link's handshake deadline); the caller runs them, through
+        /// `runDeliveryTimers`, when its own clock says so. A timer on the real clock fires
+        /// wherever the thread happens to be, and a simulation on a virtual clock would then
+        /// differ from one run to the next.
+        package var callerRunsTimers = false
 
         public init() {}
     }
@@ -78,7 +84,7 @@ public final class Node: Sendable {
         let carry = try CarryState.load(store)
         loop = try EventLoop()
         state = Locked(NodeState(store: store, autoLock: autoLock,
-                                 delivery: DeliveryEngine(clock: options.clock, loop: loop)))
+                                 delivery: DeliveryEngine(clock: options.clock, loop: loop, callerRunsTimers: options.callerRunsTimers)))
         events = EventSink(loop: loop)
         state.withLock { s in
             s.delivery.node = self

@@ -80,6 +80,10 @@ public final class RealNodeRouter: Router {
         options.pinHashing = .insecureFastForTestsOnly
         options.allowTestOnlyKDFCosts = true
         options.clock = run.clock.function
+        // Timers on the real clock would fire wherever a node's thread happens to be (more
+        // often on a loaded machine) and the same seed would give another run: the nodes'
+        // timers run when an encounter starts instead (`meet`), on the virtual clock.
+        options.callerRunsTimers = true
         let involved = links == .everyEncounter ? Set(run.plan.encounters.flatMap { [$0.a, $0.b] })
                                                 : Set(run.workload.friendships.flatMap { [$0.a, $0.b] })
         contactIDs = Array(repeating: [:], count: run.plan.nodeCount)
@@ -190,6 +194,9 @@ public final class RealNodeRouter: Router {
         // What is left of the encounter (a message written during it links the pair again).
         let capacity = min(e.remaining(from: e.a, now: run.now), e.remaining(from: e.b, now: run.now))
         guard capacity > 0 else { return }
+        // What came due since the last encounter (retries, expiry, carried packets' sweep),
+        // as each node's timer would have run it by now.
+        for i in [e.a, e.b] { try node(i).runDeliveryTimers() }
         let pipe = try LockstepPipe(node(e.a), node(e.b), capacity: capacity, mtu: mtu)
         let progress = { [observed] in observed.withLock { $0.events } }
         pipe.run(until: { links == .contactsWithMail && done(pair, run: run) }, progress: progress)

@@ -26,7 +26,7 @@ extension DeliveryEngine {
         let t = now
         var state = LinkState(link: link, channel: channel, fragmenter: fragmenter, reassembler: stream ? nil : try Reassembler(),
                               openedAt: t, lastReceived: t, lastSent: t, minuteStart: t)
-        state.handshakeTimer = loop.schedule(after: Double(Node.handshakeTimeoutMs) / 1000) { [weak node, weak link] in
+        state.handshakeTimer = callerRunsTimers ? nil : loop.schedule(after: Double(Node.handshakeTimeoutMs) / 1000) { [weak node, weak link] in
             guard let node, let link else { return }
             let pending = node.state.withLock { $0.delivery.links[link.id].map { !$0.isOpen } ?? false }
             if pending { node.closeLink(link, reason: "Handshake timed out", notifyTransport: true) }
@@ -228,8 +228,13 @@ extension DeliveryEngine {
         if proofs.isEmpty, link.peer == nil {
             links[linkID]?.probeUnmatched = true
             if let updated = links[linkID] { tellPeerStanding(updated) }
-            try startMeeting(linkID, store, keys)
         }
+        // Carrying for anyone needs no answer to the proofs: the meeting starts now. Waiting
+        // for them would leave this side without a meeting whenever a stranger's random bits
+        // hold one of our contacts' markers (2^-16 per contact and link, so one link in 256
+        // for a node with 256 contacts): the peer refuses the proof and says nothing, and a
+        // waiting initiator never sends the first reconciliation message (§5.9).
+        if proofs.isEmpty || carry.mode == .anyone { try startMeeting(linkID, store, keys) }
     }
 
     /// A peer's proof (§5.9): verified, it makes the link that contact's (recognised), with

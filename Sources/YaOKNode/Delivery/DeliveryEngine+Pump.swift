@@ -134,6 +134,7 @@ extension DeliveryEngine {
                          carriers.values.map(\.pausedUntil).filter { $0 > t }.min(),
                          t + 3_600_000].compactMap { $0 }
         guard let due = deadlines.min() else { return }
+        guard !callerRunsTimers else { timerDue = due; return }
         if let current = timerDue, current <= due, timer != nil { return }
         if let timer = timer { loop.cancel(timer) }
         timerDue = due

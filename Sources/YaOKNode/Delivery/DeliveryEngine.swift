@@ -19,6 +19,8 @@ struct DeliveryEngine {
     /// node itself for the callbacks of those timers.
     let clock: @Sendable () -> Int64
     let loop: EventLoop
+    /// `Node.Options.callerRunsTimers`: no timer is armed on `loop`.
+    var callerRunsTimers = false
     weak var node: Node?
     /// What the engine decided and has not done yet.
     var effects = DeliveryEffects()
@@ -75,9 +77,10 @@ struct DeliveryEngine {
     /// Carrying for others: the mode, the caps and the counters (Carry/CarryState.swift).
     var carry = CarryState()
 
-    init(clock: @escaping @Sendable () -> Int64, loop: EventLoop) {
+    init(clock: @escaping @Sendable () -> Int64, loop: EventLoop, callerRunsTimers: Bool = false) {
         self.clock = clock
         self.loop = loop
+        self.callerRunsTimers = callerRunsTimers
     }
 
     var now: Int64 { clock() }
