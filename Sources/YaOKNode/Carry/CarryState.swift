@@ -5,7 +5,7 @@ import YaOKStore
 struct CarryState {
     var mode: CarryMode = .anyone
     var limits: CarryLimits = .standard
-    var counters = CarryStatistics(mode: .anyone, limits: .standard)
+    var counters = CarryCounters()
     /// The meetings on open links, by link ID (CarrySession.swift).
     var sessions: [UInt64: CarrySession] = [:]
     /// The carried tags our contacts send us under (§10.3), built from the contact directory
@@ -21,4 +21,15 @@ struct CarryState {
         p.maxBytes = limits.maxBytes
         return p
     }
+}
+
+/// What the engine counts since the node was opened (`CarryStatistics` adds the mode, the
+/// caps and what the store holds, read when asked, so none of those is kept twice).
+struct CarryCounters {
+    var packetsTaken = 0
+    var packetsHandedOn = 0
+    var messagesDeliveredThroughCarriers = 0
+    var acksThroughCarriers = 0
+    var packetsPurged = 0
+    var packetsRefused = 0
 }

@@ -226,12 +226,12 @@ extension DeliveryEngine {
     }
 
     func carryStatistics(_ store: Store) throws -> CarryStatistics {
-        var s = carry.counters
-        s.mode = carry.mode
-        s.limits = carry.limits
         let usage = try store.carryUsage()
-        s.packetsHeld = usage.packets
-        s.bytesHeld = usage.bytes
-        return s
+        let c = carry.counters
+        return CarryStatistics(mode: carry.mode, limits: carry.limits, packetsHeld: usage.packets, bytesHeld: usage.bytes,
+                               packetsTaken: c.packetsTaken, packetsHandedOn: c.packetsHandedOn,
+                               messagesDeliveredThroughCarriers: c.messagesDeliveredThroughCarriers,
+                               acksThroughCarriers: c.acksThroughCarriers, packetsPurged: c.packetsPurged,
+                               packetsRefused: c.packetsRefused)
     }
 }
