@@ -197,10 +197,13 @@ public final class RealNodeRouter: Router {
         // What came due since the last encounter (retries, expiry, carried packets' sweep),
         // as each node's timer would have run it by now.
         for i in [e.a, e.b] { try node(i).runDeliveryTimers() }
+        let reconciled = { [self] in carry == .off ? 0 : [e.a, e.b].reduce(0) { $0 + ((try? node($1).carryReconciliationBytesSent()) ?? 0) } }
+        let reconciledBefore = reconciled()
         let pipe = try LockstepPipe(node(e.a), node(e.b), capacity: capacity, mtu: mtu)
         let progress = { [observed] in observed.withLock { $0.events } }
         pipe.run(until: { links == .contactsWithMail && done(pair, run: run) }, progress: progress)
         pipe.close(progress: progress)
+        run.recorder.reconciliation(bytes: reconciled() - reconciledBefore, inLinkBytes: true)
         _ = e.transfer(pipe.bytesEachWay.0, from: e.a, now: run.now)
         _ = e.transfer(pipe.bytesEachWay.1, from: e.b, now: run.now)
         if links == .contactsWithMail && !done(pair, run: run) && !pipe.exhausted { stalls += 1 }

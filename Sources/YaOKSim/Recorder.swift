@@ -52,10 +52,12 @@ public struct Recorder: Sendable {
     public mutating func linkBytes(_ count: Int) { bytes += count }
 
     /// Bytes a meeting spent learning what the other side has (summaries, reconciliation).
-    public mutating func reconciliation(bytes: Int, at time: Double) {
+    /// Counted, not logged: real nodes' reconciliation messages depend on their random
+    /// packet identities, and the hash must not. `inLinkBytes`: already counted in
+    /// `linkBytes` (a real link's bytes include them).
+    public mutating func reconciliation(bytes: Int, inLinkBytes: Bool) {
         reconciliationBytes += bytes
-        self.bytes += bytes
-        log.append(time, "reconcile \(bytes)B")
+        if !inLinkBytes { self.bytes += bytes }
     }
 
     /// Copies a carrying engine handed between nodes that the simulation cannot attribute to

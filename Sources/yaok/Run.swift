@@ -46,12 +46,13 @@ struct Run: ParsableCommand {
             let server = try ControlServer(path: socketPath) { request in Run.handle(request, node) }
             defer { server.stop() }
 
+            let carryMode = try node.carryMode()
             out.line(.object([("event", .string("started")), ("name", .string(name)),
                               ("home", .string(options.dataDirectory)), ("control_socket", .string(socketPath)),
                               ("transports", .array(started.enabled.map { .string($0) })),
-                              ("carry", .string(node.carryMode.name))] + started.fields)) {
+                              ("carry", .string(carryMode.name))] + started.fields)) {
                 "\(name) is running (\(started.notes.isEmpty ? "no transports" : started.notes.joined(separator: "; "))"
-                    + "; carrying for \(Run.carryLabel(node.carryMode))). Control socket \(socketPath). Ctrl-C to stop."
+                    + "; carrying for \(Run.carryLabel(carryMode))). Control socket \(socketPath). Ctrl-C to stop."
             }
             if let warnings = (try? node.diagnostics())?["warnings"]?.array {
                 for case .string(let w) in warnings {

@@ -33,6 +33,8 @@ import Testing
         #expect(ours.deliveryProbability > courier.deliveryProbability)
         // Budget 8: the sender and at most 7 carriers hold a message, plus its delivery.
         #expect(ours.copiesPerMessage <= 8)
+        // Its meetings reconcile (§11), at least the first message of each.
+        #expect(ours.reconciliationBytesPerEncounter > 0)
     }
 
     /// Linked at every encounter, strangers too (what carrying will run on), today's engine

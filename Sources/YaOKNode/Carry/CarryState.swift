@@ -32,4 +32,6 @@ struct CarryCounters {
     var acksThroughCarriers = 0
     var packetsPurged = 0
     var packetsRefused = 0
+    /// Bytes of §11 messages sent (the simulator's reconciliation bytes per encounter).
+    var reconciliationBytesSent = 0
 }

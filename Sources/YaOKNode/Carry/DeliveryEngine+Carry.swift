@@ -30,7 +30,7 @@ extension DeliveryEngine {
         let first = link.link.role == .initiator ? try reconciler.initiate() : nil
         session.reconciler = reconciler
         carry.sessions[linkID] = session
-        if case .send(let bytes)? = first { try sendOnLink(.carry(.reconcile(bytes)), on: linkID) }
+        if case .send(let bytes)? = first { try sendReconcile(bytes, on: linkID) }
     }
 
     /// The link closed: its meeting ends; the app hears of it if anything happened.
@@ -85,8 +85,13 @@ extension DeliveryEngine {
         }
         session.reconciler = reconciler
         carry.sessions[linkID] = session
-        for b in out { try sendOnLink(.carry(.reconcile(b)), on: linkID) }
+        for b in out { try sendReconcile(b, on: linkID) }
         try offer(reconciler.have, on: linkID, store)
+    }
+
+    private mutating func sendReconcile(_ bytes: [UInt8], on linkID: UInt64) throws {
+        carry.counters.reconciliationBytesSent += bytes.count
+        try sendOnLink(.carry(.reconcile(bytes)), on: linkID)
     }
 
     // MARK: - Offers and requests

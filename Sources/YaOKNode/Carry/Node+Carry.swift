@@ -31,9 +31,9 @@ extension Node {
         }
     }
 
-    /// The carry mode in force.
-    public var carryMode: CarryMode {
-        (try? withEngine { engine, _, _ in engine.carry.mode }) ?? .anyone
+    /// The carry mode in force; `closed` once the node is (not a made-up default).
+    public func carryMode() throws -> CarryMode {
+        try withEngine { engine, _, _ in engine.carry.mode }
     }
 
     /// What this node holds for carrying and has carried since it was opened.
@@ -47,6 +47,11 @@ extension Node {
 extension Node {
     package func carriedPacketIDs() -> [[UInt8]] {
         (try? withEngine { engine, store, _ in try store.carriedKeys(nowMs: engine.now, limit: Int.max >> 1).map(\.id) }) ?? []
+    }
+
+    /// Bytes of reconciliation messages (§11) this node sent since it was opened.
+    package func carryReconciliationBytesSent() -> Int {
+        (try? withEngine { engine, _, _ in engine.carry.counters.reconciliationBytesSent }) ?? 0
     }
 
     package func ownCarriedPacketID(_ messageID: MessageID) -> [UInt8]? {
