@@ -1,9 +1,11 @@
 /* Fresh data directories for the C tests: make_dir creates one under /tmp, remove_dir
- * deletes it with the node's database files. */
+ * deletes it and everything in it. */
 #ifndef YAOK_TEST_TEMPDIR_H
 #define YAOK_TEST_TEMPDIR_H
 
+#include <dirent.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -15,12 +17,19 @@ static void make_dir(char *path, size_t size) {
     }
 }
 
+/* Everything in it (the database, its WAL, the directory lock, whatever a later version
+ * keeps there: the node writes files only, no subdirectories), then the directory. */
 static void remove_dir(const char *path) {
-    const char *suffixes[] = {"", "-wal", "-shm", "-journal"};
-    char file[512];
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-        snprintf(file, sizeof file, "%s/yaok.db%s", path, suffixes[i]);
-        unlink(file);
+    DIR *dir = opendir(path);
+    if (dir) {
+        struct dirent *entry;
+        char file[1024];
+        while ((entry = readdir(dir)) != NULL) {
+            if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+            snprintf(file, sizeof file, "%s/%s", path, entry->d_name);
+            unlink(file);
+        }
+        closedir(dir);
     }
     rmdir(path);
 }
