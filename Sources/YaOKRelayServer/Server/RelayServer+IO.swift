@@ -191,6 +191,7 @@ extension RelayServer {
     /// Closes the connection now and forgets it.
     func finish(_ c: RelayConnection, _ reason: String) {
         guard connections.removeValue(forKey: c.id) != nil else { return }
+        if c.carryOpened { carry?.close(c.id) }
         uncountSlot(c)
         uncountPending(c)
         uncountSubscriptions(c)

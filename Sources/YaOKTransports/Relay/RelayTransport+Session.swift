@@ -16,7 +16,8 @@ extension RelayTransport {
                 login(nonce: nonce, relay: relay, generation: generation)
             case .ready(let lifetime, let perHour, let remaining):
                 sessionReady(lifetime: lifetime, perHour: perHour, remaining: remaining, generation: generation)
-            case .subscribed, .pong:
+            case .subscribed, .pong, .carryFromRelay:
+                // CARRY comes only in answer to a client's (§12.9); this client opens no meeting yet.
                 break
             case .accepted(let request):
                 if let id = state.withLock({ s -> MessageID? in
@@ -39,7 +40,7 @@ extension RelayTransport {
                                 retryAt: e.code == .sessionExpired && earned)
                 }
                 refused(e, generation: generation)
-            case .auth, .subscribe, .post, .delete, .ping:
+            case .auth, .subscribe, .post, .delete, .ping, .carry:
                 flushAccepted(&accepted, generation)
                 return fail(generation, YaOKError(.malformedPacket, "The relay sent a client's frame"))
             }
