@@ -80,7 +80,7 @@ final class RelayCarrier {
             }
             try handOver(&meeting, &out, nowMs)
         case .purge(let record):
-            let gone = try store.purgeCarried(record, nowMs: nowMs, policy: policy, own: false)
+            let gone = try store.purgeCarried(record, nowMs: nowMs, policy: policy)
             purged += gone.count
             if !gone.isEmpty { snapshot = nil }
         }
@@ -119,7 +119,7 @@ final class RelayCarrier {
     /// expired meanwhile, and other relays' writes to a shared store).
     private func keys(_ nowMs: Int64) throws -> ReconciliationSet {
         if let snapshot, nowMs >= snapshotAtMs, nowMs - snapshotAtMs < 60_000 { return snapshot }
-        let held = try store.carriedKeys(from: nil, below: nil, nowMs: nowMs, limit: policy.maxPackets + 1)
+        let held = try store.carriedKeys(nowMs: nowMs, limit: policy.maxPackets + 1)
         let items = try held.map {
             try ReconciliationItem(expiry: UInt64($0.expiresAtMs / CarriedPacket.hourMs), id: $0.id,
                                    idLength: CarryLinkMessage.identityLength)
@@ -164,7 +164,7 @@ final class RelayCarrier {
                 continue
             }
             guard quotaLeft > 0, meeting.asked.count + wanted.count < RelayCarryMeeting.maxAsked,
-                  try store.carriedEntry(e.identity) == nil else { continue }
+                  try !store.holdsCarried(e.identity) else { continue }
             quotaLeft -= 1
             wanted.append(e.identity)
         }
@@ -208,7 +208,7 @@ final class RelayCarrier {
         } catch {
             return out.append(.refused([id]))
         }
-        let result: CarryTake
+        let result: RelayCarryTake
         do {
             result = try store.takeCarried(kept.encode(), from: meeting.depositor, nowMs: nowMs, policy: policy)
         } catch let error as YaOKError where error.code != .storage && error.code != .diskFull && error.code != .corruptStore {
@@ -231,6 +231,6 @@ final class RelayCarrier {
     func sweepIfDue(_ nowMs: Int64) throws {
         guard lastSweepMs == .min || nowMs - lastSweepMs >= 600_000 || nowMs < lastSweepMs else { return }
         lastSweepMs = nowMs
-        if try store.sweepCarried(nowMs: nowMs).packets > 0 { snapshot = nil }
+        if try store.sweepCarried(nowMs: nowMs) > 0 { snapshot = nil }
     }
 }

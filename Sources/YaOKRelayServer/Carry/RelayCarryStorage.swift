@@ -12,6 +12,14 @@ public final class RelayCarryStorage: @unchecked Sendable {
     /// A SQLite database of the node's carry schema in `directory/carry` (the relay's data
     /// directory): created on first use, 0600.
     public static func sqlite(directory: String) throws -> RelayCarryStorage {
-        RelayCarryStorage(try Store(directory: directory + "/carry"))
+        RelayCarryStorage(try SQLiteRelayCarryStore(directory: directory + "/carry"))
+    }
+}
+
+extension RelayCarryStorage {
+    /// The carry tables of the relay schema in the PostgreSQL database at `conninfo`
+    /// (migrated on open): every relay of a cluster carries from one store.
+    public static func postgres(conninfo: String) throws -> RelayCarryStorage {
+        RelayCarryStorage(try PostgresRelayCarryStore(conninfo: conninfo))
     }
 }
