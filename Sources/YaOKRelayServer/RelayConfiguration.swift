@@ -128,8 +128,8 @@ public struct RelayConfiguration: Sendable {
     public var carryMaxBytes: Int = 512 << 20
     public var carryPacketsPerHour: Int = 500
     public var carryBytesPerHour: Int = 8 << 20
-    /// CARRY frames of one connection handed to the carry thread and not answered yet: past
-    /// it the session ends (ERROR unavailable), so a flood queues a bounded amount.
+    /// CARRY frames of one connection handed to the carry thread and not answered yet: at
+    /// this many the connection is not read until answers come back (backpressure).
     public var maxPendingCarryPerConnection: Int = 64
 
     public init() {}

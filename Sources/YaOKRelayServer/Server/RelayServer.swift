@@ -109,6 +109,8 @@ public final class RelayServer: @unchecked Sendable {
     var lastPrune: UInt64 = 0
     var lastTop: UInt64 = 0
     var stopped = false
+    /// The most CARRY frames one connection had waiting for the carry thread (for tests).
+    var peakPendingCarry = 0
     /// Connections refused for the cap (for tests).
     var refusedConnections = 0
 
