@@ -447,7 +447,7 @@ enum PostgresRelaySchema {
             RETURN total;
         END $$;
         """,
-        // The relay as a carrier (docs/PROTOCOL.md §12.9): the node's carry tables (§10.9),
+        // 7: the relay as a carrier (docs/PROTOCOL.md §12.9): the node's carry tables (§10.9),
         // shared by the cluster. Writes take `PostgresRelayCarryStore.writeLock` (one at a
         // time across the cluster: the eviction reads the whole store's ranking).
         """
