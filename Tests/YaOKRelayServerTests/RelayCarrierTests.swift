@@ -140,4 +140,22 @@ final class RelayCarrierTests: XCTestCase {
         XCTAssertLessThanOrEqual(bytes, 64)
         XCTAssertTrue(same.requestedByRelay.isEmpty && same.offeredByRelay.isEmpty)
     }
+
+    /// A copy handed with its full budget (a node that halves, or one that lies) is kept
+    /// with budget 1 all the same, offered with budget 1 and handed on with budget 1.
+    func testKeepsWaitPhaseCopiesWhateverItIsHanded() throws {
+        carrier.open(1, address: aliceAddress)
+        let (packet, _) = try carriedPacket(nowMs: now, budget: 8, hop: 7)
+        let offer = CarryOffer(identity: packet.identity, routingTag: packet.routingTag, copyBudget: 8, claimHash: packet.claimHash)
+        XCTAssertEqual(try carrier.receive(.offer([offer]), from: 1, nowMs: now), [.request([packet.identity])])
+        XCTAssertEqual(try carrier.receive(.carried(packet), from: 1, nowMs: now), [.taken([packet.identity])])
+        XCTAssertEqual(try store.carriedPacket(packet.identity)?.copyBudget, 1)
+        let carol = client(2, address: carolAddress)
+        carol.wants = { _ in true }
+        try carol.meet(nowMs: now)
+        XCTAssertEqual(carol.offeredByRelay.map(\.copyBudget), [1])
+        XCTAssertEqual(carol.received.map(\.copyBudget), [1])
+        XCTAssertEqual(carol.received.map(\.hopLimit), [6])
+        XCTAssertEqual(try store.carriedPacket(packet.identity)?.copyBudget, 1, "the relay keeps its own copy")
+    }
 }
