@@ -16,9 +16,11 @@ extension RelayTransport {
                 login(nonce: nonce, relay: relay, generation: generation)
             case .ready(let lifetime, let perHour, let remaining):
                 sessionReady(lifetime: lifetime, perHour: perHour, remaining: remaining, generation: generation)
-            case .subscribed, .pong, .carryFromRelay:
-                // CARRY comes only in answer to a client's (§12.9); this client opens no meeting yet.
+            case .subscribed, .pong:
                 break
+            case .carryFromRelay(let message):
+                // The relay's side of the meeting this session opened (§12.9).
+                state.withLock { s in s.generation == generation ? s.carrier : nil }?.receiveCarry(message)
             case .accepted(let request):
                 if let id = state.withLock({ s -> MessageID? in
                     let id = s.requests.removeValue(forKey: request)
@@ -108,7 +110,8 @@ extension RelayTransport {
                 post: { [weak self] posts in self?.post(posts, generation: generation) },
                 release: { [weak self] ids in self?.release(ids, generation: generation) },
                 mailboxesChanged: { [weak self] in self?.subscribe(generation: generation) },
-                closed: { [weak self] reason in self?.carrierClosedByNode(reason, generation: generation) }))
+                closed: { [weak self] reason in self?.carrierClosedByNode(reason, generation: generation) },
+                carry: { [weak self] message in self?.carry(message, generation: generation) }))
         } catch {
             return endForLock(generation)
         }
@@ -185,6 +188,16 @@ extension RelayTransport {
             // (after a pause) delivers it again.
             fail(generation, YaOKError(.relayUnavailable, "Receiving faster than the node stores; reconnecting"))
         }
+    }
+
+    /// A meeting payload for the relay (§12.9), in a CARRY frame.
+    private func carry(_ message: CarryLinkMessage, generation: UInt64) {
+        var failure: Error?
+        state.withLock { s in
+            guard s.generation == generation else { return }
+            do { try sendLocked(&s, .carry(message)) } catch { failure = error }
+        }
+        if let failure { fail(generation, YaOKError.relay(failure, address: address)) }
     }
 
     private func release(_ ids: [MessageID], generation: UInt64) {
