@@ -20,7 +20,11 @@ extension RelayTransport {
                 break
             case .carryFromRelay(let message):
                 // The relay's side of the meeting this session opened (§12.9).
-                state.withLock { s in s.generation == generation ? s.carrier : nil }?.receiveCarry(message)
+                state.withLock { s -> Carrier? in
+                    guard s.generation == generation else { return nil }
+                    s.carryAnsweredIn = generation
+                    return s.carrier
+                }?.receiveCarry(message)
             case .accepted(let request):
                 if let id = state.withLock({ s -> MessageID? in
                     let id = s.requests.removeValue(forKey: request)
@@ -31,6 +35,12 @@ extension RelayTransport {
                 deliver(mailbox: mailbox, packet: packet, generation: generation)
             case .error(let e):
                 if e.request == 0 {
+                    state.withLock { s in
+                        // An earlier relay refuses CARRY as an unknown frame: stop meeting it.
+                        if e.code == .malformed, s.carrySentIn == generation, s.carryAnsweredIn != generation {
+                            s.carryUnsupported = true
+                        }
+                    }
                     // The session ends. One that expired after living a good part of its
                     // lifetime logs in again at once; anything else backs off.
                     flushAccepted(&accepted, generation)
@@ -194,7 +204,8 @@ extension RelayTransport {
     private func carry(_ message: CarryLinkMessage, generation: UInt64) {
         var failure: Error?
         state.withLock { s in
-            guard s.generation == generation else { return }
+            guard s.generation == generation, !s.carryUnsupported else { return }
+            s.carrySentIn = generation
             do { try sendLocked(&s, .carry(message)) } catch { failure = error }
         }
         if let failure { fail(generation, YaOKError.relay(failure, address: address)) }
