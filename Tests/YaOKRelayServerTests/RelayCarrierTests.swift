@@ -158,4 +158,29 @@ final class RelayCarrierTests: XCTestCase {
         XCTAssertEqual(carol.received.map(\.hopLimit), [6])
         XCTAssertEqual(try store.carriedPacket(packet.identity)?.copyBudget, 1, "the relay keeps its own copy")
     }
+
+    /// A client that lacks everything is offered at most 2,048 packets a session, a new
+    /// random draw each session; and at most 256 meetings run at once.
+    func testOffersAndMeetingsAreBounded() throws {
+        carrier = try RelayCarrier(store: store, policy: CarryPolicy(maxPackets: 10_000, depositorPacketsPerHour: 10_000))
+        let many = try (0..<(RelayCarryMeeting.maxOffered + 100)).map { _ in try carriedPacket(nowMs: now, payloadLength: 16).packet }
+        // 2,048 asked for at most per session: two sessions deposit them all.
+        try client(1, address: aliceAddress, holding: many).meet(nowMs: now)
+        try client(4, address: aliceAddress, holding: many).meet(nowMs: now)
+        XCTAssertEqual(try store.carryUsage().packets, many.count)
+        let first = client(2, address: carolAddress)
+        try first.meet(nowMs: now)
+        XCTAssertEqual(first.offeredByRelay.count, RelayCarryMeeting.maxOffered)
+        let second = client(3, address: carolAddress)
+        try second.meet(nowMs: now)
+        XCTAssertEqual(second.offeredByRelay.count, RelayCarryMeeting.maxOffered)
+        XCTAssertNotEqual(Set(first.offeredByRelay.map(\.identity)), Set(second.offeredByRelay.map(\.identity)),
+                          "another draw (equal with probability ~0)")
+        for session in 10..<UInt64(10 + RelayCarrier.maxMeetings) { carrier.open(session, address: carolAddress) }
+        XCTAssertEqual(carrier.sessions, RelayCarrier.maxMeetings)
+        carrier.open(9_999, address: carolAddress)
+        let (packet, _) = try carriedPacket(nowMs: now)
+        XCTAssertEqual(try carrier.receive(.offer([CarryOffer(identity: packet.identity, routingTag: packet.routingTag, copyBudget: 8,
+                                                              claimHash: packet.claimHash)]), from: 9_999, nowMs: now), [])
+    }
 }

@@ -47,7 +47,14 @@ final class RelayCarrier {
 
     var sessions: Int { meetings.count }
 
+    /// Meetings at once, at most: each holds up to a reconciliation's lists and 2,048
+    /// offered identities, so this bounds the carrier's memory whatever the number of
+    /// connections. A session beyond it is not met (its CARRY frames get no answer, as from
+    /// a relay that does not carry); it meets in a later session.
+    static let maxMeetings = 256
+
     func open(_ session: UInt64, address: UInt32) {
+        guard meetings.count < Self.maxMeetings else { return }
         meetings[session] = RelayCarryMeeting(depositor: depositor(address: address))
     }
 
@@ -107,12 +114,13 @@ final class RelayCarrier {
             meeting.reconciler = nil
             return
         }
-        meeting.reconciler = reconciler
         switch step {
         case .send(let b), .finish(let b): out.append(.reconcile(b))
         case .finished, .budgetExhausted, .idle: break
         }
         try offer(reconciler.have, &meeting, &out, nowMs)
+        // A finished reconciliation's lists are let go (the next opening starts afresh).
+        meeting.reconciler = reconciler.isFinished ? nil : reconciler
     }
 
     /// Live keys in §10.9's order, re-read when the store changed or a minute passed (what
@@ -133,8 +141,15 @@ final class RelayCarrier {
     // MARK: - Offers, requests, hand-overs
 
     private func offer(_ ids: [[UInt8]], _ meeting: inout RelayCarryMeeting, _ out: inout [CarryLinkMessage], _ nowMs: Int64) throws {
+        let room = RelayCarryMeeting.maxOffered - meeting.offered.count
+        guard room > 0 else { return }
+        var candidates = ids.filter { !meeting.offered.contains($0) && !meeting.settled.contains($0) }
+        if candidates.count > room {
+            candidates.shuffle()
+            candidates.removeLast(candidates.count - room)
+        }
         var fresh: [CarriedPacket] = []
-        for id in ids where !meeting.offered.contains(id) && !meeting.settled.contains(id) {
+        for id in candidates {
             if let packet = try store.carriedPacket(id), packet.expiresAtMs > nowMs { fresh.append(packet) }
         }
         fresh.sort { a, b in

@@ -33,4 +33,9 @@ struct RelayCarryMeeting {
     /// A client reconciles at session start and when it has new packets: 64 times a session
     /// at most (each reads the store's keys once, or shares the relay's snapshot).
     static let maxReconciliations = 64
+    /// Packets offered in one session at most: a client with an empty store lacks the whole
+    /// store (50,000 by default, 2 MB of offers and as much state); past this it is shown a
+    /// random 2,048 of them per session (each session another draw), so every packet is
+    /// shown to every client now and then at a bounded cost (~130 KB of state a session).
+    static let maxOffered = 2_048
 }
