@@ -73,6 +73,8 @@ class RelayCarryServerTests: RelayTestCase {
         XCTAssertEqual(figures.taken, 1)
         XCTAssertEqual(figures.handed, 1)
         XCTAssertEqual(figures.purged, 1)
+        let counters = relay.server.statistics
+        XCTAssertEqual([counters.carryTaken, counters.carryHanded, counters.carryPurged], [1, 1, 1])
     }
 
     /// CARRY frames that do not decode end the session (malformed), like any bad frame; the

@@ -28,17 +28,21 @@ final class RelayCarryThread: @unchecked Sendable {
 
     /// Handles one CARRY payload; `reply` gets the payloads to send back (none when the
     /// store failed: the meeting then stalls, the client meets again in its next session).
-    func receive(_ message: CarryLinkMessage, from session: UInt64, reply: @escaping @Sendable ([CarryLinkMessage]) -> Void) {
+    /// `reply` also gets what this payload added to the carrier's totals (taken, handed,
+    /// purged), for the relay's counters.
+    func receive(_ message: CarryLinkMessage, from session: UInt64,
+                 reply: @escaping @Sendable ([CarryLinkMessage], (taken: Int, handed: Int, purged: Int)) -> Void) {
         queue.async {
+            let c = self.carrier
+            let before = (c.taken, c.handed, c.purged)
             var out: [CarryLinkMessage] = []
             do {
-                out = try self.carrier.receive(message, from: session, nowMs: Clock.milliseconds())
+                out = try c.receive(message, from: session, nowMs: Clock.milliseconds())
             } catch {
                 self.figures.withLock { $0.failures += 1 }
             }
-            let c = self.carrier
             self.figures.withLock { $0.taken = c.taken; $0.handed = c.handed; $0.purged = c.purged }
-            reply(out)
+            reply(out, (c.taken - before.0, c.handed - before.1, c.purged - before.2))
         }
     }
 

@@ -18,8 +18,15 @@ extension RelayServer {
         c.pendingCarry += 1
         peakPendingCarry = max(peakPendingCarry, c.pendingCarry)
         let id = c.id
-        carry.receive(message, from: id) { [weak self] replies in
+        carry.receive(message, from: id) { [weak self] replies, added in
             guard let self else { return }
+            if added != (0, 0, 0) {
+                self.counters.withLock {
+                    $0.carryTaken += Int64(added.taken)
+                    $0.carryHanded += Int64(added.handed)
+                    $0.carryPurged += Int64(added.purged)
+                }
+            }
             self.loop.post {
                 guard let c = self.connections[id] else { return }
                 let wasPaused = self.readPaused(c)
