@@ -131,6 +131,9 @@ public struct RelayConfiguration: Sendable {
     /// CARRY frames of one connection handed to the carry thread and not answered yet: at
     /// this many the connection is not read until answers come back (backpressure).
     public var maxPendingCarryPerConnection: Int = 64
+    /// For tests: answer CARRY as a relay of an earlier version does (an unknown frame type:
+    /// ERROR malformed, the session ends), to check that clients fall back (§12.9).
+    public var refusesCarryAsUnknownForTesting = false
 
     public init() {}
 

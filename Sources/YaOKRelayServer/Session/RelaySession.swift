@@ -95,6 +95,7 @@ final class RelaySession {
             let own = refs.filter { subscriptions.contains($0.mailbox) }
             return own.isEmpty ? [] : [.delete(own)]
         case (.ready, .carry(let message)):
+            if context.configuration.refusesCarryAsUnknownForTesting { return end(.malformed, "Bad frame: Unknown relay frame type 0x06") }
             return [.carry(message)]
         case (.ready, .ping(let request)):
             return [.send(.pong(request: request))]

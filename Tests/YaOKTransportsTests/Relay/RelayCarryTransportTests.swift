@@ -46,4 +46,22 @@ import Testing
         #expect(try pair.bob.texts(pair.aliceID) == ["carried and routed"])
         try waitUntil("the relay to delete Alice's copy", timeout: 10) { try relayHolds(relay)[own.keys.first ?? []] == nil }
     }
+
+    /// A relay of an earlier version ends the session at the first CARRY (§12.9): the
+    /// client stops meeting it, and routed mail through it keeps working (one session lost
+    /// per client, not one per reconnect).
+    @Test func anEarlierRelayEndsOneSessionThenRoutedMailWorks() throws {
+        let relay = try LocalRelay { $0.refusesCarryAsUnknownForTesting = true }
+        defer { relay.remove() }
+        try relay.start()
+        let pair = try RelayPair()
+        defer { pair.close() }
+        let id = try pair.alice.send(to: pair.bobID, text: "through an older relay").messageID
+        try pair.attach(pair.alice, port: relay.port, pin: relay.pin)
+        try pair.attach(pair.bob, port: relay.port, pin: relay.pin)
+        try waitUntil("delivered", timeout: 15) { try pair.alice.messageStatus(id) == .delivered }
+        #expect(try pair.bob.texts(pair.aliceID) == ["through an older relay"])
+        let rejected = relay.server?.statistics.rejected ?? -1
+        #expect(rejected <= 2, "one session each for Alice and Bob ended at CARRY, then no more (\(rejected))")
+    }
 }
