@@ -122,6 +122,18 @@ public struct RelayConfiguration: Sendable {
     public var topPostersKept: Int = 100
     /// When set, one line per session: when it is READY and when it ends (--log-sessions).
     public var sessionLog: (@Sendable (String) -> Void)?
+    /// The carry store's bounds (docs/RELAY.md, "Carrying"): packets and bytes held, and
+    /// what one client IPv4 address may deposit per clock hour.
+    public var carryMaxPackets: Int = 50_000
+    public var carryMaxBytes: Int = 512 << 20
+    public var carryPacketsPerHour: Int = 500
+    public var carryBytesPerHour: Int = 8 << 20
+    /// CARRY frames of one connection handed to the carry thread and not answered yet: at
+    /// this many the connection is not read until answers come back (backpressure).
+    public var maxPendingCarryPerConnection: Int = 64
+    /// For tests: answer CARRY as a relay of an earlier version does (an unknown frame type:
+    /// ERROR malformed, the session ends), to check that clients fall back (§12.9).
+    public var refusesCarryAsUnknownForTesting = false
 
     public init() {}
 

@@ -46,6 +46,11 @@ struct Serve: ParsableCommand {
     @Option(help: "The same for all IPv4 addresses of one /24 together (default: an 8th of --max-stored-bytes, clamped to it).") var prefixStoredBytes: Int?
     @Flag(help: "Print a line per session on stdout: when it is ready (pseudonym, IP address) and when it ends (why, posts).") var logSessions = false
     @Option(help: "Free bytes the data directory's disk must keep; below, POSTs get ERROR unavailable (default 512 MiB).") var minFreeBytes = 512 << 20
+    @Flag(help: "Do not carry packets for nodes (CARRY frames are then ignored; docs/RELAY.md, Carrying).") var noCarry = false
+    @Option(help: "Carried packets the relay holds at most (default 50,000).") var carryMaxPackets = 50_000
+    @Option(help: "Bytes of carried packets the relay holds at most (default 512 MiB).") var carryMaxBytes = 512 << 20
+    @Option(help: "Carried packets one IPv4 address may deposit per clock hour (default 500).") var carryPacketsPerHour = 500
+    @Option(help: "Bytes of carried packets one IPv4 address may deposit per clock hour (default 8 MiB).") var carryBytesPerHour = 8 << 20
 
     func validate() throws {
         _ = try Self.parse(listen)
@@ -86,27 +91,36 @@ struct Serve: ParsableCommand {
         configuration.prefixStoredBytes = prefixStoredBytes
         configuration.minFreeDiskBytes = minFreeBytes
         configuration.dataDirectory = data
+        configuration.carryMaxPackets = carryMaxPackets
+        configuration.carryMaxBytes = carryMaxBytes
+        configuration.carryPacketsPerHour = carryPacketsPerHour
+        configuration.carryBytesPerHour = carryBytesPerHour
         if logSessions { configuration.sessionLog = { say($0) } }
         let server = try failing { () throws -> RelayServer in
             // Bound first: a port in use or an address this machine lacks fails before the
             // data directory, the database or a certificate is made, and before `pin:`.
             let listener = try RelayListener(host: host, port: port)
             let store: RelayStore
+            var carry: RelayCarryStorage?
             if let postgres {
                 store = try PostgresRelayStore(conninfo: postgres, poolSize: poolSize, directory: data, log: { sayError("yaok-relay: " + $0) })
+                if !noCarry { carry = try RelayCarryStorage.postgres(conninfo: postgres) }
             } else {
                 store = try SQLiteRelayStore(directory: data)
+                if !noCarry { carry = try RelayCarryStorage.sqlite(directory: data) }
             }
             let context = selfSigned ? try TLSContext.selfSigned(directory: data)
                 : try TLSContext.server(certificateFile: cert ?? "", keyFile: key ?? "")
             if selfSigned, let pin = context.certificatePin { say("pin: " + Hex.encode(pin)) }
-            return try RelayServer(configuration: configuration, store: store, security: .tls(context), listener: listener)
+            return try RelayServer(configuration: configuration, store: store, security: .tls(context), listener: listener,
+                                   carry: carry)
         }
         say("listening: \(host):\(server.port)")
         let caps = server.caps
         say("connections: at most \(caps.connections) (open-files limit \(caps.descriptorLimit)), \(caps.perAddress) per IPv4 address, \(caps.perPrefix) per /24")
         let quotas = configuration.storedQuotas
         say("storage: at most \(configuration.maxStoredBytes) bytes of packets, \(quotas.address) held per IPv4 address, \(quotas.prefix) per /24")
+        say(noCarry ? "carrying: off" : "carrying: at most \(carryMaxPackets) packets, \(carryMaxBytes) bytes; \(carryPacketsPerHour) packets, \(carryBytesPerHour) bytes per IPv4 address per hour")
         var received: Int32 = 0
         sigwait(&signals, &received)
         say("stopping (signal \(received))")

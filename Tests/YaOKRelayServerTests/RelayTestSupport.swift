@@ -96,12 +96,16 @@ final class TestRelay {
     var port: UInt16 { server.port }
 
     init(configuration: RelayConfiguration = testConfiguration(), security: RelaySecurity = .plaintextForTesting,
-         directory: String? = nil, backend: StoreBackend = .sqlite, conninfo: String? = nil) throws {
+         directory: String? = nil, backend: StoreBackend = .sqlite, conninfo: String? = nil, carry: Bool = false) throws {
         self.directory = try directory ?? makeTempDirectory()
         self.backend = backend
         self.conninfo = backend == .postgres ? try conninfo ?? TestPostgres.freshDatabase() : nil
         let store = try openStore(backend, directory: self.directory, conninfo: self.conninfo)
-        server = try RelayServer(configuration: configuration, store: store, security: security, host: "127.0.0.1", port: 0)
+        // The carry store (§12.9) when asked for: of the same backend, as yaok-relay serve opens it.
+        let storage = carry ? try (backend == .postgres ? RelayCarryStorage.postgres(conninfo: self.conninfo ?? "")
+                                                        : RelayCarryStorage.sqlite(directory: self.directory)) : nil
+        server = try RelayServer(configuration: configuration, store: store, security: security, host: "127.0.0.1", port: 0,
+                                 carry: storage)
     }
 
     func stop() { server.stop() }

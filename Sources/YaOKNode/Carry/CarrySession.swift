@@ -13,6 +13,9 @@ struct CarrySession {
     /// `contactsOnly` whether the peer is a contact). When false it still reconciles (as an
     /// empty store) and takes the packets that are its own.
     let carries: Bool
+    /// A meeting with a relay (§12.9): it keeps wait-phase copies, so what this node hands
+    /// it goes with budget 1 and costs none of its own.
+    var toRelay = false
     var reconciler: Reconciler?
     /// Identities offered to the peer (never offered twice), and those the peer took,
     /// refused, or handed us (never offered or handed back to it on this link).

@@ -8,6 +8,9 @@ struct CarryState {
     var counters = CarryCounters()
     /// The meetings on open links, by link ID (CarrySession.swift).
     var sessions: [UInt64: CarrySession] = [:]
+    /// Meetings with relays (§12.9), by carrier ID (carrier and link IDs share one counter,
+    /// so a carrier's ID names its meeting in `sessions`).
+    var relayMeetings: [UInt64: Carrier] = [:]
     /// The carried tags our contacts send us under (§10.3), built from the contact directory
     /// when unlocked; nil while locked and whenever the contacts change.
     var tags: CarriedTagTable<Int64>?

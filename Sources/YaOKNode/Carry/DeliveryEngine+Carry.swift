@@ -33,6 +33,30 @@ extension DeliveryEngine {
         if case .send(let bytes)? = first { try sendReconcile(bytes, on: linkID) }
     }
 
+    /// A relay session became ready (§12.9): this node opens a meeting with it, as the
+    /// initiator, in modes `anyone` and `contacts` (the relay is a service the user chose,
+    /// and it takes only wait-phase copies); not in `off`.
+    mutating func carryRelayOpened(_ carrier: Carrier, _ store: Store) throws {
+        guard carry.mode != .off else { return }
+        try sweepCarryIfDue(store)
+        var session = CarrySession(carries: true)
+        session.toRelay = true
+        let keysHeld = try store.carriedKeys(nowMs: now, limit: carry.limits.maxPackets + 1)
+        let items = try keysHeld.map {
+            try ReconciliationItem(expiry: UInt64($0.expiresAtMs / CarriedPacket.hourMs), id: $0.id,
+                                   idLength: CarryLinkMessage.identityLength)
+        }
+        var reconciler = try Reconciler(store: try ReconciliationSet(items, idLength: CarryLinkMessage.identityLength),
+                                        role: .initiator,
+                                        parameters: try .standard(idLength: CarryLinkMessage.identityLength),
+                                        hash: ReconciliationBLAKE2b())
+        let first = try reconciler.initiate()
+        session.reconciler = reconciler
+        carry.sessions[carrier.id] = session
+        carry.relayMeetings[carrier.id] = carrier
+        if case .send(let bytes) = first { try sendOnLink(.carry(.reconcile(bytes)), on: carrier.id) }
+    }
+
     /// The link closed: its meeting ends; the app hears of it if anything happened.
     mutating func carryLinkClosed(_ linkID: UInt64, _ store: Store) {
         guard let session = carry.sessions.removeValue(forKey: linkID), session.activity else { return }

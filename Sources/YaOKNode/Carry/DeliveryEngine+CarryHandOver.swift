@@ -24,7 +24,8 @@ extension DeliveryEngine {
                   let held = try store.carriedPacket(id), held.expiresAtMs > now else { continue }
             let promised = carry.sessions.reduce(0) { $0 + ($1.key == linkID ? 0 : Int($1.value.awaiting[id]?.given ?? 0)) }
             let free = Int(min(held.copyBudget, CopyBudget.maximum)) - promised
-            let spreading = held.copyBudget >= 2 && held.hopLimit > 0
+            // A relay keeps wait-phase copies (§12.9): it gets budget 1 and costs ours nothing.
+            let spreading = held.copyBudget >= 2 && held.hopLimit > 0 && !session.toRelay
             // Half of it is promised elsewhere and not answered yet: not now.
             if spreading, free < 2 { continue }
             let packet = try CarriedPacket(hopLimit: held.hopLimit, copyBudget: UInt8(max(1, free)),
@@ -105,6 +106,8 @@ extension DeliveryEngine {
             carry.counters.packetsTaken += 1
             carry.sessions[linkID]?.activity = true
             try answer(id, taken: true, on: linkID)
+            // New in the store: offered at once to the relays we meet (they are always on).
+            for relay in carry.relayMeetings.keys.sorted() where relay != linkID { try offer([id], on: relay, store) }
         case .duplicate, .purged:
             try answer(id, taken: true, on: linkID)
         case .overQuota, .full:

@@ -21,7 +21,10 @@ extension Node {
             } else {
                 _ = try store.shrinkCarried(to: policy, nowMs: engine.now)
             }
-            if mode == .off { engine.carry.sessions = [:] }
+            if mode == .off {
+                engine.carry.sessions = [:]
+                engine.carry.relayMeetings = [:]
+            }
             var setting = engine.carry
             setting.mode = mode
             setting.limits = limits

@@ -54,6 +54,12 @@ public final class Carrier: Sendable {
         node?.carrierReceived(self, packet) ?? false
     }
 
+    /// A meeting payload from the service (a relay's CARRY frame, §12.9): the relay as a
+    /// carrier. Ignored when carrying is off or the carrier is closed.
+    public func receiveCarry(_ message: CarryLinkMessage) {
+        node?.carrierCarry(self, message)
+    }
+
     /// The session ended. Packets handed to it and not yet accepted go back to the outbox
     /// (not counted as failed: the next session, or another route, takes them). Idempotent.
     public func close(reason: String = "closed by transport") {
@@ -71,13 +77,18 @@ public struct CarrierCallbacks: Sendable {
     public var mailboxesChanged: @Sendable () -> Void
     /// The node closed the carrier (locked, closing): end the session.
     public var closed: @Sendable (String) -> Void
+    /// Send this meeting payload to the service (a relay's CARRY frame, §12.9). A service
+    /// that does not carry may ignore it.
+    public var carry: @Sendable (CarryLinkMessage) -> Void
 
     public init(post: @escaping @Sendable ([CarrierPost]) -> Void, release: @escaping @Sendable ([MessageID]) -> Void,
-                mailboxesChanged: @escaping @Sendable () -> Void, closed: @escaping @Sendable (String) -> Void) {
+                mailboxesChanged: @escaping @Sendable () -> Void, closed: @escaping @Sendable (String) -> Void,
+                carry: @escaping @Sendable (CarryLinkMessage) -> Void = { _ in }) {
         self.post = post
         self.release = release
         self.mailboxesChanged = mailboxesChanged
         self.closed = closed
+        self.carry = carry
     }
 }
 

@@ -64,4 +64,6 @@ enum CarrierCommand {
     case post([CarrierPost])
     case release([MessageID])
     case mailboxesChanged
+    /// A meeting payload for the service (§12.9).
+    case carry(CarryLinkMessage)
 }

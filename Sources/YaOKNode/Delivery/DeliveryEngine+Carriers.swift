@@ -17,6 +17,7 @@ extension DeliveryEngine {
         noteStatedIdentifier(carrier)
         noteActivity(transport)
         try pump(store, keys)
+        try carryRelayOpened(carrier, store)
         return carrier
     }
 
@@ -75,6 +76,8 @@ extension DeliveryEngine {
     /// once. False: it was not open.
     mutating func closeCarrier(_ carrier: Carrier, _ store: Store, _ keys: UnlockedKeys?) throws -> Bool {
         guard carriers.removeValue(forKey: carrier.id) != nil else { return false }
+        carry.relayMeetings[carrier.id] = nil
+        carryLinkClosed(carrier.id, store)
         for id in inflight.ids(on: carrier.id) { inflight.remove(id) }
         effects.carrierCommands.removeAll { $0.carrier === carrier }
         if keys != nil { try pump(store, keys) }

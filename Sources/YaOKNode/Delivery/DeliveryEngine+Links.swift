@@ -286,6 +286,11 @@ extension DeliveryEngine {
 
     /// Sends `units` of a link payload on `linkID` (sealed, fragmented).
     mutating func sendOnLink(_ payload: LinkPayload, on linkID: UInt64) throws {
+        // A relay's meeting (§12.9): its payloads go in the carrier's CARRY frames.
+        if let carrier = carry.relayMeetings[linkID] {
+            if case .carry(let message) = payload { effects.carrierCommands.append((carrier, .carry(message))) }
+            return
+        }
         guard var link = links[linkID], link.isOpen else { return }
         let packet = try link.channel.seal(payload)
         link.lastSent = now

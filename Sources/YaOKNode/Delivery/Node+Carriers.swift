@@ -61,6 +61,10 @@ extension Node {
         }
     }
 
+    func carrierCarry(_ carrier: Carrier, _ message: CarryLinkMessage) {
+        _ = try? withEngine { engine, store, keys in try engine.receiveCarry(message, on: carrier.id, store, keys) }
+    }
+
     func carrierReceived(_ carrier: Carrier, _ packet: [UInt8]) -> Bool {
         queueInbound(packet, from: carrier.id)?.accepted ?? false
     }

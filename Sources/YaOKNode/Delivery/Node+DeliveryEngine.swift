@@ -69,6 +69,7 @@ extension Node {
                 case .post(let posts): carrier.callbacks.post(posts)
                 case .release(let ids): carrier.callbacks.release(ids)
                 case .mailboxesChanged: carrier.callbacks.mailboxesChanged()
+                case .carry(let message): carrier.callbacks.carry(message)
                 }
             }
         }

@@ -40,6 +40,9 @@ final class RelayConnection {
     var deferredForVerifications = false
     /// POSTs waiting for the disk.
     var pendingPosts = 0
+    /// CARRY frames with the carry thread and not answered yet; whether its meeting opened.
+    var pendingCarry = 0
+    var carryOpened = false
     /// DELETE refs waiting for the disk.
     var pendingDeleteRefs = 0
     /// DELETE refs it may still send (a token bucket, refilled at `deleteRefsPerSecond`

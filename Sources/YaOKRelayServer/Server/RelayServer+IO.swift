@@ -108,7 +108,7 @@ extension RelayServer {
         loop.post { [weak self] in self?.ready(id, []) }
     }
 
-    /// Not read while its POSTs or DELETEs wait for the disk or its output is long
+    /// Not read while its POSTs, DELETEs or CARRY frames wait for the disk or its output is long
     /// (backpressure: a client that posts or deletes faster than the disk commits, or
     /// posts without reading, stops being read until the disk round returns).
     func readPaused(_ c: RelayConnection) -> Bool {
@@ -117,6 +117,7 @@ extension RelayServer {
             || c.pendingDeleteRefs >= c2.maxPendingDeleteRefsPerConnection
             || (c.pendingDeleteRefs > 0 && pendingDeleteRefs >= c2.maxPendingDeleteRefs)
             || deleteBudget(c) < 0 || c.deferredForVerifications
+            || c.pendingCarry >= c2.maxPendingCarryPerConnection
     }
 
     /// Writes what the channel takes; closes a connection whose output is over the hard
@@ -191,6 +192,7 @@ extension RelayServer {
     /// Closes the connection now and forgets it.
     func finish(_ c: RelayConnection, _ reason: String) {
         guard connections.removeValue(forKey: c.id) != nil else { return }
+        if c.carryOpened { carry?.close(c.id) }
         uncountSlot(c)
         uncountPending(c)
         uncountSubscriptions(c)

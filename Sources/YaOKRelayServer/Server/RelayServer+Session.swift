@@ -25,6 +25,8 @@ extension RelayServer {
         case .end(let error):
             counters.withLock { error.code == .revoked ? ($0.revokedSessions += 1) : ($0.rejected += 1) }
             endSession(c, error)
+        case .carry(let message):
+            carryReceived(message, c)
         case .authenticated(let pseudonym):
             c.readyAt = EventLoop.monotonicNanoseconds()
             uncountPending(c)

@@ -3,6 +3,7 @@ import YaOKSupport
 import YaOKLoop
 import YaOKWire
 import YaOKCrypto
+import YaOKStore
 
 /// The relay server (docs/PROTOCOL.md §8): TLS connections on one event loop thread (the
 /// node's `EventLoop`), the store on one disk thread with group commit (`DiskThread`).
@@ -17,6 +18,8 @@ public final class RelayServer: @unchecked Sendable {
     let loop: EventLoop
     let security: RelaySecurity
     let store: RelayStore
+    /// The relay as a carrier (§12.9), nil when it has no carry storage.
+    let carry: RelayCarryThread?
     /// Stated in every CHALLENGE (§8.2); kept in the store, so a cluster states one.
     public let relayIdentifier: [UInt8]
     var disk: DiskThread!
@@ -106,14 +109,16 @@ public final class RelayServer: @unchecked Sendable {
     var lastPrune: UInt64 = 0
     var lastTop: UInt64 = 0
     var stopped = false
+    /// The most CARRY frames one connection had waiting for the carry thread (for tests).
+    var peakPendingCarry = 0
     /// Connections refused for the cap (for tests).
     var refusedConnections = 0
 
     /// Binds `host:port`, then as `init(configuration:store:security:listener:)`.
     public convenience init(configuration: RelayConfiguration, store: RelayStore, security: RelaySecurity,
-                            host: String, port: UInt16) throws {
+                            host: String, port: UInt16, carry: RelayCarryStorage? = nil) throws {
         try self.init(configuration: configuration, store: store, security: security,
-                      listener: RelayListener(host: host, port: port))
+                      listener: RelayListener(host: host, port: port), carry: carry)
     }
 
     /// Takes the listening socket, loads revocations, counters and the stored bytes, starts
@@ -121,7 +126,7 @@ public final class RelayServer: @unchecked Sendable {
     /// mid-write must not kill the relay (TLS writes go through write(2), which has no
     /// MSG_NOSIGNAL).
     public init(configuration: RelayConfiguration, store: RelayStore, security: RelaySecurity,
-                listener bound: RelayListener) throws {
+                listener bound: RelayListener, carry storage: RelayCarryStorage? = nil) throws {
         let fd = bound.take()
         signal(SIGPIPE, SIG_IGN)
         self.configuration = configuration
@@ -137,6 +142,12 @@ public final class RelayServer: @unchecked Sendable {
         caps = Self.caps(configuration, descriptorLimit: Self.raiseDescriptorLimit())
         reserveDescriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
         do {
+            carry = try storage.map {
+                try RelayCarryThread(storage: $0, policy: CarryPolicy(
+                    maxPackets: configuration.carryMaxPackets, maxBytes: configuration.carryMaxBytes,
+                    depositorPacketsPerHour: configuration.carryPacketsPerHour,
+                    depositorBytesPerHour: configuration.carryBytesPerHour))
+            }
             relayIdentifier = try store.relayIdentifier()
             revoked = try store.revokedPseudonyms()
             storedBytes = try store.storedBytes()
@@ -225,6 +236,7 @@ public final class RelayServer: @unchecked Sendable {
         last.connected = 0
         try? store.saveCounters(last, nowMs: 0)
         store.close()
+        carry?.stop()
     }
 
     deinit {

@@ -29,6 +29,8 @@ final class RelaySession {
         /// Mailboxes this SUBSCRIBE added (their backlog is to be delivered).
         case subscribed([MailboxID])
         case authenticated(pseudonym: [UInt8])
+        /// A meeting payload for the relay's carrier (§12.9).
+        case carry(CarryLinkMessage)
     }
 
     /// What the session consults: the time, revocations, the shared rate limiter.
@@ -92,6 +94,9 @@ final class RelaySession {
         case (.ready, .delete(let refs)):
             let own = refs.filter { subscriptions.contains($0.mailbox) }
             return own.isEmpty ? [] : [.delete(own)]
+        case (.ready, .carry(let message)):
+            if context.configuration.refusesCarryAsUnknownForTesting { return end(.malformed, "Bad frame: Unknown relay frame type 0x06") }
+            return [.carry(message)]
         case (.ready, .ping(let request)):
             return [.send(.pong(request: request))]
         case (.ready, _):

@@ -75,6 +75,9 @@ public struct RelayStatistics: Sendable, Equatable {
             ("database_outages", .int(counters.databaseOutages)),
             ("evicted", .int(counters.evicted)),
             ("forgotten_deletes", .int(counters.forgottenDeletes)),
+            ("carry_taken", .int(counters.carryTaken)),
+            ("carry_handed", .int(counters.carryHanded)),
+            ("carry_purged", .int(counters.carryPurged)),
         ]
         if isCurrent() {
             fields += [
@@ -118,6 +121,7 @@ public struct RelayStatistics: Sendable, Equatable {
             storage errors:    \(counters.storageErrors)
             evicted:           \(counters.evicted) connection(s) closed to make room for a newcomer
             forgotten deletes: \(counters.forgottenDeletes) DELETE ref(s) dropped past the retry list's cap
+            carried:           \(counters.carryTaken) packet(s) taken, \(counters.carryHanded) handed to their recipients, \(counters.carryPurged) deleted by a claim
             """ + (running ? """
 
             caps in force:     \(counters.capConnections) connections (open-files limit \(counters.descriptorLimit)), \(counters.capPerAddress) per IPv4 address, \(counters.capPerPrefix) per /24

@@ -242,6 +242,11 @@ public struct RelayCounters: Sendable, Equatable {
     /// DELETE refs dropped from the retry list past its cap (a total): those packets are
     /// delivered again in a later session.
     public var forgottenDeletes: Int64 = 0
+    /// The relay as a carrier (§12.9), totals: carried packets taken from depositors, copies
+    /// handed to their recipients (answered `taken`), packets deleted by a verified claim.
+    public var carryTaken: Int64 = 0
+    public var carryHanded: Int64 = 0
+    public var carryPurged: Int64 = 0
     /// The pseudonyms with the most posts in the last hour (at most 100), most first:
     /// saved with the counters, for `yaok-relay stats --top`.
     public var topPosters: [RelayTopPoster] = []
@@ -250,7 +255,8 @@ public struct RelayCounters: Sendable, Equatable {
 
     static let names = ["connected", "accepted", "delivered", "deleted", "rejected", "rate_limited", "revoked_sessions",
                         "storage_errors", "database_outages", "cap_connections", "cap_per_address", "cap_per_prefix",
-                        "descriptor_limit", "evicted", "retained_deletes", "forgotten_deletes", "quota_refused"]
+                        "descriptor_limit", "evicted", "retained_deletes", "forgotten_deletes", "quota_refused",
+                        "carry_taken", "carry_handed", "carry_purged"]
 
     /// The figures that describe the running relay now, not totals: a stopped relay's are
     /// not shown, and a cluster adds up only the running relays'.
@@ -259,7 +265,8 @@ public struct RelayCounters: Sendable, Equatable {
 
     var values: [Int64] {
         [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions, storageErrors, databaseOutages,
-         capConnections, capPerAddress, capPerPrefix, descriptorLimit, evicted, retainedDeletes, forgottenDeletes, quotaRefused]
+         capConnections, capPerAddress, capPerPrefix, descriptorLimit, evicted, retainedDeletes, forgottenDeletes, quotaRefused,
+         carryTaken, carryHanded, carryPurged]
     }
 
     mutating func set(_ name: String, _ value: Int64) {
@@ -281,6 +288,9 @@ public struct RelayCounters: Sendable, Equatable {
         case "retained_deletes": retainedDeletes = value
         case "forgotten_deletes": forgottenDeletes = value
         case "quota_refused": quotaRefused = value
+        case "carry_taken": carryTaken = value
+        case "carry_handed": carryHanded = value
+        case "carry_purged": carryPurged = value
         default: break
         }
     }

@@ -18,6 +18,13 @@ extension RelayTransport {
                 sessionReady(lifetime: lifetime, perHour: perHour, remaining: remaining, generation: generation)
             case .subscribed, .pong:
                 break
+            case .carryFromRelay(let message):
+                // The relay's side of the meeting this session opened (§12.9).
+                state.withLock { s -> Carrier? in
+                    guard s.generation == generation else { return nil }
+                    s.carryAnsweredIn = generation
+                    return s.carrier
+                }?.receiveCarry(message)
             case .accepted(let request):
                 if let id = state.withLock({ s -> MessageID? in
                     let id = s.requests.removeValue(forKey: request)
@@ -28,6 +35,12 @@ extension RelayTransport {
                 deliver(mailbox: mailbox, packet: packet, generation: generation)
             case .error(let e):
                 if e.request == 0 {
+                    state.withLock { s in
+                        // An earlier relay refuses CARRY as an unknown frame: stop meeting it.
+                        if e.code == .malformed, s.carrySentIn == generation, s.carryAnsweredIn != generation {
+                            s.carryUnsupported = true
+                        }
+                    }
                     // The session ends. One that expired after living a good part of its
                     // lifetime logs in again at once; anything else backs off.
                     flushAccepted(&accepted, generation)
@@ -39,7 +52,7 @@ extension RelayTransport {
                                 retryAt: e.code == .sessionExpired && earned)
                 }
                 refused(e, generation: generation)
-            case .auth, .subscribe, .post, .delete, .ping:
+            case .auth, .subscribe, .post, .delete, .ping, .carry:
                 flushAccepted(&accepted, generation)
                 return fail(generation, YaOKError(.malformedPacket, "The relay sent a client's frame"))
             }
@@ -107,7 +120,8 @@ extension RelayTransport {
                 post: { [weak self] posts in self?.post(posts, generation: generation) },
                 release: { [weak self] ids in self?.release(ids, generation: generation) },
                 mailboxesChanged: { [weak self] in self?.subscribe(generation: generation) },
-                closed: { [weak self] reason in self?.carrierClosedByNode(reason, generation: generation) }))
+                closed: { [weak self] reason in self?.carrierClosedByNode(reason, generation: generation) },
+                carry: { [weak self] message in self?.carry(message, generation: generation) }))
         } catch {
             return endForLock(generation)
         }
@@ -184,6 +198,17 @@ extension RelayTransport {
             // (after a pause) delivers it again.
             fail(generation, YaOKError(.relayUnavailable, "Receiving faster than the node stores; reconnecting"))
         }
+    }
+
+    /// A meeting payload for the relay (§12.9), in a CARRY frame.
+    private func carry(_ message: CarryLinkMessage, generation: UInt64) {
+        var failure: Error?
+        state.withLock { s in
+            guard s.generation == generation, !s.carryUnsupported else { return }
+            s.carrySentIn = generation
+            do { try sendLocked(&s, .carry(message)) } catch { failure = error }
+        }
+        if let failure { fail(generation, YaOKError.relay(failure, address: address)) }
     }
 
     private func release(_ ids: [MessageID], generation: UInt64) {

@@ -161,6 +161,13 @@ struct RelayState {
     var binding: [UInt8] = []
     var pseudonym: [UInt8] = []
     var carrier: Carrier?
+    /// Meetings with the relay (§12.9): the sessions (by generation) in which we sent CARRY
+    /// and in which the relay answered one. A relay of an earlier version ends the session
+    /// as `malformed` at the first CARRY: then this transport sends no more (until it is
+    /// made again), so routed mail through that relay still works.
+    var carrySentIn: UInt64?
+    var carryAnsweredIn: UInt64?
+    var carryUnsupported = false
     var requests: [UInt32: MessageID] = [:]
     var nextRequest: UInt32 = 1
     /// Packets delivered in this session and not yet released, with their mailbox (a

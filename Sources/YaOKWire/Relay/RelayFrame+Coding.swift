@@ -41,6 +41,10 @@ extension RelayFrame {
         case .pong(let request):
             out = [Tag.pong.rawValue]
             out.appendBigEndian(UInt64(request), count: 4)
+        case .carry(let message):
+            out = [Tag.carry.rawValue, message.kind.rawValue] + ((try? message.encodeBody()) ?? [])
+        case .carryFromRelay(let message):
+            out = [Tag.carryFromRelay.rawValue, message.kind.rawValue] + ((try? message.encodeBody()) ?? [])
         case .error(let e):
             out = [Tag.error.rawValue]
             out.appendBigEndian(UInt64(e.request), count: 4)
@@ -124,6 +128,14 @@ extension RelayFrame {
             frame = .deliver(mailbox: mailbox, packet: packet)
         case .pong:
             frame = .pong(request: UInt32(try r.uint(4, "request")))
+        case .carry, .carryFromRelay:
+            // One §12.2 payload, decoded as strictly as on a link (its own checks of every
+            // length); nothing may follow it.
+            guard let kind = CarryLinkMessage.Kind(rawValue: try r.u8("carry kind")) else {
+                throw YaOKError(.malformedPacket, "Unknown carry kind in a CARRY frame")
+            }
+            let message = try CarryLinkMessage.decode(kind: kind, body: r.rest())
+            frame = tag == .carry ? .carry(message) : .carryFromRelay(message)
         case .error:
             let request = UInt32(try r.uint(4, "request"))
             guard let code = RelayErrorFrame.Code(rawValue: try r.u8("code")) else {

@@ -13,6 +13,9 @@ public enum RelayFrame: Equatable, Sendable {
     case post(request: UInt32, mailbox: MailboxID, signature: [UInt8], packet: [UInt8])
     case delete([StoredPacketRef])
     case ping(request: UInt32)
+    /// CARRY (both directions, §12.9): one meeting payload of §12.2 (kind and body), the
+    /// relay being one more carrier. Client → relay is type 0x06, relay → client 0x87.
+    case carry(CarryLinkMessage)
     // Relay → client.
     /// `relay`: the relay's identifier (§8.2), shared by every relay of a cluster.
     case challenge(nonce: [UInt8], relay: [UInt8])
@@ -22,6 +25,7 @@ public enum RelayFrame: Equatable, Sendable {
     case deliver(mailbox: MailboxID, packet: [UInt8])
     case pong(request: UInt32)
     case error(RelayErrorFrame)
+    case carryFromRelay(CarryLinkMessage)
 
     public static let version: UInt8 = 1
     /// The longest frame either side accepts: a maximal packet and the fields around it.
@@ -41,8 +45,8 @@ public enum RelayFrame: Equatable, Sendable {
     public static let maxErrorMessageBytes = 200
 
     enum Tag: UInt8 {
-        case auth = 0x01, subscribe = 0x02, post = 0x03, delete = 0x04, ping = 0x05
-        case challenge = 0x81, ready = 0x82, subscribed = 0x83, accepted = 0x84, deliver = 0x85, pong = 0x86
+        case auth = 0x01, subscribe = 0x02, post = 0x03, delete = 0x04, ping = 0x05, carry = 0x06
+        case challenge = 0x81, ready = 0x82, subscribed = 0x83, accepted = 0x84, deliver = 0x85, pong = 0x86, carryFromRelay = 0x87
         case error = 0x8F
     }
 }

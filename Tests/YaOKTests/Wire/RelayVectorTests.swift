@@ -64,4 +64,21 @@ import Testing
         #expect(RelayFrame.delete([ref]).encode() == padded)
         #expect(try RelayFrame.decode(padded) == .delete([ref]))
     }
+
+    /// CARRY frames (§12.9): one §12.2 meeting payload after the frame type, both ways;
+    /// decoded as strictly as on a link.
+    @Test func carryFrames() throws {
+        let v = try vector("relay-carry")
+        let offer = try vector("carry-offer")
+        let entry = CarryOffer(identity: try offer.hex("identity"), routingTag: RoutingTag(value: 0x0102030405060708),
+                               copyBudget: 4, claimHash: try offer.hex("claim_hash"))
+        #expect(RelayFrame.carry(.offer([entry])).encode() == (try v.hex("offer_frame")))
+        #expect(try RelayFrame.decode(try v.hex("offer_frame")) == .carry(.offer([entry])))
+        let taken = try vector("carry-taken")
+        #expect(RelayFrame.carryFromRelay(.taken([try taken.hex("identity")])).encode() == (try v.hex("taken_frame")))
+        #expect(try RelayFrame.decode(try v.hex("taken_frame")) == .carryFromRelay(.taken([try taken.hex("identity")])))
+        for key in ["reject_budget", "reject_kind", "reject_trailing"] {
+            #expect(throws: YaOKError.self) { try RelayFrame.decode(try v.hex(key)) }
+        }
+    }
 }

@@ -17,6 +17,8 @@ final class LocalRelay {
     var server: RelayServer?
     var store: SQLiteRelayStore?
     var configuration = RelayConfiguration()
+    /// Whether it carries (§12.9), its carry store in `directory/carry`.
+    var carry = false
     private(set) var port: UInt16 = 0
 
     init(configure: (inout RelayConfiguration) -> Void = { _ in }) throws {
@@ -30,7 +32,8 @@ final class LocalRelay {
     func start(port: UInt16 = 0) throws {
         let store = try SQLiteRelayStore(directory: directory)
         self.store = store
-        server = try RelayServer(configuration: configuration, store: store, security: .tls(context), host: "127.0.0.1", port: port)
+        server = try RelayServer(configuration: configuration, store: store, security: .tls(context), host: "127.0.0.1", port: port,
+                                 carry: carry ? try RelayCarryStorage.sqlite(directory: directory) : nil)
         self.port = server?.port ?? 0
     }
 

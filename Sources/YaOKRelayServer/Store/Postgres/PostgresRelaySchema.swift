@@ -447,6 +447,39 @@ enum PostgresRelaySchema {
             RETURN total;
         END $$;
         """,
+        // 7: the relay as a carrier (docs/PROTOCOL.md §12.9): the node's carry tables (§10.9),
+        // shared by the cluster. Writes take `PostgresRelayCarryStore.writeLock` (one at a
+        // time across the cluster: the eviction reads the whole store's ranking).
+        """
+        CREATE TABLE relay_carried (
+            id BYTEA PRIMARY KEY CHECK (length(id) = 16),
+            expires_ms BIGINT NOT NULL,
+            copy_budget INT NOT NULL CHECK (copy_budget BETWEEN 1 AND 255),
+            hop_limit INT NOT NULL CHECK (hop_limit BETWEEN 0 AND 255),
+            size INT NOT NULL,
+            taken_ms BIGINT NOT NULL,
+            depositor BYTEA NOT NULL,
+            claim_hash BYTEA NOT NULL CHECK (length(claim_hash) = 16),
+            packet BYTEA NOT NULL
+        );
+        CREATE INDEX relay_carried_order ON relay_carried (expires_ms, id);
+        CREATE INDEX relay_carried_eviction ON relay_carried (copy_budget, taken_ms, id);
+        CREATE INDEX relay_carried_by_claim ON relay_carried (claim_hash);
+        CREATE TABLE relay_carry_quota (
+            depositor BYTEA NOT NULL,
+            hour BIGINT NOT NULL,
+            packets BIGINT NOT NULL,
+            bytes BIGINT NOT NULL,
+            PRIMARY KEY (depositor, hour)
+        );
+        CREATE TABLE relay_carry_purges (
+            claim_hash BYTEA PRIMARY KEY CHECK (length(claim_hash) = 16),
+            claim BYTEA NOT NULL CHECK (length(claim) = 16),
+            expires_ms BIGINT NOT NULL,
+            held INT NOT NULL
+        );
+        CREATE INDEX relay_carry_purges_eviction ON relay_carry_purges (held, expires_ms);
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

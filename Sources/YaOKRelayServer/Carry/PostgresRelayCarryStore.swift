@@ -1,0 +1,249 @@
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// The relay's carry store in PostgreSQL (docs/RELAY.md, "Carrying"), shared by the
+/// relays of a cluster: the node's rules (`Store+Carry`, `Store+CarryPurge`, §10.9) in
+/// the same SQL, over tables of the relay schema (`relay_carried`, `relay_carry_quota`,
+/// `relay_carry_purges`). Every write transaction first takes one advisory lock, so two
+/// relays never evict against each other's half-written state; carried traffic is small
+/// next to routed mail, so the serialisation costs little.
+final class PostgresRelayCarryStore: RelayCarryStore {
+    private let pool: PostgresPool
+    /// pg_advisory_xact_lock key of carry writes ("YaOKcarr" as an integer).
+    static let writeLock: Int64 = 0x59614f4b_63617272
+
+    /// Connects and migrates the relay schema (which holds the carry tables).
+    init(conninfo: String) throws {
+        pool = PostgresPool(conninfo: conninfo, size: 1)
+        try pool.withConnection { try PostgresRelaySchema.migrate($0) }
+    }
+
+    func close() { pool.close() }
+
+    private func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try pool.withConnection { c in
+            try c.execute("BEGIN")
+            do {
+                try c.query("carry_lock", "SELECT pg_advisory_xact_lock($1)", types: [PostgresType.int8], [.int(Self.writeLock)])
+                let value = try body(c)
+                try c.execute("COMMIT")
+                return value
+            } catch {
+                if !c.broken { try? c.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
+    func takeCarried(_ bytes: [UInt8], from depositor: CarryDepositor, nowMs: Int64, policy: CarryPolicy) throws -> RelayCarryTake {
+        try policy.validate()
+        let offered = try CarriedPacket.decode(bytes, nowMs: nowMs)
+        let packet = try CarriedPacket(hopLimit: min(offered.hopLimit, HopLimit.maximum),
+                                       copyBudget: min(offered.copyBudget, CopyBudget.maximum),
+                                       expiryHour: offered.expiryHour, routingTag: offered.routingTag,
+                                       claimHash: offered.claimHash, payload: offered.payload)
+        let encoded = packet.encode()
+        let id = packet.identity
+        return try transaction { c in
+            if try c.query("carry_held", "SELECT 1 FROM relay_carried WHERE id = $1", types: [PostgresType.bytea], [.bytes(id)]).count > 0 {
+                return .duplicate
+            }
+            if try c.query("carry_purged", "SELECT 1 FROM relay_carry_purges WHERE claim_hash = $1 AND expires_ms > $2",
+                           types: [PostgresType.bytea, PostgresType.int8], [.bytes(packet.claimHash), .int(nowMs)]).count > 0 {
+                return .purged
+            }
+            let used = try quotaUsed(c, depositor, nowMs)
+            guard used.packets + 1 <= policy.depositorPacketsPerHour, used.bytes + encoded.count <= policy.depositorBytesPerHour else {
+                return .overQuota
+            }
+            guard let victims = try victims(c, size: encoded.count, budget: Int(packet.copyBudget), depositor: depositor,
+                                            nowMs: nowMs, policy: policy) else { return .full }
+            for victim in victims {
+                try c.query("carry_delete", "DELETE FROM relay_carried WHERE id = $1", types: [PostgresType.bytea], [.bytes(victim)])
+            }
+            try c.query("carry_insert", """
+                INSERT INTO relay_carried (id, expires_ms, copy_budget, hop_limit, size, taken_ms, depositor, claim_hash, packet)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                """, types: [PostgresType.bytea, PostgresType.int8, PostgresType.int8, PostgresType.int8, PostgresType.int8,
+                             PostgresType.int8, PostgresType.bytea, PostgresType.bytea, PostgresType.bytea],
+                [.bytes(id), .int(packet.expiresAtMs), .int(Int64(packet.copyBudget)), .int(Int64(packet.hopLimit)),
+                 .int(Int64(encoded.count)), .int(nowMs), .bytes(depositor.bytes), .bytes(packet.claimHash), .bytes(encoded)])
+            try c.query("carry_charge", """
+                INSERT INTO relay_carry_quota (depositor, hour, packets, bytes) VALUES ($1, $2, 1, $3)
+                ON CONFLICT (depositor, hour) DO UPDATE SET packets = relay_carry_quota.packets + 1,
+                    bytes = relay_carry_quota.bytes + excluded.bytes
+                """, types: [PostgresType.bytea, PostgresType.int8, PostgresType.int8],
+                [.bytes(depositor.bytes), .int(Self.hour(nowMs)), .int(Int64(encoded.count))])
+            return .taken(evicted: victims.count)
+        }
+    }
+
+    /// §10.9's eviction order, as `Store.carryVictims`: expired first; then by budget, lowest
+    /// first, and within a budget the biggest depositor's packets first, then the oldest
+    /// taken, then by identity; nil when room would need a packet of a higher budget.
+    private func victims(_ c: PostgresConnection, size: Int, budget: Int, depositor: CarryDepositor, nowMs: Int64,
+                         policy: CarryPolicy) throws -> [[UInt8]]? {
+        let usageRows = try c.query("carry_usage", "SELECT count(*), coalesce(sum(size), 0)::BIGINT FROM relay_carried", types: [], [])
+        var packets = usageRows.int(0, 0)
+        var bytes = usageRows.int(0, 1)
+        func fits() -> Bool { packets + 1 <= policy.maxPackets && bytes + size <= policy.maxBytes }
+        if fits() { return [] }
+        var victims: [[UInt8]] = []
+        let expired = try c.query("carry_expired", "SELECT id, size FROM relay_carried WHERE expires_ms <= $1",
+                                  types: [PostgresType.int8], [.int(nowMs)])
+        for r in 0..<expired.count {
+            victims.append(expired.bytes(r, 0))
+            packets -= 1
+            bytes -= expired.int(r, 1)
+        }
+        if fits() { return victims }
+        let expiredSet = Set(victims)
+        var held: [[UInt8]: Int] = [depositor.bytes: 1]
+        let byDepositor = try c.query("carry_by_depositor",
+                                      "SELECT depositor, count(*) FROM relay_carried WHERE expires_ms > $1 GROUP BY depositor",
+                                      types: [PostgresType.int8], [.int(nowMs)])
+        for r in 0..<byDepositor.count { held[byDepositor.bytes(r, 0), default: 0] += byDepositor.int(r, 1) }
+        let ranked = try c.query("carry_ranked", "SELECT id, copy_budget, size, depositor FROM relay_carried ORDER BY copy_budget, taken_ms, id",
+                                 types: [], [])
+        var classes: [(budget: Int, rows: [(id: [UInt8], size: Int, depositor: [UInt8])])] = []
+        for r in 0..<ranked.count {
+            let id = ranked.bytes(r, 0)
+            guard !expiredSet.contains(id) else { continue }
+            let b = ranked.int(r, 1)
+            if classes.last?.budget != b { classes.append((b, [])) }
+            classes[classes.count - 1].rows.append((id, ranked.int(r, 2), ranked.bytes(r, 3)))
+        }
+        for var cls in classes {
+            guard !fits() else { break }
+            guard cls.budget <= budget else { return nil }
+            while !fits(), !cls.rows.isEmpty {
+                var pick = 0
+                for i in cls.rows.indices.dropFirst() where held[cls.rows[i].depositor, default: 0] > held[cls.rows[pick].depositor, default: 0] {
+                    pick = i
+                }
+                let victim = cls.rows.remove(at: pick)
+                held[victim.depositor, default: 1] -= 1
+                victims.append(victim.id)
+                packets -= 1
+                bytes -= victim.size
+            }
+        }
+        return fits() ? victims : nil
+    }
+
+    func carriedKeys(nowMs: Int64, limit: Int) throws -> [CarryKey] {
+        try pool.withConnection { c in
+            let rows = try c.query("carry_keys", "SELECT expires_ms, id FROM relay_carried WHERE expires_ms > $1 ORDER BY expires_ms, id LIMIT $2",
+                                   types: [PostgresType.int8, PostgresType.int8], [.int(nowMs), .int(Int64(max(0, limit)))])
+            return (0..<rows.count).map { CarryKey(expiresAtMs: rows.int64($0, 0), id: rows.bytes($0, 1)) }
+        }
+    }
+
+    /// As `Store.carriedPacket`: the stored bytes with the budget and hop limit now; a row
+    /// whose bytes no longer decode or hash to `id` is deleted and nil returned.
+    func carriedPacket(_ id: [UInt8]) throws -> CarriedPacket? {
+        let row = try pool.withConnection { c -> (Int, Int, [UInt8])? in
+            let rows = try c.query("carry_packet", "SELECT copy_budget, hop_limit, packet FROM relay_carried WHERE id = $1",
+                                   types: [PostgresType.bytea], [.bytes(id)])
+            return rows.count == 0 ? nil : (rows.int(0, 0), rows.int(0, 1), rows.bytes(0, 2))
+        }
+        guard let (budget, hop, bytes) = row else { return nil }
+        var patched = bytes
+        if patched.count >= 4, let b = UInt8(exactly: budget), let h = UInt8(exactly: hop) {
+            patched[2] = h
+            patched[3] = b
+        }
+        guard let packet = try? CarriedPacket.decode(patched), packet.identity == id else {
+            _ = try transaction { c in
+                try c.query("carry_delete", "DELETE FROM relay_carried WHERE id = $1", types: [PostgresType.bytea], [.bytes(id)])
+            }
+            return nil
+        }
+        return packet
+    }
+
+    func holdsCarried(_ id: [UInt8]) throws -> Bool {
+        try pool.withConnection { c in
+            try c.query("carry_held", "SELECT 1 FROM relay_carried WHERE id = $1", types: [PostgresType.bytea], [.bytes(id)]).count > 0
+        }
+    }
+
+    /// As `Store.purgeCarried` (never `own`: the relay opens nothing).
+    func purgeCarried(_ record: PurgeRecord, nowMs: Int64, policy: CarryPolicy) throws -> [[UInt8]] {
+        try policy.validate()
+        return try transaction { c in
+            var purged: [[UInt8]] = []
+            for claim in record.claims {
+                let hash = PurgeClaim.hash(claim)
+                let candidates = try c.query("carry_by_claim", "SELECT id, packet FROM relay_carried WHERE claim_hash = $1",
+                                             types: [PostgresType.bytea], [.bytes(hash)])
+                var heldUntil: Int64?
+                for r in 0..<candidates.count {
+                    guard let packet = try? CarriedPacket.decode(candidates.bytes(r, 1)), PurgeClaim.purges(claim, packet) else { continue }
+                    let id = candidates.bytes(r, 0)
+                    try c.query("carry_delete", "DELETE FROM relay_carried WHERE id = $1", types: [PostgresType.bytea], [.bytes(id)])
+                    purged.append(id)
+                    heldUntil = max(heldUntil ?? .min, packet.expiresAtMs)
+                }
+                try c.query("carry_remember", """
+                    INSERT INTO relay_carry_purges (claim_hash, claim, expires_ms, held) VALUES ($1, $2, $3, $4)
+                    ON CONFLICT (claim_hash) DO UPDATE SET
+                        expires_ms = CASE WHEN excluded.held > relay_carry_purges.held THEN excluded.expires_ms
+                                          ELSE GREATEST(relay_carry_purges.expires_ms, excluded.expires_ms) END,
+                        held = GREATEST(relay_carry_purges.held, excluded.held)
+                    """, types: [PostgresType.bytea, PostgresType.bytea, PostgresType.int8, PostgresType.int8],
+                    [.bytes(hash), .bytes(claim), .int(heldUntil ?? nowMs &+ CarriedPacket.maxExpiryAheadMs), .int(heldUntil != nil ? 1 : 0)])
+            }
+            let count = try c.query("carry_purge_count", "SELECT count(*) FROM relay_carry_purges", types: [], []).int(0, 0)
+            if count > policy.maxPurgeRecords {
+                try c.query("carry_purge_trim", """
+                    DELETE FROM relay_carry_purges WHERE claim_hash IN
+                    (SELECT claim_hash FROM relay_carry_purges ORDER BY held, expires_ms LIMIT $1)
+                    """, types: [PostgresType.int8], [.int(Int64(count - policy.maxPurgeRecords))])
+            }
+            return purged
+        }
+    }
+
+    func rememberedClaim(hash claimHash: [UInt8], nowMs: Int64) throws -> [UInt8]? {
+        try pool.withConnection { c in
+            let rows = try c.query("carry_claim", "SELECT claim FROM relay_carry_purges WHERE claim_hash = $1 AND expires_ms > $2",
+                                   types: [PostgresType.bytea, PostgresType.int8], [.bytes(claimHash), .int(nowMs)])
+            return rows.count == 0 ? nil : rows.bytes(0, 0)
+        }
+    }
+
+    func carryQuotaUsed(_ depositor: CarryDepositor, nowMs: Int64) throws -> (packets: Int, bytes: Int) {
+        try pool.withConnection { try quotaUsed($0, depositor, nowMs) }
+    }
+
+    private func quotaUsed(_ c: PostgresConnection, _ depositor: CarryDepositor, _ nowMs: Int64) throws -> (packets: Int, bytes: Int) {
+        let rows = try c.query("carry_quota", "SELECT packets, bytes FROM relay_carry_quota WHERE depositor = $1 AND hour = $2",
+                               types: [PostgresType.bytea, PostgresType.int8], [.bytes(depositor.bytes), .int(Self.hour(nowMs))])
+        return rows.count == 0 ? (0, 0) : (rows.int(0, 0), rows.int(0, 1))
+    }
+
+    func sweepCarried(nowMs: Int64) throws -> Int {
+        try transaction { c in
+            let gone = try c.query("carry_sweep", "DELETE FROM relay_carried WHERE expires_ms <= $1 RETURNING 1",
+                                   types: [PostgresType.int8], [.int(nowMs)]).count
+            try c.query("carry_sweep_claims", "DELETE FROM relay_carry_purges WHERE expires_ms <= $1", types: [PostgresType.int8], [.int(nowMs)])
+            try c.query("carry_sweep_quota", "DELETE FROM relay_carry_quota WHERE hour < $1", types: [PostgresType.int8], [.int(Self.hour(nowMs))])
+            return gone
+        }
+    }
+
+    func carryUsage() throws -> (packets: Int, bytes: Int) {
+        try pool.withConnection { c in
+            let rows = try c.query("carry_usage", "SELECT count(*), coalesce(sum(size), 0)::BIGINT FROM relay_carried", types: [], [])
+            return (rows.int(0, 0), rows.int(0, 1))
+        }
+    }
+
+    /// The clock hour of `nowMs`, floored (as the node's quota, `Store.quotaHour`).
+    static func hour(_ nowMs: Int64) -> Int64 {
+        nowMs >= 0 ? nowMs / CarriedPacket.hourMs : -((-nowMs - 1) / CarriedPacket.hourMs) - 1
+    }
+}
