@@ -183,4 +183,27 @@ final class RelayCarrierTests: XCTestCase {
         XCTAssertEqual(try carrier.receive(.offer([CarryOffer(identity: packet.identity, routingTag: packet.routingTag, copyBudget: 8,
                                                               claimHash: packet.claimHash)]), from: 9_999, nowMs: now), [])
     }
+
+    /// One /24 holding every meeting slot (256 connections are within its connection cap)
+    /// does not keep another client from meeting the relay: the newcomer displaces the
+    /// oldest meeting of the /24 holding the most.
+    func testOnePrefixCannotHoldEveryMeeting() throws {
+        let attacker: UInt32 = 0x0b00_0000
+        for session in 10..<UInt64(10 + RelayCarrier.maxMeetings) {
+            carrier.open(session, address: attacker | UInt32(session % 200))
+        }
+        XCTAssertEqual(carrier.sessions, RelayCarrier.maxMeetings)
+        let (packet, _) = try carriedPacket(nowMs: now)
+        let alice = client(1, address: aliceAddress, holding: [packet])
+        try alice.meet(nowMs: now)
+        XCTAssertEqual(alice.requestedByRelay, [packet.identity], "met although the attacker's /24 held every slot")
+        XCTAssertEqual(alice.takenByRelay, [packet.identity])
+        XCTAssertEqual(carrier.sessions, RelayCarrier.maxMeetings)
+        // The attacker's oldest meeting went (no answer); its newest still meets.
+        let (fresh, _) = try carriedPacket(nowMs: now)
+        let offer = CarryOffer(identity: fresh.identity, routingTag: fresh.routingTag, copyBudget: 1, claimHash: fresh.claimHash)
+        XCTAssertEqual(try carrier.receive(.offer([offer]), from: 10, nowMs: now), [])
+        XCTAssertEqual(try carrier.receive(.offer([offer]), from: UInt64(9 + RelayCarrier.maxMeetings), nowMs: now),
+                       [.request([fresh.identity])])
+    }
 }

@@ -49,16 +49,41 @@ final class RelayCarrier {
 
     /// Meetings at once, at most: each holds up to a reconciliation's lists and 2,048
     /// offered identities, so this bounds the carrier's memory whatever the number of
-    /// connections. A session beyond it is not met (its CARRY frames get no answer, as from
-    /// a relay that does not carry); it meets in a later session.
+    /// connections. When they are all taken, a new session's meeting displaces the oldest
+    /// meeting of the /24 holding the most, if that /24 holds more than the newcomer's
+    /// (plus one); otherwise the new session is not met (its CARRY frames get no answer, as
+    /// from a relay that does not carry) and meets in a later session. So one /24 (up to
+    /// 256 connections) cannot keep every other client from meeting the relay.
     static let maxMeetings = 256
 
+    /// The /24 of each meeting's client and the order meetings opened in (for displacing).
+    private var meetingPrefix: [UInt64: (prefix: UInt32, opened: UInt64)] = [:]
+    private var prefixMeetings: [UInt32: Int] = [:]
+    private var openedCount: UInt64 = 0
+
     func open(_ session: UInt64, address: UInt32) {
-        guard meetings.count < Self.maxMeetings else { return }
+        guard meetings[session] == nil else { return }
+        let prefix = address & 0xFFFF_FF00
+        if meetings.count >= Self.maxMeetings {
+            let own = prefixMeetings[prefix] ?? 0
+            guard let heaviest = prefixMeetings.max(by: { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }),
+                  heaviest.value > own + 1,
+                  let victim = meetingPrefix.filter({ $0.value.prefix == heaviest.key }).min(by: { $0.value.opened < $1.value.opened })
+            else { return }
+            close(victim.key)
+        }
         meetings[session] = RelayCarryMeeting(depositor: depositor(address: address))
+        openedCount += 1
+        meetingPrefix[session] = (prefix, openedCount)
+        prefixMeetings[prefix, default: 0] += 1
     }
 
-    func close(_ session: UInt64) { meetings[session] = nil }
+    func close(_ session: UInt64) {
+        meetings[session] = nil
+        guard let (prefix, _) = meetingPrefix.removeValue(forKey: session) else { return }
+        let left = (prefixMeetings[prefix] ?? 1) - 1
+        prefixMeetings[prefix] = left > 0 ? left : nil
+    }
 
     /// One CARRY payload from a session; returns the payloads to send back. Messages that
     /// do not fit the meeting are ignored or refused, as on a link (§12.2); a
