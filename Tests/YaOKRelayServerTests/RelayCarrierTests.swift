@@ -206,4 +206,25 @@ final class RelayCarrierTests: XCTestCase {
         XCTAssertEqual(try carrier.receive(.offer([offer]), from: UInt64(9 + RelayCarrier.maxMeetings), nowMs: now),
                        [.request([fresh.identity])])
     }
+
+    /// A client past its hour's bytes but not its packets is not asked for packet after
+    /// packet, each refused (a session's state grew with every one it handed): once the
+    /// store refuses one for the quota, nothing more is asked in that session.
+    func testNothingAskedAfterTheQuotaRefusesADeposit() throws {
+        carrier = try RelayCarrier(store: store, policy: CarryPolicy(depositorPacketsPerHour: 100,
+                                                                     depositorBytesPerHour: Wire.maxPacketLength))
+        carrier.open(1, address: aliceAddress)
+        var asked = 0
+        var refused = 0
+        for _ in 0..<20 {
+            let (packet, _) = try carriedPacket(nowMs: now, payloadLength: 9_000)
+            let offer = CarryOffer(identity: packet.identity, routingTag: packet.routingTag, copyBudget: 8, claimHash: packet.claimHash)
+            guard try carrier.receive(.offer([offer]), from: 1, nowMs: now) == [.request([packet.identity])] else { continue }
+            asked += 1
+            if try carrier.receive(.carried(packet), from: 1, nowMs: now) == [.refused([packet.identity])] { refused += 1 }
+        }
+        XCTAssertEqual(try store.carryUsage().packets, 1, "one 9 KB packet fits the hour's bytes")
+        XCTAssertEqual(refused, 1)
+        XCTAssertEqual(asked, 2)
+    }
 }

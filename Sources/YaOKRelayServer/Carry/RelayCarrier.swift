@@ -203,7 +203,7 @@ final class RelayCarrier {
                 claims.append(claim)
                 continue
             }
-            guard quotaLeft > 0, meeting.asked.count + wanted.count < RelayCarryMeeting.maxAsked,
+            guard quotaLeft > 0, !meeting.asksStopped, meeting.asked.count + wanted.count < RelayCarryMeeting.maxAsked,
                   try !store.holdsCarried(e.identity) else { continue }
             quotaLeft -= 1
             wanted.append(e.identity)
@@ -261,7 +261,9 @@ final class RelayCarrier {
             snapshot = nil
             out.append(.taken([id]))
         case .duplicate, .purged: out.append(.taken([id]))
-        case .overQuota, .full: out.append(.refused([id]))
+        case .overQuota, .full:
+            meeting.asksStopped = true
+            out.append(.refused([id]))
         }
     }
 

@@ -21,6 +21,11 @@ struct RelayCarryMeeting {
     var awaitingBytes = 0
     /// Bytes of carried packets handed to the client in this session.
     var bytesHanded = 0
+    /// The store refused one of this client's deposits for its hourly quota or for room:
+    /// nothing more is asked in this session. Without it a client past its hour's bytes
+    /// (but not its packets) was asked for, and refused, every packet it offered, and each
+    /// one it handed grew `settled` for the rest of the session.
+    var asksStopped = false
 
     init(depositor: CarryDepositor) { self.depositor = depositor }
 
