@@ -23,6 +23,11 @@ struct CarrySession {
     var settled: Set<[UInt8]> = []
     /// Identities we asked the peer for and have not received yet.
     var asked: Set<[UInt8]> = []
+    /// The store refused a packet of this link for its quota or for room: no more packets to
+    /// carry are asked for on this link (one's own mail still is). Without it a peer past the
+    /// link's hourly bytes (not packets), or one offering low budgets to a full store, was
+    /// asked for every packet it offered, each then refused after a store transaction.
+    var spreadStopped = false
     /// Packets the peer asked for, in the order asked, not yet handed over (and every one
     /// ever queued, so each is queued once).
     var queue: [[UInt8]] = []

@@ -113,6 +113,7 @@ extension DeliveryEngine {
         case .overQuota, .full:
             carry.counters.packetsRefused += 1
             carry.sessions[linkID]?.activity = true
+            carry.sessions[linkID]?.spreadStopped = true
             try answer(id, taken: false, on: linkID)
         }
     }

@@ -156,4 +156,37 @@ extension CarryLinkMessageTests {
         #expect(bad == 1)
         #expect(pipe.initiator.isAuthenticated && pipe.responder.isAuthenticated)
     }
+
+    /// A peer whose packets the store refuses (here: a full store of higher budgets) is not
+    /// asked for packet after packet, each handed and refused after a store transaction:
+    /// after the first refusal no more packets to carry are asked for on that link.
+    @Test func afterARefusalForRoomNothingMoreIsAskedToCarry() throws {
+        let m = try Meeting(["Mallory", "Bob"])
+        defer { m.finish() }
+        let bench = try CarryBench()
+        defer { bench.finish() }
+        bench.now = m.clock.now
+        try m["Bob"].setCarry(mode: .anyone, limits: CarryLimits(maxPackets: 1))
+        let pipe = try m.link("Mallory", "Bob") { m["Mallory"].carryIdle && m["Bob"].carryIdle }
+        defer { pipe.close() }
+        func isAsked(_ id: [UInt8]) -> Bool {
+            m["Bob"].state.withLock { $0.delivery.carry.sessions.values.contains { $0.asked.contains(id) } }
+        }
+        func refused() -> Int { m["Bob"].state.withLock { $0.delivery.carry.counters.packetsRefused } }
+        var asked = 0
+        for i in 0..<8 {
+            let packet = try bench.packet(budget: i == 0 ? 8 : 2)
+            try m["Mallory"].sendCarry(.offer([CarryOffer(identity: packet.identity, routingTag: packet.routingTag,
+                                                          copyBudget: packet.copyBudget, claimHash: packet.claimHash)]))
+            m.settle("Mallory", "Bob")
+            guard isAsked(packet.identity) else { continue }
+            asked += 1
+            let before = (m["Bob"].carriedCount, refused())
+            try m["Mallory"].sendCarry(.carried(packet))
+            #expect(eventually { (m["Bob"].carriedCount, refused()) != before })
+        }
+        #expect(m["Bob"].carriedCount == 1)
+        #expect(refused() == 1)
+        #expect(asked == 2)
+    }
 }
