@@ -23,11 +23,13 @@ struct CarrySession {
     var settled: Set<[UInt8]> = []
     /// Identities we asked the peer for and have not received yet.
     var asked: Set<[UInt8]> = []
-    /// The store refused a packet of this link for its quota or for room: no more packets to
-    /// carry are asked for on this link (one's own mail still is). Without it a peer past the
-    /// link's hourly bytes (not packets), or one offering low budgets to a full store, was
-    /// asked for every packet it offered, each then refused after a store transaction.
-    var spreadStopped = false
+    /// The lowest budget of a packet to carry still asked for on this link (2: any that may
+    /// spread). Raised when the store refuses one of this link's packets: over the hour's
+    /// quota, nothing more (one's own mail still is); full, only budgets above the refused
+    /// one (a lower or equal one would be refused too). Without it a peer past the link's
+    /// hourly bytes (not packets), or offering low budgets to a full store, was asked for
+    /// every packet it offered, each then refused after a store transaction.
+    var minSpreadBudget: Int = 2
     /// Packets the peer asked for, in the order asked, not yet handed over (and every one
     /// ever queued, so each is queued once).
     var queue: [[UInt8]] = []

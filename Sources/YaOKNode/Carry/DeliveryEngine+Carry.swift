@@ -178,7 +178,7 @@ extension DeliveryEngine {
             // A peer that offers without end gets asked for a bounded number at a time.
             guard session.asked.count + wanted.count < CarrySession.maxAsked else { continue }
             let ours = tags?.sender(tag: e.routingTag) != nil
-            let spread = session.carries && !session.spreadStopped && e.copyBudget >= 2 && quotaLeft > 0
+            let spread = session.carries && Int(e.copyBudget) >= session.minSpreadBudget && quotaLeft > 0
             guard ours || spread, try store.carriedEntry(e.identity) == nil else { continue }
             if !ours { quotaLeft -= 1 }
             wanted.append(e.identity)

@@ -113,7 +113,10 @@ extension DeliveryEngine {
         case .overQuota, .full:
             carry.counters.packetsRefused += 1
             carry.sessions[linkID]?.activity = true
-            carry.sessions[linkID]?.spreadStopped = true
+            if var s = carry.sessions[linkID] {
+                s.minSpreadBudget = result == .overQuota ? Int.max : max(s.minSpreadBudget, Int(packet.copyBudget) + 1)
+                carry.sessions[linkID] = s
+            }
             try answer(id, taken: false, on: linkID)
         }
     }

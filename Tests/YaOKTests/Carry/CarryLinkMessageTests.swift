@@ -159,7 +159,7 @@ extension CarryLinkMessageTests {
 
     /// A peer whose packets the store refuses (here: a full store of higher budgets) is not
     /// asked for packet after packet, each handed and refused after a store transaction:
-    /// after the first refusal no more packets to carry are asked for on that link.
+    /// after the first refusal for room only higher budgets are asked for on that link.
     @Test func afterARefusalForRoomNothingMoreIsAskedToCarry() throws {
         let m = try Meeting(["Mallory", "Bob"])
         defer { m.finish() }
@@ -188,5 +188,10 @@ extension CarryLinkMessageTests {
         #expect(m["Bob"].carriedCount == 1)
         #expect(refused() == 1)
         #expect(asked == 2)
+        // A higher budget than the one refused is still asked for (it may evict, §10.9).
+        let higher = try bench.packet(budget: 8)
+        try m["Mallory"].sendCarry(.offer([CarryOffer(identity: higher.identity, routingTag: higher.routingTag,
+                                                      copyBudget: 8, claimHash: higher.claimHash)]))
+        #expect(eventually { isAsked(higher.identity) })
     }
 }
