@@ -128,6 +128,10 @@ public struct RelayConfiguration: Sendable {
     public var carryMaxBytes: Int = 512 << 20
     public var carryPacketsPerHour: Int = 500
     public var carryBytesPerHour: Int = 8 << 20
+    /// Bytes of carried packets handed to one client IPv4 address per clock hour, over all
+    /// its sessions (sessions are cheap: without it an address could pull the store again
+    /// and again, 4 MiB a session).
+    public var carryHandedBytesPerHour: Int = 32 << 20
     /// CARRY frames of one connection handed to the carry thread and not answered yet: at
     /// this many the connection is not read until answers come back (backpressure).
     public var maxPendingCarryPerConnection: Int = 64

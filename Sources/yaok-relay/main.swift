@@ -51,6 +51,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Bytes of carried packets the relay holds at most (default 512 MiB).") var carryMaxBytes = 512 << 20
     @Option(help: "Carried packets one IPv4 address may deposit per clock hour (default 500).") var carryPacketsPerHour = 500
     @Option(help: "Bytes of carried packets one IPv4 address may deposit per clock hour (default 8 MiB).") var carryBytesPerHour = 8 << 20
+    @Option(help: "Bytes of carried packets the relay hands one IPv4 address per clock hour (default 32 MiB).") var carryHandedBytesPerHour = 32 << 20
 
     func validate() throws {
         _ = try Self.parse(listen)
@@ -58,7 +59,7 @@ struct Serve: ParsableCommand {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
         guard rateLimit >= 1, mailboxQuota >= 1, addressBytesPerHour >= 1, prefixBytesPerHour >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxConnectionsPerPrefix >= 1, activityGrace >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
-              maxStoredBytes >= 1, minFreeBytes >= 0, poolSize >= 1, (addressStoredBytes ?? 1) >= 1, (prefixStoredBytes ?? 1) >= 1 else {
+              maxStoredBytes >= 1, minFreeBytes >= 0, poolSize >= 1, carryHandedBytesPerHour >= 1, (addressStoredBytes ?? 1) >= 1, (prefixStoredBytes ?? 1) >= 1 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
     }
@@ -95,6 +96,7 @@ struct Serve: ParsableCommand {
         configuration.carryMaxBytes = carryMaxBytes
         configuration.carryPacketsPerHour = carryPacketsPerHour
         configuration.carryBytesPerHour = carryBytesPerHour
+        configuration.carryHandedBytesPerHour = carryHandedBytesPerHour
         if logSessions { configuration.sessionLog = { say($0) } }
         let server = try failing { () throws -> RelayServer in
             // Bound first: a port in use or an address this machine lacks fails before the

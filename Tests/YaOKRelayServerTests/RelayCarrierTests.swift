@@ -227,4 +227,36 @@ final class RelayCarrierTests: XCTestCase {
         XCTAssertEqual(refused, 1)
         XCTAssertEqual(asked, 2)
     }
+
+    /// One address cannot pull the store again and again through fresh sessions: what the
+    /// relay hands it is capped per clock hour over all its sessions; another address and
+    /// the next hour are served.
+    func testHandedBytesPerAddressPerHour() throws {
+        let cap = 4 * 1_024
+        carrier = try RelayCarrier(store: store, policy: CarryPolicy(maxPackets: 1_000, depositorPacketsPerHour: 1_000),
+                                   handedBytesPerAddressPerHour: cap)
+        let packets = try (0..<40).map { _ in try carriedPacket(nowMs: now, payloadLength: 512).packet }
+        try client(1, address: aliceAddress, holding: packets).meet(nowMs: now)
+        XCTAssertEqual(try store.carryUsage().packets, 40)
+        let size = CarriedPacket.headerLength + 512
+        var received = 0
+        for session in UInt64(10)..<20 {
+            let greedy = client(session, address: carolAddress)
+            greedy.wants = { _ in true }
+            try greedy.meet(nowMs: now)
+            received += greedy.received.count
+        }
+        XCTAssertLessThanOrEqual(received * size, cap + size, "at most the cap (and the packet that crossed it)")
+        XCTAssertGreaterThan(received, 0)
+        let other = client(30, address: 0x0c00_0001)
+        other.wants = { _ in true }
+        try other.meet(nowMs: now)
+        XCTAssertGreaterThan(other.received.count, 0)
+        let later = now + CarriedPacket.hourMs
+        carrier.open(31, address: carolAddress)
+        let nextHour = CarryClient(holding: []) { [carrier] in try carrier!.receive($0, from: 31, nowMs: later) }
+        nextHour.wants = { _ in true }
+        try nextHour.meet(nowMs: later)
+        XCTAssertGreaterThan(nextHour.received.count, 0)
+    }
 }

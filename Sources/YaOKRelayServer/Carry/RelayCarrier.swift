@@ -30,10 +30,22 @@ final class RelayCarrier {
     private(set) var handed = 0
     private(set) var purged = 0
 
-    init(store: RelayCarryStore, policy: CarryPolicy) throws {
+    /// Bytes of carried packets handed to one client address per clock hour, over all its
+    /// sessions (32 MiB by default). Sessions are cheap to make (64 connections an address,
+    /// a new one as soon as one ends), so the 4 MiB a session alone let one address pull the
+    /// relay's whole store again and again; a recipient's own carried mail is far less.
+    let handedBytesPerAddressPerHour: Int
+    /// This hour's bytes handed per address (keyed hashes, as for deposits), in memory; the
+    /// map is emptied when the clock hour changes, so it holds at most the addresses met
+    /// within one hour.
+    private var handedThisHour: [CarryDepositor: Int] = [:]
+    private var handedHour: Int64 = .min
+
+    init(store: RelayCarryStore, policy: CarryPolicy, handedBytesPerAddressPerHour: Int = 32 << 20) throws {
         try policy.validate()
         self.store = store
         self.policy = policy
+        self.handedBytesPerAddressPerHour = handedBytesPerAddressPerHour
     }
 
     /// The quota's depositor for a client's IPv4 address: BLAKE2b-128 keyed with a secret
@@ -219,8 +231,14 @@ final class RelayCarrier {
     /// Hands over what was asked for, in order: a copy with budget 1 and the hop limit less
     /// one; the relay keeps its own (§12.3 step 4, the wait phase).
     private func handOver(_ meeting: inout RelayCarryMeeting, _ out: inout [CarryLinkMessage], _ nowMs: Int64) throws {
+        let hour = nowMs / CarriedPacket.hourMs
+        if hour != handedHour {
+            handedHour = hour
+            handedThisHour = [:]
+        }
         while !meeting.queue.isEmpty, meeting.awaitingBytes < RelayCarryMeeting.windowBytes,
-              meeting.bytesHanded < RelayCarryMeeting.sessionBytes {
+              meeting.bytesHanded < RelayCarryMeeting.sessionBytes,
+              handedThisHour[meeting.depositor, default: 0] < handedBytesPerAddressPerHour {
             let id = meeting.queue.removeFirst()
             guard !meeting.settled.contains(id), meeting.awaiting[id] == nil,
                   let held = try store.carriedPacket(id), held.expiresAtMs > nowMs else { continue }
@@ -232,6 +250,7 @@ final class RelayCarrier {
             meeting.awaiting[id] = size
             meeting.awaitingBytes += size
             meeting.bytesHanded += size
+            handedThisHour[meeting.depositor, default: 0] += size
         }
     }
 

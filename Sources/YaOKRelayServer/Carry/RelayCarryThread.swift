@@ -13,9 +13,9 @@ final class RelayCarryThread: @unchecked Sendable {
     /// Figures for stats, read from any thread.
     let figures = Locked((taken: 0, handed: 0, purged: 0, failures: 0))
 
-    init(storage: RelayCarryStorage, policy: CarryPolicy) throws {
+    init(storage: RelayCarryStorage, policy: CarryPolicy, handedBytesPerAddressPerHour: Int) throws {
         self.storage = storage
-        carrier = try RelayCarrier(store: storage.store, policy: policy)
+        carrier = try RelayCarrier(store: storage.store, policy: policy, handedBytesPerAddressPerHour: handedBytesPerAddressPerHour)
     }
 
     func open(_ session: UInt64, address: UInt32) {

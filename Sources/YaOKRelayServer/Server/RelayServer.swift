@@ -146,7 +146,8 @@ public final class RelayServer: @unchecked Sendable {
                 try RelayCarryThread(storage: $0, policy: CarryPolicy(
                     maxPackets: configuration.carryMaxPackets, maxBytes: configuration.carryMaxBytes,
                     depositorPacketsPerHour: configuration.carryPacketsPerHour,
-                    depositorBytesPerHour: configuration.carryBytesPerHour))
+                    depositorBytesPerHour: configuration.carryBytesPerHour),
+                    handedBytesPerAddressPerHour: configuration.carryHandedBytesPerHour)
             }
             relayIdentifier = try store.relayIdentifier()
             revoked = try store.revokedPseudonyms()
