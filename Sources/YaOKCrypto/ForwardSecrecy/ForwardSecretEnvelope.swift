@@ -48,23 +48,25 @@ public enum ForwardSecretEnvelope {
                  ephemeral: try SecureBytes.random(count: 32))
     }
 
-    /// With a given ephemeral secret: only for test vectors.
+    /// With a given ephemeral secret: only for test vectors; and for forgery tests
+    /// (`claimedSenderKey`: another key than the sender's in the AD and the MAC input, the
+    /// MAC still made with the sender's secret).
     static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8], receiverKey: ReceiverKey,
                      announce: Announcement, messageID: [UInt8], timestamp: Int64, associatedData extra: [UInt8],
-                     ephemeralSecret secret: [UInt8]) throws -> [UInt8] {
+                     ephemeralSecret secret: [UInt8], claimedSenderKey: [UInt8]? = nil) throws -> [UInt8] {
         try seal(body, from: sender, to: recipientKey, receiverKey: receiverKey, announce: announce,
                  messageID: messageID, timestamp: timestamp, associatedData: extra,
-                 ephemeral: try SecureBytes(copying: secret))
+                 ephemeral: try SecureBytes(copying: secret), claimedSenderKey: claimedSenderKey)
     }
 
     private static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8], receiverKey: ReceiverKey,
                              announce: Announcement, messageID: [UInt8], timestamp: Int64, associatedData extra: [UInt8],
-                             ephemeral ephemeralSecret: SecureBytes) throws -> [UInt8] {
+                             ephemeral ephemeralSecret: SecureBytes, claimedSenderKey: [UInt8]? = nil) throws -> [UInt8] {
         guard recipientKey.count == 32 else { throw YaOKError(.invalidArgument, "Recipient key must be 32 bytes") }
         var (ephemeral, shared) = try Envelope.sealingAgreement(body, to: receiverKey.publicKey, messageID: messageID,
                                                                 timestamp: timestamp, ephemeral: ephemeralSecret)
         defer { Sodium.wipe(&shared) }
-        let senderKey = sender.publicIdentity.encryptionKey
+        let senderKey = claimedSenderKey ?? sender.publicIdentity.encryptionKey
         let ad = associatedData(senderKey: senderKey, recipientKey: recipientKey, receiverKey: receiverKey.publicKey,
                                 messageID: messageID, timestamp: timestamp, ephemeral: ephemeral) + extra
         let announced = announce.encoded

@@ -89,4 +89,18 @@ import Testing
                                                     associatedData: f.headerAD)
         #expect(throws: YaOKError(.tampered)) { try open(f, forged) }
     }
+
+    @Test func aForgedAnnouncementFailsTheSenderMAC() throws {
+        // Eve puts Alice's key in the AD (the AEAD then opens: anyone can seal to a public
+        // receiver key) to slip Bob an announcement of hers: only the static-static MAC,
+        // which covers the announcement, stops it.
+        let f = try fixture()
+        let eve = try Identity(name: "Eve")
+        let forged = try ForwardSecretEnvelope.seal(f.body, from: eve, to: f.bob.publicIdentity.encryptionKey,
+                                                    receiverKey: f.receiver.key, announce: f.announcement,
+                                                    messageID: f.messageID, timestamp: f.timestamp,
+                                                    associatedData: f.headerAD, ephemeralSecret: f.ephemeral,
+                                                    claimedSenderKey: f.alice.publicIdentity.encryptionKey)
+        #expect(throws: YaOKError(.senderAuthFailed)) { try open(f, forged) }
+    }
 }
