@@ -115,21 +115,50 @@ import Testing
         #expect(net.alice.ring.pending.count <= ReceiverKeyRing.maxPending)
     }
 
-    @Test func theCapNeverStopsAConversation() throws {
+    /// The 15-day retention alone (no release arrives: the contact vanished) erases a
+    /// superseded key, and not before.
+    @Test func retentionErasesASupersededKeyWhenNoReleaseComes() throws {
         let net = try FSNetwork()
-        // Every message of Alice's crawls for 10 days while round trips go on without it:
-        // Bob's superseded keys pile up past the cap, and the conversation goes on.
-        var slow = true
+        try converse(net, rounds: 3)
         net.channel = { packet in
-            if case .message = packet, slow { return [10 * 86_400_000, 60_000] }
+            if case .ack = packet { return [] }  // no ack arrives: Alice never settles
             return [60_000]
         }
-        try converse(net, rounds: 80)
-        slow = false
+        try net.send(net.alice, "x")          // sealed to Bob's newest key; Bob mints a new one
+        let x = try #require(net.recorded[net.bob.id]?.last)
+        try net.advance(3_600_000)
+        try net.send(net.bob, "announcing")   // tells Alice Bob's new key
+        try net.advance(3_600_000)
+        try net.send(net.alice, "y")          // sealed to the new key: supersedes x's key
+        try net.advance(3_600_000)
+        net.offline = net.alice                // Alice is gone: no release will come
+        #expect(net.bob.stored.count == 5)
+        let holding = net.bob.ring.openingKeys
+        #expect(openedBySeizure([x], identity: net.bob.identity, keys: holding, sender: net.alice.identity) == 1)
+        try net.advance(ReceiverKeyRing.retentionMs - 2 * 3_600_000)
+        net.bob.ring.expire(nowMs: net.now)
+        #expect(openedBySeizure([x], identity: net.bob.identity, keys: net.bob.ring.openingKeys, sender: net.alice.identity) == 1)
+        try net.advance(2 * 3_600_000)
+        net.bob.ring.expire(nowMs: net.now)
+        #expect(openedBySeizure([x], identity: net.bob.identity, keys: net.bob.ring.openingKeys, sender: net.alice.identity) == 0)
+        #expect(net.bob.ring.own.count == 2)  // the key y opened with, and the newest minted
+    }
+
+    @Test func theCapNeverStopsAConversation() throws {
+        let net = try FSNetwork()
         try converse(net, rounds: 2)
-        #expect(net.bob.maxOwnKeys <= ReceiverKeyRing.cap)
-        #expect(net.bob.stored.count == 82 && net.alice.stored.count == 82)
-        try net.advance(11 * day)
-        #expect(net.bob.ring.own.count <= ReceiverKeyRing.cap)
+        // One message of Alice's is lost: it stays unsettled under Bob's key of the time, so
+        // Alice's release stays below it and Bob's superseded keys pile up past the cap.
+        net.channel = { _ in [] }
+        try net.send(net.alice, "lost")
+        net.channel = { _ in [60_000] }
+        try converse(net, rounds: 50)
+        #expect(net.bob.stored.count == 52 && net.alice.stored.count == 52)
+        #expect(net.bob.maxOwnKeys == ReceiverKeyRing.cap)
+        // The lost message, resent (sealed to Bob's newest key), still opens.
+        for packet in try net.alice.resend(now: net.now) { net.post(packet) }
+        try net.advance(3_600_000)
+        #expect(net.bob.stored.count == 53)
+        #expect(net.alice.outbox.isEmpty)
     }
 }
