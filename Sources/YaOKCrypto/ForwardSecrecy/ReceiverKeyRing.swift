@@ -21,6 +21,12 @@ public struct ReceiverKeyRing: Sendable {
         /// When a message sealed to a newer own key first opened: from then on the peer
         /// seals nothing new to this one.
         public var supersededMs: Int64?
+
+        public init(pair: ReceiverKeyPair, createdMs: Int64, supersededMs: Int64?) {
+            self.pair = pair
+            self.createdMs = createdMs
+            self.supersededMs = supersededMs
+        }
     }
 
     public private(set) var own: [OwnKey] = []
