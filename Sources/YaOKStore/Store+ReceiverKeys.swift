@@ -32,12 +32,22 @@ extension Store {
     package func saveReceiverKeyRing(_ ring: ReceiverKeyRing, contactID: Int64, cipher: FieldCipher) throws -> Int {
         let erased = try db.transaction { () -> Int in
             let held = Set(ring.own.map { Int64($0.pair.key.id) })
-            let stored = try db.rows("SELECT key_id FROM receiver_keys WHERE contact_id = ?", [.int(contactID)]) { $0.int64(0) }
-            let gone = stored.filter { !held.contains($0) }
+            // What each stored key's superseded time is: a row is written only when new or
+            // changed, so that an erased row's bytes are not papered over by chance (the
+            // test of erasure must see what secure_delete does).
+            var stored: [Int64: Int64] = [:]
+            try db.query("SELECT key_id, sealed FROM receiver_keys WHERE contact_id = ?", [.int(contactID)]) { row in
+                let keyID = row.int64(0)
+                var plain = try cipher.open(row.blob(1), ad: RowAD.receiverKey(contactID: contactID, keyID: UInt32(truncatingIfNeeded: keyID)))
+                defer { Sodium.wipe(&plain) }
+                guard plain.count == 48 else { throw FieldCipher.failure }
+                stored[keyID] = Int64(bigEndianBytes: plain[40..<48])
+            }
+            let gone = stored.keys.filter { !held.contains($0) }.sorted()
             for keyID in gone {
                 try db.query("DELETE FROM receiver_keys WHERE contact_id = ? AND key_id = ?", [.int(contactID), .int(keyID)])
             }
-            for key in ring.own {
+            for key in ring.own where stored[Int64(key.pair.key.id)] != (key.supersededMs ?? -1) {
                 var plain = key.pair.secret.withUnsafeBytes { Array($0) } + key.createdMs.bigEndianBytes + (key.supersededMs ?? -1).bigEndianBytes
                 defer { Sodium.wipe(&plain) }
                 let sealed = try cipher.seal(plain, ad: RowAD.receiverKey(contactID: contactID, keyID: key.pair.key.id))
