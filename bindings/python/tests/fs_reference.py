@@ -84,3 +84,26 @@ def open_(recipient: ref.Keys, sender_public: bytes, receiver_secrets: List[Tupl
     assert announced_id != 0, "receiver key ID 0 is reserved"
     release = int.from_bytes(announced[36:], "big")
     return body, Announcement(ReceiverKey(announced_id, announced[4:36]), release), key_id
+
+
+# ---- the ack of a forward-secret pair (§13.3): count (0..255) || IDs || announcement
+
+def ack_packet(key: bytes, acked: List[bytes], announcement: Announcement, message_id: bytes, created_ms: int,
+               lifetime_min: int, hop_limit: int, tag: bytes, nonce: bytes) -> bytes:
+    plaintext = bytes([len(acked)]) + b"".join(acked) + announcement.encoded()
+    header, authenticated = ref.routed_header(2, hop_limit, message_id, created_ms, lifetime_min, tag,
+                                              24 + len(plaintext) + 16)
+    return header + nonce + nb.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, authenticated, nonce, key)
+
+
+def open_ack(key: bytes, packet: bytes) -> Tuple[List[bytes], Announcement]:
+    payload = packet[37:]
+    plaintext = nb.crypto_aead_xchacha20poly1305_ietf_decrypt(payload[24:], packet[:2] + packet[3:37],
+                                                              payload[:24], key)
+    count = plaintext[0]
+    assert len(plaintext) == 1 + 16 * count + 40, "bad ack plaintext"
+    ids = [plaintext[1 + 16 * i:17 + 16 * i] for i in range(count)]
+    a = plaintext[1 + 16 * count:]
+    key_id = int.from_bytes(a[:4], "big")
+    assert key_id != 0, "receiver key ID 0 is reserved"
+    return ids, Announcement(ReceiverKey(key_id, a[4:36]), int.from_bytes(a[36:], "big"))

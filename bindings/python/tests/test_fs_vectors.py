@@ -37,3 +37,21 @@ def test_fs_envelope_vector():
     # Another sender in the AD: the AEAD fails.
     with pytest.raises(Exception):
         fs.open_(bob, bob.x25519_public, [(7, receiver_secret)], sealed, message_id, created, header_ad)
+
+
+def test_fs_ack_vectors():
+    v = VECTORS["fs-ack-bob-to-alice"]
+    a = VECTORS[v["ack"]]
+    acker, ackee = keys(a["acker"]), keys(a["ackee"])
+    key = ref.ack_key(acker, ackee.x25519_public, own_is_acker=True)
+    created = int(a["created_ms"])
+    tag = ref.routing_tag(ref.pair_key(acker, ackee.x25519_public), acker.x25519_public, ackee.x25519_public, created)
+    announcement = fs.Announcement(fs.receiver_key(int(v["announced_key_id"]), bytes.fromhex(v["announced_secret"])),
+                                   int(v["release"]))
+    for acked, name in (([bytes.fromhex(a["acknowledged"])], "packet"), ([], "release_only_packet")):
+        packet = fs.ack_packet(key, acked, announcement, bytes.fromhex(a["message_id"]), created, int(a["lifetime_min"]),
+                               int(a["hop_limit"]), tag, bytes.fromhex(a["nonce"]))
+        assert packet.hex() == v[name]
+        assert fs.open_ack(key, packet) == (acked, announcement)
+        with pytest.raises(AssertionError):
+            ref.open_ack(key, packet)  # a §6.2 reader refuses it by its length
