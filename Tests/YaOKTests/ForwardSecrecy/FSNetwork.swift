@@ -14,6 +14,8 @@ final class FSNetwork {
     var channel: (FSPacket) -> [Int64] = { _ in [60_000] }
     /// While set, nothing reaches or leaves this party (it is offline).
     var offline: FSParty?
+    /// Called with the party that took a packet, after it did (a node saves its ring then).
+    var afterEachDelivery: ((FSParty) throws -> Void)?
 
     init() throws {
         alice = try FSParty("Alice")
@@ -50,6 +52,7 @@ final class FSNetwork {
             let source = other(target)
             if let offline, offline === target || offline === source { continue }
             for reply in try target.receive(next.packet, from: source, now: now) { post(reply) }
+            try afterEachDelivery?(target)
         }
         now = max(now, until)
     }

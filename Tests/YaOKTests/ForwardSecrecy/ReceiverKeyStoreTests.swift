@@ -90,6 +90,44 @@ import Testing
         #expect(closed == [])
     }
 
+    /// Recorded traffic, then seizure of the data directory with what the PIN and the
+    /// device secret give (the database key): Bob's ring saved after every packet he takes,
+    /// as a node does; the attacker reads it back from the files and opens none of Alice's
+    /// delivered forward-secret packets. Alice's first message (to the long-term key, before
+    /// Bob had announced one) is the stated exception.
+    @Test func seizedDataDirectoryOpensNoDeliveredPacket() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let store = try Store(directory: dir.path)
+        let aliceID = try contact(store, cipher, name: "Alice")
+        let net = try FSNetwork()
+        let everHeld = KeyBox()
+        net.afterEachDelivery = { party in
+            guard party === net.bob else { return }
+            for pair in party.ring.openingKeys { everHeld.keys[pair.key.id] = pair }
+            try store.saveReceiverKeyRing(party.ring, contactID: aliceID, cipher: cipher)
+        }
+        for round in 0..<10 {
+            try net.send(net.alice, "a\(round)")
+            try net.advance(3_600_000)
+            try net.send(net.bob, "b\(round)")
+            try net.advance(3_600_000)
+        }
+        store.close()
+        let recorded = try #require(net.recorded[net.bob.id])
+        #expect(recorded.count == 10 && net.bob.stored.count == 10)
+
+        let seized = try Store(directory: dir.path)
+        defer { seized.close() }
+        let keys = try seized.receiverKeyRing(contactID: aliceID, cipher: cipher).openingKeys
+        #expect(!keys.isEmpty)
+        #expect(openedBySeizure(Array(recorded.dropFirst()), identity: net.bob.identity, keys: keys, sender: net.alice.identity) == 0)
+        #expect(openedBySeizure([recorded[0]], identity: net.bob.identity, keys: keys, sender: net.alice.identity) == 1)
+        // Not vacuous: every key Bob ever held, had the files kept them, would open them all.
+        #expect(openedBySeizure(Array(recorded.dropFirst()), identity: net.bob.identity, keys: Array(everHeld.keys.values), sender: net.alice.identity) == 9)
+    }
+
     func files(_ dir: String) throws -> [(name: String, data: [UInt8])] {
         try FileManager.default.contentsOfDirectory(atPath: dir).map {
             ($0, Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/" + $0))))
@@ -108,3 +146,5 @@ import Testing
         return false
     }
 }
+
+final class KeyBox { var keys: [UInt32: ReceiverKeyPair] = [:] }
