@@ -32,6 +32,10 @@ public final class Node: Sendable {
         /// minimum (the test suites' fast costs). C and Python tests opt in through
         /// YAOK_TEST_INSECURE_KDF=1 instead.
         package var allowTestOnlyKDFCosts = false
+        /// Forward secrecy for messages that wait (docs/PROTOCOL.md §13): seal to the
+        /// contacts' announced receiver keys and announce ours. Off by default until every
+        /// path (carried copies included, §13.5) uses it; with it off nothing changes.
+        public var forwardSecrecy = false
 
         public init() {}
     }
@@ -83,6 +87,7 @@ public final class Node: Sendable {
         state.withLock { s in
             s.delivery.node = self
             s.delivery.carry = carry
+            s.delivery.forwardSecrecy = options.forwardSecrecy
         }
     }
 

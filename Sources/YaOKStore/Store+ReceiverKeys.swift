@@ -59,14 +59,15 @@ extension Store {
                          [.int(contactID), .blob(state)])
             return gone.count
         }
-        if erased > 0 { try eraseFreedPages() }
+        if erased > 0 { eraseFreedPages() }
         return erased
     }
 
     /// Moves every page out of the write-ahead log into the file (where secure_delete has
-    /// zeroed what was freed) and truncates the log, so that no older copy of a page remains.
-    package func eraseFreedPages() throws {
-        try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    /// zeroed what was freed) and truncates the log, so that no older copy of a page remains:
+    /// at once, or after the outermost commit when called inside a transaction.
+    package func eraseFreedPages() {
+        db.checkpointSoon()
     }
 
     /// last ID (u32) || released (u32) || peer key present (u8) [|| peer key (36)] ||

@@ -74,7 +74,7 @@ import Testing
         var ring = try ring()
         let id = try contact(store, cipher)
         try store.saveReceiverKeyRing(ring, contactID: id, cipher: cipher)
-        try store.eraseFreedPages()  // key 1's row now in the main file, not only the log
+        store.eraseFreedPages()  // key 1's row now in the main file, not only the log
         let sealed = try store.db.rows("SELECT sealed FROM receiver_keys WHERE contact_id = ? AND key_id = 1", [.int(id)]) { $0.blob(0) }
         #expect(sealed.count == 1)
         let before = try files(dir.path).contains { contains($0.data, sealed[0]) }

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
+
+/// docs/PROTOCOL.md §13 in two real nodes with `forwardSecrecy` on, over a memory link:
+/// the first message goes to the long-term key (counted), the rest to receiver keys; after
+/// delivery, Bob's keys as his data directory holds them open none of the recorded packets.
+@Suite struct NodeForwardSecrecyTests {
+    struct FSPair {
+        let dirA = TempDir(), dirB = TempDir()
+        let alice: Node, bob: Node
+        let bobID: Int64, aliceID: Int64
+
+        init() throws {
+            var options = fastOptions()
+            options.forwardSecrecy = true
+            alice = try Node(dataDirectory: dirA.path, options: options)
+            _ = try alice.setup(name: "Alice", pin: testPIN, confirmation: testPIN)
+            bob = try Node(dataDirectory: dirB.path, options: options)
+            _ = try bob.setup(name: "Bob", pin: testPIN, confirmation: testPIN)
+            bobID = try alice.addContact(card: bob.profile().text).id
+            aliceID = try bob.addContact(card: alice.profile().text).id
+        }
+
+        func close() {
+            alice.close(); bob.close(); dirA.remove(); dirB.remove()
+        }
+    }
+
+    /// Sends while no link is open (so the packet can be read from the outbox: what a
+    /// recorder on the way would see), then links the two until it is delivered.
+    func exchange(_ from: Node, to contact: Int64, _ text: String, _ pair: FSPair) throws -> [UInt8] {
+        let m = try from.send(to: contact, text: text)
+        let packet = try #require(try from.state.withLock { try $0.store!.outboxRow(m.messageID)?.packet })
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? from.status(of: m.messageID)) == .delivered })
+        // Let the acks that follow (announcements, releases) arrive too.
+        _ = eventually { (try? from.state.withLock { try $0.store!.outboxRows(kind: .ack).isEmpty }) ?? false }
+        let other = from === pair.alice ? pair.bob : pair.alice
+        _ = eventually { (try? other.state.withLock { try $0.store!.outboxRows(kind: .ack).isEmpty }) ?? false }
+        return packet
+    }
+
+    @Test func deliveredPacketsDoNotOpenWithTheSeizedState() throws {
+        let pair = try FSPair()
+        defer { pair.close() }
+        var recorded: [[UInt8]] = []
+        for round in 0..<4 {
+            recorded.append(try exchange(pair.alice, to: pair.bobID, "to Bob \(round)", pair))
+            _ = try exchange(pair.bob, to: pair.aliceID, "to Alice \(round)", pair)
+        }
+        #expect(try pair.bob.texts(pair.aliceID).filter { $0.hasPrefix("to Bob") }.count == 4)
+        // Only the first went to the long-term key; the node counted it.
+        #expect(pair.alice.state.withLock { $0.delivery.longTermSeals[pair.bobID] } == 1)
+
+        // Seizure of Bob: his identity, and his key ring as his data directory holds it.
+        let (identity, ring) = try pair.bob.state.withLock { s -> (Identity, ReceiverKeyRing) in
+            let keys = try #require(s.keys)
+            return (keys.identity, try s.store!.receiverKeyRing(contactID: pair.aliceID, cipher: keys.cipher))
+        }
+        #expect(!ring.openingKeys.isEmpty)
+        let aliceKey = try pair.alice.state.withLock { try #require($0.keys).identity.publicIdentity.encryptionKey }
+        var opened: [Bool] = []
+        for packet in recorded {
+            guard case .routed(let header, let payload) = try Packet.decode(packet) else { Issue.record("not routed"); continue }
+            let forwardSecret = (try? SealedMessage.openForwardSecret(header, payload: payload, by: identity,
+                                                                      matchedSender: aliceKey, receiverKeys: ring.openingKeys)) != nil
+            let longTerm = (try? SealedMessage.open(header, payload: payload, by: identity, matchedSender: aliceKey)) != nil
+            opened.append(forwardSecret || longTerm)
+        }
+        #expect(opened == [true, false, false, false])
+    }
+}
