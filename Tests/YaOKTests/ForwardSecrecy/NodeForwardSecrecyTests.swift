@@ -55,8 +55,10 @@ import Testing
             _ = try exchange(pair.bob, to: pair.aliceID, "to Alice \(round)", pair)
         }
         #expect(try pair.bob.texts(pair.aliceID).filter { $0.hasPrefix("to Bob") }.count == 4)
-        // Only the first went to the long-term key; the node counted it.
-        #expect(pair.alice.state.withLock { $0.delivery.longTermSeals[pair.bobID] } == 1)
+        // Only the first went to the long-term key; the node counted it and says so.
+        let status = try pair.alice.forwardSecrecy(pair.bobID)
+        #expect(status.enabled && status.active && status.longTermSeals == 1)
+        #expect(status.summary.hasPrefix("forward secrecy: on"))
 
         // Seizure of Bob: his identity, and his key ring as his data directory holds it.
         let (identity, ring) = try pair.bob.state.withLock { s -> (Identity, ReceiverKeyRing) in
@@ -74,5 +76,33 @@ import Testing
             opened.append(forwardSecret || longTerm)
         }
         #expect(opened == [true, false, false, false])
+    }
+
+    @Test func aFirstMessageSaysItWentToTheLongTermKey() throws {
+        let pair = try FSPair()
+        defer { pair.close() }
+        _ = try pair.alice.send(to: pair.bobID, text: "before any announcement")
+        let status = try pair.alice.forwardSecrecy(pair.bobID)
+        #expect(status.enabled && !status.active && status.longTermSeals == 1)
+        #expect(status.summary.hasPrefix("forward secrecy: not yet"))
+    }
+
+    /// A locked node keeps receiving forward-secret messages (held as they arrived) and
+    /// opens them at the unlock.
+    @Test func aLockedNodeHoldsAndOpensAtUnlock() throws {
+        let pair = try FSPair()
+        defer { pair.close() }
+        _ = try exchange(pair.alice, to: pair.bobID, "hello", pair)
+        _ = try exchange(pair.bob, to: pair.aliceID, "hi", pair)
+        try pair.bob.lock()
+        let m = try pair.alice.send(to: pair.bobID, text: "while you sleep")
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
+        #expect(try pair.bob.state.withLock { try $0.store!.heldCount() } == 1)
+        try pair.bob.unlock(pin: testPIN)
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        #expect(try pair.bob.texts(pair.aliceID).contains("while you sleep"))
+        #expect(try pair.alice.forwardSecrecy(pair.bobID).longTermSeals == 1)
     }
 }
