@@ -7,6 +7,11 @@ import YaOKCrypto
 /// `secure_delete` (Database) no page of the file or the log keeps an erased key, even sealed:
 /// a seizure with the PIN opens the vault, and so would open a stale sealed copy.
 extension Store {
+    /// The contacts that have key state (for the hourly expiry).
+    package func contactsWithReceiverKeys() throws -> [Int64] {
+        try db.rows("SELECT DISTINCT contact_id FROM receiver_keys ORDER BY contact_id") { $0.int64(0) }
+    }
+
     /// The ring for `contactID`, or an empty one.
     package func receiverKeyRing(contactID: Int64, cipher: FieldCipher) throws -> ReceiverKeyRing {
         var own: [ReceiverKeyRing.OwnKey] = []

@@ -96,10 +96,20 @@ public struct ReceiverKeyRing: Sendable {
             erased.append(key.pair.key.id)
             return true
         }
+        erased += enforceCap()
+        for (id, entry) in pending where entry.expiresMs <= nowMs { pending[id] = nil }
+        return erased
+    }
+
+    /// The cap alone (rule 5's second half): what a node runs after each open, while the
+    /// retention waits for the sweep, so that packets held while locked open before any
+    /// key is erased by time (§13.1, locked nodes).
+    @discardableResult
+    public mutating func enforceCap() -> [UInt32] {
+        var erased: [UInt32] = []
         while own.count > Self.cap, let index = own.firstIndex(where: { $0.supersededMs != nil }) {
             erased.append(own.remove(at: index).pair.key.id)
         }
-        for (id, entry) in pending where entry.expiresMs <= nowMs { pending[id] = nil }
         return erased
     }
 

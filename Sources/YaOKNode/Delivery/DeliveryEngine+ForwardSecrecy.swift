@@ -41,7 +41,7 @@ extension DeliveryEngine {
                                                                  matchedSender: peer.identity.encryptionKey,
                                                                  receiverKeys: ring.openingKeys)
                 try ring.opened(with: opened.openedWith, announced: opened.announced, nowMs: now)
-                ring.expire(nowMs: now)
+                ring.enforceCap()
                 try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
                 return opened.envelope(senderKey: peer.identity.encryptionKey)
             }
@@ -85,7 +85,7 @@ extension DeliveryEngine {
               let (ids, announcement) = ForwardSecretAck.open(header, payload: payload, key: peer.incomingAckKey) else { return nil }
         var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
         try ring.acknowledged(ids.map(\.bytes), announced: announcement, nowMs: now)
-        ring.expire(nowMs: now)
+        ring.enforceCap()
         try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
         if !ids.isEmpty, ring.pending.isEmpty, ring.releaseAdvances(nowMs: now) {
             for ack in try acks([], to: peer, store, keys) {
@@ -94,5 +94,19 @@ extension DeliveryEngine {
             }
         }
         return ids
+    }
+
+    /// §13.3 rule 5, at most hourly (the delivery sweep, which at an unlock runs after the
+    /// held packets were opened): erases every contact's receiver keys past their retention.
+    mutating func expireReceiverKeysIfDue(_ store: Store, _ keys: UnlockedKeys) throws {
+        let t = now
+        guard lastKeyExpiry == .min || t - lastKeyExpiry >= 3_600_000 || t < lastKeyExpiry else { return }
+        lastKeyExpiry = t
+        for contactID in try store.contactsWithReceiverKeys() {
+            var ring = try store.receiverKeyRing(contactID: contactID, cipher: keys.cipher)
+            if !ring.expire(nowMs: t).isEmpty {
+                try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
+            }
+        }
     }
 }

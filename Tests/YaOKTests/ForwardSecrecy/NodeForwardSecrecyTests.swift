@@ -15,8 +15,8 @@ import Testing
         let alice: Node, bob: Node
         let bobID: Int64, aliceID: Int64
 
-        init() throws {
-            var options = fastOptions()
+        init(clock: TestClock? = nil) throws {
+            var options = fastOptions(clock: clock)
             options.forwardSecrecy = true
             alice = try Node(dataDirectory: dirA.path, options: options)
             _ = try alice.setup(name: "Alice", pin: testPIN, confirmation: testPIN)
@@ -104,5 +104,35 @@ import Testing
         #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
         #expect(try pair.bob.texts(pair.aliceID).contains("while you sleep"))
         #expect(try pair.alice.forwardSecrecy(pair.bobID).longTermSeals == 1)
+    }
+
+    /// §13.3 rule 5 in the node: the delivery sweep erases a key superseded longer ago than
+    /// the retention, from the store, even when nothing more comes from the contact.
+    @Test func theSweepErasesKeysPastTheirRetention() throws {
+        let clock = TestClock()
+        let pair = try FSPair(clock: clock)
+        defer { pair.close() }
+        _ = try pair.bob.setAutoLock(.never)
+        let peer = Announcement(key: try ReceiverKeyPair.generate(id: 1).key, release: 0)
+        try pair.bob.state.withLock { s in
+            guard let keys = s.keys, let store = s.store else { throw YaOKError(.locked) }
+            var ring = ReceiverKeyRing()
+            _ = try ring.announcement(nowMs: clock.now)                  // key 1
+            try ring.opened(with: 1, announced: peer, nowMs: clock.now)  // mints 2
+            try ring.opened(with: 2, announced: peer, nowMs: clock.now)  // mints 3; 1 superseded
+            try store.saveReceiverKeyRing(ring, contactID: pair.aliceID, cipher: keys.cipher)
+        }
+        func held() throws -> [UInt32] {
+            try pair.bob.state.withLock { s in
+                guard let keys = s.keys, let store = s.store else { throw YaOKError(.locked) }
+                return try store.receiverKeyRing(contactID: pair.aliceID, cipher: keys.cipher).own.map(\.pair.key.id)
+            }
+        }
+        clock.advance(seconds: 14 * 86_400)
+        pair.bob.runDeliveryTimers()
+        #expect(try held() == [1, 2, 3])
+        clock.advance(seconds: 86_400 + 3_600)
+        pair.bob.runDeliveryTimers()
+        #expect(try held() == [2, 3])
     }
 }
