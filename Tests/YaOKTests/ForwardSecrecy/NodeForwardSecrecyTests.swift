@@ -135,4 +135,34 @@ import Testing
         pair.bob.runDeliveryTimers()
         #expect(try held() == [2, 3])
     }
+
+    /// Healing in the node: a copy of Bob's keys taken mid-conversation opens nothing Alice
+    /// sends after one exchange each way, though it opened what she sent before.
+    @Test func oneExchangeEachWayHealsACopiedState() throws {
+        let pair = try FSPair()
+        defer { pair.close() }
+        for round in 0..<2 {
+            _ = try exchange(pair.alice, to: pair.bobID, "a\(round)", pair)
+            _ = try exchange(pair.bob, to: pair.aliceID, "b\(round)", pair)
+        }
+        let (identity, copied) = try pair.bob.state.withLock { s -> (Identity, [ReceiverKeyPair]) in
+            guard let keys = s.keys, let store = s.store else { throw YaOKError(.locked) }
+            return (keys.identity, try store.receiverKeyRing(contactID: pair.aliceID, cipher: keys.cipher).openingKeys)
+        }
+        let aliceKey = try pair.alice.state.withLock { s -> [UInt8] in
+            guard let keys = s.keys else { throw YaOKError(.locked) }
+            return keys.identity.publicIdentity.encryptionKey
+        }
+        func opensWithCopy(_ packet: [UInt8]) throws -> Bool {
+            guard case .routed(let header, let payload) = try Packet.decode(packet) else { return false }
+            return (try? SealedMessage.openForwardSecret(header, payload: payload, by: identity, matchedSender: aliceKey,
+                                                         receiverKeys: copied)) != nil
+                || (try? SealedMessage.open(header, payload: payload, by: identity, matchedSender: aliceKey)) != nil
+        }
+        let beforeHealing = try exchange(pair.alice, to: pair.bobID, "still readable by the copy", pair)
+        #expect(try opensWithCopy(beforeHealing))
+        _ = try exchange(pair.bob, to: pair.aliceID, "reply", pair)
+        let after = try (0..<3).map { try exchange(pair.alice, to: pair.bobID, "healed \($0)", pair) }
+        #expect(try after.map(opensWithCopy) == [false, false, false])
+    }
 }
