@@ -38,6 +38,10 @@ public final class Node: Sendable {
         /// wherever the thread happens to be, and a simulation on a virtual clock would then
         /// differ from one run to the next.
         package var callerRunsTimers = false
+        /// Forward secrecy for messages that wait (docs/PROTOCOL.md §13): seal to the
+        /// contacts' announced receiver keys and announce ours. Off by default until every
+        /// path (carried copies included, §13.5) uses it; with it off nothing changes.
+        public var forwardSecrecy = false
 
         public init() {}
     }
@@ -89,6 +93,7 @@ public final class Node: Sendable {
         state.withLock { s in
             s.delivery.node = self
             s.delivery.carry = carry
+            s.delivery.forwardSecrecy = options.forwardSecrecy
         }
     }
 

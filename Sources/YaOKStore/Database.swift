@@ -122,12 +122,30 @@ public final class Database {
         do {
             let result = try body()
             try execute("COMMIT")
+            if checkpointAfterCommit { checkpointNow() }
             return result
         } catch {
             rollbacks += 1
             try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// Set when something secret was deleted (an erased receiver key, docs/PROTOCOL.md
+    /// §13.3): the write-ahead log still holds the page as it was, and a checkpoint cannot
+    /// run inside a transaction, so it runs after the outermost commit (or at once outside
+    /// one). A checkpoint that fails (a reader in the way) is tried again after the next.
+    package var checkpointAfterCommit = false
+
+    package func checkpointSoon() {
+        checkpointAfterCommit = true
+        if (try? sqlite3_get_autocommit(db)) != 0 { checkpointNow() }
+    }
+
+    private func checkpointNow() {
+        var busy = 1
+        try? query("PRAGMA wal_checkpoint(TRUNCATE)") { busy = $0.int(0) }
+        checkpointAfterCommit = busy != 0
     }
 
     /// How many transactions (or nested savepoints) have rolled back on this connection:

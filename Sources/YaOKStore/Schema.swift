@@ -220,6 +220,23 @@ enum Schema {
         CREATE INDEX carried_own_expiry ON carried_own (expires_ms);
         CREATE INDEX carried_own_packet ON carried_own (packet_id);
         """,
+        // 14: forward-secrecy key state (docs/PROTOCOL.md §13.3), per contact and deleted with
+        // it. Each own receiver key is its own row, sealed (its secret, created and superseded
+        // times), so erasing one deletes the row and secure_delete zeroes it in the file;
+        // the rest of the ring (the contact's newest key, counters, unsettled sends) is one
+        // sealed blob.
+        """
+        CREATE TABLE receiver_keys (
+            contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+            key_id INTEGER NOT NULL CHECK (key_id BETWEEN 1 AND 4294967295),
+            sealed BLOB NOT NULL,
+            PRIMARY KEY (contact_id, key_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE receiver_key_state (
+            contact_id INTEGER PRIMARY KEY NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+            sealed BLOB NOT NULL
+        );
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

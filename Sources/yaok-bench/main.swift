@@ -4,6 +4,7 @@
 
 let suites: [(name: String, run: () throws -> Void)] = [
     ("crypto", CryptoBench.run),
+    ("fs", ForwardSecrecyBench.run),
     ("store", StoreBench.run),
     ("carry", CarryStoreBench.run),
     ("wire", WireBench.run),

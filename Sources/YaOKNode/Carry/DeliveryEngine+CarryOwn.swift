@@ -64,7 +64,7 @@ extension DeliveryEngine {
                     }
                 }
             }
-            try queueAck(content.id, to: peer, store)
+            try queueAck(content.id, to: peer, store, keys)
             try publishClaims([content.claim], store)
         case .ack(let ids):
             var claims = [content.claim]

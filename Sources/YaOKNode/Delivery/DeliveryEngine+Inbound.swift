@@ -85,8 +85,7 @@ extension DeliveryEngine {
             for peer in senders {
                 let opened: Envelope.Opened
                 do {
-                    opened = try SealedMessage.open(header, payload: payload, by: keys.identity,
-                                                    matchedSender: peer.identity.encryptionKey)
+                    opened = try openMessage(header, payload, from: peer, store, keys)
                 } catch let error as YaOKError {
                     guard peer.contactID == senders.last?.contactID else { continue }  // a tag shared by accident
                     try reject(on: linkID, store, .tamperedMessage,
@@ -98,7 +97,7 @@ extension DeliveryEngine {
             return false
         case .ack:
             for peer in senders {
-                guard let ids = DeliveryAck.open(header, payload: payload, key: peer.incomingAckKey) else { continue }
+                guard let ids = try openAck(header, payload, from: peer, store, keys) else { continue }
                 for id in ids { try markDelivered(id, contactID: peer.contactID, store, keys) }
                 return true
             }
@@ -117,16 +116,17 @@ extension DeliveryEngine {
                       _ keys: UnlockedKeys, on linkID: UInt64?, _ store: Store) throws -> Bool {
         try storeIncoming(opened.body, messageID: header.messageID, sentAt: header.createdMs, from: peer, keys, store)
         // New or a retransmission: either way the sender gets (again) our ack.
-        try queueAck(header.messageID, to: peer, store)
+        try queueAck(header.messageID, to: peer, store, keys)
         return true
     }
 
     /// Queues our end-to-end ack of `messageID` to `peer` (a routed ack, §6.2).
-    mutating func queueAck(_ messageID: MessageID, to peer: PeerDirectory.Peer, _ store: Store) throws {
+    mutating func queueAck(_ messageID: MessageID, to peer: PeerDirectory.Peer, _ store: Store, _ keys: UnlockedKeys) throws {
         let t = now
-        let (ackHeader, ackPacket) = try DeliveryAck.seal([messageID], key: peer.outgoingAckKey, route: peer.route, createdMs: t)
-        try store.enqueue(.ack, packetID: ackHeader.messageID, contactID: peer.contactID, packet: ackPacket,
-                          now: t, expiresAt: ackHeader.expiresAtMs)
+        for (ackHeader, ackPacket) in try acks([messageID], to: peer, store, keys) {
+            try store.enqueue(.ack, packetID: ackHeader.messageID, contactID: peer.contactID, packet: ackPacket,
+                              now: t, expiresAt: ackHeader.expiresAtMs)
+        }
     }
 
     /// Stores a message from contact `peer`, once: the one inbound path for routed and

@@ -28,6 +28,7 @@ extension DeliveryEngine {
             }
             try checkCarriedAcks(store, keys, now: t)
             try sweepCarryIfDue(store)
+            if let keys { try expireReceiverKeysIfDue(store, keys) }
             try store.requeueCarried(now: t)
             for row in try store.expiredOutbox(now: t) {
                 try store.removeOutbox(row.packetID)

@@ -19,10 +19,8 @@ extension DeliveryEngine {
               let peer = try directory(store, keys)?.byContact[row.contactID],
               let message = try store.outgoingMessage(messageID: row.packetID.bytes, cipher: keys.cipher) else { return }
         let (old, _) = try RoutedHeader.parse(row.packet)
-        let (header, packet) = try SealedMessage.seal(Array(message.text.utf8), from: keys.identity,
-                                                      to: peer.identity.encryptionKey, createdMs: old.createdMs,
-                                                      messageID: row.packetID, lifetimeMinutes: old.lifetimeMinutes,
-                                                      route: peer.route)
+        let (header, packet) = try sealMessage(Array(message.text.utf8), to: peer, createdMs: old.createdMs,
+                                               messageID: row.packetID, lifetimeMinutes: old.lifetimeMinutes, store, keys)
         guard header.expiresAtMs == row.expiresAt else { return }  // never lengthens or shortens its life
         try store.replaceOutboxPacket(row.packetID, packet: packet)
     }

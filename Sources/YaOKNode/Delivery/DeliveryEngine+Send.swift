@@ -18,9 +18,7 @@ extension DeliveryEngine {
             // messages sent within one millisecond still show in the order written.
             let t = max(now, lastSentAt + 1)
             lastSentAt = t
-            let (header, packet) = try SealedMessage.seal(Array(item.text.utf8), from: keys.identity,
-                                                          to: peer.identity.encryptionKey, createdMs: t,
-                                                          route: peer.route)
+            let (header, packet) = try sealMessage(Array(item.text.utf8), to: peer, createdMs: t, store, keys)
             return (item.contactID, item.text, header, packet, peer)
         }
         let messages = try store.db.transaction {
@@ -59,9 +57,8 @@ extension DeliveryEngine {
             guard let peer = try directory(store, keys)?.byContact[message.conversationID] else {
                 throw YaOKError(.notFound, "This contact was deleted and can no longer be messaged")
             }
-            let (header, packet) = try SealedMessage.seal(Array(message.text.utf8), from: keys.identity,
-                                                          to: peer.identity.encryptionKey,
-                                                          createdMs: t, messageID: messageID, route: peer.route)
+            let (header, packet) = try sealMessage(Array(message.text.utf8), to: peer, createdMs: t,
+                                                   messageID: messageID, store, keys)
             try store.enqueue(.message, packetID: messageID, contactID: message.conversationID, packet: packet,
                               now: t, expiresAt: header.expiresAtMs)
         }

@@ -1,0 +1,57 @@
+import YaOKSupport
+
+/// A receiver key's public half as it travels (docs/PROTOCOL.md §13.2): the ID its owner
+/// gave it (u32, big-endian) and the X25519 public key, 36 bytes. A contact seals its next
+/// messages to the newest one it has heard of, so a seized device opens only what is sealed
+/// to keys it still holds.
+public struct ReceiverKey: Sendable, Equatable {
+    public static let encodedLength = 4 + 32
+    /// IDs with the top bit set are prekeys (published in a card, §13.4); the others are
+    /// per-contact receiver keys, numbered from 1 by their owner.
+    public static let prekeyBit: UInt32 = 0x8000_0000
+
+    public let id: UInt32
+    public let publicKey: [UInt8]
+
+    public init(id: UInt32, publicKey: [UInt8]) throws {
+        guard publicKey.count == 32 else { throw YaOKError(.invalidArgument, "A receiver key is 32 bytes") }
+        guard id != 0 else { throw YaOKError(.invalidArgument, "Receiver key ID 0 is reserved") }
+        self.id = id
+        self.publicKey = publicKey
+    }
+
+    /// id (u32 BE) || public key.
+    public var encoded: [UInt8] { withUnsafeBytes(of: id.bigEndian, Array.init) + publicKey }
+
+    /// Reads the 36 bytes `encoded` makes; ID 0 or a wrong length is `malformedEnvelope`.
+    public init(encoded bytes: ArraySlice<UInt8>) throws {
+        guard bytes.count == Self.encodedLength else { throw YaOKError(.malformedEnvelope, "A receiver key is 36 bytes") }
+        let id = bytes.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        guard id != 0 else { throw YaOKError(.malformedEnvelope, "Receiver key ID 0 is reserved") }
+        self.id = id
+        self.publicKey = Array(bytes.dropFirst(4))
+    }
+
+    public var isPrekey: Bool { Self.isPrekey(id: id) }
+    public static func isPrekey(id: UInt32) -> Bool { id & prekeyBit != 0 }
+}
+
+/// A receiver key with its secret, held by its owner (in guarded memory; the store keeps it
+/// sealed in the vault and erases it when it expires, §13.3).
+public struct ReceiverKeyPair: Sendable {
+    public let key: ReceiverKey
+    public let secret: SecureBytes
+
+    public init(id: UInt32, secret: SecureBytes) throws {
+        guard secret.count == 32 else { throw YaOKError(.invalidArgument, "A receiver key secret is 32 bytes") }
+        try Sodium.ensureInitialized()
+        let publicKey = try secret.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
+        self.key = try ReceiverKey(id: id, publicKey: publicKey)
+        self.secret = secret
+    }
+
+    /// A fresh key pair under `id`.
+    public static func generate(id: UInt32) throws -> ReceiverKeyPair {
+        try ReceiverKeyPair(id: id, secret: try SecureBytes.random(count: 32))
+    }
+}

@@ -1,0 +1,36 @@
+import YaOKSupport
+import YaOKCrypto
+import YaOKStore
+
+/// What the node says about forward secrecy with one contact (docs/PROTOCOL.md §13.5): a
+/// fallback to the long-term key is never silent.
+public struct ForwardSecrecyStatus: Sendable, Equatable {
+    /// Node.Options.forwardSecrecy.
+    public let enabled: Bool
+    /// The contact has announced a receiver key: messages to it are sealed to that key.
+    public let active: Bool
+    /// Messages sealed to the contact's long-term key since the node opened, because it had
+    /// announced no receiver key (the first message, or an older implementation).
+    public let longTermSeals: Int
+    /// Own receiver keys held for the contact (at most ReceiverKeyRing.cap).
+    public let receiverKeys: Int
+
+    /// For diagnostics: "forward secrecy: …".
+    public var summary: String {
+        guard enabled else { return "forward secrecy: off (messages sealed to the long-term key)" }
+        if active { return "forward secrecy: on (\(receiverKeys) receiver keys held)" }
+        return "forward secrecy: not yet (no receiver key from this contact; \(longTermSeals) sealed to the long-term key)"
+    }
+}
+
+extension Node {
+    /// Forward secrecy with contact `id`; `notFound` if there is none.
+    public func forwardSecrecy(_ id: Int64) throws -> ForwardSecrecyStatus {
+        try withUnlocked { store, keys, s in
+            guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
+            let ring = try store.receiverKeyRing(contactID: id, cipher: keys.cipher)
+            return ForwardSecrecyStatus(enabled: s.delivery.forwardSecrecy, active: s.delivery.forwardSecrecy && ring.peerKey != nil,
+                                        longTermSeals: s.delivery.longTermSeals[id] ?? 0, receiverKeys: ring.own.count)
+        }
+    }
+}

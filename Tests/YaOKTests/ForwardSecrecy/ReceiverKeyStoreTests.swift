@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+@testable import YaOKSupport
+@testable import YaOKCrypto
+@testable import YaOKStore
+
+/// docs/PROTOCOL.md §13.3 in the store (migration 14): the ring survives a reopen sealed,
+/// goes with its contact, and an erased key is gone from every file of the data directory.
+@Suite struct ReceiverKeyStoreTests {
+    let day: Int64 = 86_400_000
+    let t0: Int64 = 1_700_000_000_000
+
+    func contact(_ store: Store, _ cipher: FieldCipher, name: String = "Bob") throws -> Int64 {
+        let card = try ContactCard(text: try Identity(name: name).card.text)
+        return try store.insertContact(card, lookup: cipher.lookup(card.publicIdentity.keyBytes), cipher: cipher, now: t0)
+    }
+
+    /// A ring of three own keys (1 and 2 superseded), a peer key and one unsettled send.
+    func ring() throws -> ReceiverKeyRing {
+        var ring = ReceiverKeyRing()
+        let peer = Announcement(key: try ReceiverKeyPair.generate(id: 4).key, release: 0)
+        _ = try ring.announcement(nowMs: t0)                   // own key 1
+        try ring.opened(with: 1, announced: peer, nowMs: t0)   // mints 2
+        try ring.opened(with: 2, announced: peer, nowMs: t0 + 1)  // mints 3; 1 superseded
+        try ring.opened(with: 3, announced: peer, nowMs: t0 + 2)  // mints 4; 2 superseded
+        ring.sent(messageID: [UInt8](repeating: 9, count: 16), peerKeyID: 4, expiresMs: t0 + 14 * day)
+        return ring
+    }
+
+    @Test func aRingSurvivesAReopen() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let original = try ring()
+        let id: Int64
+        do {
+            let store = try Store(directory: dir.path)
+            id = try contact(store, cipher)
+            try store.saveReceiverKeyRing(original, contactID: id, cipher: cipher)
+            store.close()
+        }
+        let store = try Store(directory: dir.path)
+        defer { store.close() }
+        let back = try store.receiverKeyRing(contactID: id, cipher: cipher)
+        #expect(back.own.map(\.pair.key) == original.own.map(\.pair.key))
+        #expect(back.own.map(\.supersededMs) == original.own.map(\.supersededMs))
+        #expect(back.lastID == original.lastID && back.peerKey == original.peerKey)
+        #expect(back.pending.count == 1 && back.pending.first?.value.keyID == 4)
+        // Under another database key nothing opens (sealed like every secret).
+        let other = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        #expect(throws: YaOKError(.corruptStore)) { _ = try store.receiverKeyRing(contactID: id, cipher: other) }
+    }
+
+    @Test func keysGoWithTheContact() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let store = try Store(directory: dir.path)
+        defer { store.close() }
+        let bob = try contact(store, cipher), carol = try contact(store, cipher, name: "Carol")
+        try store.saveReceiverKeyRing(try ring(), contactID: bob, cipher: cipher)
+        try store.saveReceiverKeyRing(try ring(), contactID: carol, cipher: cipher)
+        try store.deleteContact(bob, withMessages: false)
+        try store.deleteContact(carol, withMessages: true)
+        let rows = try store.db.rows("SELECT (SELECT count(*) FROM receiver_keys) + (SELECT count(*) FROM receiver_key_state)") { $0.int64(0) }
+        #expect(rows == [0])
+    }
+
+    @Test func anErasedKeyIsGoneFromTheFiles() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let store = try Store(directory: dir.path)
+        var ring = try ring()
+        let id = try contact(store, cipher)
+        try store.saveReceiverKeyRing(ring, contactID: id, cipher: cipher)
+        store.eraseFreedPages()  // key 1's row now in the main file, not only the log
+        let sealed = try store.db.rows("SELECT sealed FROM receiver_keys WHERE contact_id = ? AND key_id = 1", [.int(id)]) { $0.blob(0) }
+        #expect(sealed.count == 1)
+        let before = try files(dir.path).contains { contains($0.data, sealed[0]) }
+        #expect(before)
+
+        ring.expire(nowMs: t0 + 1 + ReceiverKeyRing.retentionMs)  // erases key 1 (superseded at t0 + 1)
+        #expect(ring.own.map(\.pair.key.id) == [2, 3, 4])
+        #expect(try store.saveReceiverKeyRing(ring, contactID: id, cipher: cipher) == 1)
+        let stillOpen = try files(dir.path).filter { contains($0.data, sealed[0]) }.map(\.name)
+        #expect(stillOpen == [])
+        store.close()
+        let closed = try files(dir.path).filter { contains($0.data, sealed[0]) }.map(\.name)
+        #expect(closed == [])
+    }
+
+    /// Recorded traffic, then seizure of the data directory with what the PIN and the
+    /// device secret give (the database key): Bob's ring saved after every packet he takes,
+    /// as a node does; the attacker reads it back from the files and opens none of Alice's
+    /// delivered forward-secret packets. Alice's first message (to the long-term key, before
+    /// Bob had announced one) is the stated exception.
+    @Test func seizedDataDirectoryOpensNoDeliveredPacket() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let store = try Store(directory: dir.path)
+        let aliceID = try contact(store, cipher, name: "Alice")
+        let net = try FSNetwork()
+        let everHeld = KeyBox()
+        net.afterEachDelivery = { party in
+            guard party === net.bob else { return }
+            for pair in party.ring.openingKeys { everHeld.keys[pair.key.id] = pair }
+            try store.saveReceiverKeyRing(party.ring, contactID: aliceID, cipher: cipher)
+        }
+        for round in 0..<10 {
+            try net.send(net.alice, "a\(round)")
+            try net.advance(3_600_000)
+            try net.send(net.bob, "b\(round)")
+            try net.advance(3_600_000)
+        }
+        store.close()
+        let recorded = try #require(net.recorded[net.bob.id])
+        #expect(recorded.count == 10 && net.bob.stored.count == 10)
+
+        let seized = try Store(directory: dir.path)
+        defer { seized.close() }
+        let keys = try seized.receiverKeyRing(contactID: aliceID, cipher: cipher).openingKeys
+        #expect(!keys.isEmpty)
+        #expect(openedBySeizure(Array(recorded.dropFirst()), identity: net.bob.identity, keys: keys, sender: net.alice.identity) == 0)
+        #expect(openedBySeizure([recorded[0]], identity: net.bob.identity, keys: keys, sender: net.alice.identity) == 1)
+        // Not vacuous: every key Bob ever held, had the files kept them, would open them all.
+        #expect(openedBySeizure(Array(recorded.dropFirst()), identity: net.bob.identity, keys: Array(everHeld.keys.values), sender: net.alice.identity) == 9)
+    }
+
+    func files(_ dir: String) throws -> [(name: String, data: [UInt8])] {
+        try FileManager.default.contentsOfDirectory(atPath: dir).map {
+            ($0, Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/" + $0))))
+        }
+    }
+
+    /// Any 16-byte window of `needle` (a sealed value: nonce, ciphertext, tag) in `haystack`.
+    func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard haystack.count >= 16 else { return false }
+        let windows = stride(from: 0, to: needle.count - 15, by: 16).map { Array(needle[$0..<($0 + 16)]) }
+        var index = 0
+        while index + 16 <= haystack.count {
+            if windows.contains(where: { $0.elementsEqual(haystack[index..<(index + 16)]) }) { return true }
+            index += 1
+        }
+        return false
+    }
+}
+
+final class KeyBox { var keys: [UInt32: ReceiverKeyPair] = [:] }
