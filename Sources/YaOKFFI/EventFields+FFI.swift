@@ -20,6 +20,8 @@ final class EventView: @unchecked Sendable {
         case .transportNotice(let n): name = n.transport; text = n.message
         case .locked(let reason): text = reason
         case .unlocked(let method): text = method
+        case .linkOpened(let l), .linkAuthenticated(let l, _, _): name = l.transport
+        case .linkClosed(let l, let reason): name = l.transport; text = reason
         default: break
         }
         // Allocation failure leaves the field nil: its getter then says out of memory.
@@ -35,9 +37,18 @@ final class EventView: @unchecked Sendable {
     /// The event's name for messages: "YAOK_EVENT_LOCKED (1)".
     var label: String {
         let names = ["", "LOCKED", "UNLOCKED", "SECURITY", "MESSAGE_STORED", "MESSAGE_STATUS_CHANGED",
-                     "CONTACTS_CHANGED", "MESSAGE_RECEIVED", "TRANSPORT_CHANGED", "TRANSPORT_NOTICE"]
+                     "CONTACTS_CHANGED", "MESSAGE_RECEIVED", "TRANSPORT_CHANGED", "TRANSPORT_NOTICE", "CARRY_ACTIVITY",
+                     "LINK_OPENED", "LINK_AUTHENTICATED", "LINK_CLOSED"]
         let kind = Int(event.kind)
         return kind < names.count ? "YAOK_EVENT_\(names[kind]) (\(kind))" : "event kind \(kind)"
+    }
+
+    /// The link a link event is about.
+    var link: LinkEventInfo? {
+        switch event {
+        case .linkOpened(let l), .linkAuthenticated(let l, _, _), .linkClosed(let l, _): return l
+        default: return nil
+        }
     }
 
     var message: Message? {
@@ -91,6 +102,7 @@ public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: Un
         switch view.event {
         case .messageReceived(let contact, _), .contactsChanged(let contact): out.pointee = contact
         case .messageStored(let m), .messageStatusChanged(let m): out.pointee = m.conversationID
+        case .linkAuthenticated(_, true, let contact?): out.pointee = contact
         default: throw absent("contact id", view.label)
         }
     }
@@ -164,5 +176,25 @@ func transportStateCode(_ phase: TransportState.Phase) -> UInt32 {
     case .disabled: return 0
     case .running: return 1
     case .failed: return 2
+    }
+}
+
+@_cdecl("yaok_event_link_id")
+public func yaok_event_link_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_link_id")
+        guard let link = view.link else { throw absent("link id", view.label) }
+        out.pointee = link.linkID
+    }
+}
+
+@_cdecl("yaok_event_link_peer")
+public func yaok_event_link_peer(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_peer")
+        guard case .linkAuthenticated(_, let isContact, _) = view.event else { throw absent("link peer", view.label) }
+        out.pointee = linkPeerCode(authenticated: true, isContact: isContact)
     }
 }

@@ -30,6 +30,16 @@ public enum NodeEvent: Sendable, Equatable {
     /// Carried packets were taken, handed on, delivered or purged: the figures after an
     /// encounter (at most one event per link and minute, so a busy meeting is not a flood).
     case carryActivity(CarryStatistics)
+    /// A link was opened (by an app's `yaok_link_open` or a transport's connection); its
+    /// handshake runs now.
+    case linkOpened(LinkEventInfo)
+    /// A link's handshake completed and recognition settled (docs/PROTOCOL.md §5.9): the peer
+    /// is a contact (`contactID` nil while locked, before the contacts are read) or a
+    /// stranger. Sent again if that changes (the contact deleted, matched at unlock).
+    case linkAuthenticated(LinkEventInfo, isContact: Bool, contactID: Int64?)
+    /// A link closed, by either side, with the reason ("Handshake timed out", "Closed by
+    /// the application", a protocol violation, "The node is closing").
+    case linkClosed(LinkEventInfo, reason: String)
 
     /// YAOK_EVENT_* in include/yaok.h. Never renumbered.
     public var kind: UInt32 {
@@ -44,6 +54,9 @@ public enum NodeEvent: Sendable, Equatable {
         case .transportChanged: return 8
         case .transportNotice: return 9
         case .carryActivity: return 10
+        case .linkOpened: return 11
+        case .linkAuthenticated: return 12
+        case .linkClosed: return 13
         }
     }
 
@@ -63,8 +76,22 @@ public enum NodeEvent: Sendable, Equatable {
             return .object([("transport", .string(n.transport)), ("message", .string(n.message)),
                             ("retry_after_ms", n.retryAfterMs.map { .int($0) } ?? .null)])
         case .carryActivity(let s): return s.json
+        case .linkOpened(let l): return .object(l.jsonFields)
+        case .linkAuthenticated(let l, let isContact, let contactID):
+            return .object(l.jsonFields + [("peer", .string(isContact ? "contact" : "stranger")),
+                                           ("contact_id", contactID.map { .int($0) } ?? .null)])
+        case .linkClosed(let l, let reason): return .object(l.jsonFields + [("reason", .string(reason))])
         }
     }
+}
+
+/// Which link a link event is about: its id (the id diagnostics and `yaok_link_id` give)
+/// and its transport's name.
+public struct LinkEventInfo: Sendable, Equatable {
+    public let linkID: UInt64
+    public let transport: String
+
+    var jsonFields: [(String, JSON)] { [("link_id", .int(Int64(linkID))), ("transport", .string(transport))] }
 }
 
 /// A transport's notice (`NodeEvent.transportNotice`).

@@ -112,6 +112,25 @@ import YaOKFFI
         do { var f = CYaOK.yaok_diagnostics_transport; f = YaOKFFI.yaok_diagnostics_transport; _ = f }
         do { var f = CYaOK.yaok_node_set_carry; f = YaOKFFI.yaok_node_set_carry; _ = f }
         do { var f = CYaOK.yaok_node_carry_status; f = YaOKFFI.yaok_node_carry_status; _ = f }
+        do { var f = CYaOK.yaok_node_card; f = YaOKFFI.yaok_node_card; _ = f }
+        do { var f = CYaOK.yaok_node_get_state; f = YaOKFFI.yaok_node_get_state; _ = f }
+        do { var f = CYaOK.yaok_history_new; f = YaOKFFI.yaok_history_new; _ = f }
+        do { var f = CYaOK.yaok_history_free; f = YaOKFFI.yaok_history_free; _ = f }
+        do { var f = CYaOK.yaok_history_count; f = YaOKFFI.yaok_history_count; _ = f }
+        do { var f = CYaOK.yaok_history_message; f = YaOKFFI.yaok_history_message; _ = f }
+        do { var f = CYaOK.yaok_history_older_cursor; f = YaOKFFI.yaok_history_older_cursor; _ = f }
+        do { var f = CYaOK.yaok_outbox_list_new; f = YaOKFFI.yaok_outbox_list_new; _ = f }
+        do { var f = CYaOK.yaok_outbox_list_free; f = YaOKFFI.yaok_outbox_list_free; _ = f }
+        do { var f = CYaOK.yaok_outbox_list_count; f = YaOKFFI.yaok_outbox_list_count; _ = f }
+        do { var f = CYaOK.yaok_outbox_list_entry; f = YaOKFFI.yaok_outbox_list_entry; _ = f }
+        do { var f = CYaOK.yaok_link_list_new; f = YaOKFFI.yaok_link_list_new; _ = f }
+        do { var f = CYaOK.yaok_link_list_free; f = YaOKFFI.yaok_link_list_free; _ = f }
+        do { var f = CYaOK.yaok_link_list_count; f = YaOKFFI.yaok_link_list_count; _ = f }
+        do { var f = CYaOK.yaok_link_list_get; f = YaOKFFI.yaok_link_list_get; _ = f }
+        do { var f = CYaOK.yaok_link_open_stream; f = YaOKFFI.yaok_link_open_stream; _ = f }
+        do { var f = CYaOK.yaok_link_id; f = YaOKFFI.yaok_link_id; _ = f }
+        do { var f = CYaOK.yaok_event_link_id; f = YaOKFFI.yaok_event_link_id; _ = f }
+        do { var f = CYaOK.yaok_event_link_peer; f = YaOKFFI.yaok_event_link_peer; _ = f }
     }
 
     /// The list above covers every function the header declares.
@@ -228,5 +247,24 @@ import YaOKFFI
         "yaok_diagnostics_transport",
         "yaok_node_set_carry",
         "yaok_node_carry_status",
+        "yaok_node_card",
+        "yaok_node_get_state",
+        "yaok_history_new",
+        "yaok_history_free",
+        "yaok_history_count",
+        "yaok_history_message",
+        "yaok_history_older_cursor",
+        "yaok_outbox_list_new",
+        "yaok_outbox_list_free",
+        "yaok_outbox_list_count",
+        "yaok_outbox_list_entry",
+        "yaok_link_list_new",
+        "yaok_link_list_free",
+        "yaok_link_list_count",
+        "yaok_link_list_get",
+        "yaok_link_open_stream",
+        "yaok_link_id",
+        "yaok_event_link_id",
+        "yaok_event_link_peer",
     ]
 }
