@@ -1007,6 +1007,10 @@ yaok_status yaok_message_time(const yaok_message *message, uint32_t which, int64
  * else 0. */
 yaok_status yaok_message_repaired(const yaok_message *message, int32_t *out_repaired);
 
+/* *out_unread: 1 if this is a received message not yet marked read (yaok_message_mark_read)
+ * when the handle was made, else 0 (outgoing messages are never unread). */
+yaok_status yaok_message_unread(const yaok_message *message, int32_t *out_unread);
+
 /* -- contacts -- */
 
 /* yaok_contact_add, returning the new contact as a handle instead of JSON. Same arguments,

@@ -92,6 +92,14 @@ public func yaok_message_repaired(_ m: OpaquePointer?, _ out: UnsafeMutablePoint
     }
 }
 
+@_cdecl("yaok_message_unread")
+public func yaok_message_unread(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
+    boundary {
+        let m = try message(m)
+        try required(out, "out_unread").pointee = m.unread ? 1 : 0
+    }
+}
+
 @_cdecl("yaok_message_time")
 public func yaok_message_time(_ m: OpaquePointer?, _ which: UInt32, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
     boundary {

@@ -131,6 +131,7 @@ import YaOKFFI
         do { var f = CYaOK.yaok_link_id; f = YaOKFFI.yaok_link_id; _ = f }
         do { var f = CYaOK.yaok_event_link_id; f = YaOKFFI.yaok_event_link_id; _ = f }
         do { var f = CYaOK.yaok_event_link_peer; f = YaOKFFI.yaok_event_link_peer; _ = f }
+        do { var f = CYaOK.yaok_message_unread; f = YaOKFFI.yaok_message_unread; _ = f }
     }
 
     /// The list above covers every function the header declares.
@@ -266,5 +267,6 @@ import YaOKFFI
         "yaok_link_id",
         "yaok_event_link_id",
         "yaok_event_link_peer",
+        "yaok_message_unread",
     ]
 }
