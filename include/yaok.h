@@ -155,7 +155,10 @@ const char *yaok_last_error_message(void);
  * allocation. Freeing wipes the whole buffer first (returned strings and bytes may hold
  * decrypted text: message JSON, history pages, an opened envelope's body), then frees it.
  * Either function ignores NULL, a pointer already freed, and any pointer the library did
- * not return: nothing is written to it and nothing is freed. Thread-safe. */
+ * not return: nothing is written to it and nothing is freed. Thread-safe.
+ * Leak checkers: the Swift runtime inside the library keeps one-time type caches for the
+ * life of the process, which valgrind reports as a few hundred bytes "possibly lost";
+ * scripts/valgrind-swift.supp (--suppressions=) hides exactly those, nothing definite. */
 
 /* Wipes and frees a string returned by the library. */
 void yaok_string_free(char *s);

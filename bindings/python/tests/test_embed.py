@@ -154,3 +154,15 @@ def test_handle_closed_is_a_yaok_error(tmp_path):
         node.status()
     assert isinstance(info.value, yaok.HandleClosed) and isinstance(info.value, ValueError)
     assert info.value.status == -1 and "closed" in str(info.value)
+
+
+def test_a_bad_card_says_which_defect(alice):
+    text = alice.card
+    i = len(text) - 5
+    altered = text[:i] + ("B" if text[i] == "A" else "A") + text[i + 1:]
+    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code: bad signature"):
+        yaok.Card.decode(altered)
+    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code: unsupported card version 2"):
+        yaok.Card.decode("yaok:2:" + text[7:])
+    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code: not a Ya OK card"):
+        yaok.Card.decode("https://example.com/menu")
