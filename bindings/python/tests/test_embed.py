@@ -105,8 +105,8 @@ def test_two_nodes_over_a_socketpair_with_stream_links(tmp_path):
         received = bob.message(data["message_id"], contact_id=alice_id)
         assert received.text == "Hello over a socket" and received.message_id == sent.message_id
         assert received.direction is yaok.MessageDirection.INCOMING and received.unread
-        with pytest.raises(yaok.NotFound):
-            bob.message(data["message_id"])  # without the conversation: outgoing only
+        with pytest.raises(yaok.NotFound, match="contact_id="):
+            bob.message(data["message_id"])  # without the conversation: outgoing only, and it says so
 
         wait(lambda: alice.message(sent.message_id).status is yaok.MessageStatus.DELIVERED)
         links = alice.open_links()

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from ._lib import STATUS, TextEnum, declare
 from ._node_base import CHAR_OUT, UINT32_MAX, NodeBase, NodePointer, check_int, text_bytes
-from .errors import InvalidArgument
+from .errors import InvalidArgument, NotFound
 
 __all__ = ["Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry",
            "MESSAGE_ID_BYTES"]
@@ -185,7 +185,11 @@ class MessagesMixin(NodeBase):
         :attr:`~yaok.EventKind.MESSAGE_RECEIVED` event names. None: :class:`~yaok.NotFound`."""
         raw = message_id_bytes(message_id)
         if contact_id is None:
-            return Message.from_json(self._call_json(_get, raw))
+            try:
+                return Message.from_json(self._call_json(_get, raw))
+            except NotFound as e:
+                raise NotFound(f"{e.message} (a received message needs its conversation: "
+                               "message(message_id, contact_id=...))", e.status) from None
         from .typed import read_message  # the typed handle's getters (typed.py)
         with self._borrow() as pointer:
             return read_message(pointer, check_int(contact_id, "contact_id"), raw)
