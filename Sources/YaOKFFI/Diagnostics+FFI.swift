@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 import YaOKSupport
 
@@ -48,7 +49,7 @@ private func diagnostics(_ pointer: OpaquePointer?) throws -> DiagnosticsHandle 
     try Handles.borrow(pointer, as: DiagnosticsHandle.self, "diagnostics")
 }
 
-@_cdecl("yaok_diagnostics_new")
+@c @implementation
 public func yaok_diagnostics_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -57,10 +58,10 @@ public func yaok_diagnostics_new(_ node: OpaquePointer?, _ out: UnsafeMutablePoi
     }
 }
 
-@_cdecl("yaok_diagnostics_free")
+@c @implementation
 public func yaok_diagnostics_free(_ d: OpaquePointer?) { Handles.release(d, as: DiagnosticsHandle.self) }
 
-@_cdecl("yaok_diagnostics_transport_count")
+@c @implementation
 public func yaok_diagnostics_transport_count(_ d: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
     boundary {
         let d = try diagnostics(d)
@@ -68,7 +69,7 @@ public func yaok_diagnostics_transport_count(_ d: OpaquePointer?, _ out: UnsafeM
     }
 }
 
-@_cdecl("yaok_diagnostics_transport")
+@c @implementation
 public func yaok_diagnostics_transport(_ d: OpaquePointer?, _ index: Int, _ outName: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                                        _ outState: UnsafeMutablePointer<UInt32>?, _ outLinks: UnsafeMutablePointer<UInt32>?,
                                        _ outStatus: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {

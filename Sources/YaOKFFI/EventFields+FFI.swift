@@ -94,7 +94,7 @@ enum LiveEvents {
     }
 }
 
-@_cdecl("yaok_event_contact_id")
+@c @implementation
 public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -108,7 +108,7 @@ public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: Un
     }
 }
 
-@_cdecl("yaok_event_message_id")
+@c @implementation
 public func yaok_event_message_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt8>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -121,7 +121,7 @@ public func yaok_event_message_id(_ event: UnsafePointer<yaok_event>?, _ out: Un
     }
 }
 
-@_cdecl("yaok_event_message_status")
+@c @implementation
 public func yaok_event_message_status(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -131,7 +131,7 @@ public func yaok_event_message_status(_ event: UnsafePointer<yaok_event>?, _ out
     }
 }
 
-@_cdecl("yaok_event_message")
+@c @implementation
 public func yaok_event_message(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -141,7 +141,7 @@ public func yaok_event_message(_ event: UnsafePointer<yaok_event>?, _ out: Unsaf
     }
 }
 
-@_cdecl("yaok_event_transport_name")
+@c @implementation
 public func yaok_event_transport_name(_ event: UnsafePointer<yaok_event>?,
                                       _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -151,7 +151,7 @@ public func yaok_event_transport_name(_ event: UnsafePointer<yaok_event>?,
     }
 }
 
-@_cdecl("yaok_event_transport_state")
+@c @implementation
 public func yaok_event_transport_state(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -161,7 +161,7 @@ public func yaok_event_transport_state(_ event: UnsafePointer<yaok_event>?, _ ou
     }
 }
 
-@_cdecl("yaok_event_text")
+@c @implementation
 public func yaok_event_text(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -179,7 +179,7 @@ func transportStateCode(_ phase: TransportState.Phase) -> UInt32 {
     }
 }
 
-@_cdecl("yaok_event_link_id")
+@c @implementation
 public func yaok_event_link_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -189,7 +189,7 @@ public func yaok_event_link_id(_ event: UnsafePointer<yaok_event>?, _ out: Unsaf
     }
 }
 
-@_cdecl("yaok_event_link_peer")
+@c @implementation
 public func yaok_event_link_peer(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)

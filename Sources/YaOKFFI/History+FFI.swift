@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 
 /* ---- typed access: a page of history ---- */
@@ -16,7 +17,7 @@ private func history(_ pointer: OpaquePointer?) throws -> HistoryHandle {
     try Handles.borrow(pointer, as: HistoryHandle.self, "history")
 }
 
-@_cdecl("yaok_history_new")
+@c @implementation
 public func yaok_history_new(_ node: OpaquePointer?, _ conversationID: Int64, _ cursor: UnsafePointer<CChar>?,
                              _ limit: UInt32, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
@@ -27,10 +28,10 @@ public func yaok_history_new(_ node: OpaquePointer?, _ conversationID: Int64, _ 
     }
 }
 
-@_cdecl("yaok_history_free")
+@c @implementation
 public func yaok_history_free(_ h: OpaquePointer?) { Handles.release(h, as: HistoryHandle.self) }
 
-@_cdecl("yaok_history_count")
+@c @implementation
 public func yaok_history_count(_ h: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
     boundary {
         let h = try history(h)
@@ -38,7 +39,7 @@ public func yaok_history_count(_ h: OpaquePointer?, _ out: UnsafeMutablePointer<
     }
 }
 
-@_cdecl("yaok_history_message")
+@c @implementation
 public func yaok_history_message(_ h: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let h = try history(h)
@@ -47,7 +48,7 @@ public func yaok_history_message(_ h: OpaquePointer?, _ index: Int, _ out: Unsaf
     }
 }
 
-@_cdecl("yaok_history_older_cursor")
+@c @implementation
 public func yaok_history_older_cursor(_ h: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
     boundary {
         let h = try history(h)

@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 
 /* ---- identity ---- */
@@ -17,7 +18,7 @@ func formatFingerprint(_ fingerprint: Fingerprint, _ format: UInt32) throws -> S
     }
 }
 
-@_cdecl("yaok_identity_new")
+@c @implementation
 public func yaok_identity_new(_ name: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let out = try required(out, "out")
@@ -25,7 +26,7 @@ public func yaok_identity_new(_ name: UnsafePointer<CChar>?, _ out: UnsafeMutabl
     }
 }
 
-@_cdecl("yaok_identity_restore")
+@c @implementation
 public func yaok_identity_restore(_ name: UnsafePointer<CChar>?, _ secrets: UnsafePointer<UInt8>?, _ secretsLength: Int,
                                   _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
@@ -41,10 +42,10 @@ public func yaok_identity_restore(_ name: UnsafePointer<CChar>?, _ secrets: Unsa
     }
 }
 
-@_cdecl("yaok_identity_free")
+@c @implementation
 public func yaok_identity_free(_ identity: OpaquePointer?) { Handles.release(identity, as: IdentityHandle.self) }
 
-@_cdecl("yaok_identity_name")
+@c @implementation
 public func yaok_identity_name(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
@@ -52,7 +53,7 @@ public func yaok_identity_name(_ identity: OpaquePointer?, _ out: UnsafeMutableP
     }
 }
 
-@_cdecl("yaok_identity_user_id")
+@c @implementation
 public func yaok_identity_user_id(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
@@ -60,7 +61,7 @@ public func yaok_identity_user_id(_ identity: OpaquePointer?, _ out: UnsafeMutab
     }
 }
 
-@_cdecl("yaok_identity_fingerprint")
+@c @implementation
 public func yaok_identity_fingerprint(_ identity: OpaquePointer?, _ format: UInt32,
                                       _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -69,7 +70,7 @@ public func yaok_identity_fingerprint(_ identity: OpaquePointer?, _ format: UInt
     }
 }
 
-@_cdecl("yaok_identity_card")
+@c @implementation
 public func yaok_identity_card(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity

@@ -16,7 +16,7 @@ final class LinkListHandle: Handle {
 /// `yaok_link_info` up to `link_id`.
 private let linkInfoMinimumSize = MemoryLayout<yaok_link_info>.offset(of: \.link_id).map { $0 + 8 } ?? MemoryLayout<yaok_link_info>.size
 
-@_cdecl("yaok_link_list_new")
+@c @implementation
 public func yaok_link_list_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -25,10 +25,10 @@ public func yaok_link_list_new(_ node: OpaquePointer?, _ out: UnsafeMutablePoint
     }
 }
 
-@_cdecl("yaok_link_list_free")
+@c @implementation
 public func yaok_link_list_free(_ l: OpaquePointer?) { Handles.release(l, as: LinkListHandle.self) }
 
-@_cdecl("yaok_link_list_count")
+@c @implementation
 public func yaok_link_list_count(_ l: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
     boundary {
         let l = try Handles.borrow(l, as: LinkListHandle.self, "links")
@@ -36,7 +36,7 @@ public func yaok_link_list_count(_ l: OpaquePointer?, _ out: UnsafeMutablePointe
     }
 }
 
-@_cdecl("yaok_link_list_get")
+@c @implementation
 public func yaok_link_list_get(_ l: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<yaok_link_info>?) -> Int32 {
     boundary {
         let l = try Handles.borrow(l, as: LinkListHandle.self, "links")

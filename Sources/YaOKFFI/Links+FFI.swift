@@ -202,7 +202,7 @@ private func openLink(_ node: OpaquePointer?, _ transport: UnsafePointer<CChar>?
     }
 }
 
-@_cdecl("yaok_link_open")
+@c @implementation
 public func yaok_link_open(_ node: OpaquePointer?, _ transport: UnsafePointer<CChar>?, _ role: UInt32, _ mtu: UInt32,
                            _ send: yaok_link_send_callback?, _ closed: yaok_link_closed_callback?,
                            _ userData: UnsafeMutableRawPointer?, _ freeUserData: yaok_free_callback?,
@@ -210,7 +210,7 @@ public func yaok_link_open(_ node: OpaquePointer?, _ transport: UnsafePointer<CC
     openLink(node, transport, role, mtu: Int(mtu), stream: false, send, closed, userData, freeUserData, out)
 }
 
-@_cdecl("yaok_link_open_stream")
+@c @implementation
 public func yaok_link_open_stream(_ node: OpaquePointer?, _ transport: UnsafePointer<CChar>?, _ role: UInt32,
                                   _ send: yaok_link_send_callback?, _ closed: yaok_link_closed_callback?,
                                   _ userData: UnsafeMutableRawPointer?, _ freeUserData: yaok_free_callback?,
@@ -219,7 +219,7 @@ public func yaok_link_open_stream(_ node: OpaquePointer?, _ transport: UnsafePoi
     openLink(node, transport, role, mtu: Wire.maxPacketLength, stream: true, send, closed, userData, freeUserData, out)
 }
 
-@_cdecl("yaok_link_id")
+@c @implementation
 public func yaok_link_id(_ link: OpaquePointer?, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
     boundary {
         let handle = try Handles.borrow(link, as: LinkHandle.self, "link")
@@ -227,7 +227,7 @@ public func yaok_link_id(_ link: OpaquePointer?, _ out: UnsafeMutablePointer<UIn
     }
 }
 
-@_cdecl("yaok_link_receive")
+@c @implementation
 public func yaok_link_receive(_ link: OpaquePointer?, _ unit: UnsafePointer<UInt8>?, _ unitLength: Int) -> Int32 {
     boundary {
         let handle = try Handles.borrow(link, as: LinkHandle.self, "link")
@@ -267,7 +267,7 @@ func linkPeerCode(authenticated: Bool, isContact: Bool?) -> UInt32 {
     !authenticated ? peerUnknown : isContact.map { $0 ? peerContact : peerStranger } ?? peerUnknown
 }
 
-@_cdecl("yaok_link_peer")
+@c @implementation
 public func yaok_link_peer(_ link: OpaquePointer?, _ outAuthenticated: UnsafeMutablePointer<Int32>?,
                            _ outPeer: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
@@ -281,7 +281,7 @@ public func yaok_link_peer(_ link: OpaquePointer?, _ outAuthenticated: UnsafeMut
     }
 }
 
-@_cdecl("yaok_link_close")
+@c @implementation
 public func yaok_link_close(_ link: OpaquePointer?) {
     guard let handle = Handles.take(link, as: LinkHandle.self) else { return }
     handle.link?.close(reason: "Closed by the application")

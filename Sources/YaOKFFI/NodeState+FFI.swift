@@ -3,7 +3,7 @@ import YaOK
 
 /* ---- typed access: the node at a glance (own card, state) ---- */
 
-@_cdecl("yaok_node_card")
+@c @implementation
 public func yaok_node_card(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -15,7 +15,7 @@ public func yaok_node_card(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<O
 /// `yaok_node_state` up to `failed_attempts`: the lock state, all a caller may ask for.
 private let nodeStateMinimumSize = MemoryLayout<UInt32>.size * 5
 
-@_cdecl("yaok_node_get_state")
+@c @implementation
 public func yaok_node_get_state(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<yaok_node_state>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)

@@ -11,7 +11,7 @@ final class OutboxHandle: Handle {
 /// `yaok_outbox_entry` up to `message_id` (its offset plus 16 bytes).
 private let outboxEntryMinimumSize = MemoryLayout<yaok_outbox_entry>.offset(of: \.message_id).map { $0 + 16 } ?? MemoryLayout<yaok_outbox_entry>.size
 
-@_cdecl("yaok_outbox_list_new")
+@c @implementation
 public func yaok_outbox_list_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -20,10 +20,10 @@ public func yaok_outbox_list_new(_ node: OpaquePointer?, _ out: UnsafeMutablePoi
     }
 }
 
-@_cdecl("yaok_outbox_list_free")
+@c @implementation
 public func yaok_outbox_list_free(_ o: OpaquePointer?) { Handles.release(o, as: OutboxHandle.self) }
 
-@_cdecl("yaok_outbox_list_count")
+@c @implementation
 public func yaok_outbox_list_count(_ o: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
     boundary {
         let o = try Handles.borrow(o, as: OutboxHandle.self, "outbox")
@@ -31,7 +31,7 @@ public func yaok_outbox_list_count(_ o: OpaquePointer?, _ out: UnsafeMutablePoin
     }
 }
 
-@_cdecl("yaok_outbox_list_entry")
+@c @implementation
 public func yaok_outbox_list_entry(_ o: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<yaok_outbox_entry>?) -> Int32 {
     boundary {
         let o = try Handles.borrow(o, as: OutboxHandle.self, "outbox")
