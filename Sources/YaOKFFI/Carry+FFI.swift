@@ -4,7 +4,7 @@ import YaOK
 /* ---- carrying for others ---- */
 
 /// YAOK_CARRY_* in include/yaok.h: the C numbering of `CarryMode`. Never renumbered.
-private let carryModes: [UInt32: CarryMode] = [0: .anyone, 1: .contactsOnly, 2: .off]
+private let carryModes: [UInt32: CarryMode] = [YAOK_CARRY_ANYONE: .anyone, YAOK_CARRY_CONTACTS: .contactsOnly, YAOK_CARRY_OFF: .off]
 
 private func carryModeNumber(_ mode: CarryMode) -> UInt32 {
     carryModes.first { $0.value == mode }?.key ?? 0

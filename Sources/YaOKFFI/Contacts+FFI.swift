@@ -5,7 +5,7 @@ import YaOKSupport
 /* ---- contacts ---- */
 
 /// YAOK_CONTACT_DELETE_MESSAGES
-let contactDeleteMessages: UInt32 = 1
+let contactDeleteMessages = YAOK_CONTACT_DELETE_MESSAGES
 
 @c @implementation
 public func yaok_contact_preview(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,

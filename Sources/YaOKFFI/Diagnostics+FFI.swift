@@ -20,12 +20,13 @@ final class DiagnosticsHandle: Handle {
         for t in diagnostics["transports"]?.items ?? [] {
             let state: UInt32
             switch t["state"]?.text {
-            case "running": state = 1
-            case "failed": state = 2
-            default: state = 0
+            case "running": state = YAOK_TRANSPORT_RUNNING
+            case "failed": state = YAOK_TRANSPORT_FAILED
+            default: state = YAOK_TRANSPORT_DISABLED
             }
             let status = t["details"]?["status"]?.text
-                ?? (state == 2 ? t["error"]?.text ?? "Failed" : (state == 1 ? "Running" : "Disabled"))
+                ?? (state == YAOK_TRANSPORT_FAILED ? t["error"]?.text ?? "Failed"
+                   : (state == YAOK_TRANSPORT_RUNNING ? "Running" : "Disabled"))
             let links = t["links"]?.integer ?? 0
             transports.append(Transport(name: try LentString(t["name"]?.text ?? ""), state: state,
                                         links: UInt32(clamping: links), status: try LentString(status)))

@@ -173,9 +173,9 @@ public func yaok_event_text(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMu
 /// YAOK_TRANSPORT_*.
 func transportStateCode(_ phase: TransportState.Phase) -> UInt32 {
     switch phase {
-    case .disabled: return 0
-    case .running: return 1
-    case .failed: return 2
+    case .disabled: return YAOK_TRANSPORT_DISABLED
+    case .running: return YAOK_TRANSPORT_RUNNING
+    case .failed: return YAOK_TRANSPORT_FAILED
     }
 }
 

@@ -11,9 +11,9 @@ final class IdentityHandle: Handle {
 /// Fingerprint formats, as YAOK_FINGERPRINT_* in the header.
 func formatFingerprint(_ fingerprint: Fingerprint, _ format: UInt32) throws -> String {
     switch format {
-    case 0: return fingerprint.hex
-    case 1: return fingerprint.grouped
-    case 2: return fingerprint.short
+    case UInt32(YAOK_FINGERPRINT_HEX): return fingerprint.hex
+    case UInt32(YAOK_FINGERPRINT_GROUPED): return fingerprint.grouped
+    case UInt32(YAOK_FINGERPRINT_SHORT): return fingerprint.short
     default: throw YaOKError(.invalidArgument, "Unknown fingerprint format \(format)")
     }
 }

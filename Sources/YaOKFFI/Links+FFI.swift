@@ -7,7 +7,7 @@ import YaOK
 // include/yaok.h (the CYaOK module).
 
 /// YAOK_LINK_INITIATOR / YAOK_LINK_RESPONDER
-let linkInitiator: UInt32 = 0, linkResponder: UInt32 = 1
+let linkInitiator = YAOK_LINK_INITIATOR, linkResponder = YAOK_LINK_RESPONDER
 
 /// `YAOK_LINK_INITIATOR` / `YAOK_LINK_RESPONDER` as the one role type.
 func linkRole(_ value: UInt32) throws -> Link.Role {
@@ -260,7 +260,7 @@ private func linkClosed() -> YaOKError {
 }
 
 /// YAOK_LINK_PEER_*
-private let peerUnknown: UInt32 = 0, peerContact: UInt32 = 1, peerStranger: UInt32 = 2
+private let peerUnknown = YAOK_LINK_PEER_UNKNOWN, peerContact = YAOK_LINK_PEER_CONTACT, peerStranger = YAOK_LINK_PEER_STRANGER
 
 /// YAOK_LINK_PEER_* of a link that is (or is not yet) authenticated.
 func linkPeerCode(authenticated: Bool, isContact: Bool?) -> UInt32 {

@@ -108,14 +108,14 @@ public func yaok_message_time(_ m: OpaquePointer?, _ which: UInt32, _ out: Unsaf
         let out = try required(out, "out_ms")
         let time: Int64?
         switch which {
-        case 0: time = m.senderTimestamp
-        case 1: time = m.createdAt
-        case 2: time = m.sentAt
-        case 3: time = m.receivedAt
+        case YAOK_TIME_SENDER: time = m.senderTimestamp
+        case YAOK_TIME_CREATED: time = m.createdAt
+        case YAOK_TIME_SENT: time = m.sentAt
+        case YAOK_TIME_RECEIVED: time = m.receivedAt
         default: throw YaOKError(.invalidArgument, "Unknown message time \(which)")
         }
         guard let time else {
-            throw absent(which == 2 ? "sent time (not sent yet, or incoming)" : "received time (outgoing)", "this message")
+            throw absent(which == YAOK_TIME_SENT ? "sent time (not sent yet, or incoming)" : "received time (outgoing)", "this message")
         }
         out.pointee = time
     }

@@ -9,11 +9,11 @@ final class NodeHandle: Handle {
 }
 
 /// YAOK_NODE_OPEN_* flags.
-let nodeOpenTestFastKDF: UInt32 = 1
+let nodeOpenTestFastKDF = YAOK_NODE_OPEN_TEST_FAST_KDF
 /// YAOK_RESET_CONFIRM: a value that uninitialised memory or a stray `true` will not match.
-let resetConfirm: UInt32 = 0x5253_4554
+let resetConfirm = YAOK_RESET_CONFIRM
 /// YAOK_AUTO_LOCK_NEVER
-let autoLockNever: Int64 = -1
+let autoLockNever = Int64(YAOK_AUTO_LOCK_NEVER)
 
 func node(_ pointer: OpaquePointer?) throws -> Node {
     try Handles.borrow(pointer, as: NodeHandle.self, "node").node

@@ -21,7 +21,7 @@ public func yaok_node_diagnostics(_ node: OpaquePointer?, _ out: UnsafeMutablePo
 }
 
 /// YAOK_LAN_NO_DISCOVERY
-private let lanNoDiscovery: UInt32 = 1
+private let lanNoDiscovery = YAOK_LAN_NO_DISCOVERY
 
 @c @implementation
 public func yaok_transport_lan_add(_ node: OpaquePointer?, _ listenAddress: UnsafePointer<CChar>?, _ port: UInt16,
