@@ -35,13 +35,7 @@ final class EventView: @unchecked Sendable {
     private let wantedText: Bool
 
     /// The event's name for messages: "YAOK_EVENT_LOCKED (1)".
-    var label: String {
-        let names = ["", "LOCKED", "UNLOCKED", "SECURITY", "MESSAGE_STORED", "MESSAGE_STATUS_CHANGED",
-                     "CONTACTS_CHANGED", "MESSAGE_RECEIVED", "TRANSPORT_CHANGED", "TRANSPORT_NOTICE", "CARRY_ACTIVITY",
-                     "LINK_OPENED", "LINK_AUTHENTICATED", "LINK_CLOSED"]
-        let kind = Int(event.kind)
-        return kind < names.count ? "YAOK_EVENT_\(names[kind]) (\(kind))" : "event kind \(kind)"
-    }
+    var label: String { event.abiLabel }
 
     /// The link a link event is about.
     var link: LinkEventInfo? {

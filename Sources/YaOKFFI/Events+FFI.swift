@@ -29,7 +29,7 @@ final class CallbackRegistration: @unchecked Sendable {
     func deliver(_ event: NodeEvent) {
         let view = EventView(event)
         event.json.serialized.withCString { json in
-            var cEvent = yaok_event(kind: event.kind, json: json)
+            var cEvent = yaok_event(kind: event.abiKind, json: json)
             withUnsafePointer(to: &cEvent) { pointer in
                 LiveEvents.begin(pointer, view)
                 defer { LiveEvents.end(pointer) }

@@ -5,7 +5,8 @@ import YaOKCrypto
 import YaOKStore
 
 /// What a node tells the app, on the node's event thread (see `Node.setEventHandler`).
-/// The C ABI passes `kind` and `json` (schemas in docs/ABI.md).
+/// The C ABI passes a kind number (YAOK_EVENT_*, given in the FFI layer) and `json`
+/// (schemas in docs/ABI.md).
 public enum NodeEvent: Sendable, Equatable {
     /// The node locked: `reason` is "manual", "auto_lock" or "reset".
     case locked(reason: String)
@@ -40,25 +41,6 @@ public enum NodeEvent: Sendable, Equatable {
     /// A link closed, by either side, with the reason ("Handshake timed out", "Closed by
     /// the application", a protocol violation, "The node is closing").
     case linkClosed(LinkEventInfo, reason: String)
-
-    /// YAOK_EVENT_* in include/yaok.h. Never renumbered.
-    public var kind: UInt32 {
-        switch self {
-        case .locked: return 1
-        case .unlocked: return 2
-        case .security: return 3
-        case .messageStored: return 4
-        case .messageStatusChanged: return 5
-        case .contactsChanged: return 6
-        case .messageReceived: return 7
-        case .transportChanged: return 8
-        case .transportNotice: return 9
-        case .carryActivity: return 10
-        case .linkOpened: return 11
-        case .linkAuthenticated: return 12
-        case .linkClosed: return 13
-        }
-    }
 
     public var json: JSON {
         switch self {
