@@ -140,6 +140,9 @@ struct CLI {
         _ = try cli.run(["contacts"], pin: "999999")
         let events = try #require(try cli.run(["events", "--json"]).json as? [[String: Any]])
         #expect(events.contains { $0["kind"] as? String == "wrong_pin" })
+        // The help says the order it prints in (issue 21 §6: it said newest first).
+        let help = try cli.run(["events", "--help"]).stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(help.contains("oldest first") && !help.contains("newest first"), "\(help)")
         let refused = try cli.run(["reset"])
         #expect(refused.status != 0)
         #expect(try cli.run(["status", "--json"]).stdout.contains("\"initialized\":true"))
