@@ -76,8 +76,11 @@ let package = Package(
         .testTarget(name: "YaOKTransportsTests", dependencies: ["YaOKTransports", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTLS", "YaOKRelayServer"]),
         // Runs the built `yaok` executable as a subprocess.
         .testTarget(name: "YaOKCLITests", dependencies: ["yaok", "QRCode"]),
-        // Compiles each @_cdecl entry point against its declaration in include/yaok.h.
-        .testTarget(name: "YaOKFFITests", dependencies: ["YaOKFFI", "CYaOK"]),
+        // The entry points are @c @implementation (checked against include/yaok.h by the
+        // compiler); the test finds each declared function in its own process, whose dynamic
+        // symbol table therefore lists them (--export-dynamic).
+        .testTarget(name: "YaOKFFITests", dependencies: ["YaOKFFI", "CYaOK"],
+                    linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic"])]),
         // The relay server (docs/PROTOCOL.md §8, docs/RELAY.md): sessions, group-commit
         // store, limits on the node's event loop; `yaok-relay` is its thin command line.
         .target(name: "YaOKRelayServer", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "CPostgres"]),

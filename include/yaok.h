@@ -105,7 +105,8 @@ enum {
     YAOK_E_ALREADY_INITIALIZED = 410,
     YAOK_E_NO_PLATFORM_KEY = 411,       /* "No platform key is registered" */
     YAOK_E_WRONG_PLATFORM_KEY = 412,    /* "Incorrect platform key" */
-    YAOK_E_CLOSED = 413,                /* the node was closed (internal use after free) */
+    YAOK_E_CLOSED = 413,                /* a link that either side closed (yaok_link_receive,
+                                           yaok_link_peer), or a node closing */
     YAOK_E_BUSY = 414,                  /* the data directory is open in another node (this or
                                            another process): one node per directory */
     YAOK_E_ALREADY_UNLOCKED = 415,      /* an unlock on an unlocked node: refused, not counted */
@@ -154,7 +155,10 @@ const char *yaok_last_error_message(void);
  * allocation. Freeing wipes the whole buffer first (returned strings and bytes may hold
  * decrypted text: message JSON, history pages, an opened envelope's body), then frees it.
  * Either function ignores NULL, a pointer already freed, and any pointer the library did
- * not return: nothing is written to it and nothing is freed. Thread-safe. */
+ * not return: nothing is written to it and nothing is freed. Thread-safe.
+ * Leak checkers: the Swift runtime inside the library keeps one-time type caches for the
+ * life of the process, which valgrind reports as a few hundred bytes "possibly lost";
+ * scripts/valgrind-swift.supp (--suppressions=) hides exactly those, nothing definite. */
 
 /* Wipes and frees a string returned by the library. */
 void yaok_string_free(char *s);
@@ -553,6 +557,16 @@ yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
                                                 "carry") after a meeting took, handed on,
                                                 delivered or purged packets; at most one
                                                 per link and minute */
+#define YAOK_EVENT_LINK_OPENED 11u           /* {"link_id", "transport"}: a link was opened (an
+                                                app's or a transport's); its handshake runs */
+#define YAOK_EVENT_LINK_AUTHENTICATED 12u    /* {"link_id", "transport", "peer": "contact"|
+                                                "stranger", "contact_id"}: the handshake
+                                                completed and recognition settled; again if
+                                                that changes (contact deleted, matched at
+                                                unlock). contact_id null for a stranger, or
+                                                while locked */
+#define YAOK_EVENT_LINK_CLOSED 13u           /* {"link_id", "transport", "reason"}: a link
+                                                closed, by either side */
 
 /* Registers `callback` for this node's events, replacing any earlier registration (whose
  * free_user_data then runs on the event thread, after the last event it was given). NULL
@@ -692,6 +706,24 @@ yaok_status yaok_message_mark_read(yaok_node *node, int64_t conversation_id, uin
  * it. The app passes every unit that arrives to yaok_link_receive and transmits every unit
  * the node hands to its send callback.
  *
+ * Units or a byte stream: a UNIT is what yaok_link_receive takes and the send callback
+ * gives, one whole message of the connection (a BLE write, a datagram, a radio packet of at
+ * most `mtu` bytes): the node fragments and reassembles packets to fit `mtu`, but it never
+ * splits or joins units, so raw chunks of a byte stream fed to yaok_link_open's link break
+ * it ("Malformed packet: payload length 193 but 387 bytes follow the header"). A connection
+ * that is a byte stream (TCP, a UNIX socket, a serial line, an RFCOMM or L2CAP stream) uses
+ * yaok_link_open_stream: the node frames what it sends (docs/PROTOCOL.md §4.6: a u16
+ * big-endian length, then the packet; the LAN transport's framing) and yaok_link_receive
+ * takes the bytes exactly as read, any split. (yaok_frame_encode is the same framing as a
+ * stateless helper.)
+ *
+ * The handle first: yaok_link_open writes *out BEFORE the send callback is first called
+ * (the initiator's first unit waits until then), so a callback may read the handle from
+ * where *out put it (pass the address your callback reads, e.g. &conn->link). Link events
+ * (YAOK_EVENT_LINK_OPENED, _AUTHENTICATED, _CLOSED) say when a handshake completed, whether
+ * the peer is a contact or a stranger, and why a link closed; yaok_link_id names the link
+ * they are about.
+ *
  * Threads: a yaok_link may be used from several threads at once. The send callback runs
  * only on the node's event thread, with a link's units in the order they must arrive (the
  * receiver drops a link packet older than one it already took); the closed callback runs
@@ -708,9 +740,9 @@ typedef struct yaok_link yaok_link;
  * YAOK_OK). A lost message or receipt is recovered by the node's retries; a lost handshake
  * unit is not retransmitted: the handshake then times out after 10 s and the link closes
  * (closed callback), and the app opens a new one when its radio reconnects.
- * The initiator's first unit is sent AT ONCE, possibly before yaok_link_open has returned
- * and handed you the handle: be ready to carry units as soon as you call it (the callback
- * gets your user_data; queue what arrives for a peer whose link you do not know yet). */
+ * The first call comes after yaok_link_open has written *out (see "The handle first"). On a
+ * stream link (yaok_link_open_stream) each call gives one whole frame: write its bytes to
+ * the stream as they are. */
 typedef yaok_status
     (*yaok_link_send_callback)(void *user_data, const uint8_t *unit, size_t unit_len);
 
@@ -740,9 +772,21 @@ yaok_status yaok_link_open(yaok_node *node, const char *transport, uint32_t role
                            yaok_link_send_callback send, yaok_link_closed_callback closed,
                            void *user_data, yaok_free_callback free_user_data, yaok_link **out);
 
-/* One unit as the connection received it. Copied; returns at once, the node processes it
+/* A stream link over a byte-stream connection (see "Units or a byte stream" above): the same
+ * as yaok_link_open, with no MTU (a frame holds any packet whole, nothing is fragmented). The
+ * send callback gets whole frames; yaok_link_receive takes the stream's bytes as read, in any
+ * split. A frame longer than a packet (17,408 bytes) breaks the stream: that
+ * yaok_link_receive returns YAOK_E_FRAME_TOO_LARGE and the link closes (closed callback, on
+ * the event thread). A zero-length frame is a keepalive and is ignored.
+ * On success *out owns a new handle: free it with yaok_link_close(). */
+yaok_status yaok_link_open_stream(yaok_node *node, const char *transport, uint32_t role,
+                                  yaok_link_send_callback send, yaok_link_closed_callback closed,
+                                  void *user_data, yaok_free_callback free_user_data, yaok_link **out);
+
+/* One unit as the connection received it (on a stream link: any bytes of the stream).
+ * Copied; returns at once, the node processes it
  * on its event thread (so it is safe to call from a send callback). A link that was closed
- * (by either side): YAOK_E_CLOSED. A link that sends faster than the node processes (more
+ * (by either side): YAOK_E_CLOSED ("The link is closed …"). A link that sends faster than the node processes (more
  * than 1 MiB or 16,384 units waiting) is refused with YAOK_E_LINK_FAILED and closed: one
  * flooding peer cannot starve the node's other links. */
 yaok_status yaok_link_receive(yaok_link *link, const uint8_t *unit, size_t unit_len);
@@ -762,6 +806,10 @@ yaok_status yaok_link_receive(yaok_link *link, const uint8_t *unit, size_t unit_
  * first, as the core's own Bluetooth transport does (docs/PROTOCOL.md §9.2). Takes the
  * node's lock briefly; any thread, also inside a link callback. Closed link: YAOK_E_CLOSED. */
 yaok_status yaok_link_peer(yaok_link *link, int32_t *out_authenticated, uint32_t *out_peer);
+
+/* The link's id: the "link_id" of the link events and diagnostics, and yaok_link_info's.
+ * Stable for the link's life; readable after the link closed, until yaok_link_close. */
+yaok_status yaok_link_id(yaok_link *link, uint64_t *out_link_id);
 
 /* Closes the link (messages in flight over it are retried later) and frees the handle.
  * NULL is a no-op. */
@@ -870,8 +918,9 @@ typedef struct yaok_diagnostics yaok_diagnostics;
 /* -- events: call these inside the yaok_event_callback, on the event it was given -- */
 
 /* The contact (= conversation) id of YAOK_EVENT_MESSAGE_RECEIVED, YAOK_EVENT_CONTACTS_CHANGED,
- * and of the message of YAOK_EVENT_MESSAGE_STORED and YAOK_EVENT_MESSAGE_STATUS_CHANGED.
- * Other kinds: YAOK_E_NOT_FOUND. */
+ * of the message of YAOK_EVENT_MESSAGE_STORED and YAOK_EVENT_MESSAGE_STATUS_CHANGED, and of
+ * the peer of YAOK_EVENT_LINK_AUTHENTICATED when it is a contact whose id is known.
+ * Other kinds (and a stranger's link): YAOK_E_NOT_FOUND. */
 yaok_status yaok_event_contact_id(const yaok_event *event, int64_t *out_contact_id);
 
 /* The message ID of YAOK_EVENT_MESSAGE_RECEIVED, _STORED and _STATUS_CHANGED, copied into
@@ -889,8 +938,9 @@ yaok_status yaok_event_message_status(const yaok_event *event, uint32_t *out_sta
  * read it with yaok_message_lookup(node, contact id, message ID), from the callback or later. */
 yaok_status yaok_event_message(const yaok_event *event, yaok_message **out);
 
-/* The transport's name ("lan", "relay", or an app's own) of YAOK_EVENT_TRANSPORT_CHANGED and
- * YAOK_EVENT_TRANSPORT_NOTICE. *out_name: borrowed until the callback returns. */
+/* The transport's name ("lan", "relay", or an app's own) of YAOK_EVENT_TRANSPORT_CHANGED,
+ * YAOK_EVENT_TRANSPORT_NOTICE and the link events (YAOK_EVENT_LINK_*).
+ * *out_name: borrowed until the callback returns. */
 yaok_status yaok_event_transport_name(const yaok_event *event, const char **out_name);
 
 /* The new state (YAOK_TRANSPORT_*) of YAOK_EVENT_TRANSPORT_CHANGED. */
@@ -900,9 +950,18 @@ yaok_status yaok_event_transport_state(const yaok_event *event, uint32_t *out_st
  * ("Rate limit reached. Try again in 12 minutes."); the error of YAOK_EVENT_TRANSPORT_CHANGED
  * when its state is YAOK_TRANSPORT_FAILED (otherwise YAOK_E_NOT_FOUND); the reason of
  * YAOK_EVENT_LOCKED ("manual", "auto_lock", "reset"); the method of YAOK_EVENT_UNLOCKED
- * ("pin", "platform_key", "setup"). Other kinds: YAOK_E_NOT_FOUND.
+ * ("pin", "platform_key", "setup"); the reason of YAOK_EVENT_LINK_CLOSED ("Handshake timed
+ * out", "Closed by the application", …). Other kinds: YAOK_E_NOT_FOUND.
  * *out_text: borrowed until the callback returns. */
 yaok_status yaok_event_text(const yaok_event *event, const char **out_text);
+
+/* The link id of YAOK_EVENT_LINK_OPENED, _AUTHENTICATED and _CLOSED (yaok_link_id of the
+ * handle). Other kinds: YAOK_E_NOT_FOUND. */
+yaok_status yaok_event_link_id(const yaok_event *event, uint64_t *out_link_id);
+
+/* The peer of YAOK_EVENT_LINK_AUTHENTICATED: YAOK_LINK_PEER_CONTACT or _STRANGER. Other
+ * kinds: YAOK_E_NOT_FOUND. */
+yaok_status yaok_event_link_peer(const yaok_event *event, uint32_t *out_peer);
 
 /* -- messages -- */
 
@@ -950,6 +1009,10 @@ yaok_status yaok_message_time(const yaok_message *message, uint32_t which, int64
  * "invalid_text" security event says so too), so up to YAOK_MAX_RECEIVED_TEXT_BYTES bytes;
  * else 0. */
 yaok_status yaok_message_repaired(const yaok_message *message, int32_t *out_repaired);
+
+/* *out_unread: 1 if this is a received message not yet marked read (yaok_message_mark_read)
+ * when the handle was made, else 0 (outgoing messages are never unread). */
+yaok_status yaok_message_unread(const yaok_message *message, int32_t *out_unread);
 
 /* -- contacts -- */
 
@@ -1012,6 +1075,127 @@ yaok_status yaok_diagnostics_transport_count(const yaok_diagnostics *diagnostics
  * else "Running" or "Disabled". Strings borrowed until yaok_diagnostics_free. */
 yaok_status yaok_diagnostics_transport(const yaok_diagnostics *diagnostics, size_t index, const char **out_name,
                                        uint32_t *out_state, uint32_t *out_links, const char **out_status);
+
+/* -- the node at a glance: own card, status, history, outbox, open links -- */
+
+/* The node's own contact card as a yaok_card handle: read it with yaok_card_text (the QR
+ * code's text), yaok_card_fingerprint, yaok_card_name, yaok_card_user_id. Public data only:
+ * unlike yaok_node_identity it copies no secret key. Needs the node unlocked (the name and
+ * keys are sealed while locked): YAOK_E_LOCKED. *out: free with yaok_card_free(). */
+yaok_status yaok_node_card(yaok_node *node, yaok_card **out);
+
+/* What a status line shows, in one call, written into the caller's struct (set
+ * `struct_size` to sizeof(yaok_node_state) first: the library writes only the fields that
+ * fit, later versions append fields and never move them; smaller than the first five
+ * fields: YAOK_E_INVALID_ARGUMENT). Works while locked and does not count as activity for
+ * auto-lock. A first run (no identity yet: call yaok_node_setup, not yaok_node_unlock) is
+ * `initialized` 0: no unlock attempt is needed to find it. Each transport's name, state and
+ * status line: yaok_diagnostics_new and yaok_diagnostics_transport. */
+typedef struct yaok_node_state {
+    uint32_t struct_size;          /* in: sizeof(yaok_node_state) */
+    int32_t initialized;           /* 1 once set up; 0: first run */
+    int32_t locked;                /* 1 while locked */
+    uint32_t lockout_seconds;      /* until the PIN may be tried again; 0 when not locked out */
+    uint32_t failed_attempts;      /* wrong PINs since the last success or lockout */
+    uint32_t transports;           /* registered transports */
+    uint32_t transports_running;   /* of them YAOK_TRANSPORT_RUNNING */
+    uint32_t transports_failed;    /* of them YAOK_TRANSPORT_FAILED */
+    uint32_t links_open;           /* links open now (handshakes running included) */
+    uint32_t held_packets;         /* received while locked, read at the next unlock */
+    int32_t counts_known;          /* 1 if the three figures below were read (unlocked); 0
+                                      while locked, when they are 0 */
+    uint32_t contacts;             /* contacts */
+    uint32_t contacts_online;      /* contacts with an open link (YAOK_CONNECTION_ONLINE) */
+    uint32_t messages_waiting;     /* outgoing messages on their way: the outbox's count */
+} yaok_node_state;
+
+yaok_status yaok_node_get_state(yaok_node *node, yaok_node_state *out);
+
+/* A page of a conversation as a handle: yaok_message_history without JSON. The same
+ * arguments: `cursor` NULL for the newest page, else the previous page's older cursor;
+ * `limit` 1 to 1000. Needs the node unlocked. *out: free with yaok_history_free(). */
+typedef struct yaok_history yaok_history;
+
+yaok_status yaok_history_new(yaok_node *node, int64_t conversation_id, const char *cursor, uint32_t limit,
+                             yaok_history **out);
+
+/* Destroys a history page and wipes the texts it holds. NULL is a no-op. */
+void yaok_history_free(yaok_history *history);
+
+/* How many messages the page holds. */
+yaok_status yaok_history_count(const yaok_history *history, size_t *out_count);
+
+/* Message `index` (0 to count-1, oldest first by the sender's time; beyond:
+ * YAOK_E_NOT_FOUND) as its own handle, readable with the yaok_message_* getters after the
+ * page is freed. *out: free with yaok_message_free(). */
+yaok_status yaok_history_message(const yaok_history *history, size_t index, yaok_message **out);
+
+/* The cursor of the page before this one, for the next yaok_history_new: borrowed until
+ * yaok_history_free. This page reaches the conversation's first message: YAOK_E_NOT_FOUND. */
+yaok_status yaok_history_older_cursor(const yaok_history *history, const char **out_cursor);
+
+/* The outbox as a handle: messages still on their way (pending or failed), in sending
+ * order, what yaok_outbox gives as JSON. Needs the node unlocked.
+ * *out: free with yaok_outbox_list_free(). */
+typedef struct yaok_outbox_list yaok_outbox_list;
+
+/* One outbox entry, written into the caller's struct (`struct_size` as for
+ * yaok_node_state; smaller than up to `message_id`: YAOK_E_INVALID_ARGUMENT). */
+typedef struct yaok_outbox_entry {
+    uint32_t struct_size;                        /* in: sizeof(yaok_outbox_entry) */
+    uint32_t status;                             /* YAOK_MESSAGE_PENDING or _FAILED */
+    int64_t contact_id;                          /* the recipient (= conversation) */
+    uint8_t message_id[YAOK_MESSAGE_ID_BYTES];
+    uint32_t attempts;                           /* attempts that failed so far */
+    int32_t waiting_for_transport;               /* 1: no link to the recipient now ("Will
+                                                    send when connected") */
+    int64_t next_attempt_ms;                     /* when it is tried next, unless a link to
+                                                    the contact appears sooner */
+    int64_t expires_ms;                          /* when it is given up */
+} yaok_outbox_entry;
+
+yaok_status yaok_outbox_list_new(yaok_node *node, yaok_outbox_list **out);
+
+/* Destroys an outbox list. NULL is a no-op. */
+void yaok_outbox_list_free(yaok_outbox_list *outbox);
+
+/* How many entries the list holds. */
+yaok_status yaok_outbox_list_count(const yaok_outbox_list *outbox, size_t *out_count);
+
+/* Entry `index` (0 to count-1; beyond: YAOK_E_NOT_FOUND) into *out. */
+yaok_status yaok_outbox_list_entry(const yaok_outbox_list *outbox, size_t index, yaok_outbox_entry *out);
+
+/* The links open now, as a snapshot: every transport's (LAN, BLE, an app's own), oldest
+ * first, with the handshakes still running. Works while locked.
+ * *out: free with yaok_link_list_free(). */
+typedef struct yaok_link_list yaok_link_list;
+
+/* One open link, written into the caller's struct (`struct_size` as for yaok_node_state;
+ * smaller than up to `link_id`: YAOK_E_INVALID_ARGUMENT). */
+typedef struct yaok_link_info {
+    uint32_t struct_size;          /* in: sizeof(yaok_link_info) */
+    int32_t authenticated;         /* 1 once the handshake completed */
+    uint64_t link_id;              /* as yaok_link_id and the link events give it */
+    const char *transport;         /* "lan", "ble", or an app's own: borrowed until
+                                      yaok_link_list_free */
+    uint32_t peer;                 /* YAOK_LINK_PEER_* (see yaok_link_peer) */
+    int32_t has_contact;           /* 1 if contact_id names the peer */
+    int64_t contact_id;            /* the contact at the other end when has_contact, else 0
+                                      (a stranger; or a contact not yet matched while locked) */
+    int64_t opened_ms;
+    int64_t last_received_ms;      /* the last unit taken from it */
+} yaok_link_info;
+
+yaok_status yaok_link_list_new(yaok_node *node, yaok_link_list **out);
+
+/* Destroys a link list. NULL is a no-op. */
+void yaok_link_list_free(yaok_link_list *links);
+
+/* How many links the list holds. */
+yaok_status yaok_link_list_count(const yaok_link_list *links, size_t *out_count);
+
+/* Link `index` (0 to count-1; beyond: YAOK_E_NOT_FOUND) into *out. */
+yaok_status yaok_link_list_get(const yaok_link_list *links, size_t index, yaok_link_info *out);
 
 /* ---- carrying for others (docs/PROTOCOL.md §12) ----
  * Every node can carry sealed packets for people it does not know, so that a message

@@ -66,26 +66,43 @@ public struct ContactCard: Hashable, Sendable {
 
     /// Parses and verifies QR text. Every defect (another app's text, a version we do not
     /// know, corruption, a bad signature or key proof, an invalid name, a low-order key,
-    /// text over `maxTextBytes`) is `invalidCard`, "Invalid Ya OK QR code"; nothing is
-    /// stored by decoding.
+    /// text over `maxTextBytes`) is `invalidCard`, "Invalid Ya OK QR code: <which>" (the
+    /// person learns whether to rescan, or to update the app that made the card); nothing
+    /// is stored by decoding.
     public init(text raw: String) throws {
-        let invalid = YaOKError(.invalidCard)
-        guard raw.utf8.count <= Self.maxTextBytes else { throw invalid }
+        guard raw.utf8.count <= Self.maxTextBytes else { throw Self.invalid("longer than \(Self.maxTextBytes) bytes") }
         let text = raw.trimmingWhitespace()
-        guard text.hasPrefix(Self.scheme),
-              let bytes = Base64URL.decode(String(text.dropFirst(Self.scheme.count))) else { throw invalid }
+        guard text.hasPrefix(Self.scheme) else {
+            // "yaok:2:…": a card of a later version, not another app's text.
+            let parts = text.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            if parts.count == 3, parts[0] == "yaok", !parts[1].isEmpty, parts[1].allSatisfy(\.isASCII),
+               parts[1].allSatisfy(\.isNumber) {
+                throw Self.invalid("unsupported card version \(parts[1].prefix(4)) (this app reads version \(Self.version) cards: update it, or ask for a version \(Self.version) card)")
+            }
+            throw Self.invalid("not a Ya OK card (Ya OK card text starts with \(Self.scheme))")
+        }
+        guard let bytes = Base64URL.decode(String(text.dropFirst(Self.scheme.count))) else {
+            throw Self.invalid("damaged (a character was changed, added or cut off): scan it again")
+        }
         try self.init(payload: bytes)
     }
 
+    /// `invalidCard` with the reason after the person's text.
+    static func invalid(_ reason: String) -> YaOKError {
+        YaOKError(.invalidCard, "\(YaOKError(.invalidCard).message): \(reason)")
+    }
+
     /// Checks, in this order: version, lengths, the Ed25519 signature, the name, the
-    /// X25519 key (not of low order), the key proof. Any failure is `invalidCard`.
+    /// X25519 key (not of low order), the key proof. Any failure is `invalidCard`, its
+    /// message saying which.
     public init(payload bytes: [UInt8]) throws {
-        let invalid = YaOKError(.invalidCard)
+        let damaged = Self.invalid("damaged (cut short or extended): scan it again")
         let fixed = 1 + 32 + 32 + 2
         let trailer = Self.keyProofLength + Self.signatureLength
-        guard bytes.count >= fixed + trailer, bytes[0] == Self.version else { throw invalid }
+        // The text said version 1 ("yaok:1:"): another first byte is damage, not a version.
+        guard bytes.count >= fixed + trailer, bytes[0] == Self.version else { throw damaged }
         let nameLength = Int(bytes[65]) << 8 | Int(bytes[66])
-        guard nameLength <= Self.maxNameBytes, bytes.count == fixed + nameLength + trailer else { throw invalid }
+        guard nameLength <= Self.maxNameBytes, bytes.count == fixed + nameLength + trailer else { throw damaged }
         let proofStart = fixed + nameLength
         let signatureStart = proofStart + Self.keyProofLength
         let signed = Array(bytes[0..<signatureStart])
@@ -93,12 +110,21 @@ public struct ContactCard: Hashable, Sendable {
         let encryptionKey = Array(bytes[1..<33])
         let signingKey = Array(bytes[33..<65])
         let proof = Array(bytes[proofStart..<signatureStart])
-        guard Sodium.verify(signature: sig, message: Self.signatureContext + signed, publicKey: signingKey),
-              let name = String(validating: bytes[fixed..<proofStart], as: UTF8.self),
-              DisplayName.isNormalForm(name) else { throw invalid }
-        let keys = try PublicIdentity(encryptionKey: encryptionKey, signingKey: signingKey)
+        guard Sodium.verify(signature: sig, message: Self.signatureContext + signed, publicKey: signingKey) else {
+            throw Self.invalid("bad signature (the card was altered or damaged): scan it again")
+        }
+        guard let name = String(validating: bytes[fixed..<proofStart], as: UTF8.self),
+              DisplayName.isNormalForm(name) else { throw Self.invalid("its name is not a valid display name") }
+        let keys: PublicIdentity
+        do {
+            keys = try PublicIdentity(encryptionKey: encryptionKey, signingKey: signingKey)
+        } catch {
+            throw Self.invalid("its keys are not valid")
+        }
         guard !keys.hasLowOrderEncryptionKey,
-              XEdDSA.verify(proof, message: Self.keyProofMessage(keys), x25519Public: encryptionKey) else { throw invalid }
+              XEdDSA.verify(proof, message: Self.keyProofMessage(keys), x25519Public: encryptionKey) else {
+            throw Self.invalid("bad key proof (the card does not prove that its owner holds its encryption key)")
+        }
         self.name = name
         self.publicIdentity = keys
         self.keyProof = proof

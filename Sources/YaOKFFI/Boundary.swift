@@ -45,7 +45,9 @@ func string(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
 /// OK QR code", as every defect of a card is); text that is not UTF-8 is `invalidUTF8`.
 func cardText(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String {
     let p = try required(pointer, name)
-    guard strnlen(p, ContactCard.maxTextBytes + 1) <= ContactCard.maxTextBytes else { throw YaOKError(.invalidCard) }
+    guard strnlen(p, ContactCard.maxTextBytes + 1) <= ContactCard.maxTextBytes else {
+        throw YaOKError(.invalidCard, "\(YaOKError(.invalidCard).message): longer than \(ContactCard.maxTextBytes) bytes")
+    }
     guard let s = String(validatingCString: p) else { throw YaOKError(.invalidUTF8, "\(name) is not valid UTF-8") }
     return s
 }

@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 
 /* ---- contact cards ---- */
@@ -7,7 +8,7 @@ final class CardHandle: Handle {
     init(_ card: ContactCard) { self.card = card }
 }
 
-@_cdecl("yaok_card_decode")
+@c @implementation
 public func yaok_card_decode(_ text: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let out = try required(out, "out")
@@ -15,24 +16,24 @@ public func yaok_card_decode(_ text: UnsafePointer<CChar>?, _ out: UnsafeMutable
     }
 }
 
-@_cdecl("yaok_card_free")
+@c @implementation
 public func yaok_card_free(_ card: OpaquePointer?) { Handles.release(card, as: CardHandle.self) }
 
-@_cdecl("yaok_card_name")
+@c @implementation
 public func yaok_card_name(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         try give(try Handles.borrow(card, as: CardHandle.self, "card").card.name, to: try required(out, "out"))
     }
 }
 
-@_cdecl("yaok_card_user_id")
+@c @implementation
 public func yaok_card_user_id(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         try give(try Handles.borrow(card, as: CardHandle.self, "card").card.userID, to: try required(out, "out"))
     }
 }
 
-@_cdecl("yaok_card_fingerprint")
+@c @implementation
 public func yaok_card_fingerprint(_ card: OpaquePointer?, _ format: UInt32,
                                   _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -41,14 +42,14 @@ public func yaok_card_fingerprint(_ card: OpaquePointer?, _ format: UInt32,
     }
 }
 
-@_cdecl("yaok_card_text")
+@c @implementation
 public func yaok_card_text(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         try give(try Handles.borrow(card, as: CardHandle.self, "card").card.text, to: try required(out, "out"))
     }
 }
 
-@_cdecl("yaok_card_public_keys")
+@c @implementation
 public func yaok_card_public_keys(_ card: OpaquePointer?, _ outEncryptionKey: UnsafeMutablePointer<UInt8>?,
                                   _ outSigningKey: UnsafeMutablePointer<UInt8>?) -> Int32 {
     boundary {

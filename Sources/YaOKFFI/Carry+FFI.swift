@@ -4,13 +4,13 @@ import YaOK
 /* ---- carrying for others ---- */
 
 /// YAOK_CARRY_* in include/yaok.h: the C numbering of `CarryMode`. Never renumbered.
-private let carryModes: [UInt32: CarryMode] = [0: .anyone, 1: .contactsOnly, 2: .off]
+private let carryModes: [UInt32: CarryMode] = [YAOK_CARRY_ANYONE: .anyone, YAOK_CARRY_CONTACTS: .contactsOnly, YAOK_CARRY_OFF: .off]
 
 private func carryModeNumber(_ mode: CarryMode) -> UInt32 {
     carryModes.first { $0.value == mode }?.key ?? 0
 }
 
-@_cdecl("yaok_node_set_carry")
+@c @implementation
 public func yaok_node_set_carry(_ node: OpaquePointer?, _ mode: UInt32, _ maxPackets: UInt32, _ maxBytes: UInt64) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -34,7 +34,7 @@ public func yaok_node_set_carry(_ node: OpaquePointer?, _ mode: UInt32, _ maxPac
 /// `struct_size`, so a caller built against an older, shorter struct is never overrun.
 private let carryStatusMinimumSize = MemoryLayout<UInt32>.size * 3
 
-@_cdecl("yaok_node_carry_status")
+@c @implementation
 public func yaok_node_carry_status(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<yaok_carry_status>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)

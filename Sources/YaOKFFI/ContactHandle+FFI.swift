@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 
 /* ---- typed access: contacts ---- */
@@ -24,7 +25,7 @@ private func contact(_ pointer: OpaquePointer?) throws -> ContactHandle {
     try Handles.borrow(pointer, as: ContactHandle.self, "contact")
 }
 
-@_cdecl("yaok_contact_add_v2")
+@c @implementation
 public func yaok_contact_add_v2(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
                                 _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
@@ -34,7 +35,7 @@ public func yaok_contact_add_v2(_ node: OpaquePointer?, _ card: UnsafePointer<CC
     }
 }
 
-@_cdecl("yaok_contact_get")
+@c @implementation
 public func yaok_contact_get(_ node: OpaquePointer?, _ contactID: Int64, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -43,7 +44,7 @@ public func yaok_contact_get(_ node: OpaquePointer?, _ contactID: Int64, _ out: 
     }
 }
 
-@_cdecl("yaok_contact_ids")
+@c @implementation
 public func yaok_contact_ids(_ node: OpaquePointer?, _ outIDs: UnsafeMutablePointer<Int64>?, _ capacity: Int,
                              _ outCount: UnsafeMutablePointer<Int>?) -> Int32 {
     boundary {
@@ -58,10 +59,10 @@ public func yaok_contact_ids(_ node: OpaquePointer?, _ outIDs: UnsafeMutablePoin
     }
 }
 
-@_cdecl("yaok_contact_free")
+@c @implementation
 public func yaok_contact_free(_ contact: OpaquePointer?) { Handles.release(contact, as: ContactHandle.self) }
 
-@_cdecl("yaok_contact_id")
+@c @implementation
 public func yaok_contact_id(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
     boundary {
         let c = try contact(c)
@@ -69,7 +70,7 @@ public func yaok_contact_id(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<Int
     }
 }
 
-@_cdecl("yaok_contact_name")
+@c @implementation
 public func yaok_contact_name(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
     boundary {
         let c = try contact(c)
@@ -77,7 +78,7 @@ public func yaok_contact_name(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<U
     }
 }
 
-@_cdecl("yaok_contact_user_id")
+@c @implementation
 public func yaok_contact_user_id(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
     boundary {
         let c = try contact(c)
@@ -85,7 +86,7 @@ public func yaok_contact_user_id(_ c: OpaquePointer?, _ out: UnsafeMutablePointe
     }
 }
 
-@_cdecl("yaok_contact_fingerprint")
+@c @implementation
 public func yaok_contact_fingerprint(_ c: OpaquePointer?, _ format: UInt32,
                                      _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -96,7 +97,7 @@ public func yaok_contact_fingerprint(_ c: OpaquePointer?, _ format: UInt32,
     }
 }
 
-@_cdecl("yaok_contact_verified")
+@c @implementation
 public func yaok_contact_verified(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
     boundary {
         let c = try contact(c)
@@ -104,7 +105,7 @@ public func yaok_contact_verified(_ c: OpaquePointer?, _ out: UnsafeMutablePoint
     }
 }
 
-@_cdecl("yaok_contact_connection")
+@c @implementation
 public func yaok_contact_connection(_ c: OpaquePointer?, _ outState: UnsafeMutablePointer<UInt32>?,
                                     _ outTransport: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                                     _ outLastSeen: UnsafeMutablePointer<Int64>?) -> Int32 {

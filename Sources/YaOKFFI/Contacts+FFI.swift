@@ -1,12 +1,13 @@
+import CYaOK
 import YaOK
 import YaOKSupport
 
 /* ---- contacts ---- */
 
 /// YAOK_CONTACT_DELETE_MESSAGES
-let contactDeleteMessages: UInt32 = 1
+let contactDeleteMessages = YAOK_CONTACT_DELETE_MESSAGES
 
-@_cdecl("yaok_contact_preview")
+@c @implementation
 public func yaok_contact_preview(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -16,7 +17,7 @@ public func yaok_contact_preview(_ node: OpaquePointer?, _ card: UnsafePointer<C
     }
 }
 
-@_cdecl("yaok_contact_add")
+@c @implementation
 public func yaok_contact_add(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
                              _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -26,7 +27,7 @@ public func yaok_contact_add(_ node: OpaquePointer?, _ card: UnsafePointer<CChar
     }
 }
 
-@_cdecl("yaok_contact_list")
+@c @implementation
 public func yaok_contact_list(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -35,7 +36,7 @@ public func yaok_contact_list(_ node: OpaquePointer?, _ out: UnsafeMutablePointe
     }
 }
 
-@_cdecl("yaok_contact_show")
+@c @implementation
 public func yaok_contact_show(_ node: OpaquePointer?, _ contactID: Int64,
                               _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -45,7 +46,7 @@ public func yaok_contact_show(_ node: OpaquePointer?, _ contactID: Int64,
     }
 }
 
-@_cdecl("yaok_contact_find")
+@c @implementation
 public func yaok_contact_find(_ node: OpaquePointer?, _ query: UnsafePointer<CChar>?,
                               _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -55,12 +56,12 @@ public func yaok_contact_find(_ node: OpaquePointer?, _ query: UnsafePointer<CCh
     }
 }
 
-@_cdecl("yaok_contact_verify")
+@c @implementation
 public func yaok_contact_verify(_ node: OpaquePointer?, _ contactID: Int64) -> Int32 {
     boundary { try YaOKFFI.node(node).verifyContact(contactID) }
 }
 
-@_cdecl("yaok_contact_rename")
+@c @implementation
 public func yaok_contact_rename(_ node: OpaquePointer?, _ contactID: Int64, _ name: UnsafePointer<CChar>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -68,7 +69,7 @@ public func yaok_contact_rename(_ node: OpaquePointer?, _ contactID: Int64, _ na
     }
 }
 
-@_cdecl("yaok_contact_delete")
+@c @implementation
 public func yaok_contact_delete(_ node: OpaquePointer?, _ contactID: Int64, _ flags: UInt32) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -77,7 +78,7 @@ public func yaok_contact_delete(_ node: OpaquePointer?, _ contactID: Int64, _ fl
     }
 }
 
-@_cdecl("yaok_contact_keys")
+@c @implementation
 public func yaok_contact_keys(_ node: OpaquePointer?, _ contactID: Int64,
                               _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {

@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 import YaOKSupport
 
@@ -19,12 +20,13 @@ final class DiagnosticsHandle: Handle {
         for t in diagnostics["transports"]?.items ?? [] {
             let state: UInt32
             switch t["state"]?.text {
-            case "running": state = 1
-            case "failed": state = 2
-            default: state = 0
+            case "running": state = YAOK_TRANSPORT_RUNNING
+            case "failed": state = YAOK_TRANSPORT_FAILED
+            default: state = YAOK_TRANSPORT_DISABLED
             }
             let status = t["details"]?["status"]?.text
-                ?? (state == 2 ? t["error"]?.text ?? "Failed" : (state == 1 ? "Running" : "Disabled"))
+                ?? (state == YAOK_TRANSPORT_FAILED ? t["error"]?.text ?? "Failed"
+                   : (state == YAOK_TRANSPORT_RUNNING ? "Running" : "Disabled"))
             let links = t["links"]?.integer ?? 0
             transports.append(Transport(name: try LentString(t["name"]?.text ?? ""), state: state,
                                         links: UInt32(clamping: links), status: try LentString(status)))
@@ -48,7 +50,7 @@ private func diagnostics(_ pointer: OpaquePointer?) throws -> DiagnosticsHandle 
     try Handles.borrow(pointer, as: DiagnosticsHandle.self, "diagnostics")
 }
 
-@_cdecl("yaok_diagnostics_new")
+@c @implementation
 public func yaok_diagnostics_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -57,10 +59,10 @@ public func yaok_diagnostics_new(_ node: OpaquePointer?, _ out: UnsafeMutablePoi
     }
 }
 
-@_cdecl("yaok_diagnostics_free")
+@c @implementation
 public func yaok_diagnostics_free(_ d: OpaquePointer?) { Handles.release(d, as: DiagnosticsHandle.self) }
 
-@_cdecl("yaok_diagnostics_transport_count")
+@c @implementation
 public func yaok_diagnostics_transport_count(_ d: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
     boundary {
         let d = try diagnostics(d)
@@ -68,7 +70,7 @@ public func yaok_diagnostics_transport_count(_ d: OpaquePointer?, _ out: UnsafeM
     }
 }
 
-@_cdecl("yaok_diagnostics_transport")
+@c @implementation
 public func yaok_diagnostics_transport(_ d: OpaquePointer?, _ index: Int, _ outName: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                                        _ outState: UnsafeMutablePointer<UInt32>?, _ outLinks: UnsafeMutablePointer<UInt32>?,
                                        _ outStatus: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {

@@ -1,8 +1,9 @@
+import CYaOK
 import YaOK
 
 /* ---- message envelope ---- */
 
-@_cdecl("yaok_envelope_seal")
+@c @implementation
 public func yaok_envelope_seal(_ sender: OpaquePointer?, _ recipient: OpaquePointer?,
                                _ body: UnsafePointer<UInt8>?, _ bodyLength: Int,
                                _ messageID: UnsafePointer<UInt8>?, _ timestampMs: Int64,
@@ -22,7 +23,7 @@ public func yaok_envelope_seal(_ sender: OpaquePointer?, _ recipient: OpaquePoin
     }
 }
 
-@_cdecl("yaok_envelope_open")
+@c @implementation
 public func yaok_envelope_open(_ recipient: OpaquePointer?,
                                _ senders: UnsafePointer<OpaquePointer?>?, _ senderCount: Int,
                                _ sealed: UnsafePointer<UInt8>?, _ sealedLength: Int,

@@ -20,6 +20,8 @@ final class EventView: @unchecked Sendable {
         case .transportNotice(let n): name = n.transport; text = n.message
         case .locked(let reason): text = reason
         case .unlocked(let method): text = method
+        case .linkOpened(let l), .linkAuthenticated(let l, _, _): name = l.transport
+        case .linkClosed(let l, let reason): name = l.transport; text = reason
         default: break
         }
         // Allocation failure leaves the field nil: its getter then says out of memory.
@@ -33,11 +35,14 @@ final class EventView: @unchecked Sendable {
     private let wantedText: Bool
 
     /// The event's name for messages: "YAOK_EVENT_LOCKED (1)".
-    var label: String {
-        let names = ["", "LOCKED", "UNLOCKED", "SECURITY", "MESSAGE_STORED", "MESSAGE_STATUS_CHANGED",
-                     "CONTACTS_CHANGED", "MESSAGE_RECEIVED", "TRANSPORT_CHANGED", "TRANSPORT_NOTICE"]
-        let kind = Int(event.kind)
-        return kind < names.count ? "YAOK_EVENT_\(names[kind]) (\(kind))" : "event kind \(kind)"
+    var label: String { event.abiLabel }
+
+    /// The link a link event is about.
+    var link: LinkEventInfo? {
+        switch event {
+        case .linkOpened(let l), .linkAuthenticated(let l, _, _), .linkClosed(let l, _): return l
+        default: return nil
+        }
     }
 
     var message: Message? {
@@ -83,7 +88,7 @@ enum LiveEvents {
     }
 }
 
-@_cdecl("yaok_event_contact_id")
+@c @implementation
 public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -91,12 +96,13 @@ public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: Un
         switch view.event {
         case .messageReceived(let contact, _), .contactsChanged(let contact): out.pointee = contact
         case .messageStored(let m), .messageStatusChanged(let m): out.pointee = m.conversationID
+        case .linkAuthenticated(_, true, let contact?): out.pointee = contact
         default: throw absent("contact id", view.label)
         }
     }
 }
 
-@_cdecl("yaok_event_message_id")
+@c @implementation
 public func yaok_event_message_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt8>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -109,7 +115,7 @@ public func yaok_event_message_id(_ event: UnsafePointer<yaok_event>?, _ out: Un
     }
 }
 
-@_cdecl("yaok_event_message_status")
+@c @implementation
 public func yaok_event_message_status(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -119,7 +125,7 @@ public func yaok_event_message_status(_ event: UnsafePointer<yaok_event>?, _ out
     }
 }
 
-@_cdecl("yaok_event_message")
+@c @implementation
 public func yaok_event_message(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -129,7 +135,7 @@ public func yaok_event_message(_ event: UnsafePointer<yaok_event>?, _ out: Unsaf
     }
 }
 
-@_cdecl("yaok_event_transport_name")
+@c @implementation
 public func yaok_event_transport_name(_ event: UnsafePointer<yaok_event>?,
                                       _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -139,7 +145,7 @@ public func yaok_event_transport_name(_ event: UnsafePointer<yaok_event>?,
     }
 }
 
-@_cdecl("yaok_event_transport_state")
+@c @implementation
 public func yaok_event_transport_state(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -149,7 +155,7 @@ public func yaok_event_transport_state(_ event: UnsafePointer<yaok_event>?, _ ou
     }
 }
 
-@_cdecl("yaok_event_text")
+@c @implementation
 public func yaok_event_text(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
     boundary {
         let view = try LiveEvents.view(event)
@@ -161,8 +167,28 @@ public func yaok_event_text(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMu
 /// YAOK_TRANSPORT_*.
 func transportStateCode(_ phase: TransportState.Phase) -> UInt32 {
     switch phase {
-    case .disabled: return 0
-    case .running: return 1
-    case .failed: return 2
+    case .disabled: return YAOK_TRANSPORT_DISABLED
+    case .running: return YAOK_TRANSPORT_RUNNING
+    case .failed: return YAOK_TRANSPORT_FAILED
+    }
+}
+
+@c @implementation
+public func yaok_event_link_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_link_id")
+        guard let link = view.link else { throw absent("link id", view.label) }
+        out.pointee = link.linkID
+    }
+}
+
+@c @implementation
+public func yaok_event_link_peer(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let view = try LiveEvents.view(event)
+        let out = try required(out, "out_peer")
+        guard case .linkAuthenticated(_, let isContact, _) = view.event else { throw absent("link peer", view.label) }
+        out.pointee = linkPeerCode(authenticated: true, isContact: isContact)
     }
 }

@@ -29,7 +29,7 @@ final class CallbackRegistration: @unchecked Sendable {
     func deliver(_ event: NodeEvent) {
         let view = EventView(event)
         event.json.serialized.withCString { json in
-            var cEvent = yaok_event(kind: event.kind, json: json)
+            var cEvent = yaok_event(kind: event.abiKind, json: json)
             withUnsafePointer(to: &cEvent) { pointer in
                 LiveEvents.begin(pointer, view)
                 defer { LiveEvents.end(pointer) }
@@ -39,7 +39,7 @@ final class CallbackRegistration: @unchecked Sendable {
     }
 }
 
-@_cdecl("yaok_node_set_event_callback")
+@c @implementation
 public func yaok_node_set_event_callback(_ node: OpaquePointer?, _ callback: yaok_event_callback?,
                                          _ userData: UnsafeMutableRawPointer?, _ freeUserData: yaok_free_callback?) -> Int32 {
     boundary {
@@ -53,7 +53,7 @@ public func yaok_node_set_event_callback(_ node: OpaquePointer?, _ callback: yao
     }
 }
 
-@_cdecl("yaok_security_events")
+@c @implementation
 public func yaok_security_events(_ node: OpaquePointer?, _ beforeID: Int64, _ limit: UInt32,
                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {

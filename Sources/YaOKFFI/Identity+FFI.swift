@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 
 /* ---- identity ---- */
@@ -10,14 +11,14 @@ final class IdentityHandle: Handle {
 /// Fingerprint formats, as YAOK_FINGERPRINT_* in the header.
 func formatFingerprint(_ fingerprint: Fingerprint, _ format: UInt32) throws -> String {
     switch format {
-    case 0: return fingerprint.hex
-    case 1: return fingerprint.grouped
-    case 2: return fingerprint.short
+    case UInt32(YAOK_FINGERPRINT_HEX): return fingerprint.hex
+    case UInt32(YAOK_FINGERPRINT_GROUPED): return fingerprint.grouped
+    case UInt32(YAOK_FINGERPRINT_SHORT): return fingerprint.short
     default: throw YaOKError(.invalidArgument, "Unknown fingerprint format \(format)")
     }
 }
 
-@_cdecl("yaok_identity_new")
+@c @implementation
 public func yaok_identity_new(_ name: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let out = try required(out, "out")
@@ -25,7 +26,7 @@ public func yaok_identity_new(_ name: UnsafePointer<CChar>?, _ out: UnsafeMutabl
     }
 }
 
-@_cdecl("yaok_identity_restore")
+@c @implementation
 public func yaok_identity_restore(_ name: UnsafePointer<CChar>?, _ secrets: UnsafePointer<UInt8>?, _ secretsLength: Int,
                                   _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
@@ -41,10 +42,10 @@ public func yaok_identity_restore(_ name: UnsafePointer<CChar>?, _ secrets: Unsa
     }
 }
 
-@_cdecl("yaok_identity_free")
+@c @implementation
 public func yaok_identity_free(_ identity: OpaquePointer?) { Handles.release(identity, as: IdentityHandle.self) }
 
-@_cdecl("yaok_identity_name")
+@c @implementation
 public func yaok_identity_name(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
@@ -52,7 +53,7 @@ public func yaok_identity_name(_ identity: OpaquePointer?, _ out: UnsafeMutableP
     }
 }
 
-@_cdecl("yaok_identity_user_id")
+@c @implementation
 public func yaok_identity_user_id(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
@@ -60,7 +61,7 @@ public func yaok_identity_user_id(_ identity: OpaquePointer?, _ out: UnsafeMutab
     }
 }
 
-@_cdecl("yaok_identity_fingerprint")
+@c @implementation
 public func yaok_identity_fingerprint(_ identity: OpaquePointer?, _ format: UInt32,
                                       _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -69,7 +70,7 @@ public func yaok_identity_fingerprint(_ identity: OpaquePointer?, _ format: UInt
     }
 }
 
-@_cdecl("yaok_identity_card")
+@c @implementation
 public func yaok_identity_card(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity

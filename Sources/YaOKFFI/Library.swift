@@ -1,28 +1,30 @@
+import CYaOK
 import Glibc
 import YaOK
 
 /* ---- library: versions, status, memory ---- */
 
-@_cdecl("yaok_abi_version")
+@c @implementation
 public func yaok_abi_version() -> UInt32 { Version.abi }
 
-@_cdecl("yaok_version_string")
-public func yaok_version_string() -> UnsafePointer<CChar> { VersionString.pointer }
+// Optional only because the header's `const char *` carries no nullability: never NULL.
+@c @implementation
+public func yaok_version_string() -> UnsafePointer<CChar>? { VersionString.pointer }
 
-@_cdecl("yaok_status_str")
-public func yaok_status_str(_ status: Int32) -> UnsafePointer<CChar> { StatusStrings.pointer(for: status) }
+@c @implementation
+public func yaok_status_str(_ status: Int32) -> UnsafePointer<CChar>? { StatusStrings.pointer(for: status) }
 
-@_cdecl("yaok_last_error_message")
+@c @implementation
 public func yaok_last_error_message() -> UnsafePointer<CChar>? { LastError.current }
 
-@_cdecl("yaok_string_free")
+@c @implementation
 public func yaok_string_free(_ s: UnsafeMutablePointer<CChar>?) {
     // Returned strings may hold decrypted text (message JSON, history): wiped, then freed.
     guard let s else { return }
     Allocations.free(UnsafeMutableRawPointer(s))
 }
 
-@_cdecl("yaok_bytes_free")
+@c @implementation
 public func yaok_bytes_free(_ data: UnsafeMutablePointer<UInt8>?, _ length: Int) {
     // Returned bytes may be a decrypted message: wiped, then freed. The length wiped is the
     // one recorded with the allocation; the caller's `length` is not trusted (a wrong one

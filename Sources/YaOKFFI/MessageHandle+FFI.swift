@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 
 /* ---- typed access: messages ---- */
@@ -16,7 +17,7 @@ private func message(_ pointer: OpaquePointer?) throws -> Message {
     try Handles.borrow(pointer, as: MessageHandle.self, "message").message
 }
 
-@_cdecl("yaok_message_send_v2")
+@c @implementation
 public func yaok_message_send_v2(_ node: OpaquePointer?, _ contactID: Int64, _ textBytes: UnsafePointer<UInt8>?,
                                  _ textLength: Int, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
@@ -27,7 +28,7 @@ public func yaok_message_send_v2(_ node: OpaquePointer?, _ contactID: Int64, _ t
     }
 }
 
-@_cdecl("yaok_message_lookup")
+@c @implementation
 public func yaok_message_lookup(_ node: OpaquePointer?, _ contactID: Int64, _ id: UnsafePointer<UInt8>?,
                                 _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
@@ -37,10 +38,10 @@ public func yaok_message_lookup(_ node: OpaquePointer?, _ contactID: Int64, _ id
     }
 }
 
-@_cdecl("yaok_message_free")
+@c @implementation
 public func yaok_message_free(_ message: OpaquePointer?) { Handles.release(message, as: MessageHandle.self) }
 
-@_cdecl("yaok_message_id")
+@c @implementation
 public func yaok_message_id(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt8>?) -> Int32 {
     boundary {
         let m = try message(m)
@@ -48,7 +49,7 @@ public func yaok_message_id(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UIn
     }
 }
 
-@_cdecl("yaok_message_contact_id")
+@c @implementation
 public func yaok_message_contact_id(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
     boundary {
         let m = try message(m)
@@ -56,7 +57,7 @@ public func yaok_message_contact_id(_ m: OpaquePointer?, _ out: UnsafeMutablePoi
     }
 }
 
-@_cdecl("yaok_message_direction")
+@c @implementation
 public func yaok_message_direction(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
         let m = try message(m)
@@ -64,7 +65,7 @@ public func yaok_message_direction(_ m: OpaquePointer?, _ out: UnsafeMutablePoin
     }
 }
 
-@_cdecl("yaok_message_status")
+@c @implementation
 public func yaok_message_status(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
         let m = try message(m)
@@ -72,7 +73,7 @@ public func yaok_message_status(_ m: OpaquePointer?, _ out: UnsafeMutablePointer
     }
 }
 
-@_cdecl("yaok_message_text")
+@c @implementation
 public func yaok_message_text(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                               _ outLength: UnsafeMutablePointer<Int>?) -> Int32 {
     boundary {
@@ -84,7 +85,7 @@ public func yaok_message_text(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<U
     }
 }
 
-@_cdecl("yaok_message_repaired")
+@c @implementation
 public func yaok_message_repaired(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
     boundary {
         let m = try message(m)
@@ -92,21 +93,29 @@ public func yaok_message_repaired(_ m: OpaquePointer?, _ out: UnsafeMutablePoint
     }
 }
 
-@_cdecl("yaok_message_time")
+@c @implementation
+public func yaok_message_unread(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
+    boundary {
+        let m = try message(m)
+        try required(out, "out_unread").pointee = m.unread ? 1 : 0
+    }
+}
+
+@c @implementation
 public func yaok_message_time(_ m: OpaquePointer?, _ which: UInt32, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
     boundary {
         let m = try message(m)
         let out = try required(out, "out_ms")
         let time: Int64?
         switch which {
-        case 0: time = m.senderTimestamp
-        case 1: time = m.createdAt
-        case 2: time = m.sentAt
-        case 3: time = m.receivedAt
+        case YAOK_TIME_SENDER: time = m.senderTimestamp
+        case YAOK_TIME_CREATED: time = m.createdAt
+        case YAOK_TIME_SENT: time = m.sentAt
+        case YAOK_TIME_RECEIVED: time = m.receivedAt
         default: throw YaOKError(.invalidArgument, "Unknown message time \(which)")
         }
         guard let time else {
-            throw absent(which == 2 ? "sent time (not sent yet, or incoming)" : "received time (outgoing)", "this message")
+            throw absent(which == YAOK_TIME_SENT ? "sent time (not sent yet, or incoming)" : "received time (outgoing)", "this message")
         }
         out.pointee = time
     }

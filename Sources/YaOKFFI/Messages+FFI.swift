@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 
 /* ---- messages ---- */
@@ -16,7 +17,7 @@ func messageID(_ pointer: UnsafePointer<UInt8>?) throws -> MessageID {
     try MessageID(bytes: try fixedBytes(pointer, Envelope.messageIDLength, "message_id"))
 }
 
-@_cdecl("yaok_message_send")
+@c @implementation
 public func yaok_message_send(_ node: OpaquePointer?, _ contactID: Int64, _ textBytes: UnsafePointer<UInt8>?,
                               _ textLength: Int, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -26,7 +27,7 @@ public func yaok_message_send(_ node: OpaquePointer?, _ contactID: Int64, _ text
     }
 }
 
-@_cdecl("yaok_message_retry")
+@c @implementation
 public func yaok_message_retry(_ node: OpaquePointer?, _ id: UnsafePointer<UInt8>?,
                                _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -36,7 +37,7 @@ public func yaok_message_retry(_ node: OpaquePointer?, _ id: UnsafePointer<UInt8
     }
 }
 
-@_cdecl("yaok_message_get")
+@c @implementation
 public func yaok_message_get(_ node: OpaquePointer?, _ id: UnsafePointer<UInt8>?,
                              _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -46,7 +47,7 @@ public func yaok_message_get(_ node: OpaquePointer?, _ id: UnsafePointer<UInt8>?
     }
 }
 
-@_cdecl("yaok_outbox")
+@c @implementation
 public func yaok_outbox(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -55,7 +56,7 @@ public func yaok_outbox(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<Unsa
     }
 }
 
-@_cdecl("yaok_message_history")
+@c @implementation
 public func yaok_message_history(_ node: OpaquePointer?, _ conversationID: Int64, _ cursor: UnsafePointer<CChar>?,
                                  _ limit: UInt32, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -66,7 +67,7 @@ public func yaok_message_history(_ node: OpaquePointer?, _ conversationID: Int64
     }
 }
 
-@_cdecl("yaok_message_mark_read")
+@c @implementation
 public func yaok_message_mark_read(_ node: OpaquePointer?, _ conversationID: Int64,
                                    _ outCount: UnsafeMutablePointer<UInt64>?) -> Int32 {
     boundary {

@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 
 /* ---- node ---- */
@@ -8,17 +9,17 @@ final class NodeHandle: Handle {
 }
 
 /// YAOK_NODE_OPEN_* flags.
-let nodeOpenTestFastKDF: UInt32 = 1
+let nodeOpenTestFastKDF = YAOK_NODE_OPEN_TEST_FAST_KDF
 /// YAOK_RESET_CONFIRM: a value that uninitialised memory or a stray `true` will not match.
-let resetConfirm: UInt32 = 0x5253_4554
+let resetConfirm = YAOK_RESET_CONFIRM
 /// YAOK_AUTO_LOCK_NEVER
-let autoLockNever: Int64 = -1
+let autoLockNever = Int64(YAOK_AUTO_LOCK_NEVER)
 
 func node(_ pointer: OpaquePointer?) throws -> Node {
     try Handles.borrow(pointer, as: NodeHandle.self, "node").node
 }
 
-@_cdecl("yaok_node_open")
+@c @implementation
 public func yaok_node_open(_ dataDir: UnsafePointer<CChar>?, _ flags: UInt32,
                            _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
@@ -39,14 +40,14 @@ public func yaok_node_open(_ dataDir: UnsafePointer<CChar>?, _ flags: UInt32,
     }
 }
 
-@_cdecl("yaok_node_free")
+@c @implementation
 public func yaok_node_free(_ node: OpaquePointer?) {
     // Unregistered first, so a second (or concurrent) free of the same handle is a no-op.
     guard let handle = Handles.take(node, as: NodeHandle.self) else { return }
     handle.node.close()
 }
 
-@_cdecl("yaok_node_setup")
+@c @implementation
 public func yaok_node_setup(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ pin: UnsafePointer<CChar>?,
                             _ confirmation: UnsafePointer<CChar>?, _ outWarnings: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
@@ -58,7 +59,7 @@ public func yaok_node_setup(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>
     }
 }
 
-@_cdecl("yaok_node_setup_v2")
+@c @implementation
 public func yaok_node_setup_v2(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ secret: UnsafePointer<CChar>?,
                                _ confirmation: UnsafePointer<CChar>?, _ outWarnings: UnsafeMutablePointer<UInt32>?,
                                _ outStrength: UnsafeMutablePointer<UInt32>?,
@@ -76,7 +77,7 @@ public func yaok_node_setup_v2(_ node: OpaquePointer?, _ name: UnsafePointer<CCh
     }
 }
 
-@_cdecl("yaok_secret_check")
+@c @implementation
 public func yaok_secret_check(_ secret: UnsafePointer<CChar>?, _ outStrength: UnsafeMutablePointer<UInt32>?,
                               _ outEstimatedBits: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
@@ -88,7 +89,7 @@ public func yaok_secret_check(_ secret: UnsafePointer<CChar>?, _ outStrength: Un
     }
 }
 
-@_cdecl("yaok_node_set_device_secret")
+@c @implementation
 public func yaok_node_set_device_secret(_ node: OpaquePointer?, _ secret: UnsafePointer<UInt8>?, _ secretLength: Int) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -103,12 +104,12 @@ public func yaok_node_set_device_secret(_ node: OpaquePointer?, _ secret: Unsafe
     }
 }
 
-@_cdecl("yaok_node_unlock")
+@c @implementation
 public func yaok_node_unlock(_ node: OpaquePointer?, _ pin: UnsafePointer<CChar>?) -> Int32 {
     boundary { try YaOKFFI.node(node).unlock(pin: try secret(pin, "pin")) }
 }
 
-@_cdecl("yaok_node_unlock_platform_key")
+@c @implementation
 public func yaok_node_unlock_platform_key(_ node: OpaquePointer?, _ key: UnsafePointer<UInt8>?, _ keyLength: Int) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -118,7 +119,7 @@ public func yaok_node_unlock_platform_key(_ node: OpaquePointer?, _ key: UnsafeP
     }
 }
 
-@_cdecl("yaok_node_register_platform_key")
+@c @implementation
 public func yaok_node_register_platform_key(_ node: OpaquePointer?, _ key: UnsafePointer<UInt8>?, _ keyLength: Int) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -133,17 +134,17 @@ private func platformKeyBytes(_ key: UnsafePointer<UInt8>?, _ length: Int) throw
     return try fixedBytes(key, 32, "key")
 }
 
-@_cdecl("yaok_node_remove_platform_key")
+@c @implementation
 public func yaok_node_remove_platform_key(_ node: OpaquePointer?) -> Int32 {
     boundary { try YaOKFFI.node(node).removePlatformKey() }
 }
 
-@_cdecl("yaok_node_lock")
+@c @implementation
 public func yaok_node_lock(_ node: OpaquePointer?) -> Int32 {
     boundary { try YaOKFFI.node(node).lock() }
 }
 
-@_cdecl("yaok_node_set_auto_lock")
+@c @implementation
 public func yaok_node_set_auto_lock(_ node: OpaquePointer?, _ timeoutMs: Int64,
                                     _ outWarnings: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
@@ -160,7 +161,7 @@ public func yaok_node_set_auto_lock(_ node: OpaquePointer?, _ timeoutMs: Int64,
     }
 }
 
-@_cdecl("yaok_node_status")
+@c @implementation
 public func yaok_node_status(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -169,7 +170,7 @@ public func yaok_node_status(_ node: OpaquePointer?, _ out: UnsafeMutablePointer
     }
 }
 
-@_cdecl("yaok_node_identity")
+@c @implementation
 public func yaok_node_identity(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -178,7 +179,7 @@ public func yaok_node_identity(_ node: OpaquePointer?, _ out: UnsafeMutablePoint
     }
 }
 
-@_cdecl("yaok_node_profile")
+@c @implementation
 public func yaok_node_profile(_ node: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let out = try required(outJSON, "out_json")
@@ -186,7 +187,7 @@ public func yaok_node_profile(_ node: OpaquePointer?, _ outJSON: UnsafeMutablePo
     }
 }
 
-@_cdecl("yaok_node_reset")
+@c @implementation
 public func yaok_node_reset(_ node: OpaquePointer?, _ confirm: UInt32) -> Int32 {
     boundary { try YaOKFFI.node(node).reset(confirm: confirm == resetConfirm) }
 }

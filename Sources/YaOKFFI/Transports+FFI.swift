@@ -1,8 +1,9 @@
+import CYaOK
 import YaOK
 
 /* ---- transports and diagnostics ---- */
 
-@_cdecl("yaok_transport_set_enabled")
+@c @implementation
 public func yaok_transport_set_enabled(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ enabled: Int32) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -10,7 +11,7 @@ public func yaok_transport_set_enabled(_ node: OpaquePointer?, _ name: UnsafePoi
     }
 }
 
-@_cdecl("yaok_node_diagnostics")
+@c @implementation
 public func yaok_node_diagnostics(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -20,9 +21,9 @@ public func yaok_node_diagnostics(_ node: OpaquePointer?, _ out: UnsafeMutablePo
 }
 
 /// YAOK_LAN_NO_DISCOVERY
-private let lanNoDiscovery: UInt32 = 1
+private let lanNoDiscovery = YAOK_LAN_NO_DISCOVERY
 
-@_cdecl("yaok_transport_lan_add")
+@c @implementation
 public func yaok_transport_lan_add(_ node: OpaquePointer?, _ listenAddress: UnsafePointer<CChar>?, _ port: UInt16,
                                    _ flags: UInt32, _ peers: UnsafePointer<UnsafePointer<CChar>?>?,
                                    _ peersCount: Int) -> Int32 {
@@ -42,7 +43,7 @@ public func yaok_transport_lan_add(_ node: OpaquePointer?, _ listenAddress: Unsa
     }
 }
 
-@_cdecl("yaok_transport_ble_add")
+@c @implementation
 public func yaok_transport_ble_add(_ node: OpaquePointer?, _ adapter: UnsafePointer<CChar>?) -> Int32 {
     boundary {
         let n = try YaOKFFI.node(node)
@@ -52,7 +53,7 @@ public func yaok_transport_ble_add(_ node: OpaquePointer?, _ adapter: UnsafePoin
     }
 }
 
-@_cdecl("yaok_transport_relay_add")
+@c @implementation
 public func yaok_transport_relay_add(_ node: OpaquePointer?, _ address: UnsafePointer<CChar>?, _ pinHex: UnsafePointer<CChar>?,
                                      _ caFile: UnsafePointer<CChar>?) -> Int32 {
     boundary {

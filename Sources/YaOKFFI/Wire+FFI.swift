@@ -1,3 +1,4 @@
+import CYaOK
 import YaOK
 
 /* ---- wire (interoperability) ---- */
@@ -5,7 +6,7 @@ import YaOK
 // Stateless views of the wire format (docs/PROTOCOL.md §4) for a second implementation to
 // test against: each entry point calls the same code the node sends and receives with.
 
-@_cdecl("yaok_packet_decode")
+@c @implementation
 public func yaok_packet_decode(_ packet: UnsafePointer<UInt8>?, _ packetLength: Int,
                                _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
     boundary {
@@ -20,7 +21,7 @@ public func yaok_packet_decode(_ packet: UnsafePointer<UInt8>?, _ packetLength: 
     }
 }
 
-@_cdecl("yaok_frame_encode")
+@c @implementation
 public func yaok_frame_encode(_ packet: UnsafePointer<UInt8>?, _ packetLength: Int,
                               _ outFrame: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
                               _ outFrameLength: UnsafeMutablePointer<Int>?) -> Int32 {
@@ -32,7 +33,7 @@ public func yaok_frame_encode(_ packet: UnsafePointer<UInt8>?, _ packetLength: I
     }
 }
 
-@_cdecl("yaok_fragment_split")
+@c @implementation
 public func yaok_fragment_split(_ packet: UnsafePointer<UInt8>?, _ packetLength: Int,
                                 _ mtu: UInt32, _ firstGroup: UInt16,
                                 _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {

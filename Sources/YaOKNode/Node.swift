@@ -141,7 +141,7 @@ public final class Node: Sendable {
     /// Runs `body` under the node's lock with the open store.
     func withStore<R: Sendable>(_ body: (Store, inout NodeState) throws -> R) throws -> R {
         try state.withLock { s in
-            guard let store = s.store else { throw YaOKError(.closed) }
+            guard let store = s.store else { throw YaOKError(.closed, "The node has been closed") }
             return try body(store, &s)
         }
     }

@@ -5,7 +5,8 @@ import YaOKCrypto
 import YaOKStore
 
 /// What a node tells the app, on the node's event thread (see `Node.setEventHandler`).
-/// The C ABI passes `kind` and `json` (schemas in docs/ABI.md).
+/// The C ABI passes a kind number (YAOK_EVENT_*, given in the FFI layer) and `json`
+/// (schemas in docs/ABI.md).
 public enum NodeEvent: Sendable, Equatable {
     /// The node locked: `reason` is "manual", "auto_lock" or "reset".
     case locked(reason: String)
@@ -30,22 +31,16 @@ public enum NodeEvent: Sendable, Equatable {
     /// Carried packets were taken, handed on, delivered or purged: the figures after an
     /// encounter (at most one event per link and minute, so a busy meeting is not a flood).
     case carryActivity(CarryStatistics)
-
-    /// YAOK_EVENT_* in include/yaok.h. Never renumbered.
-    public var kind: UInt32 {
-        switch self {
-        case .locked: return 1
-        case .unlocked: return 2
-        case .security: return 3
-        case .messageStored: return 4
-        case .messageStatusChanged: return 5
-        case .contactsChanged: return 6
-        case .messageReceived: return 7
-        case .transportChanged: return 8
-        case .transportNotice: return 9
-        case .carryActivity: return 10
-        }
-    }
+    /// A link was opened (by an app's `yaok_link_open` or a transport's connection); its
+    /// handshake runs now.
+    case linkOpened(LinkEventInfo)
+    /// A link's handshake completed and recognition settled (docs/PROTOCOL.md §5.9): the peer
+    /// is a contact (`contactID` nil while locked, before the contacts are read) or a
+    /// stranger. Sent again if that changes (the contact deleted, matched at unlock).
+    case linkAuthenticated(LinkEventInfo, isContact: Bool, contactID: Int64?)
+    /// A link closed, by either side, with the reason ("Handshake timed out", "Closed by
+    /// the application", a protocol violation, "The node is closing").
+    case linkClosed(LinkEventInfo, reason: String)
 
     public var json: JSON {
         switch self {
@@ -63,8 +58,22 @@ public enum NodeEvent: Sendable, Equatable {
             return .object([("transport", .string(n.transport)), ("message", .string(n.message)),
                             ("retry_after_ms", n.retryAfterMs.map { .int($0) } ?? .null)])
         case .carryActivity(let s): return s.json
+        case .linkOpened(let l): return .object(l.jsonFields)
+        case .linkAuthenticated(let l, let isContact, let contactID):
+            return .object(l.jsonFields + [("peer", .string(isContact ? "contact" : "stranger")),
+                                           ("contact_id", contactID.map { .int($0) } ?? .null)])
+        case .linkClosed(let l, let reason): return .object(l.jsonFields + [("reason", .string(reason))])
         }
     }
+}
+
+/// Which link a link event is about: its id (the id diagnostics and `yaok_link_id` give)
+/// and its transport's name.
+public struct LinkEventInfo: Sendable, Equatable {
+    public let linkID: UInt64
+    public let transport: String
+
+    var jsonFields: [(String, JSON)] { [("link_id", .int(Int64(linkID))), ("transport", .string(transport))] }
 }
 
 /// A transport's notice (`NodeEvent.transportNotice`).

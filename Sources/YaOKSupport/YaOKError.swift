@@ -113,7 +113,7 @@ public struct YaOKError: Error, Equatable, Sendable, CustomStringConvertible {
             case .alreadyInitialized: return "An identity already exists here"
             case .noPlatformKey: return "No platform key is registered"
             case .wrongPlatformKey: return "Incorrect platform key"
-            case .closed: return "The node has been closed"
+            case .closed: return "Closed: the node or the link was closed"
             case .busy: return "This data directory is already open in another Ya OK node"
             case .alreadyUnlocked: return "Already unlocked"
             case .deviceSecretRequired: return "This vault is bound to a device secret: set it before unlocking"

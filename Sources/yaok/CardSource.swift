@@ -15,6 +15,9 @@ struct CardSource {
         if argument.hasPrefix("yaok:") { return CardSource(text: argument, origin: nil) }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            if isDirectory.boolValue { throw CLIError("\(argument) is a directory, not a card or a file holding one") }
+            // What looks like a path is a file that is missing, not a bad card.
+            if looksLikePath(argument) { throw CLIError("No such file: \(argument)", status: .notFound) }
             // Neither a card nor a file: the node says it is not a card.
             return CardSource(text: argument, origin: nil)
         }
@@ -41,6 +44,14 @@ struct CardSource {
         }
         throw CLIError("\(argument) is neither a PNG or JPEG photo of a QR code nor a file holding a card (yaok:1:…)",
                        status: .invalidCard)
+    }
+
+    /// A file name rather than text: a path separator (not in a URL), or a photo's or text
+    /// file's extension.
+    static func looksLikePath(_ argument: String) -> Bool {
+        if argument.contains("://") { return false }
+        let lower = argument.lowercased()
+        return argument.contains("/") || [".png", ".jpg", ".jpeg", ".txt"].contains { lower.hasSuffix($0) }
     }
 
     /// The Ya OK card among the QR codes in a photo.

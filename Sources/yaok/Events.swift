@@ -3,7 +3,7 @@ import YaOK
 
 /// The security log: wrong PINs, lockouts, unknown senders, tampering… never content.
 struct Events: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the security event log, newest first.")
+    static let configuration = CommandConfiguration(abstract: "Show the security event log: the newest events (--limit), oldest first.")
 
     @OptionGroup var options: GlobalOptions
 

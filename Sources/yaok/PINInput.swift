@@ -13,9 +13,28 @@ enum PINInput {
     static func readNew() throws -> (pin: String, confirmation: String) {
         let env = ProcessInfo.processInfo.environment
         if let pin = env["YAOK_PIN"] { return (pin, env["YAOK_PIN_CONFIRM"] ?? pin) }
-        let pin = try readFromTerminal(prompt: "Choose a PIN (at least 6 digits): ")
-        let confirmation = try readFromTerminal(prompt: "Repeat the PIN: ")
-        return (pin, confirmation)
+        // A PIN setup would refuse (too short, control characters) is said at once and asked
+        // again, not only after it was typed twice and the command ended.
+        for attempt in 1...3 {
+            let pin = try readFromTerminal(prompt: "Choose a PIN (at least 6 digits): ")
+            do {
+                _ = try SecretStrength.check(pin)
+            } catch let error as YaOKError where attempt < 3 {
+                try tell("\(error.message)\n")
+                continue
+            }
+            let confirmation = try readFromTerminal(prompt: "Repeat the PIN: ")
+            return (pin, confirmation)
+        }
+        throw YaOKError(.pinTooShort)  // not reached: the third refusal is thrown above
+    }
+
+    /// A line to the person at the terminal (the prompts' channel, not stdout).
+    private static func tell(_ message: String) throws {
+        let fd = open("/dev/tty", O_WRONLY | O_NOCTTY)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        _ = message.withCString { write(fd, $0, strlen($0)) }
     }
 
     private static func readFromTerminal(prompt: String) throws -> String {

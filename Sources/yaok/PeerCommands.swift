@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Glibc
 import YaOK
 
@@ -28,8 +29,26 @@ enum PeerClient {
             throw error
         }
         defer { node.close() }
-        if request.needsKeys { try options.unlock(node) }
+        if request.needsKeys {
+            try options.unlock(node)
+        } else if case .status = request {
+            try unlockForStatus(node, options)
+        }
         return try request.perform(on: node)
+    }
+
+    /// `status` works locked, but with $YAOK_PIN set the person has given the PIN: unlock, so
+    /// that the contacts and the outbox show too. Not during a lockout (that attempt would
+    /// only be refused); a PIN that does not unlock leaves the status locked, with a note.
+    private static func unlockForStatus(_ node: Node, _ options: GlobalOptions) throws {
+        guard ProcessInfo.processInfo.environment["YAOK_PIN"] != nil else { return }
+        let status = try node.status()
+        guard status.initialized, status.locked, status.lockoutSecondsRemaining == 0 else { return }
+        do {
+            try options.unlock(node)
+        } catch let error as YaOKError {
+            FileHandle.standardError.write(Data("yaok: YAOK_PIN did not unlock: \(error.message)\n".utf8))
+        }
     }
 
     /// The answer of the `yaok run` on `client`'s socket; nil when none is serving. When

@@ -40,6 +40,59 @@ struct CLI {
                       stderr: String(decoding: stderr, as: UTF8.self))
     }
 
+    /// Runs the CLI on a terminal of its own (`script` allocates a pty), without $YAOK_PIN, and
+    /// types each reply once its prompt has appeared (the CLI flushes pending input when it
+    /// turns echo off, so a reply typed early would be lost). Returns everything the terminal
+    /// showed.
+    func runOnTerminal(_ arguments: [String], replies: [(prompt: String, text: String)]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        let command = ([CLI.executable.path, "--home", home] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        process.arguments = ["-qec", command, "/dev/null"]
+        var env = ProcessInfo.processInfo.environment
+        env["YAOK_PIN"] = nil
+        process.environment = env
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        // Read on a thread of its own, so that a prompt that never comes ends the wait
+        // instead of blocking it.
+        final class Screen: @unchecked Sendable {  // guarded by `lock`
+            let lock = NSLock()
+            var text = ""
+            func withLock<T>(_ body: (inout String) -> T) -> T { lock.lock(); defer { lock.unlock() }; return body(&text) }
+        }
+        let shown = Screen()
+        let reader = Thread {
+            while true {
+                let data = output.fileHandleForReading.availableData
+                if data.isEmpty { return }
+                shown.withLock { $0 += String(decoding: data, as: UTF8.self) }
+            }
+        }
+        reader.start()
+        var answered: [String: Int] = [:]
+        for reply in replies {
+            let wanted = (answered[reply.prompt] ?? 0) + 1
+            // A guard against a prompt that never comes, not a measure of speed.
+            let deadline = Date().addingTimeInterval(15)
+            while shown.withLock({ $0.components(separatedBy: reply.prompt).count - 1 }) < wanted, Date() < deadline {
+                usleep(20_000)
+            }
+            answered[reply.prompt] = wanted
+            input.fileHandleForWriting.write(Data((reply.text + "\n").utf8))
+        }
+        try input.fileHandleForWriting.close()
+        let end = Date().addingTimeInterval(30)
+        while process.isRunning, Date() < end { usleep(20_000) }
+        if process.isRunning { process.terminate() }  // script hangs up its terminal: the CLI ends too
+        process.waitUntilExit()
+        usleep(100_000)
+        return shown.withLock { $0 }
+    }
+
     static func temporary(_ name: String) -> CLI {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("yaok-cli-\(name)-\(UUID().uuidString)")
         return CLI(home: dir.path)
@@ -104,7 +157,10 @@ struct CLI {
         #expect(try cli.run(["status", "--json"]).stdout.contains("\"meets_production_minimum\":true"))
         let bad = try cli.run(["contacts", "add", "https://example.com", "--json"])
         #expect(bad.status != 0)
-        #expect((bad.json as? [String: Any])?["error"] as? String == "Invalid Ya OK QR code")
+        #expect((bad.json as? [String: Any])?["error"] as? String == "Invalid Ya OK QR code: not a Ya OK card (Ya OK card text starts with yaok:1:)")
+        // A file that is not there is said to be missing, not a bad card (issue 21 §4).
+        let missing = try cli.run(["contacts", "add", "cards/bob.png"])
+        #expect(missing.status != 0 && missing.stderr.contains("No such file: cards/bob.png"), "\(missing.stderr)")
     }
 
     @Test func anUnusableHomeIsAClearError() throws {
@@ -131,12 +187,28 @@ struct CLI {
         #expect((status["lockout_seconds"] as? Int ?? 0) > 0)
     }
 
+    /// Issue 21 §6: a PIN that is too short is refused as soon as it is typed, and asked
+    /// again, instead of after the confirmation, ending the command.
+    @Test func aTooShortPINIsRefusedAtOnceAndAskedAgain() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { return }
+        let cli = CLI.temporary("short-pin")
+        let shown = try cli.runOnTerminal(["init", "--name", "Alice"], replies: [
+            ("Choose a PIN", "123"), ("Choose a PIN", "135790"), ("Repeat the PIN", "135790"),
+        ])
+        #expect(shown.contains("PIN must be at least 6 digits"), "\(shown)")
+        #expect(shown.components(separatedBy: "Repeat the PIN").count - 1 == 1, "\(shown)")
+        #expect(shown.contains("Created Alice"), "\(shown)")
+    }
+
     @Test func eventsAndReset() throws {
         let cli = CLI.temporary("reset")
         #expect(try cli.run(["init", "--name", "Alice"]).status == 0)
         _ = try cli.run(["contacts"], pin: "999999")
         let events = try #require(try cli.run(["events", "--json"]).json as? [[String: Any]])
         #expect(events.contains { $0["kind"] as? String == "wrong_pin" })
+        // The help says the order it prints in (issue 21 §6: it said newest first).
+        let help = try cli.run(["events", "--help"]).stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(help.contains("oldest first") && !help.contains("newest first"), "\(help)")
         let refused = try cli.run(["reset"])
         #expect(refused.status != 0)
         #expect(try cli.run(["status", "--json"]).stdout.contains("\"initialized\":true"))

@@ -165,6 +165,16 @@ func pairOfContacts(_ label: String) throws -> (alice: CLI, bob: CLI) {
         let status = try #require(try alice.run(["status", "--json"]).json as? [String: Any])
         #expect(status["initialized"] as? Bool == true)
         #expect(status.keys.contains("diagnostics"))
+        // With YAOK_PIN (the CLI tests always set it) status unlocks: the contacts and the
+        // outbox show without `yaok run` (issue 21 §6).
+        #expect(status["locked"] as? Bool == false)
+        let diagnostics = try #require(status["diagnostics"] as? [String: Any])
+        #expect((diagnostics["contacts"] as? [[String: Any]])?.contains { $0["name"] as? String == "Bob" } == true)
+        #expect(diagnostics["outbox"] != nil)
+        // A wrong one leaves it locked and says so, without failing the command.
+        let wrong = try alice.run(["status", "--json"], pin: "000000")
+        #expect(wrong.status == 0 && wrong.stderr.contains("YAOK_PIN did not unlock: Incorrect PIN"))
+        #expect((wrong.json as? [String: Any])?["locked"] as? Bool == true)
     }
 
     @Test func commandsGoThroughTheRunningPeerWithinASecond() throws {

@@ -33,14 +33,16 @@ extension DeliveryEngine {
         }
         if let first { effects.units += try state.units(for: first).map { (link, $0) } }
         links[id] = state
+        effects.events.append(.linkOpened(LinkEventInfo(linkID: id, transport: transport)))
         return link
     }
 
     /// Removes a link (closed by its transport or by the node). What was in flight on it
     /// goes over another open link to the contact now if there is one (not a failed attempt
     /// that waits a minute); else each is a failed attempt. False: it was not open.
-    mutating func closeLink(_ link: Link, _ store: Store, _ keys: UnlockedKeys?) throws -> Bool {
+    mutating func closeLink(_ link: Link, reason: String, _ store: Store, _ keys: UnlockedKeys?) throws -> Bool {
         guard let state = links.removeValue(forKey: link.id) else { return false }
+        effects.events.append(.linkClosed(LinkEventInfo(linkID: link.id, transport: link.transport), reason: reason))
         carryLinkClosed(link.id, store)
         link.notePeer(.unknown)
         state.channel.close()
@@ -356,7 +358,7 @@ extension DeliveryEngine {
     /// recognised (§5.9) and still a contact — by the directory, or while locked by the
     /// digests kept from the last unlock; false once the peer's probe held none of our
     /// markers (or the recognised peer was deleted); nil until then.
-    private func tellPeerStanding(_ link: LinkState) {
+    private mutating func tellPeerStanding(_ link: LinkState) {
         guard link.ready else { return }
         let isContact: Bool?
         if let peer = link.peer {
@@ -365,6 +367,12 @@ extension DeliveryEngine {
             isContact = link.probeUnmatched ? false : nil
         }
         link.link.notePeer(.authenticated(isContact: isContact))
+        // YAOK_EVENT_LINK_AUTHENTICATED once recognition settles, and again when it changes
+        // (the contact was deleted, or the peer was matched at unlock).
+        guard let isContact, link.announced?.isContact != isContact || link.announced?.contactID != link.contactID else { return }
+        links[link.link.id]?.announced = (isContact, link.contactID)
+        effects.events.append(.linkAuthenticated(LinkEventInfo(linkID: link.link.id, transport: link.link.transport),
+                                                 isContact: isContact, contactID: link.contactID))
     }
 
     /// Contacts changed: rebuild the directory and re-check which open links are contacts.

@@ -20,6 +20,8 @@ struct LinkState {
     /// The peer's probe held no marker of any contact of ours: a stranger, unless a proof
     /// still arrives (it had us past its probe's capacity).
     var probeUnmatched = false
+    /// What the last YAOK_EVENT_LINK_AUTHENTICATED said about the peer (nil: none sent yet).
+    var announced: (isContact: Bool, contactID: Int64?)?
     let openedAt: Int64
     var lastReceived: Int64
     /// When this side last sent a link packet (a keepalive follows `Node.linkKeepaliveMs`

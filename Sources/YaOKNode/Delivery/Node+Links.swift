@@ -46,7 +46,7 @@ extension Node {
     /// Closes a link: from the transport (`Link.close`) or from the node (then the
     /// transport's `closed` callback runs). In-flight packets count as failed attempts.
     func closeLink(_ link: Link, reason: String, notifyTransport: Bool) {
-        let removed = (try? withEngine { engine, store, keys in try engine.closeLink(link, store, keys) }) ?? false
+        let removed = (try? withEngine { engine, store, keys in try engine.closeLink(link, reason: reason, store, keys) }) ?? false
         if removed, notifyTransport { link.closedByNode(reason) }
     }
 

@@ -65,6 +65,9 @@ extension Node {
                 .object([("id", .int(Int64(l.link.id))), ("transport", .string(l.link.transport)),
                          ("state", .string(l.isOpen ? "open" : "handshake")),
                          ("contact_id", l.contactID.map { .int($0) } ?? .null),
+                         // What recognition (§5.9) settled: "contact" (proved itself), "stranger"
+                         // (anonymous, carrying only), "unknown" (not settled yet).
+                         ("peer", .string(l.isOpen ? (l.link.peerIsContact.map { $0 ? "contact" : "stranger" } ?? "unknown") : "unknown")),
                          ("opened_ms", .int(l.openedAt)), ("last_received_ms", .int(l.lastReceived))])
             }
             // Present with null when there is nothing to say (docs/ABI.md's rule for fields).

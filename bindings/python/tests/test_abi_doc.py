@@ -254,12 +254,15 @@ def world(tmp_path):
             EventKind.CONTACTS_CHANGED: a_events.first(EventKind.CONTACTS_CHANGED),
             EventKind.MESSAGE_RECEIVED: b_events.first(EventKind.MESSAGE_RECEIVED, contact_id=alice_id),
             EventKind.TRANSPORT_CHANGED: a_events.first(EventKind.TRANSPORT_CHANGED, state="running"),
+            EventKind.LINK_OPENED: a_events.first(EventKind.LINK_OPENED),
+            EventKind.LINK_AUTHENTICATED: a_events.first(EventKind.LINK_AUTHENTICATED, peer="contact"),
         }
         out["events"] = events
         with to_alice.lock, to_bob.lock:
             to_alice.target = to_bob.target = None
         a_link.close()
         b_link.close()
+        events[EventKind.LINK_CLOSED] = a_events.first(EventKind.LINK_CLOSED)
         wait(lambda: raw(alice, contacts_mod._show, bob_id)["connection"]["state"] == "last_seen")
         out["contact last seen"] = raw(alice, contacts_mod._show, bob_id)
         yield out

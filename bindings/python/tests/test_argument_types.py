@@ -90,7 +90,7 @@ class Context:
             "query": "Bob", "with_messages": False, "transport": "LAN", "text": "hi",
             "message_id": self.outgoing, "sent_at_ms": 1_000, "status": "sent", "before": None,
             "limit": 10, "before_id": None,
-            "role": yaok.LinkRole.INITIATOR, "mtu": 200, "send": lambda unit: None, "closed": None,
+            "role": yaok.LinkRole.INITIATOR, "mtu": 200, "send": lambda unit: None, "closed": None, "stream": False,
             "enabled": True, "listen": "127.0.0.1", "port": 0, "discovery": False, "peers": [],
             "address": "127.0.0.1:7443", "pin_hex": "00" * 32, "ca_file": None, "adapter": "hci0",
             "mode": "anyone", "max_packets": 100, "max_bytes": 1 << 20,

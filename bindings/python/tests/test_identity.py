@@ -92,14 +92,18 @@ def test_card_decode_trims_white_space(alice):
 def test_invalid_cards(text):
     with pytest.raises(yaok.InvalidCard) as info:
         yaok.Card.decode(text)
-    assert info.value.message == "Invalid Ya OK QR code"
+    # The status is the same for every defect; the message says which (issue 21 §4).
+    assert info.value.message.startswith("Invalid Ya OK QR code: ")
+    expected = ("unsupported card version 2" if text.startswith("yaok:2:")
+                else "damaged" if text.startswith("yaok:1:") else "not a Ya OK card")
+    assert expected in info.value.message
 
 
 def test_corrupted_card_is_refused(alice):
     text = alice.card
     for position in (8, len(text) // 2, len(text) - 3):
         flipped = "B" if text[position] == "A" else "A"
-        with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code$"):
+        with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code"):
             yaok.Card.decode(text[:position] + flipped + text[position + 1:])
 
 

@@ -65,7 +65,7 @@ def test_contacts_flow(node, bob, bob_card, eve):
 
 def test_bad_cards(node):
     for text in ("not a card", "yaok:1:AAAA", "", "yaok:1:\0"):
-        with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code$"):
+        with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code"):
             node.preview_contact(text)
         with pytest.raises(yaok.InvalidCard):
             node.add_contact(text)

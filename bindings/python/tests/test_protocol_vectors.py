@@ -88,7 +88,7 @@ def test_card_reject_vectors(name):
     assert card.signing_key == signer.ed25519_public
     ref.nb.crypto_sign_open(card.signature + ref.CARD_CONTEXT + card.signed, signer.ed25519_public)
     assert not ref.card_is_valid(v["text"])
-    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code$"):
+    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code"):
         yaok.Card.decode(v["text"])
 
 

@@ -82,7 +82,7 @@ def test_core_refuses_cards_pynacl_signed_wrongly(alice_keys, eve_keys):
     # Properly signed, but an invalid display name.
     bad_name = ref.make_card(alice_keys, "A")
     for text in (forged, altered, version_2, bad_name):
-        with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code$"):
+        with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code"):
             yaok.Card.decode(text)
 
 
@@ -107,7 +107,7 @@ def test_core_refuses_a_card_that_borrows_someone_elses_encryption_key(alice_key
     for proof in proofs:
         text = ref.make_card(eve_keys, "Alice", encryption_key=borrowed, key_proof=proof)
         assert not ref.card_is_valid(text)
-        with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code$"):
+        with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code"):
             yaok.Card.decode(text)
 
 
@@ -116,7 +116,7 @@ def test_core_refuses_a_card_that_borrows_someone_elses_encryption_key(alice_key
 def test_core_refuses_a_card_with_a_low_order_encryption_key(eve_keys, key):
     assert ref.is_low_order(key)
     text = ref.make_card(eve_keys, "Eve", encryption_key=key, key_proof=bytes(64))
-    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code$"):
+    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code"):
         yaok.Card.decode(text)
 
 

@@ -35,9 +35,9 @@ from .carry import CarryMode, CarryStatus
 from .contacts import Connection, ConnectionState, Contact, ContactPreview
 from .events import EventKind, Registration
 from .identity import Card, Identity, PublicKeys
-from .links import Link, LinkRole
+from .links import Link, LinkInfo, LinkPeer, LinkRole
 from .messages import HistoryPage, Message, MessageDirection, MessageStatus, OutboxEntry
-from .node import Node, NodeStatus, NodeWarning, Profile, SecretStrength, SetupResult, Strength, VaultStatus, check_secret
+from .node import Node, NodeState, NodeStatus, NodeWarning, Profile, SecretStrength, SetupResult, Strength, VaultStatus, check_secret
 from .security import SecurityEvent
 
 __version__ = "0.1.0"
@@ -55,11 +55,11 @@ else:
 __all__ = [
     "ABI_VERSION", "abi_version", "version_string", "status_str", "load_library",
     "Identity", "Card", "PublicKeys", "envelope", "errors",
-    "Node", "NodeStatus", "NodeWarning", "Profile", "SetupResult", "SecretStrength", "Strength",
+    "Node", "NodeState", "NodeStatus", "NodeWarning", "Profile", "SetupResult", "SecretStrength", "Strength",
     "VaultStatus", "check_secret",
     "CarryMode", "CarryStatus",
     "Contact", "ContactPreview", "Connection", "ConnectionState",
-    "Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry", "Link", "LinkRole",
+    "Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry", "Link", "LinkRole", "LinkInfo", "LinkPeer",
     "SecurityEvent", "EventKind", "Registration",
     "node", "contacts", "messages", "security", "events", "links", "typed", "wire",
     # yaok.errors.__all__, written out: mypy reads only a literal __all__, and names it

@@ -13,6 +13,9 @@ header's numeric ranges::
     ├── ProtocolError   5xx  wire protocol
     └── LibraryError    9xx  the library itself
 
+and :class:`HandleClosed` (a binding object used after ``close()``, no status) directly
+below :class:`YaOKError`.
+
 with one class per code below them. A code this module does not know yet (a newer library
 within the same ABI) maps to its range's class, or to :class:`YaOKError` itself.
 
@@ -293,7 +296,7 @@ class WrongPlatformKey(StoreError):
 
 
 class Closed(StoreError):
-    """The node was closed (YAOK_E_CLOSED). Not to be confused with :class:`HandleClosed`,
+    """A link that either side closed, or a node closing (YAOK_E_CLOSED). Not to be confused with :class:`HandleClosed`,
     which the binding raises itself for a Python object used after ``close()``."""
     code = Status.CLOSED
 
@@ -411,8 +414,10 @@ class CryptoInitError(LibraryError):
 
 
 # ---- binding-level errors (no status code)
-class HandleClosed(ValueError):
-    """The object was used after ``close()`` (like I/O on a closed file)."""
+class HandleClosed(YaOKError, ValueError):
+    """The object was used after ``close()`` (like I/O on a closed file). Raised by the
+    binding itself, with no status (``status`` is -1), but a :class:`YaOKError` like every
+    other failure, so ``except yaok.YaOKError`` catches it too."""
 
 
 class LibraryNotFound(ImportError):

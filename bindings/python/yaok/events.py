@@ -57,6 +57,9 @@ class EventKind(enum.IntEnum):
     TRANSPORT_CHANGED = 8       #: {"name", "display_name", "state", "error"}
     TRANSPORT_NOTICE = 9        #: {"transport", "message", "retry_after_ms"}
     CARRY_ACTIVITY = 10         #: the carry figures (docs/ABI.md, "carry"): see :class:`~yaok.CarryStatus`
+    LINK_OPENED = 11            #: {"link_id", "transport"}: a link opened; its handshake runs
+    LINK_AUTHENTICATED = 12     #: {"link_id", "transport", "peer": "contact" | "stranger", "contact_id"}
+    LINK_CLOSED = 13            #: {"link_id", "transport", "reason"}
 
 
 class yaok_event(ctypes.Structure):

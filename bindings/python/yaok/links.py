@@ -4,10 +4,16 @@
 >>> my_radio.on_receive = link.receive      # every unit that arrives
 >>> link.close()                            # the connection ended
 
-``send(unit: bytes)`` and ``closed(reason: str)`` run **on the node's event thread** (or,
-for a send, on the thread of a call you made on the node, such as :meth:`Node.send`), never
-while the node's lock is held; they may call :meth:`Link.receive` on any link. Exceptions
-they raise are logged on the ``yaok.links`` logger and never reach the library.
+A unit is one whole message of the connection (a radio packet of at most ``mtu`` bytes):
+the node never splits or joins units. Over a byte stream (a socket, a serial line) open
+the link with ``stream=True`` instead (``yaok_link_open_stream``): the library frames what
+it sends and :meth:`Link.receive` takes the bytes exactly as read, any split.
+
+``send(unit: bytes)`` runs **only on the node's event thread**, with a link's units in
+order; ``closed(reason: str)`` runs on the event thread, or inside :meth:`Link.close` and
+:meth:`Node.close`. Neither runs while the node's lock is held; they may call
+:meth:`Link.receive` on any link. Exceptions they raise are logged on the ``yaok.links``
+logger and never reach the library.
 
 How the C side is kept safe: the three C function pointers are module-level ctypes objects;
 ``user_data`` is a token naming the link in a module registry, dropped only when the
@@ -21,14 +27,15 @@ import enum
 import itertools
 import logging
 import threading
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._lib import STATUS, OwnedHandle, declare
 from ._node_base import CHAR_OUT, UINT32_MAX, NodeBase, NodePointer, check_int
 from .events import FREE_CALLBACK
 from .errors import InvalidArgument
 
-__all__ = ["Link", "LinkRole", "LINK_MIN_MTU"]
+__all__ = ["Link", "LinkRole", "LinkInfo", "LinkPeer", "LINK_MIN_MTU"]
 
 log = logging.getLogger("yaok.links")
 
@@ -55,6 +62,9 @@ CLOSED_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
 
 _open = declare("yaok_link_open", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
                 SEND_CALLBACK, CLOSED_CALLBACK, ctypes.c_void_p, FREE_CALLBACK, ctypes.POINTER(LinkPointer))
+_open_stream = declare("yaok_link_open_stream", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_uint32,
+                       SEND_CALLBACK, CLOSED_CALLBACK, ctypes.c_void_p, FREE_CALLBACK, ctypes.POINTER(LinkPointer))
+_link_id = declare("yaok_link_id", STATUS, LinkPointer, ctypes.POINTER(ctypes.c_uint64))
 _receive = declare("yaok_link_receive", STATUS, LinkPointer, ctypes.c_char_p, ctypes.c_size_t)
 _close = declare("yaok_link_close", None, LinkPointer)
 _peer = declare("yaok_link_peer", STATUS, LinkPointer, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_uint32))
@@ -65,6 +75,48 @@ _lan_add = declare("yaok_transport_lan_add", STATUS, NodePointer, ctypes.c_char_
 _relay_add = declare("yaok_transport_relay_add", STATUS, NodePointer, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
 _ble_add = declare("yaok_transport_ble_add", STATUS, NodePointer, ctypes.c_char_p)
 LAN_NO_DISCOVERY = 1
+
+
+class LinkPeer(enum.IntEnum):
+    """``YAOK_LINK_PEER_*``: who a link's peer is."""
+
+    UNKNOWN = 0   #: handshake or recognition not done yet
+    CONTACT = 1   #: the peer proved it is a contact (docs/PROTOCOL.md §5.9)
+    STRANGER = 2  #: handshake done, no contact: it carries packets, nothing routed
+
+
+class yaok_link_list(ctypes.Structure):
+    """The opaque ``yaok_link_list``."""
+
+
+class yaok_link_info(ctypes.Structure):
+    """``struct yaok_link_info`` (include/yaok.h)."""
+
+    _fields_ = [("struct_size", ctypes.c_uint32), ("authenticated", ctypes.c_int32), ("link_id", ctypes.c_uint64),
+                ("transport", ctypes.c_char_p), ("peer", ctypes.c_uint32), ("has_contact", ctypes.c_int32),
+                ("contact_id", ctypes.c_int64), ("opened_ms", ctypes.c_int64), ("last_received_ms", ctypes.c_int64)]
+
+
+LinkListPointer = ctypes.POINTER(yaok_link_list)
+_list_new = declare("yaok_link_list_new", STATUS, NodePointer, ctypes.POINTER(LinkListPointer))
+_list_free = declare("yaok_link_list_free", None, LinkListPointer)
+_list_count = declare("yaok_link_list_count", STATUS, LinkListPointer, ctypes.POINTER(ctypes.c_size_t))
+_list_get = declare("yaok_link_list_get", STATUS, LinkListPointer, ctypes.c_size_t, ctypes.POINTER(yaok_link_info))
+
+
+@dataclass(frozen=True)
+class LinkInfo:
+    """One open link (``yaok_link_list_get``; diagnostics' ``links``)."""
+
+    link_id: int
+    """:attr:`Link.id`, and the ``link_id`` of the link events."""
+    transport: str
+    authenticated: bool
+    peer: LinkPeer
+    contact_id: Optional[int]
+    """The contact at the other end; None for a stranger (or not matched yet while locked)."""
+    opened_ms: int
+    last_received_ms: int
 
 
 class _Callbacks:
@@ -136,9 +188,19 @@ class Link:
     def closed(self) -> bool:
         return self._handle.closed
 
+    @property
+    def id(self) -> int:
+        """The link's id (``yaok_link_id``): the ``link_id`` of the link events and of
+        :meth:`Node.open_links`."""
+        out = ctypes.c_uint64()
+        with self._handle.borrow() as pointer:
+            _link_id(pointer, ctypes.byref(out))
+        return int(out.value)
+
     def receive(self, unit: Union[bytes, bytearray, memoryview]) -> None:
-        """One unit as the connection received it (copied; processed on the event thread).
-        A link the node closed: :class:`~yaok.Closed`."""
+        """One unit as the connection received it (on a stream link: any bytes of the stream),
+        copied and processed on the event thread. A link either side closed:
+        :class:`~yaok.Closed`; a broken stream: :class:`~yaok.FrameTooLarge` (the link closes)."""
         if not isinstance(unit, (bytes, bytearray, memoryview)):
             raise TypeError(f"unit must be bytes, not {type(unit).__name__}")
         raw = bytes(unit)
@@ -173,10 +235,16 @@ class Link:
 
 class LinksMixin(NodeBase):
     def open_link(self, transport: str, role: Union[LinkRole, int], mtu: int,
-                  send: Callable[[bytes], Any], closed: Optional[Callable[[str], Any]] = None) -> Link:
+                  send: Callable[[bytes], Any], closed: Optional[Callable[[str], Any]] = None,
+                  stream: bool = False) -> Link:
         """Opens a link over a connection the application carries itself
         (``yaok_link_open``). ``send(unit)`` transmits one unit of at most ``mtu`` bytes and
-        must not block; ``closed(reason)`` is called when the node ends the link."""
+        must not block; ``closed(reason)`` is called when the node ends the link.
+        ``stream=True`` (``yaok_link_open_stream``): the connection is a byte stream; ``mtu``
+        is ignored, ``send`` gets whole frames to write as they are, and :meth:`Link.receive`
+        takes the bytes as read."""
+        if not isinstance(stream, bool):
+            raise TypeError(f"stream must be a bool, not {type(stream).__name__}")
         name = self._text(transport, "transport")
         if isinstance(role, bool) or not isinstance(role, int):
             raise TypeError(f"role must be a LinkRole, not {type(role).__name__}")
@@ -194,8 +262,12 @@ class LinksMixin(NodeBase):
         out = LinkPointer()
         try:
             with self._borrow() as pointer:
-                _open(pointer, name, int(role), size, _SEND_TRAMPOLINE, _CLOSED_TRAMPOLINE, token,
-                      _FREE_TRAMPOLINE, ctypes.byref(out))
+                if stream:
+                    _open_stream(pointer, name, int(role), _SEND_TRAMPOLINE, _CLOSED_TRAMPOLINE, token,
+                                 _FREE_TRAMPOLINE, ctypes.byref(out))
+                else:
+                    _open(pointer, name, int(role), size, _SEND_TRAMPOLINE, _CLOSED_TRAMPOLINE, token,
+                          _FREE_TRAMPOLINE, ctypes.byref(out))
         except BaseException:
             with _registry_lock:
                 _registry.pop(token, None)
@@ -245,6 +317,27 @@ class LinksMixin(NodeBase):
         :class:`~yaok.LinkFailed` with "Bluetooth unavailable: …" and what to do; the other
         transports carry on."""
         self._call(_ble_add, None if adapter is None else self._text(adapter, "adapter"))
+
+    def open_links(self) -> List[LinkInfo]:
+        """The links open now, oldest first (``yaok_link_list_*``): every transport's, with
+        handshakes still running. Works while locked."""
+        handle = LinkListPointer()
+        self._call(_list_new, ctypes.byref(handle))
+        try:
+            count = ctypes.c_size_t()
+            _list_count(handle, ctypes.byref(count))
+            links = []
+            for i in range(count.value):
+                info = yaok_link_info()
+                info.struct_size = ctypes.sizeof(yaok_link_info)
+                _list_get(handle, i, ctypes.byref(info))
+                links.append(LinkInfo(link_id=int(info.link_id), transport=(info.transport or b"").decode("utf-8"),
+                                      authenticated=bool(info.authenticated), peer=LinkPeer(info.peer),
+                                      contact_id=int(info.contact_id) if info.has_contact else None,
+                                      opened_ms=int(info.opened_ms), last_received_ms=int(info.last_received_ms)))
+            return links
+        finally:
+            _list_free(handle)
 
     def diagnostics(self) -> Dict[str, Any]:
         """Diagnostics as a dict (docs/ABI.md, "diagnostics"); works while locked."""

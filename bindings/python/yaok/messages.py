@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from ._lib import STATUS, TextEnum, declare
 from ._node_base import CHAR_OUT, UINT32_MAX, NodeBase, NodePointer, check_int, text_bytes
-from .errors import InvalidArgument
+from .errors import InvalidArgument, NotFound
 
 __all__ = ["Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry",
            "MESSAGE_ID_BYTES"]
@@ -178,9 +178,21 @@ class MessagesMixin(NodeBase):
         :class:`~yaok.InvalidArgument`; no such outgoing message: :class:`~yaok.NotFound`."""
         return Message.from_json(self._call_json(_retry, message_id_bytes(message_id)))
 
-    def message(self, message_id: MessageID) -> Message:
-        """One message we sent, with its current status (``yaok_message_get``)."""
-        return Message.from_json(self._call_json(_get, message_id_bytes(message_id)))
+    def message(self, message_id: MessageID, contact_id: Optional[int] = None) -> Message:
+        """One stored message. Without ``contact_id``: one we sent, with its current status
+        (``yaok_message_get``). With it: any message of that conversation, received ones
+        included (``yaok_message_lookup``), e.g. the one a
+        :attr:`~yaok.EventKind.MESSAGE_RECEIVED` event names. None: :class:`~yaok.NotFound`."""
+        raw = message_id_bytes(message_id)
+        if contact_id is None:
+            try:
+                return Message.from_json(self._call_json(_get, raw))
+            except NotFound as e:
+                raise NotFound(f"{e.message} (a received message needs its conversation: "
+                               "message(message_id, contact_id=...))", e.status) from None
+        from .typed import read_message  # the typed handle's getters (typed.py)
+        with self._borrow() as pointer:
+            return read_message(pointer, check_int(contact_id, "contact_id"), raw)
 
     def outbox(self) -> List[OutboxEntry]:
         """Messages still on their way, in sending order (``yaok_outbox``)."""

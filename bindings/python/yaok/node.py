@@ -39,13 +39,13 @@ from .carry import CarryMixin
 from .contacts import ContactsMixin
 from .errors import InvalidArgument
 from .events import EventsMixin
-from .identity import Identity, IdentityPointer
+from .identity import Card, CardPointer, Identity, IdentityPointer
 from .links import LinksMixin
 from .messages import MessagesMixin
 from .security import SecurityMixin
 
 __all__ = [
-    "Node", "NodeStatus", "VaultStatus", "SetupResult", "NodeWarning", "SecretStrength", "Strength",
+    "Node", "NodeStatus", "NodeState", "VaultStatus", "SetupResult", "NodeWarning", "SecretStrength", "Strength",
     "check_secret",
     "NODE_OPEN_DEFAULT", "NODE_OPEN_TEST_FAST_KDF", "AUTO_LOCK_NEVER", "RESET_CONFIRM",
     "PLATFORM_KEY_BYTES", "DEVICE_SECRET_BYTES", "MAX_AUTO_LOCK_MS", "TEST_INSECURE_KDF_VARIABLE",
@@ -177,6 +177,42 @@ class NodeStatus:
                    auto_lock_ms=data.get("auto_lock_ms"),
                    platform_key_registered=bool(data.get("platform_key_registered", False)),
                    vault=VaultStatus.from_json(vault) if vault else None)
+
+
+class yaok_node_state(ctypes.Structure):
+    """``struct yaok_node_state`` (include/yaok.h)."""
+
+    _fields_ = [("struct_size", ctypes.c_uint32), ("initialized", ctypes.c_int32), ("locked", ctypes.c_int32),
+                ("lockout_seconds", ctypes.c_uint32), ("failed_attempts", ctypes.c_uint32),
+                ("transports", ctypes.c_uint32), ("transports_running", ctypes.c_uint32),
+                ("transports_failed", ctypes.c_uint32), ("links_open", ctypes.c_uint32),
+                ("held_packets", ctypes.c_uint32), ("counts_known", ctypes.c_int32), ("contacts", ctypes.c_uint32),
+                ("contacts_online", ctypes.c_uint32), ("messages_waiting", ctypes.c_uint32)]
+
+
+_get_state = declare("yaok_node_get_state", STATUS, NodePointer, ctypes.POINTER(yaok_node_state))
+_node_card = declare("yaok_node_card", STATUS, NodePointer, ctypes.POINTER(CardPointer))
+
+
+@dataclass(frozen=True)
+class NodeState:
+    """What a status line shows, in one call (``yaok_node_get_state``); works while locked
+    and does not count as activity for auto-lock. ``initialized`` False is a first run:
+    call :meth:`Node.setup`, no unlock attempt needed to find out. ``contacts``,
+    ``contacts_online`` and ``messages_waiting`` are None while locked (unknown)."""
+
+    initialized: bool
+    locked: bool
+    lockout_seconds: int
+    failed_attempts: int
+    transports: int
+    transports_running: int
+    transports_failed: int
+    links_open: int
+    held_packets: int
+    contacts: Optional[int]
+    contacts_online: Optional[int]
+    messages_waiting: Optional[int]
 
 
 @dataclass(frozen=True)
@@ -368,6 +404,30 @@ class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin,
     def status(self) -> NodeStatus:
         """The lock state; works while locked."""
         return NodeStatus.from_json(self._call_json(_status))
+
+    def state(self) -> NodeState:
+        """The node at a glance (``yaok_node_get_state``): lock state, first run, transports,
+        links, contacts online and messages waiting; works while locked."""
+        out = yaok_node_state()
+        out.struct_size = ctypes.sizeof(yaok_node_state)
+        self._call(_get_state, ctypes.byref(out))
+        known = bool(out.counts_known)
+        return NodeState(initialized=bool(out.initialized), locked=bool(out.locked),
+                         lockout_seconds=int(out.lockout_seconds), failed_attempts=int(out.failed_attempts),
+                         transports=int(out.transports), transports_running=int(out.transports_running),
+                         transports_failed=int(out.transports_failed), links_open=int(out.links_open),
+                         held_packets=int(out.held_packets),
+                         contacts=int(out.contacts) if known else None,
+                         contacts_online=int(out.contacts_online) if known else None,
+                         messages_waiting=int(out.messages_waiting) if known else None)
+
+    def card(self) -> Card:
+        """The node's own contact card (``yaok_node_card``) as a :class:`~yaok.Card`: its
+        ``text`` for the QR code, ``fingerprint``, ``name``. No secret key is copied (unlike
+        :meth:`identity`). Needs the node unlocked."""
+        out = CardPointer()
+        self._call(_node_card, ctypes.byref(out))
+        return Card(out)
 
     def profile(self) -> Profile:
         """The node's public profile (name, user ID, fingerprint, card text for the QR code);

@@ -15,10 +15,13 @@ Constants (``YAOK_DIRECTION_*``, ``YAOK_TIME_*``, ``YAOK_TRANSPORT_*``,
 from __future__ import annotations
 
 import ctypes
+from typing import Any, List, Optional
 
 from ._lib import STATUS, declare
 from ._node_base import NodePointer
+from .errors import NotFound
 from .events import yaok_event
+from .messages import Message, MessageDirection, MessageStatus
 
 __all__ = ["yaok_message", "yaok_contact", "yaok_diagnostics", "MessagePointer", "ContactPointer",
            "DiagnosticsPointer", "DIRECTION_OUTGOING", "DIRECTION_INCOMING", "TIME_SENDER",
@@ -43,7 +46,26 @@ class yaok_diagnostics(ctypes.Structure):
     """Opaque ``struct yaok_diagnostics``."""
 
 
+class yaok_history(ctypes.Structure):
+    """Opaque ``struct yaok_history``."""
+
+
+class yaok_outbox_list(ctypes.Structure):
+    """Opaque ``struct yaok_outbox_list``."""
+
+
+class yaok_outbox_entry(ctypes.Structure):
+    """``struct yaok_outbox_entry`` (include/yaok.h)."""
+
+    _fields_ = [("struct_size", ctypes.c_uint32), ("status", ctypes.c_uint32), ("contact_id", ctypes.c_int64),
+                ("message_id", ctypes.c_uint8 * 16), ("attempts", ctypes.c_uint32),
+                ("waiting_for_transport", ctypes.c_int32), ("next_attempt_ms", ctypes.c_int64),
+                ("expires_ms", ctypes.c_int64)]
+
+
 MessagePointer = ctypes.POINTER(yaok_message)
+HistoryPointer = ctypes.POINTER(yaok_history)
+OutboxListPointer = ctypes.POINTER(yaok_outbox_list)
 ContactPointer = ctypes.POINTER(yaok_contact)
 DiagnosticsPointer = ctypes.POINTER(yaok_diagnostics)
 _EventPointer = ctypes.POINTER(yaok_event)
@@ -58,6 +80,8 @@ _event_message = declare("yaok_event_message", STATUS, _EventPointer, ctypes.POI
 _event_transport_name = declare("yaok_event_transport_name", STATUS, _EventPointer, _BORROWED)
 _event_transport_state = declare("yaok_event_transport_state", STATUS, _EventPointer, ctypes.POINTER(ctypes.c_uint32))
 _event_text = declare("yaok_event_text", STATUS, _EventPointer, _BORROWED)
+_event_link_id = declare("yaok_event_link_id", STATUS, _EventPointer, ctypes.POINTER(ctypes.c_uint64))
+_event_link_peer = declare("yaok_event_link_peer", STATUS, _EventPointer, ctypes.POINTER(ctypes.c_uint32))
 
 # messages
 _message_send_v2 = declare("yaok_message_send_v2", STATUS, NodePointer, ctypes.c_int64, ctypes.c_char_p,
@@ -72,6 +96,22 @@ _message_status = declare("yaok_message_status", STATUS, MessagePointer, ctypes.
 _message_text = declare("yaok_message_text", STATUS, MessagePointer, _BORROWED, ctypes.POINTER(ctypes.c_size_t))
 _message_time = declare("yaok_message_time", STATUS, MessagePointer, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int64))
 _message_repaired = declare("yaok_message_repaired", STATUS, MessagePointer, ctypes.POINTER(ctypes.c_int32))
+_message_unread = declare("yaok_message_unread", STATUS, MessagePointer, ctypes.POINTER(ctypes.c_int32))
+
+# a page of history and the outbox, as handles (Python reads them as JSON: Node.history,
+# Node.outbox)
+_history_new = declare("yaok_history_new", STATUS, NodePointer, ctypes.c_int64, ctypes.c_char_p, ctypes.c_uint32,
+                       ctypes.POINTER(HistoryPointer))
+_history_free = declare("yaok_history_free", None, HistoryPointer)
+_history_count = declare("yaok_history_count", STATUS, HistoryPointer, ctypes.POINTER(ctypes.c_size_t))
+_history_message = declare("yaok_history_message", STATUS, HistoryPointer, ctypes.c_size_t,
+                           ctypes.POINTER(MessagePointer))
+_history_older_cursor = declare("yaok_history_older_cursor", STATUS, HistoryPointer, _BORROWED)
+_outbox_list_new = declare("yaok_outbox_list_new", STATUS, NodePointer, ctypes.POINTER(OutboxListPointer))
+_outbox_list_free = declare("yaok_outbox_list_free", None, OutboxListPointer)
+_outbox_list_count = declare("yaok_outbox_list_count", STATUS, OutboxListPointer, ctypes.POINTER(ctypes.c_size_t))
+_outbox_list_entry = declare("yaok_outbox_list_entry", STATUS, OutboxListPointer, ctypes.c_size_t,
+                             ctypes.POINTER(yaok_outbox_entry))
 
 # contacts
 _contact_add_v2 = declare("yaok_contact_add_v2", STATUS, NodePointer, ctypes.c_char_p, ctypes.POINTER(ContactPointer))
@@ -95,3 +135,36 @@ _diagnostics_transport_count = declare("yaok_diagnostics_transport_count", STATU
 _diagnostics_transport = declare("yaok_diagnostics_transport", STATUS, DiagnosticsPointer, ctypes.c_size_t,
                                  _BORROWED, ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
                                  _BORROWED)
+
+
+def read_message(node: Any, contact_id: int, message_id: bytes) -> Message:
+    """``yaok_message_lookup`` read through the handle's getters into a :class:`Message`."""
+    handle = MessagePointer()
+    _message_lookup(node, contact_id, message_id, ctypes.byref(handle))
+    try:
+        conversation, direction, status = ctypes.c_int64(), ctypes.c_uint32(), ctypes.c_uint32()
+        _message_contact_id(handle, ctypes.byref(conversation))
+        _message_direction(handle, ctypes.byref(direction))
+        _message_status(handle, ctypes.byref(status))
+        text, length = ctypes.c_char_p(), ctypes.c_size_t()
+        _message_text(handle, ctypes.byref(text), ctypes.byref(length))
+        body = ctypes.string_at(text, length.value).decode("utf-8") if length.value else ""
+        times: List[Optional[int]] = []
+        for which in (TIME_SENDER, TIME_CREATED, TIME_SENT, TIME_RECEIVED):
+            ms = ctypes.c_int64()
+            try:
+                _message_time(handle, which, ctypes.byref(ms))
+                times.append(int(ms.value))
+            except NotFound:
+                times.append(None)
+        repaired, unread = ctypes.c_int32(), ctypes.c_int32()
+        _message_repaired(handle, ctypes.byref(repaired))
+        _message_unread(handle, ctypes.byref(unread))
+        return Message(message_id=bytes(message_id), conversation_id=int(conversation.value),
+                       direction=MessageDirection.INCOMING if direction.value == DIRECTION_INCOMING
+                       else MessageDirection.OUTGOING,
+                       status=list(MessageStatus)[status.value], text=body,
+                       sender_timestamp_ms=times[0] or 0, created_ms=times[1] or 0, sent_ms=times[2],
+                       received_ms=times[3], unread=bool(unread.value), repaired=bool(repaired.value))
+    finally:
+        _message_free(handle)

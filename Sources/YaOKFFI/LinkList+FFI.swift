@@ -1,0 +1,58 @@
+import CYaOK
+import YaOK
+
+/* ---- typed access: open links ---- */
+
+final class LinkListHandle: Handle {
+    let links: [OpenLink]
+    /// Each link's transport name, lent through yaok_link_info.transport.
+    let transports: [LentString]
+    init(_ links: [OpenLink]) throws {
+        self.links = links
+        transports = try links.map { try LentString($0.transport) }
+    }
+}
+
+/// `yaok_link_info` up to `link_id`.
+private let linkInfoMinimumSize = MemoryLayout<yaok_link_info>.offset(of: \.link_id).map { $0 + 8 } ?? MemoryLayout<yaok_link_info>.size
+
+@c @implementation
+public func yaok_link_list_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let out = try required(out, "out")
+        out.pointee = Handles.make(try LinkListHandle(n.openLinks()))
+    }
+}
+
+@c @implementation
+public func yaok_link_list_free(_ l: OpaquePointer?) { Handles.release(l, as: LinkListHandle.self) }
+
+@c @implementation
+public func yaok_link_list_count(_ l: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
+    boundary {
+        let l = try Handles.borrow(l, as: LinkListHandle.self, "links")
+        try required(out, "out_count").pointee = l.links.count
+    }
+}
+
+@c @implementation
+public func yaok_link_list_get(_ l: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<yaok_link_info>?) -> Int32 {
+    boundary {
+        let l = try Handles.borrow(l, as: LinkListHandle.self, "links")
+        let out = try required(out, "out")
+        let size = out.pointee.struct_size
+        let link = try element(l.links, index, "link")
+        var c = yaok_link_info()
+        c.struct_size = size
+        c.authenticated = link.authenticated ? 1 : 0
+        c.link_id = link.id
+        c.transport = UnsafePointer(l.transports[index].pointer)
+        c.peer = linkPeerCode(authenticated: link.authenticated, isContact: link.peerIsContact)
+        c.has_contact = link.contactID != nil ? 1 : 0
+        c.contact_id = link.contactID ?? 0
+        c.opened_ms = link.openedAt
+        c.last_received_ms = link.lastReceived
+        try writeSized(c, to: out, structSize: size, minimum: linkInfoMinimumSize, "yaok_link_info")
+    }
+}
