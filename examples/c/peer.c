@@ -328,7 +328,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--lan-peer") && lan_peer_count < 16) lan = 1, lan_peers[lan_peer_count++] = argv[++i];
         else usage();
     }
-    if (!data || !pin || (relay && !relay_pin)) usage();
+    /* Say which is missing: the usage text alone left people guessing. */
+    if (!data) { fprintf(stderr, "peer: --data DIR is required (where the identity and messages are kept)\n"); usage(); }
+    if (!pin) { fprintf(stderr, "peer: no PIN: set YAOK_PIN (or give --pin)\n"); usage(); }
+    if (relay && !relay_pin) { fprintf(stderr, "peer: --relay needs --relay-pin (the relay prints it)\n"); usage(); }
     if (yaok_abi_version() != YAOK_ABI_VERSION) {
         fprintf(stderr, "peer: libyaok has ABI %u, this program was built for %d\n", yaok_abi_version(), YAOK_ABI_VERSION);
         return 1;

@@ -126,7 +126,10 @@ func parse(_ arguments: [String]) -> Options {
         }
         i += 2
     }
-    if o.data == nil || o.pin == nil || (o.relay != nil && o.relayPin == nil) { usage() }
+    // Say which is missing: the usage text alone left people guessing.
+    if o.data == nil { writeLine(2, "yaok-peer-swift: --data DIR is required (where the identity and messages are kept)"); usage() }
+    if o.pin == nil { writeLine(2, "yaok-peer-swift: no PIN: set YAOK_PIN (or give --pin)"); usage() }
+    if o.relay != nil && o.relayPin == nil { writeLine(2, "yaok-peer-swift: --relay needs --relay-pin (the relay prints it)"); usage() }
     return o
 }
 
