@@ -1086,13 +1086,15 @@ yaok_status yaok_node_card(yaok_node *node, yaok_card **out);
 
 /* What a status line shows, in one call, written into the caller's struct (set
  * `struct_size` to sizeof(yaok_node_state) first: the library writes only the fields that
- * fit, later versions append fields and never move them; smaller than the first five
- * fields: YAOK_E_INVALID_ARGUMENT). Works while locked and does not count as activity for
- * auto-lock. A first run (no identity yet: call yaok_node_setup, not yaok_node_unlock) is
- * `initialized` 0: no unlock attempt is needed to find it. Each transport's name, state and
- * status line: yaok_diagnostics_new and yaok_diagnostics_transport. */
+ * fit, later versions append fields and never move them, and `struct_size` comes back as
+ * the bytes it wrote, so a caller built against a later header sees which fields an older
+ * library filled; smaller than the first five fields: YAOK_E_INVALID_ARGUMENT). Works
+ * while locked and does not count as activity for auto-lock. A first run (no identity yet:
+ * call yaok_node_setup, not yaok_node_unlock) is `initialized` 0: no unlock attempt is
+ * needed to find it. Each transport's name, state and status line: yaok_diagnostics_new and
+ * yaok_diagnostics_transport. */
 typedef struct yaok_node_state {
-    uint32_t struct_size;          /* in: sizeof(yaok_node_state) */
+    uint32_t struct_size;          /* in: sizeof(yaok_node_state); out: bytes written */
     int32_t initialized;           /* 1 once set up; 0: first run */
     int32_t locked;                /* 1 while locked */
     uint32_t lockout_seconds;      /* until the PIN may be tried again; 0 when not locked out */
@@ -1142,7 +1144,8 @@ typedef struct yaok_outbox_list yaok_outbox_list;
 /* One outbox entry, written into the caller's struct (`struct_size` as for
  * yaok_node_state; smaller than up to `message_id`: YAOK_E_INVALID_ARGUMENT). */
 typedef struct yaok_outbox_entry {
-    uint32_t struct_size;                        /* in: sizeof(yaok_outbox_entry) */
+    uint32_t struct_size;                        /* in: sizeof(yaok_outbox_entry); out:
+                                                    bytes written */
     uint32_t status;                             /* YAOK_MESSAGE_PENDING or _FAILED */
     int64_t contact_id;                          /* the recipient (= conversation) */
     uint8_t message_id[YAOK_MESSAGE_ID_BYTES];
@@ -1173,7 +1176,7 @@ typedef struct yaok_link_list yaok_link_list;
 /* One open link, written into the caller's struct (`struct_size` as for yaok_node_state;
  * smaller than up to `link_id`: YAOK_E_INVALID_ARGUMENT). */
 typedef struct yaok_link_info {
-    uint32_t struct_size;          /* in: sizeof(yaok_link_info) */
+    uint32_t struct_size;          /* in: sizeof(yaok_link_info); out: bytes written */
     int32_t authenticated;         /* 1 once the handshake completed */
     uint64_t link_id;              /* as yaok_link_id and the link events give it */
     const char *transport;         /* "lan", "ble", or an app's own: borrowed until
