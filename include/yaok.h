@@ -783,8 +783,9 @@ yaok_status yaok_link_open_stream(yaok_node *node, const char *transport, uint32
                                   yaok_link_send_callback send, yaok_link_closed_callback closed,
                                   void *user_data, yaok_free_callback free_user_data, yaok_link **out);
 
-/* One unit as the connection received it (on a stream link: any bytes of the stream).
- * Copied; returns at once, the node processes it
+/* One unit as the connection received it (on a stream link: any bytes of the stream, in the
+ * order read: give one stream link its bytes from one thread at a time, since two calls at
+ * once could interleave them). Copied; returns at once, the node processes it
  * on its event thread (so it is safe to call from a send callback). A link that was closed
  * (by either side): YAOK_E_CLOSED ("The link is closed …"). A link that sends faster than the node processes (more
  * than 1 MiB or 16,384 units waiting) is refused with YAOK_E_LINK_FAILED and closed: one
@@ -1121,7 +1122,8 @@ typedef struct yaok_history yaok_history;
 yaok_status yaok_history_new(yaok_node *node, int64_t conversation_id, const char *cursor, uint32_t limit,
                              yaok_history **out);
 
-/* Destroys a history page and wipes the texts it holds. NULL is a no-op. */
+/* Destroys a history page. NULL is a no-op. The page lends no text (yaok_history_message
+ * makes a handle that does), so nothing of it is wiped: the texts it held are released. */
 void yaok_history_free(yaok_history *history);
 
 /* How many messages the page holds. */
