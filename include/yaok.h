@@ -1228,7 +1228,7 @@ yaok_status yaok_node_set_carry(yaok_node *node, uint32_t mode, uint32_t max_pac
  * fields. Held figures survive restarts; the counters count since the node was opened.
  * Works while locked. */
 typedef struct yaok_carry_status {
-    uint32_t struct_size;               /* in: sizeof(yaok_carry_status) */
+    uint32_t struct_size;               /* in: sizeof(yaok_carry_status); out: bytes written */
     uint32_t mode;                      /* YAOK_CARRY_* */
     uint32_t max_packets;
     uint32_t reserved;                  /* 0 */

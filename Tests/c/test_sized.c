@@ -74,6 +74,17 @@ static void test_longer_caller_struct(yaok_node *node) {
     CHECK(s.appended[0] == 0xEEEEEEEEu && s.appended[3] == 0xEEEEEEEEu);
     CHECK(s.known.initialized == 1);
 
+    /* yaok_carry_status (issue 18) the same way. */
+    struct later_carry {
+        yaok_carry_status known;
+        uint64_t appended[2];
+    } c;
+    memset(&c, 0xEE, sizeof c);
+    c.known.struct_size = sizeof c;
+    CHECK(yaok_node_carry_status(node, &c.known) == YAOK_OK);
+    CHECK(c.known.struct_size == sizeof(yaok_carry_status));
+    CHECK(c.appended[0] == 0xEEEEEEEEEEEEEEEEu && c.appended[1] == 0xEEEEEEEEEEEEEEEEu);
+
     /* The library's own size: struct_size is left as it was. */
     yaok_node_state exact;
     exact.struct_size = sizeof exact;
