@@ -783,8 +783,9 @@ yaok_status yaok_link_open_stream(yaok_node *node, const char *transport, uint32
                                   yaok_link_send_callback send, yaok_link_closed_callback closed,
                                   void *user_data, yaok_free_callback free_user_data, yaok_link **out);
 
-/* One unit as the connection received it (on a stream link: any bytes of the stream).
- * Copied; returns at once, the node processes it
+/* One unit as the connection received it (on a stream link: any bytes of the stream, in the
+ * order read: give one stream link its bytes from one thread at a time, since two calls at
+ * once could interleave them). Copied; returns at once, the node processes it
  * on its event thread (so it is safe to call from a send callback). A link that was closed
  * (by either side): YAOK_E_CLOSED ("The link is closed …"). A link that sends faster than the node processes (more
  * than 1 MiB or 16,384 units waiting) is refused with YAOK_E_LINK_FAILED and closed: one
@@ -1086,13 +1087,15 @@ yaok_status yaok_node_card(yaok_node *node, yaok_card **out);
 
 /* What a status line shows, in one call, written into the caller's struct (set
  * `struct_size` to sizeof(yaok_node_state) first: the library writes only the fields that
- * fit, later versions append fields and never move them; smaller than the first five
- * fields: YAOK_E_INVALID_ARGUMENT). Works while locked and does not count as activity for
- * auto-lock. A first run (no identity yet: call yaok_node_setup, not yaok_node_unlock) is
- * `initialized` 0: no unlock attempt is needed to find it. Each transport's name, state and
- * status line: yaok_diagnostics_new and yaok_diagnostics_transport. */
+ * fit, later versions append fields and never move them, and `struct_size` comes back as
+ * the bytes it wrote, so a caller built against a later header sees which fields an older
+ * library filled; smaller than the first five fields: YAOK_E_INVALID_ARGUMENT). Works
+ * while locked and does not count as activity for auto-lock. A first run (no identity yet:
+ * call yaok_node_setup, not yaok_node_unlock) is `initialized` 0: no unlock attempt is
+ * needed to find it. Each transport's name, state and status line: yaok_diagnostics_new and
+ * yaok_diagnostics_transport. */
 typedef struct yaok_node_state {
-    uint32_t struct_size;          /* in: sizeof(yaok_node_state) */
+    uint32_t struct_size;          /* in: sizeof(yaok_node_state); out: bytes written */
     int32_t initialized;           /* 1 once set up; 0: first run */
     int32_t locked;                /* 1 while locked */
     uint32_t lockout_seconds;      /* until the PIN may be tried again; 0 when not locked out */
@@ -1119,7 +1122,8 @@ typedef struct yaok_history yaok_history;
 yaok_status yaok_history_new(yaok_node *node, int64_t conversation_id, const char *cursor, uint32_t limit,
                              yaok_history **out);
 
-/* Destroys a history page and wipes the texts it holds. NULL is a no-op. */
+/* Destroys a history page. NULL is a no-op. The page lends no text (yaok_history_message
+ * makes a handle that does), so nothing of it is wiped: the texts it held are released. */
 void yaok_history_free(yaok_history *history);
 
 /* How many messages the page holds. */
@@ -1142,7 +1146,8 @@ typedef struct yaok_outbox_list yaok_outbox_list;
 /* One outbox entry, written into the caller's struct (`struct_size` as for
  * yaok_node_state; smaller than up to `message_id`: YAOK_E_INVALID_ARGUMENT). */
 typedef struct yaok_outbox_entry {
-    uint32_t struct_size;                        /* in: sizeof(yaok_outbox_entry) */
+    uint32_t struct_size;                        /* in: sizeof(yaok_outbox_entry); out:
+                                                    bytes written */
     uint32_t status;                             /* YAOK_MESSAGE_PENDING or _FAILED */
     int64_t contact_id;                          /* the recipient (= conversation) */
     uint8_t message_id[YAOK_MESSAGE_ID_BYTES];
@@ -1173,7 +1178,7 @@ typedef struct yaok_link_list yaok_link_list;
 /* One open link, written into the caller's struct (`struct_size` as for yaok_node_state;
  * smaller than up to `link_id`: YAOK_E_INVALID_ARGUMENT). */
 typedef struct yaok_link_info {
-    uint32_t struct_size;          /* in: sizeof(yaok_link_info) */
+    uint32_t struct_size;          /* in: sizeof(yaok_link_info); out: bytes written */
     int32_t authenticated;         /* 1 once the handshake completed */
     uint64_t link_id;              /* as yaok_link_id and the link events give it */
     const char *transport;         /* "lan", "ble", or an app's own: borrowed until
@@ -1223,7 +1228,7 @@ yaok_status yaok_node_set_carry(yaok_node *node, uint32_t mode, uint32_t max_pac
  * fields. Held figures survive restarts; the counters count since the node was opened.
  * Works while locked. */
 typedef struct yaok_carry_status {
-    uint32_t struct_size;               /* in: sizeof(yaok_carry_status) */
+    uint32_t struct_size;               /* in: sizeof(yaok_carry_status); out: bytes written */
     uint32_t mode;                      /* YAOK_CARRY_* */
     uint32_t max_packets;
     uint32_t reserved;                  /* 0 */

@@ -59,9 +59,6 @@ public func yaok_node_carry_status(_ node: OpaquePointer?, _ out: UnsafeMutableP
         full.packets_purged = UInt64(clamping: s.packetsPurged)
         full.packets_refused = UInt64(clamping: s.packetsRefused)
         // Only the bytes the caller said it has: an older caller's struct is shorter.
-        withUnsafeBytes(of: &full) { bytes in
-            guard let base = bytes.baseAddress else { return }
-            UnsafeMutableRawPointer(out).copyMemory(from: base, byteCount: min(size, bytes.count))
-        }
+        try writeSized(full, to: out, structSize: UInt32(size), minimum: carryStatusMinimumSize, "yaok_carry_status")
     }
 }

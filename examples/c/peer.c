@@ -356,13 +356,14 @@ int main(int argc, char **argv) {
     uint32_t warnings = 0;
     check(yaok_node_set_auto_lock(node, YAOK_AUTO_LOCK_NEVER, &warnings), "turn auto-lock off");
 
-    /* Our card: the text others add (a QR code in a real app). */
-    yaok_identity *me = NULL;
+    /* Our card: the text others add (a QR code in a real app). yaok_node_card copies no
+     * secret key (yaok_node_identity would). */
+    yaok_card *me = NULL;
     char *card = NULL, *my_name = NULL;
-    check(yaok_node_identity(node, &me), "read the identity");
-    check(yaok_identity_card(me, &card), "read the card");
-    check(yaok_identity_name(me, &my_name), "read the name");
-    yaok_identity_free(me);
+    check(yaok_node_card(node, &me), "read our card");
+    check(yaok_card_text(me, &card), "read the card's text");
+    check(yaok_card_name(me, &my_name), "read the name");
+    yaok_card_free(me);
     say("you are %s; your card:", my_name);
     say("card: %s", card);
     if (card_file) {
@@ -417,11 +418,11 @@ int main(int argc, char **argv) {
             free(text);
         } else if (!strncmp(line, "/to ", 4)) switch_to(node, line + 4);
         else if (!strcmp(line, "/card")) {
-            yaok_identity *id = NULL;
+            yaok_card *me = NULL;
             char *text = NULL;
-            if (yaok_node_identity(node, &id) == YAOK_OK && yaok_identity_card(id, &text) == YAOK_OK) say("card: %s", text);
+            if (yaok_node_card(node, &me) == YAOK_OK && yaok_card_text(me, &text) == YAOK_OK) say("card: %s", text);
             yaok_string_free(text);
-            yaok_identity_free(id);
+            yaok_card_free(me);
         } else if (sscanf(line, "/wait %15s %d %d", what, &count, &seconds) >= 2) wait_for(what, count, seconds);
         else say("unknown command %s (/help)", line);
     }
