@@ -85,6 +85,15 @@ class LinkPeer(enum.IntEnum):
     STRANGER = 2  #: handshake done, no contact: it carries packets, nothing routed
 
 
+def _peer(raw: int) -> "Union[LinkPeer, int]":
+    """A peer code as :class:`LinkPeer`, or the plain number for one a later library added
+    (as events' kinds are): reading the list must not fail on it."""
+    try:
+        return LinkPeer(raw)
+    except ValueError:
+        return int(raw)
+
+
 class yaok_link_list(ctypes.Structure):
     """The opaque ``yaok_link_list``."""
 
@@ -112,7 +121,8 @@ class LinkInfo:
     """:attr:`Link.id`, and the ``link_id`` of the link events."""
     transport: str
     authenticated: bool
-    peer: LinkPeer
+    peer: "Union[LinkPeer, int]"
+    """A :class:`LinkPeer`, or the number of a kind a later library added."""
     contact_id: Optional[int]
     """The contact at the other end; None for a stranger (or not matched yet while locked)."""
     opened_ms: int
@@ -332,7 +342,7 @@ class LinksMixin(NodeBase):
                 info.struct_size = ctypes.sizeof(yaok_link_info)
                 _list_get(handle, i, ctypes.byref(info))
                 links.append(LinkInfo(link_id=int(info.link_id), transport=(info.transport or b"").decode("utf-8"),
-                                      authenticated=bool(info.authenticated), peer=LinkPeer(info.peer),
+                                      authenticated=bool(info.authenticated), peer=_peer(info.peer),
                                       contact_id=int(info.contact_id) if info.has_contact else None,
                                       opened_ms=int(info.opened_ms), last_received_ms=int(info.last_received_ms)))
             return links
