@@ -13,7 +13,7 @@ import YaOKCrypto
 final class FakeOpener: LinkOpener, Sendable {
     let eventLoop: EventLoop
     let echo: Bool
-    private let opened = Mutex<[FakeLink]>([])
+    private let opened = Locked<[FakeLink]>([])
 
     init(echo: Bool = false) throws {
         eventLoop = try EventLoop()
@@ -47,10 +47,10 @@ final class FakeLink: TransportLink, Sendable {
     private let sendUnit: @Sendable ([UInt8]) -> Void
     private let nodeClosed: @Sendable (String) -> Void
     private let loop: EventLoop
-    private let received = Mutex<[[UInt8]]>([])
-    private let closeReason = Mutex<String?>(nil)
-    private let handshakeDone = Mutex(false)
-    private let contact = Mutex<Bool?>(nil)
+    private let received = Locked<[[UInt8]]>([])
+    private let closeReason = Locked<String?>(nil)
+    private let handshakeDone = Locked(false)
+    private let contact = Locked<Bool?>(nil)
 
     init(role: LinkRole, mtu: Int, echo: Bool, send: @escaping @Sendable ([UInt8]) -> Void,
          closed: @escaping @Sendable (String) -> Void, loop: EventLoop) {
