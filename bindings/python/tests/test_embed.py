@@ -171,6 +171,6 @@ def test_a_bad_card_says_which_defect(alice):
 def test_a_link_peer_code_from_a_later_library_is_kept_as_a_number() -> None:
     """A ``YAOK_LINK_PEER_*`` value this binding does not know (a later library's) reads as
     its number, as event kinds do: listing the links must not raise ValueError."""
-    from yaok.links import LinkPeer, _peer
-    assert _peer(2) is LinkPeer.STRANGER
-    assert _peer(7) == 7 and not isinstance(_peer(7), LinkPeer)
+    from yaok.links import LinkPeer, _peer_kind
+    assert _peer_kind(2) is LinkPeer.STRANGER
+    assert _peer_kind(7) == 7 and not isinstance(_peer_kind(7), LinkPeer)

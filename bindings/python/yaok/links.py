@@ -85,7 +85,7 @@ class LinkPeer(enum.IntEnum):
     STRANGER = 2  #: handshake done, no contact: it carries packets, nothing routed
 
 
-def _peer(raw: int) -> "Union[LinkPeer, int]":
+def _peer_kind(raw: int) -> "Union[LinkPeer, int]":
     """A peer code as :class:`LinkPeer`, or the plain number for one a later library added
     (as events' kinds are): reading the list must not fail on it."""
     try:
@@ -342,7 +342,7 @@ class LinksMixin(NodeBase):
                 info.struct_size = ctypes.sizeof(yaok_link_info)
                 _list_get(handle, i, ctypes.byref(info))
                 links.append(LinkInfo(link_id=int(info.link_id), transport=(info.transport or b"").decode("utf-8"),
-                                      authenticated=bool(info.authenticated), peer=_peer(info.peer),
+                                      authenticated=bool(info.authenticated), peer=_peer_kind(info.peer),
                                       contact_id=int(info.contact_id) if info.has_contact else None,
                                       opened_ms=int(info.opened_ms), last_received_ms=int(info.last_received_ms)))
             return links
