@@ -20,6 +20,9 @@ public struct Scenario: Sendable {
     public var messagesPerNodePerDay = 4.0
     public var lifetimeHours = 7.0 * 24
     public var printLog = false
+    /// The share of each person's friends drawn from their own community (community plan
+    /// only; 0: friends drawn at random from everyone, the default).
+    public var localFriends = 0.0
 
     public init() {}
 
@@ -30,7 +33,10 @@ public struct Scenario: Sendable {
         usage: yaok-sim [--plan community|waypoint|chain|one:FILE|haggle:FILE] [--nodes N] [--days D]
                         [--seed S] [--router direct|direct-all|direct-model|epidemic|courier|spray|ours] [--compare]
                         [--copies L] [--bandwidth BYTES_PER_S] [--range METRES] [--rate MSGS_PER_NODE_PER_DAY]
-                        [--lifetime-hours H] [--log]
+                        [--lifetime-hours H] [--friends-local P] [--log]
+               --router also takes a comma-separated list (printed as a table) and the spray
+               variants of docs/SIMULATOR.md "Latency against copies", each as NAME or NAME:L
+               (\(SprayVariantRouter.Policy.names.joined(separator: ", ")))
         Runs a delay-tolerant scenario on a virtual clock and prints the ONE simulator's metrics
         and the event-log hash (docs/SIMULATOR.md). --compare runs every router over the same plan
         and workload and prints a table. Defaults: community, 30 nodes, 2 days, seed 1, direct.
@@ -72,11 +78,15 @@ public struct Scenario: Sendable {
                 guard s.days > 0, s.days <= 365 else { throw SimError("--days must be above 0 and at most 365") }
             case "--seed": s.seed = try number(flag, UInt64.self)
             case "--router":
-                let v = try value(flag)
-                guard (allRouters + ["direct-model", "direct-all"]).contains(v) else {
-                    throw SimError("--router: \(v) is not direct, direct-all, direct-model, epidemic, courier, spray or ours")
+                let names = try value(flag).split(separator: ",").map(String.init)
+                for v in names where !(allRouters + ["direct-model", "direct-all"]).contains(v) {
+                    guard Scenario.variant(v, copies: 8) != nil else {
+                        throw SimError("--router: \(v) is not direct, direct-all, direct-model, epidemic, courier, spray, ours or a spray variant")
+                    }
                 }
-                s.routers = [v]
+                guard !names.isEmpty else { throw SimError("--router needs a name") }
+                s.routers = names
+                if names.count > 1 { s.compare = true }
             case "--compare": s.compare = true
             case "--copies":
                 s.sprayCopies = try number(flag, Int.self)
@@ -93,13 +103,16 @@ public struct Scenario: Sendable {
             case "--lifetime-hours":
                 s.lifetimeHours = try number(flag, Double.self)
                 guard s.lifetimeHours > 0, s.lifetimeHours <= 14 * 24 else { throw SimError("--lifetime-hours must be above 0 and at most 336 (14 days)") }
+            case "--friends-local":
+                s.localFriends = try number(flag, Double.self)
+                guard (0...1).contains(s.localFriends) else { throw SimError("--friends-local must be 0 to 1") }
             case "--log": s.printLog = true
             default:
                 throw SimError("Unknown option \(flag)\n\(usage)")
             }
             i += 1
         }
-        if s.compare { s.routers = allRouters }
+        if s.compare, s.routers.count < 2 { s.routers = allRouters }
         return s
     }
 
@@ -129,6 +142,11 @@ public struct Scenario: Sendable {
         var options = Workload.Options()
         options.perNodePerDay = messagesPerNodePerDay
         options.lifetime = lifetimeHours * 3600
+        if localFriends > 0, self.plan == .community {
+            let model = CommunityModel(nodes: nodes, days: days)
+            options.localFriends = localFriends
+            options.community = { model.community(of: $0) }
+        }
         return Workload.generate(plan: plan, seed: seed, options: options)
     }
 
@@ -141,8 +159,24 @@ public struct Scenario: Sendable {
         case "epidemic": return PacketRouter(.epidemic)
         case "courier": return PacketRouter(.bitchatCourier)
         case "spray": return PacketRouter(.spray(copies: sprayCopies))
-        default: throw SimError("No router called \(name)")
+        default:
+            guard let variant = Scenario.variant(name, copies: sprayCopies) else { throw SimError("No router called \(name)") }
+            return SprayVariantRouter(variant)
         }
+    }
+
+    /// A spray variant as `--router` names it: NAME or NAME:L (L copies).
+    static func variant(_ text: String, copies: Int) -> SprayVariantRouter.Policy? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count <= 2 else { return nil }
+        var l = copies
+        if parts.count == 2 {
+            guard let n = Int(parts[1]), (1...1024).contains(n) else { return nil }
+            l = n
+        }
+        guard var p = SprayVariantRouter.Policy.named(parts[0], copies: l) else { return nil }
+        p.name = parts.count == 2 ? text : "\(parts[0]):\(l)"
+        return p
     }
 
     /// Files up to 256 MiB (a trace larger than that is not a contact plan).

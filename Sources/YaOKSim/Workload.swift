@@ -36,6 +36,13 @@ public struct Workload: Sendable, Equatable {
         public var friends = 5
         /// Seconds: today's engine keeps a message 7 days (SealedMessage.defaultLifetimeMinutes).
         public var lifetime: Double = 7 * 86_400
+        /// The share of friends drawn from one's own community (`community` says which), as
+        /// in community models built on a social network, where ties drive who meets whom
+        /// (Musolesi and Mascolo's CMM; Eagle, Pentland and Lazer find friends' phones in
+        /// proximity far more than others'). 0, the default: friends are drawn from everyone,
+        /// independently of who meets whom.
+        public var localFriends = 0.0
+        public var community: (@Sendable (Int) -> Int)?
         public init() {}
     }
 
@@ -46,12 +53,17 @@ public struct Workload: Sendable, Equatable {
         var pairs = Set<NodePair>()
         // Only people the plan has meet anyone (a trace's ids can be sparse).
         let present = Set(plan.encounters.flatMap { [$0.a, $0.b] }).sorted()
+        // The variant draws local friends from a stream of its own, so the default
+        // workload's draws (and every published hash) are unchanged.
+        var local = SimRandom(seed: seed, stream: "workload-local-friends")
         for i in present {
             let want = min(options.friends, present.count - 1)
+            let neighbours = options.community.map { community in present.filter { $0 != i && community($0) == community(i) } } ?? []
             var tries = 0
             while friends[i].count < want, tries < 50 * want {
                 tries += 1
-                let j = present[rng.below(present.count)]
+                let j = !neighbours.isEmpty && local.unit() < options.localFriends
+                    ? neighbours[local.below(neighbours.count)] : present[rng.below(present.count)]
                 if j == i || friends[i].contains(j) { continue }
                 friends[i].append(j)
                 pairs.insert(NodePair(i, j))
