@@ -34,6 +34,11 @@ public final class SprayVariantRouter: Router {
         /// spray-and-focus do): a single copy moves to a peer that met the recipient more
         /// recently than its holder. What knowing the destination would buy; not buildable.
         public var oracleFocus = false
+        /// Not a router: the floor of destination-blind placement. At writing, L − 1 single
+        /// copies appear at once at distinct random nodes other than the sender and the
+        /// recipient (no meeting needed), and wait. No blind policy places its copies better
+        /// on a plan where every node meets as often as every other.
+        public var blindFloor = false
 
         public enum Scope: Sendable, Equatable { case sender, everyone }
 
@@ -77,6 +82,8 @@ public final class SprayVariantRouter: Router {
             case "oracle-focus":
                 // (e) Destination-aware reference (leaks the recipient).
                 p.oracleFocus = true
+            case "blind-floor":
+                p.blindFloor = true
             default:
                 return nil
             }
@@ -85,7 +92,7 @@ public final class SprayVariantRouter: Router {
 
         /// Every named variant, in table order.
         public static let names = ["social-sender", "social-all", "social-weigh", "social-sender-weigh", "source", "front",
-                                   "wait-contacts", "respray", "unfamiliar", "oracle-focus"]
+                                   "wait-contacts", "respray", "unfamiliar", "oracle-focus", "blind-floor"]
     }
 
     private struct Copy {
@@ -127,6 +134,7 @@ public final class SprayVariantRouter: Router {
                                                 expires: message.created + run.workload.lifetime, own: true)
         seen[message.from].insert(message.id)
         run.recorder.store(message.from, packets: stores[message.from].count)
+        if policy.blindFloor { place(message, run: run) }
         for e in active { exchange(e, run: run) }
     }
 
@@ -140,6 +148,25 @@ public final class SprayVariantRouter: Router {
         }
         lastMet[e.a][e.b] = now
         lastMet[e.b][e.a] = now
+    }
+
+    /// The blind floor: L − 1 copies at random nodes at once (a stream per message).
+    private func place(_ m: SimMessage, run: RunContext) {
+        let n = run.plan.nodeCount
+        guard n > 2 else { return }
+        var rng = SimRandom(seed: UInt64(m.id), stream: "blind-floor")
+        stores[m.from][m.id]?.copies = 1
+        var placed = 0, tries = 0
+        while placed < min(policy.copies - 1, n - 2), tries < 100 * policy.copies {
+            tries += 1
+            let y = rng.below(n)
+            if y == m.from || y == m.to || seen[y].contains(m.id) { continue }
+            placed += 1
+            seen[y].insert(m.id)
+            stores[y][m.id] = Copy(copies: 1, expires: m.created + run.workload.lifetime, own: false)
+            run.recorder.relayed(m, from: m.from, to: y, at: m.created, bytes: m.wireBytes)
+            run.recorder.store(y, packets: stores[y].count)
+        }
     }
 
     public func contactDown(_ encounter: ActiveEncounter, run: RunContext) throws {}

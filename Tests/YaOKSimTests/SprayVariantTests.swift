@@ -13,7 +13,7 @@ import Testing
     /// Each hand-over in a run's log, as (message, from, to); deliveries included.
     static func relays(_ log: [String]) -> [(message: Int, from: Int, to: Int)] {
         log.compactMap { line in
-            let words = line.split(separator: " ")
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\n" })
             guard words.count == 4, words[1] == "relay", words[2].hasPrefix("m") else { return nil }
             let ends = words[3].split(separator: ">")
             guard let m = Int(words[2].dropFirst()), ends.count == 2, let from = Int(ends[0]), let to = Int(ends[1])
@@ -61,6 +61,25 @@ import Testing
         #expect(!carried.isEmpty)
         #expect(carried.allSatisfy { workload.messages[$0.message].from == $0.from })
         #expect(Dictionary(grouping: carried, by: \.message).values.allSatisfy { $0.count <= 7 })
+    }
+
+    /// blind-floor: L − 1 copies at distinct nodes, never the sender or the recipient, at the
+    /// moment of writing; carriers then only deliver.
+    @Test func theBlindFloorPlacesCopiesAtOnce() throws {
+        let (s, plan, workload) = try Self.scenario(["--router", "blind-floor:5"])
+        var simulation = Simulation(plan: plan, workload: workload)
+        simulation.keepLog = true
+        let result = try simulation.run(s.makeRouter("blind-floor:5"))
+        let carried = Self.relays(result.log).filter { workload.messages[$0.message].to != $0.to }
+        let byMessage = Dictionary(grouping: carried, by: \.message)
+        #expect(byMessage.count == workload.messages.count)
+        for (id, hops) in byMessage {
+            let m = workload.messages[id]
+            #expect(hops.count == 4)
+            #expect(Set(hops.map(\.to)).count == 4)
+            #expect(hops.allSatisfy { $0.from == m.from && $0.to != m.from && $0.to != m.to })
+        }
+        #expect(result.metrics.copiesPerMessage <= 5)
     }
 
     @Test func unknownVariantsAreRefused() {
