@@ -567,6 +567,13 @@ yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
                                                 while locked */
 #define YAOK_EVENT_LINK_CLOSED 13u           /* {"link_id", "transport", "reason"}: a link
                                                 closed, by either side */
+#define YAOK_EVENT_TRANSPORT_CONNECTION 14u  /* {"name", "state", "reason", "detail",
+                                                "next_retry_ms"}: a transport connected,
+                                                started connecting or disconnected (with
+                                                the reason): yaok_event_connection */
+#define YAOK_EVENT_INTERNET_CHANGED 15u      /* {"available", "line", "default_route",
+                                                "relay", "why"}: "Internet: Available" or
+                                                "Unavailable" changed: yaok_event_internet */
 
 /* Registers `callback` for this node's events, replacing any earlier registration (whose
  * free_user_data then runs on the event thread, after the last event it was given). NULL
@@ -964,6 +971,45 @@ yaok_status yaok_event_link_id(const yaok_event *event, uint64_t *out_link_id);
  * kinds: YAOK_E_NOT_FOUND. */
 yaok_status yaok_event_link_peer(const yaok_event *event, uint32_t *out_peer);
 
+/* ---- transport connection and internet (docs/ARCHITECTURE.md, "Transport state") ----
+ * Whether a transport can carry messages now, for an app to show: a relay reports its
+ * own (a wrong pin is DISCONNECTED with YAOK_DISCONNECT_PIN_MISMATCH, however long it is
+ * retried); a transport that reports none (LAN, BLE, an app's own) is CONNECTED while it
+ * runs and DISCONNECTED (DISABLED or FAILED) otherwise. */
+#define YAOK_CONNECTIVITY_DISCONNECTED 0u
+#define YAOK_CONNECTIVITY_CONNECTING 1u
+#define YAOK_CONNECTIVITY_CONNECTED 2u
+
+/* Why a transport is disconnected (YAOK_DISCONNECT_NONE while connected or connecting). */
+#define YAOK_DISCONNECT_NONE 0u
+#define YAOK_DISCONNECT_DISABLED 1u     /* switched off, or never started */
+#define YAOK_DISCONNECT_FAILED 2u       /* its start failed (the text says why) */
+#define YAOK_DISCONNECT_PIN_MISMATCH 3u /* the relay's certificate does not match the pin */
+#define YAOK_DISCONNECT_CERTIFICATE 4u  /* the certificate was rejected otherwise (CA, name) */
+#define YAOK_DISCONNECT_TLS 5u          /* the TLS handshake failed */
+#define YAOK_DISCONNECT_REFUSED 6u      /* connection refused: nothing listens there */
+#define YAOK_DISCONNECT_TIMED_OUT 7u    /* no answer within the connect timeout */
+#define YAOK_DISCONNECT_DNS 8u          /* the name did not resolve */
+#define YAOK_DISCONNECT_UNREACHABLE 9u  /* no route to the host or network */
+#define YAOK_DISCONNECT_CLOSED 10u      /* the other end closed the connection */
+#define YAOK_DISCONNECT_PROTOCOL 11u    /* the other end broke the protocol */
+#define YAOK_DISCONNECT_REVOKED 12u     /* the relay revoked our pseudonym: not retried */
+#define YAOK_DISCONNECT_LOCKED 13u      /* the node is locked: connects after unlock */
+#define YAOK_DISCONNECT_IDLE 14u        /* nothing to do (no contact yet): connects when there is */
+#define YAOK_DISCONNECT_OTHER 15u       /* anything else (the text says what) */
+
+/* YAOK_EVENT_TRANSPORT_CONNECTION: *out_state YAOK_CONNECTIVITY_*, *out_reason
+ * YAOK_DISCONNECT_*, *out_next_retry_ms the wall-clock time (ms since 1970) of the next
+ * attempt, 0 when none is scheduled. The transport's name: yaok_event_transport_name; the
+ * reason for a person ("The relay's certificate does not match the pinned key"):
+ * yaok_event_text (YAOK_E_NOT_FOUND when there is none). Other kinds: YAOK_E_NOT_FOUND. */
+yaok_status yaok_event_connection(const yaok_event *event, uint32_t *out_state, uint32_t *out_reason,
+                                  int64_t *out_next_retry_ms);
+
+/* YAOK_EVENT_INTERNET_CHANGED: *out_available 1 or 0. yaok_event_text gives the line
+ * "Internet: Available" / "Internet: Unavailable". Other kinds: YAOK_E_NOT_FOUND. */
+yaok_status yaok_event_internet(const yaok_event *event, int32_t *out_available);
+
 /* -- messages -- */
 
 /* yaok_message_send, returning the stored message as a handle instead of JSON (status
@@ -1076,6 +1122,24 @@ yaok_status yaok_diagnostics_transport_count(const yaok_diagnostics *diagnostics
  * else "Running" or "Disabled". Strings borrowed until yaok_diagnostics_free. */
 yaok_status yaok_diagnostics_transport(const yaok_diagnostics *diagnostics, size_t index, const char **out_name,
                                        uint32_t *out_state, uint32_t *out_links, const char **out_status);
+
+/* Transport `index`'s connection as yaok_event_connection gives it: *out_state
+ * YAOK_CONNECTIVITY_*, *out_reason YAOK_DISCONNECT_*, *out_next_retry_ms (0: none), and
+ * *out_detail the reason for a person or NULL. Beyond the count: YAOK_E_NOT_FOUND.
+ * Strings borrowed until yaok_diagnostics_free. */
+yaok_status yaok_diagnostics_transport_connection(const yaok_diagnostics *diagnostics, size_t index,
+                                                  uint32_t *out_state, uint32_t *out_reason,
+                                                  int64_t *out_next_retry_ms, const char **out_detail);
+
+/* "Internet: Available/Unavailable" (seed AC-060-01) when the snapshot was taken: whether
+ * the node has a usable route to the internet. A running relay decides once it has an
+ * answer (connected, or a server that answered and was refused, as for a wrong pin:
+ * available; refused, timed out, no DNS: unavailable); otherwise (no relay, or still
+ * connecting) a default route decides (Linux: /proc/net/route, /proc/net/ipv6_route).
+ * *out_available and *out_default_route 1 or 0; *out_line "Internet: Available" or
+ * "Internet: Unavailable", borrowed until yaok_diagnostics_free. */
+yaok_status yaok_diagnostics_internet(const yaok_diagnostics *diagnostics, int32_t *out_available,
+                                      int32_t *out_default_route, const char **out_line);
 
 /* -- the node at a glance: own card, status, history, outbox, open links -- */
 

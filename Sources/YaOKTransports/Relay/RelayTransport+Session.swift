@@ -114,6 +114,7 @@ extension RelayTransport {
             scheduleTickLocked(&s)
             return s.node
         }) else { return fail(generation, YaOKError(.malformedPacket, "Unexpected READY from the relay")) }
+        publishConnection()
         let carrier: Carrier
         do {
             carrier = try node.openCarrier(transport: name, route: address.description, relay: state.withLock { $0.relayIdentifier }, callbacks: CarrierCallbacks(
@@ -248,6 +249,7 @@ extension RelayTransport {
             s.lastSync = Clock.milliseconds()
             s.certificateRejectionLogged = false
         }
+        publishConnection()
     }
 
     /// The node closed the carrier: locked (wait for the unlock) or closing.
@@ -270,6 +272,7 @@ extension RelayTransport {
             return s.carrier
         }
         carrier?.close(reason: "Locked")
+        publishConnection()
     }
 }
 
