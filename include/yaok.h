@@ -974,7 +974,8 @@ yaok_status yaok_event_link_peer(const yaok_event *event, uint32_t *out_peer);
 /* ---- transport connection and internet (docs/ARCHITECTURE.md, "Transport state") ----
  * Whether a transport can carry messages now, for an app to show: a relay reports its
  * own (a wrong pin is DISCONNECTED with YAOK_DISCONNECT_PIN_MISMATCH, however long it is
- * retried); a transport that reports none (LAN, BLE, an app's own) is CONNECTED while it
+ * retried); Bluetooth LE is DISCONNECTED with YAOK_DISCONNECT_RADIO_OFF while its adapter
+ * is off or removed; a transport that reports none (LAN, an app's own) is CONNECTED while it
  * runs and DISCONNECTED (DISABLED or FAILED) otherwise. */
 #define YAOK_CONNECTIVITY_DISCONNECTED 0u
 #define YAOK_CONNECTIVITY_CONNECTING 1u
@@ -997,6 +998,8 @@ yaok_status yaok_event_link_peer(const yaok_event *event, uint32_t *out_peer);
 #define YAOK_DISCONNECT_LOCKED 13u      /* the node is locked: connects after unlock */
 #define YAOK_DISCONNECT_IDLE 14u        /* nothing to do (no contact yet): connects when there is */
 #define YAOK_DISCONNECT_OTHER 15u       /* anything else (the text says what) */
+#define YAOK_DISCONNECT_RADIO_OFF 16u   /* the radio is off or gone (a Bluetooth adapter
+                                           powered off or removed): connects when it is back */
 
 /* YAOK_EVENT_TRANSPORT_CONNECTION: *out_state YAOK_CONNECTIVITY_*, *out_reason
  * YAOK_DISCONNECT_*, *out_next_retry_ms the wall-clock time (ms since 1970) of the next

@@ -46,6 +46,7 @@ struct ConnectionCodes {
         case .locked: return YAOK_DISCONNECT_LOCKED
         case .idle: return YAOK_DISCONNECT_IDLE
         case .other: return YAOK_DISCONNECT_OTHER
+        case .radioOff: return YAOK_DISCONNECT_RADIO_OFF
         }
     }
 }

@@ -42,6 +42,9 @@ public struct TransportConnection: Sendable, Equatable {
         case idle
         /// Anything else: `detail` says what.
         case other
+        /// The radio is off or gone (a Bluetooth adapter powered off or removed): connects
+        /// when it is back.
+        case radioOff = "radio_off"
 
         /// Whether the other end answered (a TCP connection was made): a wrong pin or TLS
         /// failure still shows that the network works, a refusal or timeout does not.

@@ -58,6 +58,7 @@ class DisconnectReason(TextEnum):
     LOCKED = "locked"
     IDLE = "idle"
     OTHER = "other"
+    RADIO_OFF = "radio_off"
 
 
 @dataclass(frozen=True)
