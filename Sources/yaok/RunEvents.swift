@@ -27,9 +27,10 @@ final class EventPrinter: Sendable {
     private let names: [Int64: String]
     /// Who was online at the last look, so that only changes are printed.
     private let online = Locked<[Int64: String]>([:])
-    /// Each transport's connection state last printed: a connect is printed after
-    /// "connecting" (a relay), not when a transport that reports nothing starts (LAN).
-    private let connections = Locked<[String: TransportConnection.State]>([:])
+    /// Each transport's last connection event, and the disconnect last printed: a connect is
+    /// printed after "connecting" (a relay), not when a transport that reports nothing
+    /// starts (LAN); the same failure again on each retry is printed once.
+    private let connections = Locked<[String: (state: TransportConnection.State, printed: TransportConnection?)]>([:])
 
     /// Call with the node unlocked (it reads the contacts' names).
     init(node: Node, out: EventOutput) throws {
@@ -107,15 +108,19 @@ final class EventPrinter: Sendable {
     /// "connecting" itself is quiet, and so are switching on and off (the transport line
     /// says those).
     private func connectionChanged(_ name: String, _ c: TransportConnection) {
-        let before = connections.withLock { seen -> TransportConnection.State? in
-            defer { seen[name] = c.state }
-            return seen[name]
-        }
-        let shown: Bool
-        switch c.state {
-        case .connecting: shown = false
-        case .connected: shown = before == .connecting
-        case .disconnected: shown = before != nil && before != .disconnected && c.reason != .disabled && c.reason != .failed
+        let shown = connections.withLock { seen -> Bool in
+            let before = seen[name]
+            var shown: Bool
+            switch c.state {
+            case .connecting: shown = false
+            case .connected: shown = before?.state == .connecting
+            case .disconnected:
+                let printed = before?.printed
+                shown = before != nil && before?.state != .disconnected && c.reason != .disabled && c.reason != .failed
+                    && (printed?.reason != c.reason || printed?.detail != c.detail)
+            }
+            seen[name] = (c.state, c.state == .connected ? nil : (shown ? c : before?.printed))
+            return shown
         }
         guard shown else { return }
         let display = node.transports().first { $0.name == name }?.displayName ?? name

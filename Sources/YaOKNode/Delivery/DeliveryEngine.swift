@@ -46,8 +46,8 @@ struct DeliveryEngine {
     var timer: EventLoop.TimerID?
     var timerDue: Int64?
     var transports: [String: TransportEntry] = [:]
-    /// The internet status last announced (INTERNET_CHANGED) and the timer that looks at
-    /// the default route again while a transport runs (Node+Connectivity.swift).
+    /// The internet status at the last look (INTERNET_CHANGED when Available/Unavailable
+    /// changes) and the timer that looks at the default route again while a transport runs.
     var internet: InternetStatus?
     var internetTimer: EventLoop.TimerID?
     /// Units received and not processed yet: drained in one transaction per loop turn, so

@@ -42,13 +42,14 @@ extension Node {
         return answers.allSatisfy { $0 == false } ? .noAnswer : .unknown
     }
 
-    /// Looks at the internet status again and emits INTERNET_CHANGED when it differs from
-    /// the last one announced (the first look only records it). `startWatch`: a transport
+    /// Looks at the internet status again and emits INTERNET_CHANGED when Available or
+    /// Unavailable differs from the last look (the first look only records it). `startWatch`: a transport
     /// was just started, so the periodic look starts if it is not running.
     func connectivityChanged(startWatch: Bool) {
         let now = internet()
         let changed = (try? withStore { _, s -> Bool in
-            let changed = s.delivery.internet.map { $0 != now } ?? false
+            // Available ↔ Unavailable is the change; why it is so may change silently.
+            let changed = s.delivery.internet.map { $0.available != now.available } ?? false
             s.delivery.internet = now
             if startWatch && s.delivery.internetTimer == nil && !options.callerRunsTimers {
                 s.delivery.internetTimer = loop.schedule(after: Node.internetCheckSeconds) { [weak self] in self?.internetTick() }

@@ -48,8 +48,9 @@ extension RelayTransport {
                         s.readyAt.map { Double(EventLoop.monotonicNanoseconds() &- $0) / 1e9 } ?? 0
                     }
                     let earned = lived >= min(60, max(1, state.withLock { $0.sessionLifetime } / 2))
+                    // The relay answered and closed: "closed" (revoked keeps its own reason).
                     return fail(generation, YaOKError(e.status, "The relay ended the session: \(RelayText.shown(e.message))"),
-                                retryAt: e.code == .sessionExpired && earned)
+                                retryAt: e.code == .sessionExpired && earned, reason: e.status == .revoked ? .revoked : .closed)
                 }
                 refused(e, generation: generation)
             case .auth, .subscribe, .post, .delete, .ping, .carry:
