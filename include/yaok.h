@@ -1160,7 +1160,8 @@ yaok_status yaok_node_card(yaok_node *node, yaok_card **out);
  * while locked and does not count as activity for auto-lock. A first run (no identity yet:
  * call yaok_node_setup, not yaok_node_unlock) is `initialized` 0: no unlock attempt is
  * needed to find it. Each transport's name, state and status line: yaok_diagnostics_new and
- * yaok_diagnostics_transport. */
+ * yaok_diagnostics_transport; its connection (connected, or why not and when it retries):
+ * yaok_diagnostics_transport_connection; "Internet: Available": yaok_diagnostics_internet. */
 typedef struct yaok_node_state {
     uint32_t struct_size;          /* in: sizeof(yaok_node_state); out: bytes written */
     int32_t initialized;           /* 1 once set up; 0: first run */
