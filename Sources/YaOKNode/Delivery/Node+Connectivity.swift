@@ -28,10 +28,13 @@ extension Node {
     /// Whether the node has a usable route to the internet now: the default route, and what
     /// the running transports that reach the internet (relays) last reported.
     public func internet() -> InternetStatus {
-        let answers = (try? withStore { _, s in
-            s.delivery.transports.values.filter { $0.phase == .running && $0.transport.reachesInternet }.map(\.answered)
-        }) ?? []
-        return InternetStatus(defaultRoute: DefaultRoute.present(), relay: Node.relayAnswer(answers))
+        (try? withStore { _, s in Node.internet(s) }) ?? InternetStatus(defaultRoute: DefaultRoute.present(), relay: .none)
+    }
+
+    /// Under the node's lock: the route tables are small files, read in microseconds.
+    static func internet(_ s: NodeState) -> InternetStatus {
+        let answers = s.delivery.transports.values.filter { $0.phase == .running && $0.transport.reachesInternet }.map(\.answered)
+        return InternetStatus(defaultRoute: DefaultRoute.present(), relay: relayAnswer(answers))
     }
 
     /// Each running internet transport's last answer: one that answered is enough; all
@@ -46,17 +49,19 @@ extension Node {
     /// Unavailable differs from the last look (the first look only records it). `startWatch`: a transport
     /// was just started, so the periodic look starts if it is not running.
     func connectivityChanged(startWatch: Bool) {
-        let now = internet()
-        let changed = (try? withStore { _, s -> Bool in
+        // Looked at and recorded in one section, so two callers at once cannot record an
+        // older look over a newer one.
+        let changed = (try? withStore { _, s -> InternetStatus? in
+            let now = Node.internet(s)
             // Available ↔ Unavailable is the change; why it is so may change silently.
             let changed = s.delivery.internet.map { $0.available != now.available } ?? false
             s.delivery.internet = now
             if startWatch && s.delivery.internetTimer == nil && !options.callerRunsTimers {
                 s.delivery.internetTimer = loop.schedule(after: Node.internetCheckSeconds) { [weak self] in self?.internetTick() }
             }
-            return changed
-        }) ?? false
-        if changed { events.emit(.internetChanged(now)) }
+            return changed ? now : nil
+        }) ?? nil
+        if let changed { events.emit(.internetChanged(changed)) }
     }
 
     /// The periodic look: again while any transport runs, else the watch ends.
