@@ -28,8 +28,8 @@ final class EventPrinter: Sendable {
     /// Who was online at the last look, so that only changes are printed.
     private let online = Locked<[Int64: String]>([:])
     /// Each transport's last connection event, and the disconnect last printed: a connect is
-    /// printed after "connecting" (a relay), not when a transport that reports nothing
-    /// starts (LAN); the same failure again on each retry is printed once.
+    /// printed after "connecting" (a relay) or a printed disconnect, not when a transport that
+    /// reports nothing starts (LAN); the same failure again on each retry is printed once.
     private let connections = Locked<[String: (state: TransportConnection.State, printed: TransportConnection?)]>([:])
 
     /// Call with the node unlocked (it reads the contacts' names).
@@ -110,10 +110,11 @@ final class EventPrinter: Sendable {
     private func connectionChanged(_ name: String, _ c: TransportConnection) {
         let shown = connections.withLock { seen -> Bool in
             let before = seen[name]
-            var shown: Bool
+            let shown: Bool
             switch c.state {
             case .connecting: shown = false
-            case .connected: shown = before?.state == .connecting
+            // After "connecting" (a relay), or after a disconnect printed (Bluetooth back on).
+            case .connected: shown = before?.state == .connecting || before?.printed != nil
             case .disconnected:
                 let printed = before?.printed
                 shown = before != nil && before?.state != .disconnected && c.reason != .disabled && c.reason != .failed
