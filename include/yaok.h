@@ -947,7 +947,8 @@ yaok_status yaok_event_message_status(const yaok_event *event, uint32_t *out_sta
 yaok_status yaok_event_message(const yaok_event *event, yaok_message **out);
 
 /* The transport's name ("lan", "relay", or an app's own) of YAOK_EVENT_TRANSPORT_CHANGED,
- * YAOK_EVENT_TRANSPORT_NOTICE and the link events (YAOK_EVENT_LINK_*).
+ * YAOK_EVENT_TRANSPORT_NOTICE, YAOK_EVENT_TRANSPORT_CONNECTION and the link events
+ * (YAOK_EVENT_LINK_*).
  * *out_name: borrowed until the callback returns. */
 yaok_status yaok_event_transport_name(const yaok_event *event, const char **out_name);
 
@@ -959,7 +960,9 @@ yaok_status yaok_event_transport_state(const yaok_event *event, uint32_t *out_st
  * when its state is YAOK_TRANSPORT_FAILED (otherwise YAOK_E_NOT_FOUND); the reason of
  * YAOK_EVENT_LOCKED ("manual", "auto_lock", "reset"); the method of YAOK_EVENT_UNLOCKED
  * ("pin", "platform_key", "setup"); the reason of YAOK_EVENT_LINK_CLOSED ("Handshake timed
- * out", "Closed by the application", …). Other kinds: YAOK_E_NOT_FOUND.
+ * out", "Closed by the application", …); the reason of YAOK_EVENT_TRANSPORT_CONNECTION when
+ * it has one ("The relay's certificate does not match the pinned key …"); the line of
+ * YAOK_EVENT_INTERNET_CHANGED ("Internet: Unavailable"). Other kinds: YAOK_E_NOT_FOUND.
  * *out_text: borrowed until the callback returns. */
 yaok_status yaok_event_text(const yaok_event *event, const char **out_text);
 
