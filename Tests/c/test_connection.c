@@ -83,7 +83,7 @@ static void relay_kill(struct relay *r) {
 
 struct seen {
     pthread_mutex_t mutex;
-    int pin_mismatch, connected, disconnected, internet_up, internet_down;
+    int pin_mismatch, connected, disconnected, internet_up, internet_down, texts_wrong;
     int64_t retry_at;
 };
 
@@ -99,11 +99,19 @@ static void on_event(void *user_data, const yaok_event *event) {
         yaok_event_transport_name(event, &name) == YAOK_OK && strcmp(name, "relay") == 0) {
         if (state == YAOK_CONNECTIVITY_CONNECTED) s->connected++;
         if (state == YAOK_CONNECTIVITY_DISCONNECTED) s->disconnected++;
-        if (reason == YAOK_DISCONNECT_PIN_MISMATCH) s->pin_mismatch++;
+        const char *text = NULL;
+        if (reason == YAOK_DISCONNECT_PIN_MISMATCH) {
+            s->pin_mismatch++;
+            /* The reason for a person comes with it. */
+            if (yaok_event_text(event, &text) != YAOK_OK || !strstr(text, "pinned key")) s->texts_wrong++;
+        }
         if (retry) s->retry_at = retry;
     }
     if (event->kind == YAOK_EVENT_INTERNET_CHANGED && yaok_event_internet(event, &available) == YAOK_OK) {
         if (available) s->internet_up++; else s->internet_down++;
+        const char *line = NULL;
+        if (yaok_event_text(event, &line) != YAOK_OK ||
+            strcmp(line, available ? "Internet: Available" : "Internet: Unavailable") != 0) s->texts_wrong++;
     }
     pthread_mutex_unlock(&s->mutex);
 }
@@ -182,6 +190,7 @@ static void test_a_wrong_pin_is_disconnected_not_running(void) {
     for (int i = 0; i < 500 && !seen(&s, &s.pin_mismatch); i++) sleep_ms(20);
     CHECK(seen(&s, &s.pin_mismatch) > 0);
     CHECK(seen(&s, &s.connected) == 0);
+    CHECK(seen(&s, &s.texts_wrong) == 0);
 
     yaok_node_free(node);
     remove_dir(dir);
@@ -236,6 +245,7 @@ static void test_a_relay_killed_and_back(void) {
     for (int i = 0; i < 500 && seen(&s, &s.internet_up) == up; i++) sleep_ms(20);
     CHECK(seen(&s, &s.connected) == 2);
     CHECK(seen(&s, &s.internet_up) == up + 1);
+    CHECK(seen(&s, &s.texts_wrong) == 0);
 
     yaok_node_free(alice);
     yaok_node_free(bob);
