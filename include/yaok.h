@@ -567,6 +567,13 @@ yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
                                                 while locked */
 #define YAOK_EVENT_LINK_CLOSED 13u           /* {"link_id", "transport", "reason"}: a link
                                                 closed, by either side */
+#define YAOK_EVENT_TRANSPORT_CONNECTION 14u  /* {"name", "state", "reason", "detail",
+                                                "next_retry_ms"}: a transport connected,
+                                                started connecting or disconnected (with
+                                                the reason): yaok_event_connection */
+#define YAOK_EVENT_INTERNET_CHANGED 15u      /* {"available", "line", "default_route",
+                                                "relay", "why"}: "Internet: Available" or
+                                                "Unavailable" changed: yaok_event_internet */
 
 /* Registers `callback` for this node's events, replacing any earlier registration (whose
  * free_user_data then runs on the event thread, after the last event it was given). NULL
@@ -940,7 +947,8 @@ yaok_status yaok_event_message_status(const yaok_event *event, uint32_t *out_sta
 yaok_status yaok_event_message(const yaok_event *event, yaok_message **out);
 
 /* The transport's name ("lan", "relay", or an app's own) of YAOK_EVENT_TRANSPORT_CHANGED,
- * YAOK_EVENT_TRANSPORT_NOTICE and the link events (YAOK_EVENT_LINK_*).
+ * YAOK_EVENT_TRANSPORT_NOTICE, YAOK_EVENT_TRANSPORT_CONNECTION and the link events
+ * (YAOK_EVENT_LINK_*).
  * *out_name: borrowed until the callback returns. */
 yaok_status yaok_event_transport_name(const yaok_event *event, const char **out_name);
 
@@ -952,7 +960,9 @@ yaok_status yaok_event_transport_state(const yaok_event *event, uint32_t *out_st
  * when its state is YAOK_TRANSPORT_FAILED (otherwise YAOK_E_NOT_FOUND); the reason of
  * YAOK_EVENT_LOCKED ("manual", "auto_lock", "reset"); the method of YAOK_EVENT_UNLOCKED
  * ("pin", "platform_key", "setup"); the reason of YAOK_EVENT_LINK_CLOSED ("Handshake timed
- * out", "Closed by the application", …). Other kinds: YAOK_E_NOT_FOUND.
+ * out", "Closed by the application", …); the reason of YAOK_EVENT_TRANSPORT_CONNECTION when
+ * it has one ("The relay's certificate does not match the pinned key …"); the line of
+ * YAOK_EVENT_INTERNET_CHANGED ("Internet: Unavailable"). Other kinds: YAOK_E_NOT_FOUND.
  * *out_text: borrowed until the callback returns. */
 yaok_status yaok_event_text(const yaok_event *event, const char **out_text);
 
@@ -963,6 +973,48 @@ yaok_status yaok_event_link_id(const yaok_event *event, uint64_t *out_link_id);
 /* The peer of YAOK_EVENT_LINK_AUTHENTICATED: YAOK_LINK_PEER_CONTACT or _STRANGER. Other
  * kinds: YAOK_E_NOT_FOUND. */
 yaok_status yaok_event_link_peer(const yaok_event *event, uint32_t *out_peer);
+
+/* ---- transport connection and internet (docs/ARCHITECTURE.md, "Transport state") ----
+ * Whether a transport can carry messages now, for an app to show: a relay reports its
+ * own (a wrong pin is DISCONNECTED with YAOK_DISCONNECT_PIN_MISMATCH, however long it is
+ * retried); Bluetooth LE is DISCONNECTED with YAOK_DISCONNECT_RADIO_OFF while its adapter
+ * is off or removed; a transport that reports none (LAN, an app's own) is CONNECTED while it
+ * runs and DISCONNECTED (DISABLED or FAILED) otherwise. */
+#define YAOK_CONNECTIVITY_DISCONNECTED 0u
+#define YAOK_CONNECTIVITY_CONNECTING 1u
+#define YAOK_CONNECTIVITY_CONNECTED 2u
+
+/* Why a transport is disconnected (YAOK_DISCONNECT_NONE while connected or connecting). */
+#define YAOK_DISCONNECT_NONE 0u
+#define YAOK_DISCONNECT_DISABLED 1u     /* switched off, or never started */
+#define YAOK_DISCONNECT_FAILED 2u       /* its start failed (the text says why) */
+#define YAOK_DISCONNECT_PIN_MISMATCH 3u /* the relay's certificate does not match the pin */
+#define YAOK_DISCONNECT_CERTIFICATE 4u  /* the certificate was rejected otherwise (CA, name) */
+#define YAOK_DISCONNECT_TLS 5u          /* the TLS handshake failed */
+#define YAOK_DISCONNECT_REFUSED 6u      /* connection refused: nothing listens there */
+#define YAOK_DISCONNECT_TIMED_OUT 7u    /* no answer within the connect timeout */
+#define YAOK_DISCONNECT_DNS 8u          /* the name did not resolve */
+#define YAOK_DISCONNECT_UNREACHABLE 9u  /* no route to the host or network */
+#define YAOK_DISCONNECT_CLOSED 10u      /* the other end closed the connection */
+#define YAOK_DISCONNECT_PROTOCOL 11u    /* the other end broke the protocol */
+#define YAOK_DISCONNECT_REVOKED 12u     /* the relay revoked our pseudonym: not retried */
+#define YAOK_DISCONNECT_LOCKED 13u      /* the node is locked: connects after unlock */
+#define YAOK_DISCONNECT_IDLE 14u        /* nothing to do (no contact yet): connects when there is */
+#define YAOK_DISCONNECT_OTHER 15u       /* anything else (the text says what) */
+#define YAOK_DISCONNECT_RADIO_OFF 16u   /* the radio is off or gone (a Bluetooth adapter
+                                           powered off or removed): connects when it is back */
+
+/* YAOK_EVENT_TRANSPORT_CONNECTION: *out_state YAOK_CONNECTIVITY_*, *out_reason
+ * YAOK_DISCONNECT_*, *out_next_retry_ms the wall-clock time (ms since 1970) of the next
+ * attempt, 0 when none is scheduled. The transport's name: yaok_event_transport_name; the
+ * reason for a person ("The relay's certificate does not match the pinned key"):
+ * yaok_event_text (YAOK_E_NOT_FOUND when there is none). Other kinds: YAOK_E_NOT_FOUND. */
+yaok_status yaok_event_connection(const yaok_event *event, uint32_t *out_state, uint32_t *out_reason,
+                                  int64_t *out_next_retry_ms);
+
+/* YAOK_EVENT_INTERNET_CHANGED: *out_available 1 or 0. yaok_event_text gives the line
+ * "Internet: Available" / "Internet: Unavailable". Other kinds: YAOK_E_NOT_FOUND. */
+yaok_status yaok_event_internet(const yaok_event *event, int32_t *out_available);
 
 /* -- messages -- */
 
@@ -1077,6 +1129,24 @@ yaok_status yaok_diagnostics_transport_count(const yaok_diagnostics *diagnostics
 yaok_status yaok_diagnostics_transport(const yaok_diagnostics *diagnostics, size_t index, const char **out_name,
                                        uint32_t *out_state, uint32_t *out_links, const char **out_status);
 
+/* Transport `index`'s connection as yaok_event_connection gives it: *out_state
+ * YAOK_CONNECTIVITY_*, *out_reason YAOK_DISCONNECT_*, *out_next_retry_ms (0: none), and
+ * *out_detail the reason for a person or NULL. Beyond the count: YAOK_E_NOT_FOUND.
+ * Strings borrowed until yaok_diagnostics_free. */
+yaok_status yaok_diagnostics_transport_connection(const yaok_diagnostics *diagnostics, size_t index,
+                                                  uint32_t *out_state, uint32_t *out_reason,
+                                                  int64_t *out_next_retry_ms, const char **out_detail);
+
+/* "Internet: Available/Unavailable" (seed AC-060-01) when the snapshot was taken: whether
+ * the node has a usable route to the internet. A running relay decides once it has an
+ * answer (connected, or a server that answered and was refused, as for a wrong pin:
+ * available; refused, timed out, no DNS: unavailable); otherwise (no relay, or still
+ * connecting) a default route decides (Linux: /proc/net/route, /proc/net/ipv6_route).
+ * *out_available and *out_default_route 1 or 0; *out_line "Internet: Available" or
+ * "Internet: Unavailable", borrowed until yaok_diagnostics_free. */
+yaok_status yaok_diagnostics_internet(const yaok_diagnostics *diagnostics, int32_t *out_available,
+                                      int32_t *out_default_route, const char **out_line);
+
 /* -- the node at a glance: own card, status, history, outbox, open links -- */
 
 /* The node's own contact card as a yaok_card handle: read it with yaok_card_text (the QR
@@ -1093,7 +1163,8 @@ yaok_status yaok_node_card(yaok_node *node, yaok_card **out);
  * while locked and does not count as activity for auto-lock. A first run (no identity yet:
  * call yaok_node_setup, not yaok_node_unlock) is `initialized` 0: no unlock attempt is
  * needed to find it. Each transport's name, state and status line: yaok_diagnostics_new and
- * yaok_diagnostics_transport. */
+ * yaok_diagnostics_transport; its connection (connected, or why not and when it retries):
+ * yaok_diagnostics_transport_connection; "Internet: Available": yaok_diagnostics_internet. */
 typedef struct yaok_node_state {
     uint32_t struct_size;          /* in: sizeof(yaok_node_state); out: bytes written */
     int32_t initialized;           /* 1 once set up; 0: first run */

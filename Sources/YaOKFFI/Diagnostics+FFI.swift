@@ -11,9 +11,16 @@ final class DiagnosticsHandle: Handle {
         let state: UInt32
         let links: UInt32
         let status: LentString
+        /// Its connection (yaok_diagnostics_transport_connection).
+        let connection: ConnectionCodes
+        let detail: LentString?
     }
 
     let transports: [Transport]
+    /// "Internet: Available/Unavailable" (yaok_diagnostics_internet).
+    let internetAvailable: Bool
+    let defaultRoute: Bool
+    let internetLine: LentString
 
     init(_ diagnostics: JSON) throws {
         var transports: [Transport] = []
@@ -28,10 +35,17 @@ final class DiagnosticsHandle: Handle {
                 ?? (state == YAOK_TRANSPORT_FAILED ? t["error"]?.text ?? "Failed"
                    : (state == YAOK_TRANSPORT_RUNNING ? "Running" : "Disabled"))
             let links = t["links"]?.integer ?? 0
+            let connection = t["connection"]
             transports.append(Transport(name: try LentString(t["name"]?.text ?? ""), state: state,
-                                        links: UInt32(clamping: links), status: try LentString(status)))
+                                        links: UInt32(clamping: links), status: try LentString(status),
+                                        connection: ConnectionCodes(json: connection),
+                                        detail: try connection?["detail"]?.text.map { try LentString($0) }))
         }
         self.transports = transports
+        let internet = diagnostics["internet"]
+        internetAvailable = internet?["available"]?.boolean ?? false
+        defaultRoute = internet?["default_route"]?.boolean ?? false
+        internetLine = try LentString(internet?["line"]?.text ?? "Internet: Unavailable")
     }
 }
 
@@ -44,9 +58,20 @@ extension JSON {
     var items: [JSON]? { if case .array(let a) = self { return a } else { return nil } }
     var text: String? { if case .string(let s) = self { return s } else { return nil } }
     var integer: Int64? { if case .int(let i) = self { return i } else { return nil } }
+    var boolean: Bool? { if case .bool(let b) = self { return b } else { return nil } }
 }
 
-private func diagnostics(_ pointer: OpaquePointer?) throws -> DiagnosticsHandle {
+extension DiagnosticsHandle {
+    func transport(_ index: Int) throws -> Transport {
+        // size_t arrives as Int: an index above Int.max shows up negative.
+        guard index >= 0, index < transports.count else {
+            throw YaOKError(.notFound, "No transport at index \(UInt(bitPattern: index)) (there are \(transports.count))")
+        }
+        return transports[index]
+    }
+}
+
+func diagnostics(_ pointer: OpaquePointer?) throws -> DiagnosticsHandle {
     try Handles.borrow(pointer, as: DiagnosticsHandle.self, "diagnostics")
 }
 
@@ -80,11 +105,7 @@ public func yaok_diagnostics_transport(_ d: OpaquePointer?, _ index: Int, _ outN
         let outState = try required(outState, "out_state")
         let outLinks = try required(outLinks, "out_links")
         let outStatus = try required(outStatus, "out_status")
-        // size_t arrives as Int: an index above Int.max shows up negative.
-        guard index >= 0, index < d.transports.count else {
-            throw YaOKError(.notFound, "No transport at index \(UInt(bitPattern: index)) (there are \(d.transports.count))")
-        }
-        let t = d.transports[index]
+        let t = try d.transport(index)
         t.name.lend(to: outName)
         outState.pointee = t.state
         outLinks.pointee = t.links

@@ -22,6 +22,8 @@ final class EventView: @unchecked Sendable {
         case .unlocked(let method): text = method
         case .linkOpened(let l), .linkAuthenticated(let l, _, _): name = l.transport
         case .linkClosed(let l, let reason): name = l.transport; text = reason
+        case .transportConnection(let n, let c): name = n; text = c.detail
+        case .internetChanged(let i): text = i.line
         default: break
         }
         // Allocation failure leaves the field nil: its getter then says out of memory.

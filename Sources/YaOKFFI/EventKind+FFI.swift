@@ -21,6 +21,8 @@ extension NodeEvent {
         case .linkOpened: return YAOK_EVENT_LINK_OPENED
         case .linkAuthenticated: return YAOK_EVENT_LINK_AUTHENTICATED
         case .linkClosed: return YAOK_EVENT_LINK_CLOSED
+        case .transportConnection: return YAOK_EVENT_TRANSPORT_CONNECTION
+        case .internetChanged: return YAOK_EVENT_INTERNET_CHANGED
         }
     }
 
@@ -41,6 +43,8 @@ extension NodeEvent {
         case .linkOpened: name = "LINK_OPENED"
         case .linkAuthenticated: name = "LINK_AUTHENTICATED"
         case .linkClosed: name = "LINK_CLOSED"
+        case .transportConnection: name = "TRANSPORT_CONNECTION"
+        case .internetChanged: name = "INTERNET_CHANGED"
         }
         return "YAOK_EVENT_\(name) (\(abiKind))"
     }

@@ -41,6 +41,11 @@ public enum NodeEvent: Sendable, Equatable {
     /// A link closed, by either side, with the reason ("Handshake timed out", "Closed by
     /// the application", a protocol violation, "The node is closing").
     case linkClosed(LinkEventInfo, reason: String)
+    /// A transport's connection changed: connected, connecting, or disconnected with the
+    /// reason and the next retry (a relay with a wrong pin: disconnected, pin mismatch).
+    case transportConnection(name: String, TransportConnection)
+    /// "Internet: Available/Unavailable" changed (AC-060-01).
+    case internetChanged(InternetStatus)
 
     public var json: JSON {
         switch self {
@@ -63,6 +68,10 @@ public enum NodeEvent: Sendable, Equatable {
             return .object(l.jsonFields + [("peer", .string(isContact ? "contact" : "stranger")),
                                            ("contact_id", contactID.map { .int($0) } ?? .null)])
         case .linkClosed(let l, let reason): return .object(l.jsonFields + [("reason", .string(reason))])
+        case .transportConnection(let name, let c):
+            guard case .object(let fields) = c.json else { return c.json }
+            return .object([("name", .string(name))] + fields)
+        case .internetChanged(let i): return i.json
         }
     }
 }

@@ -6,7 +6,9 @@ import YaOK
 /// code in the terminal for a phone to scan.
 struct CardCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "card", abstract: "Print your contact card and its QR code; --png writes the QR code as an image.")
+        commandName: "card", abstract: "Print your contact card and its QR code; --png writes the QR code as an image.",
+        discussion: "Through the running `yaok run` for this home when there is one: no PIN then. Without one it asks for "
+            + "the PIN: the card's name and keys are sealed while the node is locked.")
 
     @OptionGroup var options: GlobalOptions
 
@@ -28,7 +30,11 @@ struct CardCommand: ParsableCommand {
 
     func run() throws {
         try Output.run(json: options.json) {
-            let card = try options.unlockedNode().profile()
+            // The card is sealed with the identity while the node is locked (its name and keys
+            // are not readable without the PIN), so it comes from the `yaok run` serving this
+            // home, which holds the node unlocked, and only without one is the PIN asked.
+            let served = try PeerClient.answer(.card, options)
+            let card = try ContactCard(text: served["card"]?.string ?? "")
             // Medium error correction (15 %) where it fits: a card is 270 to 340 bytes, a
             // version 12 to 14 symbol. In the terminal the symbol and its quiet zone must fit
             // 80 columns, which a long name's card at M does not (73 + 8 modules): it is then

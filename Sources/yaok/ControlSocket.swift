@@ -12,7 +12,7 @@ import YaOK
 ///
 ///     request  = u32 big-endian length (1…65536) + that many bytes of UTF-8 JSON object
 ///                {"cmd": "send" | "history" | "retry" | "outbox" | "status" | "transport"
-///                 | "conversation", …arguments, "pin"?: string}
+///                 | "conversation" | "card", …arguments, "pin"?: string}
 ///     response = u32 big-endian length (≤ 64 MiB) + UTF-8 JSON: exactly what the direct
 ///                command prints with --json, or {"error": message, "status": code or null}
 ///
@@ -21,6 +21,8 @@ import YaOK
 /// "contact_id", "contact", "deleted", the contact's "connection", and the node's
 /// diagnostics "transports" and "warnings" (a relay's "details.status" says when it
 /// retries). There is no push: one short exchange per poll, like every other request.
+/// `card` answers {"card": text}: one's own card, so that `yaok card` needs no PIN while a
+/// run holds the node unlocked.
 ///
 /// The server closes the connection after its response. A request that is too large, not
 /// JSON, or is not complete within `idleTimeout` seconds of connecting gets an error

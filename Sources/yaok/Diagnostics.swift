@@ -15,12 +15,17 @@ enum Diagnostics {
             }
             if let at = t["last_activity_ms"]?.int { line += ", last activity \(Output.time(at))" }
             lines.append(line)
+            if t["state"]?.string == "running", let c = t["connection"] { lines.append("    Connection: \(connection(transport: c))") }
             if t["name"]?.string == "relay", let details = t["details"], let status = details["status"]?.string {
                 // AC-042-01, AC-060-01: "Relay: Connected" and the last sync.
                 var relay = "    Relay: \(status)"
                 if let sync = details["last_sync_ms"]?.int { relay += ", last sync \(Output.time(sync))" }
                 lines.append(relay)
             }
+        }
+        if let i = d["internet"], let line = i["line"]?.string {
+            // AC-060-01: "Internet: Available" and why.
+            lines.append("\(line) (\(i["why"]?.string ?? "?"))")
         }
         for case .string(let warning) in d["warnings"]?.array ?? [] { lines.append("warning: \(warning)") }
         if let contacts = d["contacts"]?.array, !contacts.isEmpty {
@@ -58,6 +63,16 @@ enum Diagnostics {
                 "  since start: \(n("packets_taken")) taken, \(n("packets_handed_on")) handed on, "
                     + "\(n("messages_delivered_through_carriers")) received and \(n("acks_through_carriers")) delivered through carriers, "
                     + "\(n("packets_purged")) purged, \(n("packets_refused")) refused"]
+    }
+
+    /// A transport's "connection" object: "connected", "disconnected (pin mismatch): …,
+    /// next retry 12:03:05".
+    static func connection(transport c: JSON) -> String {
+        var text = c["state"]?.string ?? "?"
+        if let reason = c["reason"]?.string { text += " (\(reason.replacingOccurrences(of: "_", with: " ")))" }
+        if let detail = c["detail"]?.string { text += ": \(detail)" }
+        if let retry = c["next_retry_ms"]?.int { text += ", next retry \(Output.time(retry))" }
+        return text
     }
 
     /// A connection object (as in "contact") as `contacts list` words it.

@@ -15,6 +15,9 @@ enum PeerRequest: Equatable {
     /// contact's connection, and the transports' state (a relay that is down and when it
     /// retries).
     case conversation(contact: String, limit: Int)
+    /// One's own contact card (its text): through a running `yaok run`, which holds the node
+    /// unlocked, `yaok card` needs no PIN.
+    case card
 
     static let historyLimits = 1...1000
 
@@ -31,6 +34,7 @@ enum PeerRequest: Equatable {
             fields = [("cmd", .string("conversation")), ("contact", .string(contact)), ("limit", .int(Int64(limit)))]
         case .outbox: fields = [("cmd", .string("outbox"))]
         case .status: fields = [("cmd", .string("status"))]
+        case .card: fields = [("cmd", .string("card"))]
         case .transport(let name, let enabled):
             fields = [("cmd", .string("transport")), ("name", .string(name)), ("enabled", .bool(enabled))]
         }
@@ -54,6 +58,7 @@ enum PeerRequest: Equatable {
         case "retry": self = .retry(messageID: try string("message_id"))
         case "outbox": self = .outbox
         case "status": self = .status
+        case "card": self = .card
         case "transport":
             guard let enabled = json["enabled"]?.bool else {
                 throw CLIError("Request needs \"enabled\" (true or false)", status: .invalidArgument)
@@ -116,6 +121,9 @@ enum PeerRequest: Equatable {
                 entry.json.appending([("contact", .string(names[entry.contactID] ?? "contact \(entry.contactID)")),
                                       ("waiting_for_transport", .bool(entry.waitingForTransport))])
             })
+
+        case .card:
+            return .object([("card", .string(try node.profile().text))])
 
         case .status:
             let status = try node.status()
@@ -202,6 +210,8 @@ enum PeerRequest: Equatable {
                 return "\(e["message_id"]?.string ?? "?")  to \(e["contact"]?.string ?? "?")  "
                     + "\(attempts) \(attempts == 1 ? "attempt" : "attempts")  \(next)"
             }.joined(separator: "\n")
+        case .card:
+            return result["card"]?.string ?? ""
         case .status:
             return PeerRequest.renderStatus(result)
         case .transport:

@@ -9,6 +9,9 @@ import YaOK
 ///   contact_online    contact_id, contact, transport           "Bob is online (WiFi)"
 ///   contact_offline   contact_id, contact                      "Bob is offline"
 ///   transport         name, display_name, state, error, links  "WiFi: running (1 link)"
+///   connection        name, display_name, state, reason, detail, next_retry_ms
+///                                                              "Relay: disconnected (refused): … Retrying in 8 s."
+///   internet          available, line, default_route, relay, why  "Internet: Unavailable (the relay does not answer)"
 ///   locked            reason                                   "Locked (auto_lock)"
 ///   unlocked          method                                   "Unlocked"
 ///   security          kind, detail                             "Security: wrong_pin …"
@@ -24,6 +27,10 @@ final class EventPrinter: Sendable {
     private let names: [Int64: String]
     /// Who was online at the last look, so that only changes are printed.
     private let online = Locked<[Int64: String]>([:])
+    /// Each transport's last connection event, and the disconnect last printed: a connect is
+    /// printed after "connecting" (a relay) or a printed disconnect, not when a transport that
+    /// reports nothing starts (LAN); the same failure again on each retry is printed once.
+    private let connections = Locked<[String: (state: TransportConnection.State, printed: TransportConnection?)]>([:])
 
     /// Call with the node unlocked (it reads the contacts' names).
     init(node: Node, out: EventOutput) throws {
@@ -66,6 +73,12 @@ final class EventPrinter: Sendable {
             out.line(.object([("event", .string("notice")), ("transport", .string(n.transport)), ("message", .string(n.message)),
                               ("retry_after_ms", n.retryAfterMs.map { .int($0) } ?? .null)])) { n.message }
 
+        case .transportConnection(let name, let c):
+            connectionChanged(name, c)
+
+        case .internetChanged(let i):
+            out.line(.object([("event", .string("internet"))] + i.json.fields)) { "\(i.line) (\(i.why))" }
+
         case .locked(let reason):
             out.line(.object([("event", .string("locked")), ("reason", .string(reason))])) {
                 reason == "auto_lock" ? "Locked (auto-lock); still receiving, held until the next unlock (the next command asks for the PIN)" : "Locked (\(reason))"
@@ -88,6 +101,40 @@ final class EventPrinter: Sendable {
 
         default:
             break  // messages stored: `history` shows them
+        }
+    }
+
+    /// Prints a transport's connect and disconnect (with the reason and next retry);
+    /// "connecting" itself is quiet, and so are switching on and off (the transport line
+    /// says those).
+    private func connectionChanged(_ name: String, _ c: TransportConnection) {
+        let shown = connections.withLock { seen -> Bool in
+            let before = seen[name]
+            let shown: Bool
+            switch c.state {
+            case .connecting: shown = false
+            // After "connecting" (a relay), or after a disconnect printed (Bluetooth back on).
+            case .connected: shown = before?.state == .connecting || before?.printed != nil
+            case .disconnected:
+                let printed = before?.printed
+                shown = before != nil && before?.state != .disconnected && c.reason != .disabled && c.reason != .failed
+                    && (printed?.reason != c.reason || printed?.detail != c.detail)
+            }
+            seen[name] = (c.state, c.state == .connected ? nil : (shown ? c : before?.printed))
+            return shown
+        }
+        guard shown else { return }
+        let display = node.transports().first { $0.name == name }?.displayName ?? name
+        out.line(.object([("event", .string("connection")), ("name", .string(name)), ("display_name", .string(display))]
+                         + c.json.fields)) {
+            guard c.state == .disconnected else { return "\(display): connected" }
+            var text = "\(display): disconnected"
+            if let reason = c.reason { text += " (\(reason.rawValue.replacingOccurrences(of: "_", with: " ")))" }
+            if let detail = c.detail { text += ": \(detail)" }
+            if let retry = c.nextRetryMs {
+                text += ". Retrying in \(max(0, (retry - Clock.milliseconds() + 999) / 1000)) s."
+            }
+            return text
         }
     }
 

@@ -376,15 +376,15 @@ int main(int argc, char **argv) {
     yaok_string_free(card);
     yaok_string_free(my_name);
 
+    size_t contact_count = 0;
     if (add) {
         char *text = card_argument(add);
         add_card(node, text);
         free(text);
     } else {
         int64_t ids[2];
-        size_t count = 0;
-        check(yaok_contact_ids(node, ids, 2, &count), "list contacts");
-        if (count == 1) choose(node, ids[0]);
+        check(yaok_contact_ids(node, ids, 2, &contact_count), "list contacts");
+        if (contact_count == 1) choose(node, ids[0]);
     }
 
     if (relay) {
@@ -398,6 +398,7 @@ int main(int argc, char **argv) {
     }
     if (!relay && !lan) say("no transport: messages wait until you restart with --relay or --lan");
     if (current) say("talking to %s: type a message and press Enter (/help for commands)", current_name);
+    else if (contact_count > 1) say("%zu contacts: choose who to talk to with /to NAME (/help for commands)", contact_count);
     else say("add a contact with /add CARD (/help for commands)");
 
     char *line = NULL;

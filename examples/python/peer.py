@@ -203,6 +203,9 @@ def main() -> int:
         say("no transport: messages wait until you restart with --relay or --lan")
     if peer.current is not None:
         say(f"talking to {peer.current.name}: type a message and press Enter (/help for commands)")
+    elif node.contacts():
+        names = ", ".join(c.name for c in node.contacts())
+        say(f"choose who to talk to with /to NAME ({names}; /help for commands)")
     else:
         say("add a contact with /add CARD (/help for commands)")
 

@@ -269,6 +269,9 @@ do {
     if options.relay == nil && !options.lan { console.say("no transport: messages wait until you restart with --relay or --lan") }
     if let to = current {
         console.say("talking to \(to.name): type a message and press Enter (/help for commands)")
+    } else if let contacts = try? node.contacts(), !contacts.isEmpty {
+        let names = contacts.map(\.name).joined(separator: ", ")
+        console.say("choose who to talk to with /to NAME (\(names); /help for commands)")
     } else {
         console.say("add a contact with /add CARD (/help for commands)")
     }

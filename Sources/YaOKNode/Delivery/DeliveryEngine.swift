@@ -46,6 +46,10 @@ struct DeliveryEngine {
     var timer: EventLoop.TimerID?
     var timerDue: Int64?
     var transports: [String: TransportEntry] = [:]
+    /// The internet status at the last look (INTERNET_CHANGED when Available/Unavailable
+    /// changes) and the timer that looks at the default route again while a transport runs.
+    var internet: InternetStatus?
+    var internetTimer: EventLoop.TimerID?
     /// Units received and not processed yet: drained in one transaction per loop turn, so
     /// a burst costs one disk sync, not one per packet.
     var inbound: [(link: UInt64, unit: [UInt8])] = []

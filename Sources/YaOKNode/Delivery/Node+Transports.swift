@@ -28,18 +28,34 @@ extension Node {
         }
         var failure: Error?
         if enabled {
+            // Reports during the start are kept (a relay says "connecting" at once).
+            try withStore { _, s in
+                s.delivery.transports[name]?.connection = nil
+                s.delivery.transports[name]?.answered = nil
+            }
             do { try transport.start(on: self) } catch { failure = error }
         } else {
             transport.stop()
         }
+        let initial = enabled && failure == nil ? transport.connection : nil
         let state = try withStore { _, s -> TransportState? in
             guard var entry = s.delivery.transports[name] else { return nil }
             entry.phase = failure != nil ? .failed : (enabled ? .running : .disabled)
             entry.error = failure.map { "\($0)" }
+            if !enabled || failure != nil {
+                entry.connection = nil
+                entry.answered = nil
+            } else if entry.connection == nil {
+                entry.connection = initial
+            }
             s.delivery.transports[name] = entry
             return transportState(name, s)
         }
-        if let state { events.emit(.transportChanged(state)) }
+        if let state {
+            events.emit(.transportChanged(state))
+            events.emit(.transportConnection(name: name, state.connection))
+        }
+        connectivityChanged(startWatch: enabled && failure == nil)
         if let failure { throw failure }
     }
 
@@ -53,7 +69,17 @@ extension Node {
         return TransportState(name: name, displayName: entry.transport.displayName, phase: entry.phase, error: entry.error,
                               links: s.delivery.links.values.filter { $0.link.transport == name }.count
                                      + s.delivery.carriers.values.filter { $0.carrier.transport == name }.count,
-                              lastActivity: entry.lastActivity)
+                              lastActivity: entry.lastActivity, connection: connection(of: entry))
+    }
+
+    /// Not running: disconnected (disabled, or failed with the error). Running: what the
+    /// transport reported, or connected for one that reports nothing (LAN, BLE, an app's).
+    private func connection(of entry: TransportEntry) -> TransportConnection {
+        switch entry.phase {
+        case .disabled: return TransportConnection(state: .disconnected, reason: .disabled)
+        case .failed: return TransportConnection(state: .disconnected, reason: .failed, detail: entry.error)
+        case .running: return entry.connection ?? .connected
+        }
     }
 
     /// Diagnostics as JSON (docs/ABI.md, "diagnostics"): transports, links, contacts'
@@ -86,6 +112,7 @@ extension Node {
                 ("name", .string(state.name)), ("display_name", .string(state.displayName)),
                 ("state", .string(state.phase.rawValue)), ("error", state.error.map { .string($0) } ?? .null),
                 ("links", .int(Int64(state.links))), ("last_activity_ms", state.lastActivity.map { .int($0) } ?? .null),
+                ("connection", state.connection.json),
                 ("details", details),
             ]))
         }
@@ -95,6 +122,7 @@ extension Node {
             ("warnings", .array(running ? [] : [.string(YaOKError(.noRoute).message)])),
             ("links", base.0),
             ("held_packets", .int(Int64(base.2))),
+            ("internet", internet().json),
         ] + base.3
         // What the node carries for others (docs/ABI.md, "carry"); readable while locked.
         fields.append(("carry", (try? carryStatistics())?.json ?? .null))

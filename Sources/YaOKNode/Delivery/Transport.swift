@@ -30,11 +30,20 @@ public protocol Transport: AnyObject, Sendable {
     /// Contacts were added, removed or changed: a transport that idles without a contact (a
     /// relay) connects. Called on the event thread.
     func contactsChanged()
+    /// Whether it reaches its peers over the internet (a relay): its connection then says
+    /// whether the internet is usable ("Internet: Available", `Node.internet()`).
+    var reachesInternet: Bool { get }
+    /// Its connection now, for one that reports it (then also through
+    /// `Node.reportConnection` on every change); nil: connected whenever it runs.
+    /// Read right after `start`, outside the node's lock.
+    var connection: TransportConnection? { get }
 }
 
 extension Transport {
     public func nodeUnlocked() {}
     public func contactsChanged() {}
+    public var reachesInternet: Bool { false }
+    public var connection: TransportConnection? { nil }
 }
 
 /// A transport as the node manages it.
@@ -51,4 +60,7 @@ public struct TransportState: Sendable, Equatable {
     public let links: Int
     /// Wall-clock ms of the last packet exchanged over it, if any.
     public let lastActivity: Int64?
+    /// Connected, connecting or disconnected with the reason (`reportConnection`); not
+    /// running is disconnected (disabled, or failed with the error).
+    public let connection: TransportConnection
 }

@@ -4,4 +4,9 @@ struct TransportEntry {
     var phase: TransportState.Phase = .disabled
     var error: String?
     var lastActivity: Int64?
+    /// What the transport last reported (`Node.reportConnection`); nil: it reports none.
+    var connection: TransportConnection?
+    /// Whether its last attempt reached the other end (`TransportConnection.answered`);
+    /// kept while it connects again, so "Internet" does not flap between retries.
+    var answered: Bool?
 }

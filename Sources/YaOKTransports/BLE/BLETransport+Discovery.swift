@@ -31,6 +31,7 @@ extension BLETransport {
             return closed
         }
         for (link, reason) in links { link?.close(reason: reason) }
+        publishConnection()  // the adapter may have gone off or on
     }
 
     /// One mgmt event. Returns the links of channels it closed.

@@ -213,6 +213,24 @@ public final class BLETransport: Transport {
         return "Bluetooth: on \(adapter.name), \(open) \(open == 1 ? "link" : "links")"
     }
 
+    /// Connected while the adapter is powered and present; disconnected (radio off) while it
+    /// is off or removed. Reported to the node after each batch of mgmt events.
+    public var connection: TransportConnection? {
+        state.withLock { s in
+            guard s.running, s.unavailable == nil, let adapter = s.adapter else { return nil }
+            if s.adapterGone || !adapter.powered {
+                return TransportConnection(state: .disconnected, reason: .radioOff, detail: statusLocked(s))
+            }
+            return .connected
+        }
+    }
+
+    /// Tells the node the connection as it is now (it emits an event only on a change).
+    func publishConnection() {
+        guard let node = state.withLock({ $0.opener }) as? Node, let connection else { return }
+        node.reportConnection(name, connection)
+    }
+
     /// Channels open or being opened right now.
     public var connectionCount: Int { state.withLock { $0.connections.count } }
 

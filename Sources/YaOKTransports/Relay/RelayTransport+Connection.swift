@@ -16,6 +16,7 @@ extension RelayTransport {
             s.nextRetryAt = nil
             return (s.generation, loop)
         }) else { return }
+        publishConnection()
         let address = self.address
         // getaddrinfo blocks: resolve on a thread of its own, then continue on the loop.
         let resolve: @Sendable () -> Void = { [weak self] in
@@ -30,6 +31,11 @@ extension RelayTransport {
     }
 
     private func connect(to endpoint: Result<IPv4Endpoint, Error>, generation: UInt64) {
+        if case .failure(let error) = endpoint {
+            let resolving = state.withLock { $0.running && $0.generation == generation }
+            if resolving { fail(generation, YaOKError.relay(error, address: address), reason: .dns) }
+            return
+        }
         let outcome: Error? = state.withLock { s in
             guard s.running, s.generation == generation, let loop = s.loop else { return nil }
             do {
@@ -56,7 +62,7 @@ extension RelayTransport {
 
     private func connectTimedOut(_ generation: UInt64) {
         let stuck = state.withLock { s in s.generation == generation && s.phase != .connected && s.fd >= 0 }
-        if stuck { fail(generation, YaOKError(.relayUnavailable, "Timed out connecting to the relay \(address)")) }
+        if stuck { fail(generation, YaOKError(.relayUnavailable, "Timed out connecting to the relay \(address)"), reason: .timedOut) }
     }
 
     /// The descriptor is ready: finish connecting, drive TLS, read frames, write.
@@ -201,12 +207,15 @@ extension RelayTransport {
 
     /// The connection failed or ended: close it, end the carrier, and retry after a
     /// backoff (doubling, with jitter) — or not at all for a revoked pseudonym.
-    func fail(_ generation: UInt64, _ error: YaOKError, retryAt once: Bool = false) {
+    /// `reason`: what kind of failure it is for the transport's connection state; nil:
+    /// read from the error (`RelayTransport.reason(of:)`).
+    func fail(_ generation: UInt64, _ error: YaOKError, retryAt once: Bool = false, reason: TransportConnection.Reason? = nil) {
         let (carrier, node, delay) = state.withLock { s -> (Carrier?, Node?, Double?) in
             guard s.generation == generation, s.running else { return (nil, nil, nil) }
             closeConnectionLocked(&s)
             s.generation &+= 1
             s.lastError = error.message
+            s.lastReason = reason ?? RelayTransport.reason(of: error)
             let carrier = s.carrier
             s.carrier = nil
             if error.code == .revoked {
@@ -234,6 +243,7 @@ extension RelayTransport {
         }
         carrier?.close(reason: error.message)
         guard let node else { return }
+        publishConnection()
         // A wrong certificate is logged and announced once until a session succeeds again
         // (it is retried with backoff: the relay may be fixed, or the attacker leave).
         let firstRejection = error.code == .certificateRejected && state.withLock { s in
@@ -250,6 +260,27 @@ extension RelayTransport {
             node.emitNotice(TransportNotice(transport: name, message: "\(what).\(retry)",
                                             retryAfterMs: delay.map { Int64($0 * 1000) }))
         }
+    }
+}
+
+extension RelayTransport {
+    /// The kind of a connection failure, for the transport's connection state. The socket
+    /// layer's errors carry strerror text, so refusals and unreachable hosts are told by it.
+    static func reason(of error: YaOKError) -> TransportConnection.Reason {
+        switch error.code {
+        case .certificateRejected:
+            return error.message.contains("pinned key") ? .pinMismatch : .certificate
+        case .tlsFailed: return .tls
+        case .revoked: return .revoked
+        case .malformedPacket: return .protocolError
+        default: break
+        }
+        let text = error.message.lowercased()
+        if text.contains("refused") { return .refused }
+        if text.contains("timed out") { return .timedOut }
+        if text.contains("unreachable") { return .unreachable }
+        if text.contains("closed the connection") || text.contains("reset by peer") { return .closed }
+        return .other
     }
 }
 

@@ -48,8 +48,9 @@ extension RelayTransport {
                         s.readyAt.map { Double(EventLoop.monotonicNanoseconds() &- $0) / 1e9 } ?? 0
                     }
                     let earned = lived >= min(60, max(1, state.withLock { $0.sessionLifetime } / 2))
+                    // The relay answered and closed: "closed" (revoked keeps its own reason).
                     return fail(generation, YaOKError(e.status, "The relay ended the session: \(RelayText.shown(e.message))"),
-                                retryAt: e.code == .sessionExpired && earned)
+                                retryAt: e.code == .sessionExpired && earned, reason: e.status == .revoked ? .revoked : .closed)
                 }
                 refused(e, generation: generation)
             case .auth, .subscribe, .post, .delete, .ping, .carry:
@@ -114,6 +115,7 @@ extension RelayTransport {
             scheduleTickLocked(&s)
             return s.node
         }) else { return fail(generation, YaOKError(.malformedPacket, "Unexpected READY from the relay")) }
+        publishConnection()
         let carrier: Carrier
         do {
             carrier = try node.openCarrier(transport: name, route: address.description, relay: state.withLock { $0.relayIdentifier }, callbacks: CarrierCallbacks(
@@ -248,6 +250,7 @@ extension RelayTransport {
             s.lastSync = Clock.milliseconds()
             s.certificateRejectionLogged = false
         }
+        publishConnection()
     }
 
     /// The node closed the carrier: locked (wait for the unlock) or closing.
@@ -270,6 +273,7 @@ extension RelayTransport {
             return s.carrier
         }
         carrier?.close(reason: "Locked")
+        publishConnection()
     }
 }
 

@@ -65,6 +65,19 @@ public final class RelayTransport: Transport, @unchecked Sendable {
         loop.post { [weak self] in self?.connect() }
     }
 
+    public var reachesInternet: Bool { true }
+
+    /// Connected, connecting, or disconnected with the reason and next retry: reported to
+    /// the node on every change (`publishConnection`).
+    public var connection: TransportConnection? { state.withLock { $0.connection } }
+
+    /// Tells the node the connection as it is now (the node emits an event if it changed).
+    /// Called after every change of phase, without the lock.
+    func publishConnection() {
+        let (node, connection) = state.withLock { ($0.node, $0.connection) }
+        node?.reportConnection(name, connection)
+    }
+
     public func stop() {
         let carrier = state.withLock { s -> Carrier? in
             s.running = false
@@ -77,6 +90,7 @@ public final class RelayTransport: Transport, @unchecked Sendable {
             return s.carrier
         }
         carrier?.close(reason: "The relay transport was disabled")
+        publishConnection()
     }
 
     public func nodeUnlocked() {
@@ -86,7 +100,7 @@ public final class RelayTransport: Transport, @unchecked Sendable {
             s.failures = 0
             return true
         }
-        if reconnect { connect() }
+        if reconnect { publishConnection(); connect() }
     }
 
     /// Contacts changed: an idle transport (it had no contact) connects.
@@ -191,6 +205,8 @@ struct RelayState {
     var connectTimer: EventLoop.TimerID?
     var nextRetryAt: Int64?
     var lastError: String?
+    /// What kind of failure `lastError` is (pin mismatch, refused, …).
+    var lastReason: TransportConnection.Reason?
     var lastSync: Int64?
     var lastReceived: UInt64 = 0
     var lastSent: UInt64 = 0
@@ -198,6 +214,21 @@ struct RelayState {
     var posted: Int64 = 0
     var accepted: Int64 = 0
     var fetched: Int64 = 0
+
+    /// The phase as an app shows it (TransportConnection): connected, connecting, or
+    /// disconnected with the reason and when it is retried.
+    var connection: TransportConnection {
+        switch phase {
+        case .connected: return .connected
+        case .connecting, .handshaking, .authenticating: return .connecting
+        case .stopped: return TransportConnection(state: .disconnected, reason: .disabled)
+        case .idle: return TransportConnection(state: .disconnected, reason: .idle, detail: "No contacts yet")
+        case .locked: return TransportConnection(state: .disconnected, reason: .locked, detail: "Connects after unlock")
+        case .revoked: return TransportConnection(state: .disconnected, reason: .revoked, detail: lastError)
+        case .waiting:
+            return TransportConnection(state: .disconnected, reason: lastReason ?? .other, detail: lastError, nextRetryMs: nextRetryAt)
+        }
+    }
 
     /// "Connected", "Connecting…", "Disconnected: … Retrying in 8 s." — diagnostics and the CLI.
     func statusLine(now: Int64) -> String {

@@ -212,4 +212,25 @@ import YaOKCrypto
             #expect(!attempted.isEmpty)
         }
     }
+
+    /// The transport's connection follows its adapter: disconnected (radio off) while it is
+    /// off or removed, connected while it is on (issue 21 §3).
+    @Test func theConnectionFollowsTheAdapter() throws {
+        let t = try BLETransport()
+        t.state.withLock { s in
+            s.running = true
+            s.adapter = BLEAdapter(index: 0, address: address(100), powered: true, instance: 1)
+        }
+        #expect(t.connection == .connected)
+        t.state.withLock { s in _ = t.poweredLocked(&s, false) }
+        #expect(t.connection?.state == .disconnected && t.connection?.reason == .radioOff)
+        #expect(t.connection?.detail?.contains("powered off") == true)
+        t.state.withLock { s in _ = t.poweredLocked(&s, true) }
+        #expect(t.connection == .connected)
+        t.state.withLock { s in
+            s.adapterGone = true
+            _ = t.poweredLocked(&s, false)
+        }
+        #expect(t.connection?.reason == .radioOff && t.connection?.detail?.contains("removed") == true)
+    }
 }

@@ -60,6 +60,8 @@ class EventKind(enum.IntEnum):
     LINK_OPENED = 11            #: {"link_id", "transport"}: a link opened; its handshake runs
     LINK_AUTHENTICATED = 12     #: {"link_id", "transport", "peer": "contact" | "stranger", "contact_id"}
     LINK_CLOSED = 13            #: {"link_id", "transport", "reason"}
+    TRANSPORT_CONNECTION = 14   #: {"name", "state", "reason", "detail", "next_retry_ms"}: see :class:`~yaok.TransportConnection`
+    INTERNET_CHANGED = 15       #: {"available", "line", "default_route", "relay", "why"}: see :class:`~yaok.Internet`
 
 
 class yaok_event(ctypes.Structure):

@@ -36,6 +36,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 from ._lib import STATUS, TextEnum, declare, encode_name, encode_text
 from ._node_base import CHAR_OUT, NodeHandle, NodePointer
 from .carry import CarryMixin
+from .connectivity import ConnectivityMixin
 from .contacts import ContactsMixin
 from .errors import InvalidArgument
 from .events import EventsMixin
@@ -271,7 +272,7 @@ def _key_argument(key: Union[bytes, bytearray, memoryview], what: str = "key") -
     raise TypeError(f"{what} must be bytes-like, not {type(key).__name__}")
 
 
-class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin, CarryMixin):
+class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin, CarryMixin, ConnectivityMixin):
     """One Ya OK profile over a ``yaok_node *``. Create it with :meth:`open`."""
 
     def __init__(self, _pointer: Any = None, _data_dir: str = "") -> None:
