@@ -192,9 +192,13 @@ extension DeliveryEngine {
     // MARK: - Purge
 
     /// A purge record from the peer: every claim is checked against the packets it names
-    /// (§10.6) and remembered (§10.9).
+    /// (§10.6) and remembered (§10.9). On a link where this node does not carry (contacts
+    /// mode, a stranger) only claims of packets held are remembered: a stranger's claim of a
+    /// packet never held would be a value it planted, answered back at a later meeting,
+    /// which would recognise this node across days (§12.1, §12.8).
     private mutating func receivePurge(_ record: PurgeRecord, on linkID: UInt64, _ store: Store) throws {
-        let purged = try store.purgeCarried(record, nowMs: now, policy: carry.policy)
+        let carries = carry.sessions[linkID]?.carries ?? false
+        let purged = try store.purgeCarried(record, nowMs: now, policy: carry.policy, rememberUnheld: carries)
         carry.counters.packetsPurged += purged.count
         if !purged.isEmpty { carry.sessions[linkID]?.activity = true }
     }

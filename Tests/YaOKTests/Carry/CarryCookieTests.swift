@@ -1,0 +1,44 @@
+import Foundation
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
+
+/// A stranger must not be able to plant a value in a node and read it back at a later
+/// meeting (docs/PROTOCOL.md §12.8, "planted values"): that would let it recognise the node
+/// across days although anonymous links name nobody (§5.8).
+@Suite struct CarryCookieTests {
+    /// Mallory, a stranger, tells Bob (contacts mode) a random claim of a packet he never
+    /// held, then offers a made-up packet under that claim's hash. Before the fix Bob
+    /// remembered the claim and answered the offer with it: a cookie Mallory could read back
+    /// on any later link for 14 days, although a node in contacts mode shows strangers an
+    /// empty store. Now a link where Bob does not carry only purges what he holds.
+    @Test func aStrangerCannotPlantAClaimInANodeThatDoesNotCarryForIt() throws {
+        let m = try Meeting(["Mallory", "Bob"])
+        defer { m.finish() }
+        try m["Bob"].setCarry(mode: .contactsOnly)
+        let pipe = try m.link("Mallory", "Bob") { m["Mallory"].carryIdle && m["Bob"].carryIdle }
+        defer { pipe.close() }
+        let claim = Sodium.randomBytes(16)
+        let hash = PurgeClaim.hash(claim)
+        try m["Mallory"].sendCarry(.purge(try PurgeRecord(claims: [claim])))
+        m.settle("Mallory", "Bob")
+        try m["Mallory"].sendCarry(.offer([CarryOffer(identity: Sodium.randomBytes(16), routingTag: RoutingTag(value: 42),
+                                                      copyBudget: 8, claimHash: hash)]))
+        m.settle("Mallory", "Bob")
+        m.settle("Mallory", "Bob")
+        #expect(m["Bob"].remembers(claimHash: hash) == false)
+        // Had Bob answered, Mallory's node would now remember the claim it never published.
+        #expect(m["Mallory"].remembers(claimHash: hash) == false)
+        #expect(pipe.initiator.isAuthenticated && pipe.responder.isAuthenticated)
+    }
+}
+
+extension Node {
+    /// Whether this node remembers a published claim with this hash (§10.9).
+    func remembers(claimHash: [UInt8]) -> Bool? {
+        state.withLock { s in try? s.store?.isPurged(claimHash: claimHash, nowMs: s.delivery.now) }
+    }
+}
