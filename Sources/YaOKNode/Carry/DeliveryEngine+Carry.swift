@@ -160,7 +160,7 @@ extension DeliveryEngine {
     /// what is ours (its tag is one our contacts send us under: only this node can tell,
     /// and it never shows its tags), and, when this link carries, what may still spread
     /// (budget ≥ 2) and is not held. A wait-phase packet (budget 1) is asked for only when
-    /// it is ours.
+    /// it is ours; from a relay, only ours is asked for (§12.9).
     private mutating func receiveOffer(_ entries: [CarryOffer], on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard let session = carry.sessions[linkID] else { return }
         let tags = try carriedTags(store, keys)
@@ -178,7 +178,10 @@ extension DeliveryEngine {
             // A peer that offers without end gets asked for a bounded number at a time.
             guard session.asked.count + wanted.count < CarrySession.maxAsked else { continue }
             let ours = tags?.sender(tag: e.routingTag) != nil
-            let spread = session.carries && Int(e.copyBudget) >= session.minSpreadBudget && quotaLeft > 0
+            // A relay offers only wait-phase copies (§12.9): one it offers as spreading is not
+            // asked for, so a hostile relay cannot fill its clients' stores with copies that
+            // evict their wait-phase ones first (§10.9).
+            let spread = session.carries && !session.toRelay && Int(e.copyBudget) >= session.minSpreadBudget && quotaLeft > 0
             guard ours || spread, try store.carriedEntry(e.identity) == nil else { continue }
             if !ours { quotaLeft -= 1 }
             wanted.append(e.identity)
