@@ -91,7 +91,10 @@ extension DeliveryEngine {
         carry.sessions[linkID] = session
         guard wasAsked else { return try answer(id, taken: false, on: linkID) }
         let t = now
-        if (try? packet.checkTime(nowMs: t)) == nil { return try answer(id, taken: false, on: linkID) }
+        if (try? packet.checkTime(nowMs: t)) == nil {
+            carry.counters.packetsRefused += 1
+            return try answer(id, taken: false, on: linkID)
+        }
         if let keys, let contact = try carriedTags(store, keys)?.sender(of: packet) {
             if try store.isPurged(claimHash: packet.claimHash, nowMs: t) { return try answer(id, taken: true, on: linkID) }
             let opened = try openOwnCarried(packet, from: contact, store, keys)
