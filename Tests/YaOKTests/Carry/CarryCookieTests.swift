@@ -42,3 +42,29 @@ extension Node {
         state.withLock { s in try? s.store?.isPurged(claimHash: claimHash, nowMs: s.delivery.now) }
     }
 }
+
+extension CarryCookieTests {
+    /// Switching to contacts mode applies to the meetings in progress: a stranger's link
+    /// that was carrying stops (before the fix it went on taking the stranger's packets,
+    /// showing it the store and remembering its claims until the link closed, which an
+    /// app's own link may never do).
+    @Test func switchingToContactsEndsMeetingsWithStrangers() throws {
+        let m = try Meeting(["Mallory", "Bob"])
+        defer { m.finish() }
+        let bench = try CarryBench()
+        defer { bench.finish() }
+        bench.now = m.clock.now
+        let pipe = try m.link("Mallory", "Bob") { m["Mallory"].carryIdle && m["Bob"].carryIdle }
+        defer { pipe.close() }
+        try m["Bob"].setCarry(mode: .contactsOnly)
+        let packet = try bench.packet()
+        try m["Mallory"].sendCarry(.offer([CarryOffer(identity: packet.identity, routingTag: packet.routingTag,
+                                                      copyBudget: 8, claimHash: packet.claimHash)]))
+        m.settle("Mallory", "Bob")
+        m.settle("Mallory", "Bob")
+        #expect(m["Bob"].state.withLock { $0.delivery.carry.sessions.values.allSatisfy { !$0.asked.contains(packet.identity) } })
+        try m["Mallory"].sendCarry(.carried(packet))
+        m.settle("Mallory", "Bob")
+        #expect(m["Bob"].carriedCount == 0)
+    }
+}
