@@ -68,3 +68,30 @@ extension CarryCookieTests {
         #expect(m["Bob"].carriedCount == 0)
     }
 }
+
+extension CarryCookieTests {
+    /// A stranger floods a node in mode `anyone` with purge records of random claims (each
+    /// remembered as a claim of a packet never held): the memory stays at its cap (§10.9:
+    /// 20,000), the link stays up, and the node's own claim outlives the flood. Passes as
+    /// is (coverage of §10.9's ranks through a real link, not a fix).
+    @Test func aFloodOfRandomClaimsStaysAtTheCap() throws {
+        let m = try Meeting(["Mallory", "Bob"])
+        defer { m.finish() }
+        let own = PurgeClaim.random()
+        try m["Bob"].withEngine { engine, store, _ in try engine.publishClaims([own], store) }
+        let pipe = try m.link("Mallory", "Bob") { m["Mallory"].carryIdle && m["Bob"].carryIdle }
+        defer { pipe.close() }
+        let start = Date()
+        for _ in 0..<100 {
+            let claims = (0..<PurgeRecord.maxClaims).map { _ in PurgeClaim.random() }.sorted { $0.lexicographicallyPrecedes($1) }
+            try m["Mallory"].sendCarry(.purge(try PurgeRecord(claims: claims)))
+        }
+        m.settle("Mallory", "Bob")
+        #expect(eventually {
+            m["Bob"].state.withLock { s in ((try? s.store?.rememberedPurgeClaims(nowMs: s.delivery.now, limit: 100_000))?.count ?? 0) == CarryPolicy.default.maxPurgeRecords }
+        })
+        print("purge flood: 100 records of 255 claims handled in \(Date().timeIntervalSince(start)) s")
+        #expect(m["Bob"].remembers(claimHash: PurgeClaim.hash(own)) == true)
+        #expect(pipe.initiator.isAuthenticated && pipe.responder.isAuthenticated)
+    }
+}
