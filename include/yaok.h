@@ -1311,7 +1311,7 @@ typedef struct yaok_carry_status {
     uint64_t messages_delivered_through_carriers; /* own mail that came through carriers */
     uint64_t acks_through_carriers;     /* own messages acknowledged through carriers */
     uint64_t packets_purged;            /* deleted because their recipient had them */
-    uint64_t packets_refused;           /* offered and not taken (quota, full, purged, bad) */
+    uint64_t packets_refused;           /* asked for, then refused (quota, full, expired) */
 } yaok_carry_status;
 
 yaok_status yaok_node_carry_status(yaok_node *node, yaok_carry_status *out);

@@ -215,6 +215,9 @@ struct NodeState {
         autoLockTimer = nil
         // The ack keys go with the identity; the link key stays, so links go on while locked.
         delivery.peers = nil
+        // The carried tag table holds every contact's route pair key (PROTOCOL §10.3: kept
+        // while unlocked); left here, a locked node's memory would give every pair's tags.
+        delivery.carry.tags = nil
         store?.detach()
         defer { keys = nil }
         return keys != nil

@@ -14,10 +14,13 @@ extension Store {
     /// publish random claims, so they are worth least), then claims of packets held (a
     /// depositor can seal packets and purge them with their own claims), then, last, this
     /// node's own claims (`own`: it opened or sealed the packet, §12.6), each rank by
-    /// soonest expiry. Returns the identities deleted. One transaction.
+    /// soonest expiry. `rememberUnheld` false (a record from a peer this node does not carry
+    /// for, §12.1): a claim that deletes nothing here is dropped, not remembered, so such a
+    /// peer cannot plant one and see it answered later (§12.8, "planted values"). Returns
+    /// the identities deleted. One transaction.
     @discardableResult
     package func purgeCarried(_ record: PurgeRecord, nowMs: Int64, policy: CarryPolicy = .default,
-                              own: Bool = false) throws -> [[UInt8]] {
+                              own: Bool = false, rememberUnheld: Bool = true) throws -> [[UInt8]] {
         try policy.validate()
         return try db.transaction {
             var purged: [[UInt8]] = []
@@ -32,6 +35,7 @@ extension Store {
                     purged.append(id)
                     heldUntil = max(heldUntil ?? .min, packet.expiresAtMs)
                 }
+                if heldUntil == nil, !own, !rememberUnheld { continue }
                 try rememberPurge(claim: claim, hash: hash, expiresAtMs: heldUntil ?? nowMs &+ CarriedPacket.maxExpiryAheadMs,
                                   rank: own ? .own : heldUntil != nil ? .held : .neverHeld)
             }

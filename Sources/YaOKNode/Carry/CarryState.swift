@@ -16,6 +16,15 @@ struct CarryState {
     var tags: CarriedTagTable<Int64>?
     /// When the carry store was last swept (expired packets, claims, quota rows).
     var lastSweep: Int64 = .min
+    /// Bytes of carried packets this node hands over per clock hour on all its links
+    /// together (PROTOCOL §12.3 step 4), and what it has handed in the current hour.
+    /// Strangers are unlinkable, so a per-peer bound could not hold: without this one, a
+    /// stranger linking again and again pulled 256 KiB per link for 16 bytes an identity.
+    var handOverBytesPerHour = CarryState.defaultHandOverBytesPerHour
+    var handedHour: Int64 = .min
+    var handedBytes = 0
+
+    static let defaultHandOverBytesPerHour = 64 << 20
 
     /// The store's bounds for the current limits (quotas and purge memory at their defaults).
     var policy: CarryPolicy {

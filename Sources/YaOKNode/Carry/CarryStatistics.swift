@@ -19,7 +19,7 @@ public struct CarryStatistics: Sendable, Equatable {
     public var acksThroughCarriers: Int
     /// Packets deleted because a purge claim showed them delivered.
     public var packetsPurged: Int
-    /// Packets offered and refused (quota, full store, purged, expired, malformed).
+    /// Packets asked for, handed over and then refused (over quota, store full, expired).
     public var packetsRefused: Int
 
     public init(mode: CarryMode, limits: CarryLimits, packetsHeld: Int = 0, bytesHeld: Int = 0,

@@ -160,7 +160,7 @@ extension DeliveryEngine {
     /// what is ours (its tag is one our contacts send us under: only this node can tell,
     /// and it never shows its tags), and, when this link carries, what may still spread
     /// (budget ≥ 2) and is not held. A wait-phase packet (budget 1) is asked for only when
-    /// it is ours.
+    /// it is ours; from a relay, only ours is asked for (§12.9).
     private mutating func receiveOffer(_ entries: [CarryOffer], on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard let session = carry.sessions[linkID] else { return }
         let tags = try carriedTags(store, keys)
@@ -178,7 +178,10 @@ extension DeliveryEngine {
             // A peer that offers without end gets asked for a bounded number at a time.
             guard session.asked.count + wanted.count < CarrySession.maxAsked else { continue }
             let ours = tags?.sender(tag: e.routingTag) != nil
-            let spread = session.carries && Int(e.copyBudget) >= session.minSpreadBudget && quotaLeft > 0
+            // A relay offers only wait-phase copies (§12.9): one it offers as spreading is not
+            // asked for, so a hostile relay cannot fill its clients' stores with copies that
+            // evict their wait-phase ones first (§10.9).
+            let spread = session.carries && !session.toRelay && Int(e.copyBudget) >= session.minSpreadBudget && quotaLeft > 0
             guard ours || spread, try store.carriedEntry(e.identity) == nil else { continue }
             if !ours { quotaLeft -= 1 }
             wanted.append(e.identity)
@@ -192,9 +195,13 @@ extension DeliveryEngine {
     // MARK: - Purge
 
     /// A purge record from the peer: every claim is checked against the packets it names
-    /// (§10.6) and remembered (§10.9).
+    /// (§10.6) and remembered (§10.9). On a link where this node does not carry (contacts
+    /// mode, a stranger) only claims of packets held are remembered: a stranger's claim of a
+    /// packet never held would be a value it planted, answered back at a later meeting,
+    /// which would recognise this node across days (§12.1, §12.8).
     private mutating func receivePurge(_ record: PurgeRecord, on linkID: UInt64, _ store: Store) throws {
-        let purged = try store.purgeCarried(record, nowMs: now, policy: carry.policy)
+        let carries = carry.sessions[linkID]?.carries ?? false
+        let purged = try store.purgeCarried(record, nowMs: now, policy: carry.policy, rememberUnheld: carries)
         carry.counters.packetsPurged += purged.count
         if !purged.isEmpty { carry.sessions[linkID]?.activity = true }
     }

@@ -17,8 +17,13 @@ extension DeliveryEngine {
         guard var session = carry.sessions[linkID] else { return }
         defer { carry.sessions[linkID] = session }
         var rng = SystemRandomNumberGenerator()
+        // The node's hourly hand-over bound (links only: a relay session is one the user
+        // configured, bounded per session).
+        let hour = now / CarriedPacket.hourMs
+        if carry.handedHour != hour { (carry.handedHour, carry.handedBytes) = (hour, 0) }
         while !session.queue.isEmpty, session.awaitingBytes < CarrySession.windowBytes,
-              session.bytesHanded < CarrySession.encounterBytes {
+              session.bytesHanded < CarrySession.encounterBytes,
+              session.toRelay || carry.handedBytes < carry.handOverBytesPerHour {
             let id = session.queue.removeFirst()
             guard !session.settled.contains(id), session.awaiting[id] == nil,
                   let held = try store.carriedPacket(id), held.expiresAtMs > now else { continue }
@@ -48,6 +53,7 @@ extension DeliveryEngine {
             session.awaiting[id] = (givenBudget, keptHop, size)
             session.awaitingBytes += size
             session.bytesHanded += size
+            if !session.toRelay { carry.handedBytes += size }
         }
     }
 
@@ -85,7 +91,10 @@ extension DeliveryEngine {
         carry.sessions[linkID] = session
         guard wasAsked else { return try answer(id, taken: false, on: linkID) }
         let t = now
-        if (try? packet.checkTime(nowMs: t)) == nil { return try answer(id, taken: false, on: linkID) }
+        if (try? packet.checkTime(nowMs: t)) == nil {
+            carry.counters.packetsRefused += 1
+            return try answer(id, taken: false, on: linkID)
+        }
         if let keys, let contact = try carriedTags(store, keys)?.sender(of: packet) {
             if try store.isPurged(claimHash: packet.claimHash, nowMs: t) { return try answer(id, taken: true, on: linkID) }
             let opened = try openOwnCarried(packet, from: contact, store, keys)

@@ -24,6 +24,14 @@ extension Node {
             if mode == .off {
                 engine.carry.sessions = [:]
                 engine.carry.relayMeetings = [:]
+            } else if mode == .contactsOnly {
+                // Meetings in progress with strangers end now (§12.1): left running, they would
+                // go on taking a stranger's packets, showing it the store and remembering its
+                // claims for as long as the link lasts.
+                for (id, session) in engine.carry.sessions.sorted(by: { $0.key < $1.key })
+                where session.carries && !session.toRelay && engine.links[id]?.link.peerIsContact != true {
+                    engine.carryLinkClosed(id, store)
+                }
             }
             var setting = engine.carry
             setting.mode = mode

@@ -88,7 +88,11 @@ public struct Reconciler: Sendable {
     /// the encounter should end); returns what to do next.
     public mutating func receive(_ bytes: [UInt8]) throws -> Step {
         guard !isFinished else { throw YaOKError(.invalidArgument, "Reconciliation already finished") }
+        // The budget was spent by earlier messages: this one is not read (§11 step 4), so a
+        // peer that goes on sending cannot make this side decode and work without end.
+        let spent = remainingBudget < ReconciliationParameters.minimumMessageBytes
         bytesReceived += bytes.count
+        if spent { return .budgetExhausted }
         let message = try ReconciliationMessage.decode(bytes, parameters: parameters)
         switch message {
         case .haveWant(let theirHave, let theirWant):

@@ -195,3 +195,26 @@ extension CarryLinkMessageTests {
         #expect(eventually { isAsked(higher.identity) })
     }
 }
+
+extension CarryLinkMessageTests {
+    /// `packets_refused` counts what the header and docs/ABI.md say: packets asked for and
+    /// then refused, an expired one included (it was answered `refused` and not counted).
+    @Test func anExpiredPacketCountsAsRefused() throws {
+        let m = try Meeting(["Mallory", "Bob"])
+        defer { m.finish() }
+        let bench = try CarryBench()
+        defer { bench.finish() }
+        bench.now = m.clock.now
+        let pipe = try m.link("Mallory", "Bob") { m["Mallory"].carryIdle && m["Bob"].carryIdle }
+        defer { pipe.close() }
+        let packet = try bench.packet(lifetimeMs: 60_000)
+        try m["Mallory"].sendCarry(.offer([CarryOffer(identity: packet.identity, routingTag: packet.routingTag,
+                                                      copyBudget: 8, claimHash: packet.claimHash)]))
+        #expect(eventually { m["Bob"].state.withLock { $0.delivery.carry.sessions.values.contains { $0.asked.contains(packet.identity) } } })
+        m.clock.advance(seconds: 2 * 3_600)
+        try m["Mallory"].sendCarry(.carried(packet))
+        m.settle("Mallory", "Bob")
+        #expect(m["Bob"].carriedCount == 0)
+        #expect(m["Bob"].state.withLock { $0.delivery.carry.counters.packetsRefused } == 1)
+    }
+}

@@ -160,6 +160,26 @@ import Testing
         #expect(step == .budgetExhausted)
         #expect(a.bytesSent + a.bytesReceived <= q.encounterBudget)
     }
+
+    /// Once the budget is spent, the next messages are not read (§11 step 4: the message
+    /// that spent it is the last one read). Before, the budget stopped only the answers: a
+    /// peer could go on sending have/want and range messages, each decoded and worked
+    /// through (fingerprints, searches, haves found), without end.
+    @Test func afterTheBudgetIsSpentNothingMoreIsRead() throws {
+        let f = try ReconciliationFixture(seed: 5, common: 60, onlyA: 0, onlyB: 0)
+        let q = try ReconciliationParameters(idLength: 16, maxMessageBytes: 4_096, maxRanges: 512, maxIDs: 256,
+                                             buckets: 8, idListThreshold: 16, encounterBudget: 1_024)
+        var responder = try Reconciler(store: ReconciliationSet(f.b, idLength: 16), role: .responder, parameters: q,
+                                       hash: ReconciliationBLAKE2b())
+        // Have/want lists of 20 bytes, each wanting one item the responder holds.
+        let ids = f.b.map(\.id)
+        var steps: [Reconciler.Step] = []
+        for id in ids { steps.append(try responder.receive([0x01, 0x02, 0x00, 0x01] + id)) }
+        let readable = (q.encounterBudget - ReconciliationParameters.minimumMessageBytes) / 20 + 1
+        #expect(responder.have.count == readable)
+        #expect(steps.dropFirst(readable).allSatisfy { $0 == .budgetExhausted })
+        #expect(responder.bytesReceived == ids.count * 20)
+    }
 }
 
 /// The fuzzer's reconciliation seeds (written from the document by fuzz/make-seeds.py,
