@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 import YaOKCrypto
@@ -201,7 +202,7 @@ extension RelayServer {
         }
         if c.handshakeDone { c.channel?.shutdown() }
         loop.unregister(fd: c.fd)
-        RelaySocket.close(c.fd)
+        Socket.close(c.fd)
         for key in c.cursors.keys { subscribers.remove(key, session: c.id) }
         if let pseudonym = c.session?.pseudonym {
             sessionsByPseudonym[pseudonym]?.remove(c.id)

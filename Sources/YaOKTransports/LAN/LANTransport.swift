@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 import YaOKCrypto
@@ -172,7 +173,9 @@ public final class LANTransport: Transport {
             let listener = try Socket.listen(on: listenEndpoint)
             var udp: Int32 = -1
             do {
-                guard let bound = Socket.localEndpoint(listener) else { throw Socket.error("getsockname") }
+                guard let bound = Socket.localEndpoint(listener) else {
+                    throw YaOKError(.internal, "Cannot read the LAN listener's address (getsockname)")
+                }
                 fresh.listening = bound
                 if let discovery = options.discovery, let group {
                     udp = try Socket.openDiscovery(group: group, port: discovery.receivePort ?? discovery.port,

@@ -1,5 +1,6 @@
 import Glibc
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 import YaOKNode
