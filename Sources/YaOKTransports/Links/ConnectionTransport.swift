@@ -96,6 +96,12 @@ extension ConnectionTransport {
         return c
     }
 
+    /// Closes every connection (`closeLocked`, the transport's policy included) as the
+    /// transport stops; returns their links, for the caller to close outside the lock.
+    func closeAllLocked(_ s: inout State, _ reason: String) -> [any TransportLink] {
+        s.connections.keys.sorted().compactMap { closeLocked(&s, $0, reason) }
+    }
+
     /// Remembers a close (or a connect that never started) for diagnostics: the last 8.
     func recordCloseLocked(_ s: inout State, address: String, direction: ConnectionDirection, reason: String) {
         if s.recentCloses.count >= 8 { s.recentCloses.removeFirst() }
