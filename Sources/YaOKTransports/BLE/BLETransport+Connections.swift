@@ -72,16 +72,8 @@ extension BLETransport: ConnectionTransport {
                         evicting evicted: inout [ClosedChannel]) -> Bool {
         let policy = SlotPolicy(maxConnections: options.maxConnections, maxPerAddress: options.maxChannelsPerAddress,
                                 reservedOutboundSlots: options.reservedOutboundSlots)
-        guard let victims = policy.makeRoom(among: occupantsLocked(s), for: remote.bytes, inbound: direction == .inbound) else {
-            return false
-        }
-        for (id, why) in victims {
-            let reason = why == .unfinished ? "evicted: its handshake had not finished and a new channel needed the slot"
-                : "evicted: its peer is not a contact and a new channel needed the slot"
-            evicted.append((closeLocked(&s, id, reason), reason))
-            s.evicted += 1
-        }
-        return true
+        return makeRoomLocked(&s, policy, for: remote.bytes, inbound: direction == .inbound, noun: "channel",
+                              addressOf: { $0.remote.bytes }, evicting: &evicted)
     }
 
     /// The channels as the slot policy sees them, oldest first.

@@ -62,14 +62,8 @@ extension LANTransport: ConnectionTransport {
                         evicting evicted: inout [ClosedLink]) -> Bool {
         let policy = SlotPolicy(maxConnections: options.maxConnections, maxPerAddress: options.maxConnectionsPerAddress,
                                 reservedOutboundSlots: options.reservedOutboundSlots)
-        guard let victims = policy.makeRoom(among: occupantsLocked(s), for: address, inbound: inbound) else { return false }
-        for (id, why) in victims {
-            let reason = why == .unfinished ? "evicted: its handshake had not finished and a new connection needed the slot"
-                : "evicted: its peer is not a contact and a new connection needed the slot"
-            evicted.append((closeLocked(&s, id, reason), reason))
-            s.evicted += 1
-        }
-        return true
+        return makeRoomLocked(&s, policy, for: address, inbound: inbound, noun: "connection", addressOf: { $0.remote.address },
+                              evicting: &evicted)
     }
 
     /// The connections as the slot policy sees them, oldest first.

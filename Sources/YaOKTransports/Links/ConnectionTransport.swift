@@ -10,6 +10,8 @@ protocol ConnectionTableState {
     var nextID: UInt64 { get set }
     var closedCount: Int { get set }
     var recentCloses: [ClosedConnection] { get set }
+    /// Connections closed to make room for a new one.
+    var evicted: Int { get set }
     var opener: (any LinkOpener)? { get }
     var loop: EventLoop? { get }
 }
@@ -114,6 +116,25 @@ extension ConnectionTransport {
             SlotPolicy.Occupant(id: c.id, address: address(c), inbound: c.direction == .inbound,
                                 open: c.phase == .open, authenticated: c.authenticated, contact: c.contact)
         }
+    }
+
+    /// Finds a slot for a new connection with `address` under `policy` (`SlotPolicy`),
+    /// closing the connections it evicts (a `noun` — "connection", "channel" — names the
+    /// newcomer in their reasons); their links go to `evicted`, for the caller to tell
+    /// outside the lock. False, evicting nothing, when no room can be made.
+    func makeRoomLocked<Address: Hashable>(_ s: inout State, _ policy: SlotPolicy, for address: Address, inbound: Bool,
+                                           noun: String, addressOf: (State.Connection) -> Address,
+                                           evicting evicted: inout [ClosedLink]) -> Bool {
+        guard let victims = policy.makeRoom(among: occupantsLocked(s, address: addressOf), for: address, inbound: inbound) else {
+            return false
+        }
+        for (id, why) in victims {
+            let reason = why == .unfinished ? "evicted: its handshake had not finished and a new \(noun) needed the slot"
+                : "evicted: its peer is not a contact and a new \(noun) needed the slot"
+            evicted.append((closeLocked(&s, id, reason), reason))
+            s.evicted += 1
+        }
+        return true
     }
 
     // MARK: - Links
