@@ -46,13 +46,15 @@ let package = Package(
         // node (lock, contacts, delivery). `YaOK` re-exports them all for Swift apps.
         .target(name: "YaOKSupport"),
         .target(name: "YaOKLoop", dependencies: ["YaOKSupport", "CLinux"]),
+        // The socket system calls of every transport and server (errno captured in each).
+        .target(name: "YaOKSystem", dependencies: ["YaOKSupport"]),
         .target(name: "YaOKWire", dependencies: ["YaOKSupport"]),
         .target(name: "YaOKCrypto", dependencies: ["YaOKSupport", "YaOKWire", "CSodium"]),
         .target(name: "YaOKStore", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "CSQLite"]),
         .target(name: "YaOKNode", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore"]),
         // Transports: sockets on the node's event loop, each connection a link (LAN, the relay
         // client, and BLE through the kernel's Bluetooth sockets).
-        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode", "YaOKTLS", "CBluetooth"]),
+        .target(name: "YaOKTransports", dependencies: ["YaOKSupport", "YaOKSystem", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKNode", "YaOKTLS", "CBluetooth"]),
         // TLS 1.3 over a non-blocking descriptor (OpenSSL), for the relay client and server.
         .target(name: "YaOKTLS", dependencies: ["YaOKSupport", "COpenSSL"]),
         .target(name: "YaOK", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKNode", "YaOKTLS", "YaOKTransports"]),
@@ -83,14 +85,14 @@ let package = Package(
                     linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic"])]),
         // The relay server (docs/PROTOCOL.md §8, docs/RELAY.md): sessions, group-commit
         // store, limits on the node's event loop; `yaok-relay` is its thin command line.
-        .target(name: "YaOKRelayServer", dependencies: ["YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "CPostgres"]),
+        .target(name: "YaOKRelayServer", dependencies: ["YaOKSupport", "YaOKSystem", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "CPostgres"]),
         .executableTarget(
             name: "yaok-relay",
             dependencies: ["YaOKRelayServer", "YaOKSupport", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         // The relay's load test and benchmark (scripts/test-relay-load, scripts/bench-relay):
         // many raw protocol clients on one epoll thread; starts, SIGKILLs and restarts the relay.
-        .executableTarget(name: "yaok-relay-load", dependencies: ["YaOKSupport", "YaOKWire", "YaOKCrypto", "YaOKTLS", "CLinux"]),
+        .executableTarget(name: "yaok-relay-load", dependencies: ["YaOKSupport", "YaOKSystem", "YaOKWire", "YaOKCrypto", "YaOKTLS", "CLinux"]),
         // Depends on the executable so that the real-process test finds it built.
         .testTarget(name: "YaOKRelayServerTests", dependencies: ["YaOKRelayServer", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "yaok-relay"]),
         // Loopback only; peers that misbehave (TLS 1.2, no ALPN) are raw OpenSSL.

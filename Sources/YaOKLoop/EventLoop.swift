@@ -139,14 +139,27 @@ public final class EventLoop: Sendable {
     public func register(fd: Int32, for events: IOEvents, handler: @escaping IOHandler) throws {
         guard fd >= 0 else { throw YaOKError(.invalidArgument, "Invalid file descriptor \(fd)") }
         var event = epoll_event()
-        event.events = (events.contains(.readable) ? EPOLLIN.rawValue : 0)
-            | (events.contains(.writable) ? EPOLLOUT.rawValue : 0)
+        event.events = EventLoop.epollEvents(events)
         event.data.fd = fd
         try state.withLock { s in
             guard !s.stopping else { throw YaOKError(.internal, "The event loop has stopped") }
             guard s.handlers[fd] == nil else { throw YaOKError(.invalidArgument, "File descriptor \(fd) is already registered") }
             guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else { throw EventLoop.systemError("epoll_ctl") }
             s.handlers[fd] = handler
+        }
+    }
+
+    /// Changes what a registered `fd` is watched for (epoll's EPOLL_CTL_MOD), keeping its
+    /// handler: a connection watches writability only while bytes wait, and changing that
+    /// must not open a window where the descriptor is watched by nothing.
+    public func modify(fd: Int32, for events: IOEvents) throws {
+        var event = epoll_event()
+        event.events = EventLoop.epollEvents(events)
+        event.data.fd = fd
+        try state.withLock { s in
+            guard !s.stopping else { throw YaOKError(.internal, "The event loop has stopped") }
+            guard s.handlers[fd] != nil else { throw YaOKError(.invalidArgument, "File descriptor \(fd) is not registered") }
+            guard epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) == 0 else { throw EventLoop.systemError("epoll_ctl") }
         }
     }
 
@@ -260,6 +273,10 @@ public final class EventLoop: Sendable {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    private static func epollEvents(_ events: IOEvents) -> UInt32 {
+        (events.contains(.readable) ? EPOLLIN.rawValue : 0) | (events.contains(.writable) ? EPOLLOUT.rawValue : 0)
     }
 
     private static func systemError(_ call: String) -> YaOKError {

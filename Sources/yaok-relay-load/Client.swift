@@ -1,5 +1,6 @@
 import Glibc
 import YaOKSupport
+import YaOKSystem
 import YaOKWire
 import YaOKCrypto
 import YaOKTLS
@@ -59,14 +60,15 @@ final class Client {
 
     // MARK: Connecting
 
-    func connect(host: in_addr_t, port: UInt16, now: UInt64) {
-        let (descriptor, code) = Net.connect(host: host, port: port)
-        guard descriptor >= 0 else {
-            runner.noteConnectFailure(self, reason: Net.errorText(code))
+    func connect(host: UInt32, port: UInt16, now: UInt64) {
+        switch Socket.connectTCP(Socket.ipv4(address: host, port: port)) {
+        case .success(let descriptor):
+            fd = descriptor
+        case .failure(let failure):
+            runner.noteConnectFailure(self, reason: failure.description)
             scheduleRetry(now: now)
             return
         }
-        fd = descriptor
         state = .connecting
         stateSinceNs = now
         decoder = try! FrameDecoder(maxLength: RelayFrame.maxLength)
@@ -75,7 +77,7 @@ final class Client {
         sessionSeen.removeAll()
         pendingDeletes.removeAll()
         guard runner.poller.add(fd, token: UInt64(index)) else {
-            fail("epoll_ctl: \(Net.errorText(errno))", now: now)
+            fail("epoll_ctl: \(Socket.reason(errno))", now: now)
             return
         }
     }
@@ -118,11 +120,11 @@ final class Client {
     func onEvent(now: UInt64) {
         do {
             if state == .connecting {
-                let code = Net.pendingError(fd)
+                let code = Socket.pendingError(fd)
                 if code == EINPROGRESS || code == EALREADY { return }
                 guard code == 0 else {
-                    runner.noteConnectFailure(self, reason: Net.errorText(code))
-                    fail(Net.errorText(code), now: now, counted: false)
+                    runner.noteConnectFailure(self, reason: Socket.reason(code))
+                    fail(Socket.reason(code), now: now, counted: false)
                     return
                 }
                 tls = try TLSConnection(client: runner.tlsContext, fd: fd, serverName: runner.hostName)

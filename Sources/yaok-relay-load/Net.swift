@@ -1,50 +1,8 @@
 import Glibc
 import CLinux
+import YaOKSystem
 
-/// The few socket and clock calls the load tool needs, on plain Glibc (the LAN transport's
-/// helpers are internal to YaOKTransports).
-enum Net {
-    /// A non-blocking TCP connect to an IPv4 address with TCP_NODELAY. Returns the
-    /// descriptor (the connect is usually still in progress: wait for writability, then
-    /// check `pendingError`) or an errno.
-    static func connect(host: in_addr_t, port: UInt16) -> (fd: Int32, errno: Int32) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return (-1, errno) }
-        var one: Int32 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = host
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if rc == 0 || errno == EINPROGRESS { return (fd, 0) }
-        let code = errno
-        close(fd)
-        return (-1, code)
-    }
-
-    /// SO_ERROR of a socket whose connect was in progress (0: connected).
-    static func pendingError(_ fd: Int32) -> Int32 {
-        var code: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return errno }
-        return code
-    }
-
-    static func parseIPv4(_ text: String) -> in_addr_t? {
-        var address = in_addr()
-        let name = text == "localhost" ? "127.0.0.1" : text
-        guard inet_pton(AF_INET, name, &address) == 1 else { return nil }
-        return address.s_addr
-    }
-
-    static func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
-}
-
+/// The clock the load tool measures with (its sockets are `YaOKSystem.Socket`'s).
 enum Clock {
     /// CLOCK_MONOTONIC in nanoseconds.
     static func now() -> UInt64 {
@@ -89,7 +47,7 @@ final class Poller {
 
     init(capacity: Int = 1024) {
         fd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        precondition(fd >= 0, "epoll_create1 failed: \(Net.errorText(errno))")
+        precondition(fd >= 0, "epoll_create1 failed: \(Socket.reason(errno))")
         events = [epoll_event](repeating: epoll_event(), count: capacity)
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import YaOKSystem
 
 /// The relay's pid for the signal handler (SIGINT/SIGTERM of the tool kill the child too).
 nonisolated(unsafe) var relayPidForSignals: pid_t = 0
@@ -152,7 +153,7 @@ final class RelayProcess {
         defer { for a in cArguments { free(a) } }
         var child: pid_t = 0
         let rc = posix_spawn(&child, arguments[0], &actions, nil, &cArguments, environ)
-        guard rc == 0 else { throw ToolError("Cannot start \(arguments[0]): \(Net.errorText(rc))") }
+        guard rc == 0 else { throw ToolError("Cannot start \(arguments[0]): \(Socket.reason(rc))") }
         return child
     }
 }

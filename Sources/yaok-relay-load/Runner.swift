@@ -1,4 +1,5 @@
 import Glibc
+import YaOKSystem
 import YaOKSupport
 import YaOKWire
 import YaOKCrypto
@@ -27,7 +28,7 @@ final class Runner {
     let options: Options
     let poller = Poller()
     var tlsContext: TLSContext!
-    var host: in_addr_t = 0
+    var host: UInt32 = 0  // host byte order
     var hostName = "127.0.0.1"
     var port: UInt16 = 0
     /// Every relay's port (more than one: a cluster); client i connects to ports[i % count].
@@ -104,7 +105,7 @@ final class Runner {
             } else {
                 var template = Array("/tmp/yaok-relay-load-XXXXXX".utf8CString)
                 guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-                    throw ToolError("mkdtemp: \(Net.errorText(errno))")
+                    throw ToolError("mkdtemp: \(Socket.reason(errno))")
                 }
                 data = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/data"
             }
@@ -133,7 +134,7 @@ final class Runner {
             }
             tlsContext = try TLSContext.client(pin: try pinBytes(pin), caFile: nil)
         }
-        guard let address = Net.parseIPv4(hostName) else { throw ToolError("\(hostName) is not an IPv4 address") }
+        guard let address = Socket.parseIPv4(hostName) else { throw ToolError("\(hostName) is not an IPv4 address") }
         host = address
         for i in 0..<options.clients { clients.append(try Client(index: i, runner: self)) }
         if options.mode == .load {

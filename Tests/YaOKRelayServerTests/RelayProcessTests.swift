@@ -139,8 +139,9 @@ final class RelayProcessTests: XCTestCase {
             return (p.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
         }
         // A port in use: no pin printed, no data directory, and the reason.
-        let (busy, port) = try RelaySocket.listen(host: "127.0.0.1", port: 0)
-        defer { RelaySocket.close(busy) }
+        let busy = try RelayListener(host: "127.0.0.1", port: 0)
+        let port = busy.port
+        defer { withExtendedLifetime(busy) {} }
         let inUse = try serve("127.0.0.1:\(port)")
         XCTAssertNotEqual(inUse.status, 0)
         XCTAssertFalse(inUse.stdout.contains("pin:"), inUse.stdout)

@@ -1,3 +1,5 @@
+import YaOKSystem
+
 /// The secure layer between a connection's socket and its frames: TLS 1.3 in service
 /// (`TLSChannel`), plaintext in tests of the layers above it (`PlainChannel`). Non-blocking:
 /// every call returns what it would wait for instead of waiting. One per connection, on
@@ -49,20 +51,20 @@ final class PlainChannel: RelayChannel {
 
     func read(maxBytes: Int) throws -> ChannelRead {
         var buffer = [UInt8](repeating: 0, count: maxBytes)
-        switch RelaySocket.receive(fd, into: &buffer) {
+        switch Socket.receive(fd, into: &buffer) {
         case .bytes(let n): return .data(Array(buffer[0..<n]))
         case .wouldBlock: return .wantRead
         case .endOfStream: return .closed
-        case .failed(let code): throw RelaySocket.error("receive failed", code)
+        case .failed(let failure): throw Socket.error("receive failed", failure)
         }
     }
 
     func write(_ bytes: ArraySlice<UInt8>) throws -> ChannelWrite {
-        let n = bytes.withUnsafeBytes { RelaySocket.send(fd, $0) }
-        if n >= 0 { return .wrote(n) }
-        let code = RelaySocket.lastError()
-        if RelaySocket.isWouldBlock(code) { return .wantWrite }
-        throw RelaySocket.error("send failed", code)
+        switch bytes.withUnsafeBytes({ Socket.send(fd, $0) }) {
+        case .bytes(let n): return .wrote(n)
+        case .wouldBlock, .endOfStream: return .wantWrite
+        case .failed(let failure): throw Socket.error("send failed", failure)
+        }
     }
 
     func binding() throws -> [UInt8] { Self.testBinding }

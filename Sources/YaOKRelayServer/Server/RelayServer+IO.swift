@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 import YaOKCrypto
@@ -162,12 +163,10 @@ extension RelayServer {
         if c.wantsWrite || (!c.output.isEmpty && c.handshakeDone) { wanted.insert(.writable) }
         guard wanted != c.interest else { return }
         let wasPaused = !c.interest.contains(.readable)
-        // The loop has no "modify": register again with the new interest.
-        loop.unregister(fd: c.fd)
         c.interest = wanted
         let id = c.id
         do {
-            try loop.register(fd: c.fd, for: wanted) { [weak self] events in self?.ready(id, events) }
+            try loop.modify(fd: c.fd, for: wanted)
         } catch {
             finish(c, "cannot watch the connection: \(error)")
             return
@@ -201,7 +200,7 @@ extension RelayServer {
         }
         if c.handshakeDone { c.channel?.shutdown() }
         loop.unregister(fd: c.fd)
-        RelaySocket.close(c.fd)
+        Socket.close(c.fd)
         for key in c.cursors.keys { subscribers.remove(key, session: c.id) }
         if let pseudonym = c.session?.pseudonym {
             sessionsByPseudonym[pseudonym]?.remove(c.id)

@@ -1,5 +1,6 @@
 import Glibc
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 
@@ -115,11 +116,11 @@ extension RelayServer {
     /// listener's queue drains rather than wake the loop for ever or stall new clients.
     func shedWithReserve() -> Bool {
         guard reserveDescriptor >= 0 else { return false }
-        RelaySocket.close(reserveDescriptor)
+        Socket.close(reserveDescriptor)
         reserveDescriptor = -1
         var shed = false
-        if case .accepted(let fd, _) = RelaySocket.accept(listener) {
-            RelaySocket.close(fd)
+        if case .accepted(let fd, _) = Socket.acceptTCP(listener) {
+            Socket.close(fd)
             refusedConnections += 1
             shed = true
         }

@@ -1,5 +1,6 @@
 import Glibc
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 import YaOKCrypto
@@ -159,13 +160,13 @@ public final class RelayServer: @unchecked Sendable {
             forgottenBase = saved.forgottenDeletes
             counters = Locked(saved)
         } catch {
-            RelaySocket.close(fd)
+            Socket.close(fd)
             throw error
         }
         do {
             loop = try EventLoop()
         } catch {
-            RelaySocket.close(fd)
+            Socket.close(fd)
             throw error
         }
         let counters = self.counters
@@ -185,7 +186,7 @@ public final class RelayServer: @unchecked Sendable {
             watch?.stop()
             disk.stop()
             loop.stop()
-            RelaySocket.close(fd)
+            Socket.close(fd)
             throw error
         }
         loop.schedule(after: configuration.tickSeconds) { [weak self] in self?.tick() }
@@ -241,8 +242,8 @@ public final class RelayServer: @unchecked Sendable {
     }
 
     deinit {
-        if listener >= 0 { RelaySocket.close(listener) }
-        RelaySocket.close(reserveDescriptor)
+        if listener >= 0 { Socket.close(listener) }
+        Socket.close(reserveDescriptor)
     }
 }
 
@@ -257,7 +258,14 @@ public final class RelayListener: @unchecked Sendable {
     /// Throws `invalidArgument` with what failed: not an IPv4 address, the port in use,
     /// an address this machine does not have.
     public init(host: String, port: UInt16) throws {
-        (fd, self.port) = try RelaySocket.listen(host: host, port: port)
+        guard let address = Socket.parseIPv4(host) else { throw YaOKError(.invalidArgument, "\(host) is not an IPv4 address") }
+        switch Socket.listenTCP(Socket.ipv4(address: address, port: port), backlog: 1024) {
+        case .success(let listener):
+            fd = listener
+            self.port = Socket.localAddress(listener, as: sockaddr_in()).map { UInt16(bigEndian: $0.sin_port) } ?? port
+        case .failure(let failure):
+            throw YaOKError(.invalidArgument, "Cannot listen on \(host):\(port): \(Socket.bindHint(failure, host: host, port: port))")
+        }
     }
 
     func take() -> Int32 {
@@ -265,7 +273,7 @@ public final class RelayListener: @unchecked Sendable {
         return fd
     }
 
-    deinit { RelaySocket.close(fd) }
+    deinit { Socket.close(fd) }
 }
 
 extension RelayServer {
@@ -290,10 +298,11 @@ extension RelayServer {
         let now = EventLoop.monotonicNanoseconds()
         // A bounded batch per wake-up, so a flood of connections cannot starve the others.
         for _ in 0..<64 {
-            switch RelaySocket.accept(listener) {
+            switch Socket.acceptTCP(listener) {
             case .none:
                 return
-            case .failed(let code):
+            case .failed(let failure):
+                let code = failure.code
                 if (code == EMFILE || code == ENFILE) && shedWithReserve() { continue }
                 if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
                     // Out of descriptors: the connection stays queued and the level-triggered
@@ -301,9 +310,10 @@ extension RelayServer {
                     pauseListener()
                     return
                 }
-            case .accepted(let fd, let address):
+            case .accepted(let fd, let peer):
+                let address = UInt32(bigEndian: peer.sin_addr.s_addr)
                 guard admit(address) else {
-                    RelaySocket.close(fd)
+                    Socket.close(fd)
                     refusedConnections += 1
                     continue
                 }
@@ -319,7 +329,7 @@ extension RelayServer {
                     connections[id] = c
                     if !security.clientSpeaksFirst { loop.post { [weak self] in self?.ready(id, []) } }
                 } catch {
-                    RelaySocket.close(fd)
+                    Socket.close(fd)
                 }
             }
         }
@@ -348,7 +358,7 @@ extension RelayServer {
     private func closeListener() {
         guard listener >= 0 else { return }
         loop.unregister(fd: listener)
-        RelaySocket.close(listener)
+        Socket.close(listener)
         listener = -1
     }
 

@@ -1,69 +1,28 @@
 import YaOKSupport
 import YaOKLoop
 
-/// One L2CAP LE CoC channel. Touched only under the transport's lock.
-final class BLEConnection {
-    enum Direction: String { case inbound, outbound }
-    enum Phase: String {
-        /// An outbound connect(2) in progress (the kernel scans for the peer's advertising,
-        /// then creates the LE connection and the channel).
-        case connecting
-        /// Connected: a link is open (or being opened) over it.
-        case open
-    }
-
-    let id: UInt64
-    let fd: Int32
+/// One L2CAP LE CoC channel: the shared fields (`TransportConnection`), its address, its
+/// SDU queue and MTUs. Touched only under the transport's lock. Its `connecting` phase
+/// spans the kernel's scan for the peer's advertising, the LE connection and the channel.
+final class BLEConnection: TransportConnection {
     let remote: BLEAddress
-    let direction: Direction
-    var phase: Phase
-    var link: (any TransportLink)?
     /// SDUs waiting for the kernel to take them (it said EAGAIN: no credits or no buffer).
     /// Capped by `Options.maxWriteQueueBytes`.
     var queue: [[UInt8]] = []
     var queuedBytes = 0
     /// Monotonic ns of the last time the queue moved (or became non-empty).
     var lastWriteProgress: UInt64 = 0
-    var watchingWrites = false
     var sendMTU = 0
     var receiveMTU = 0
-    let sinceMs: Int64
-    /// Monotonic ns of the connect(2), then of the open: handshake deadlines count from it.
-    var startedAt: UInt64
-    var unitsReceived = 0
-    var bytesIn = 0
-    var bytesOut = 0
-
-    // Slots and idle channels (BLETransport+Connections.swift).
-    /// The link has authenticated the peer (its handshake completed): such a channel is
-    /// never evicted, and keepalives go out on it. Asked of the link outside the lock, so it
-    /// may lag the link by up to a tick (see `refreshAuthentication`).
-    var authenticated = false
-    /// Monotonic ns when `authenticated` was first seen true: a stranger's grace period
-    /// (`Options.strangerGracePeriod`) counts from it.
-    var authenticatedAt: UInt64 = 0
-    /// Whether the authenticated peer is one of the node's contacts, as the link last said:
-    /// nil while unknown (no handshake yet, or the node has not been unlocked since it
-    /// started; a locked node answers from its contacts at the last unlock). A stranger's channel (false) may be evicted, is capped in number and is
-    /// closed after its grace period: anyone can complete the handshake with an identity
-    /// made for the purpose, and slots are few. Asked again at each sweep until true (a
-    /// contact may be added meanwhile).
-    var contact: Bool?
-    /// Monotonic ns of the last SDU received (from the open on): for the idle timeout.
-    var lastReceived: UInt64
     /// The most bytes the write queue has held (`Options.maxWriteQueueBytes` bounds it).
     var peakQueuedBytes = 0
 
     init(id: UInt64, fd: Int32, remote: BLEAddress, direction: Direction, phase: Phase, now: UInt64, nowMs: Int64) {
-        self.id = id
-        self.fd = fd
         self.remote = remote
-        self.direction = direction
-        self.phase = phase
-        sinceMs = nowMs
-        startedAt = now
-        lastReceived = now
+        super.init(id: id, fd: fd, direction: direction, phase: phase, now: now, nowMs: nowMs)
     }
+
+    override var closeAddress: String { remote.text }
 }
 
 /// A peer heard advertising: its address, its current token, when. No identity.
@@ -99,13 +58,6 @@ struct BLEPeer {
     var heardSinceAttempt = true
 }
 
-struct BLEClosed {
-    let address: String
-    let direction: BLEConnection.Direction
-    let reason: String
-    let atMs: Int64
-}
-
 /// The adapter the transport runs on.
 struct BLEAdapter {
     let index: UInt16
@@ -121,7 +73,7 @@ struct BLEAdapter {
 }
 
 /// Everything the transport's lock protects.
-struct BLEState {
+struct BLEState: ConnectionTableState {
     var running = false
     var run: UInt64 = 0
     /// Weak, as in the LAN transport: the node owns its transports.
@@ -196,7 +148,7 @@ struct BLEState {
     var closedCount = 0
     /// Outbound connects that failed and handed the connecting role to the peer.
     var handOvers = 0
-    var recentCloses: [BLEClosed] = []
+    var recentCloses: [ClosedConnection] = []
     /// Why the last start failed, until the next start or stop.
     var unavailable: String?
 

@@ -1,5 +1,6 @@
 import Glibc
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 import YaOKCrypto
@@ -7,9 +8,9 @@ import YaOKCrypto
 /// L2CAP channels: accepting, connecting, slots, reading SDUs, writing SDUs, deadlines and
 /// keepalives, closing. Every method named `…Locked` runs under the transport's lock; links
 /// are called only outside it.
-extension BLETransport {
+extension BLETransport: ConnectionTransport {
     /// A channel closed under the lock: its link, to be told why outside it.
-    typealias ClosedChannel = ((any TransportLink)?, String)
+    typealias ClosedChannel = ClosedLink
 
     // MARK: - Accepting
 
@@ -33,7 +34,7 @@ extension BLETransport {
                     return accepted
                 case .accepted(let fd, let remote):
                     guard makeRoomLocked(&s, for: remote, direction: .inbound, evicting: &evicted) else {
-                        _ = Glibc.close(fd)
+                        Socket.close(fd)
                         s.refused += 1
                         continue
                     }
@@ -71,24 +72,13 @@ extension BLETransport {
                         evicting evicted: inout [ClosedChannel]) -> Bool {
         let policy = SlotPolicy(maxConnections: options.maxConnections, maxPerAddress: options.maxChannelsPerAddress,
                                 reservedOutboundSlots: options.reservedOutboundSlots)
-        guard let victims = policy.makeRoom(among: occupantsLocked(s), for: remote.bytes, inbound: direction == .inbound) else {
-            return false
-        }
-        for (id, why) in victims {
-            let reason = why == .unfinished ? "evicted: its handshake had not finished and a new channel needed the slot"
-                : "evicted: its peer is not a contact and a new channel needed the slot"
-            evicted.append((closeLocked(&s, id, reason), reason))
-            s.evicted += 1
-        }
-        return true
+        return makeRoomLocked(&s, policy, for: remote.bytes, inbound: direction == .inbound, noun: "channel",
+                              addressOf: { $0.remote.bytes }, evicting: &evicted)
     }
 
     /// The channels as the slot policy sees them, oldest first.
     func occupantsLocked(_ s: BLEState) -> [SlotPolicy.Occupant<[UInt8]>] {
-        s.connections.values.sorted { $0.id < $1.id }.map { c in
-            SlotPolicy.Occupant(id: c.id, address: c.remote.bytes, inbound: c.direction == .inbound, open: c.phase == .open,
-                                authenticated: c.authenticated, contact: c.contact)
-        }
+        occupantsLocked(s) { $0.remote.bytes }
     }
 
     // MARK: - Connecting
@@ -118,8 +108,8 @@ extension BLETransport {
         }
         let code = L2CAPSocket.startConnect(fd, to: remote, psm: connectPSMLocked(s, remote))
         guard code == 0 else {
-            _ = Glibc.close(fd)
-            recordCloseLocked(&s, address: remote.text, direction: .outbound, reason: "connect failed: \(String(cString: strerror(code)))")
+            Socket.close(fd)
+            recordCloseLocked(&s, address: remote.text, direction: .outbound, reason: "connect failed: \(Socket.reason(code))")
             return
         }
         if addConnectionLocked(&s, fd: fd, remote: remote, direction: .outbound, phase: .connecting) != nil {
@@ -129,24 +119,11 @@ extension BLETransport {
 
     private func addConnectionLocked(_ s: inout BLEState, fd: Int32, remote: BLEAddress,
                                      direction: BLEConnection.Direction, phase: BLEConnection.Phase) -> UInt64? {
-        guard let loop = s.loop else {
-            _ = Glibc.close(fd)
-            return nil
-        }
-        let id = s.nextID
-        s.nextID += 1
+        let id = nextConnectionIDLocked(&s)
         let c = BLEConnection(id: id, fd: fd, remote: remote, direction: direction, phase: phase,
                               now: EventLoop.monotonicNanoseconds(), nowMs: Clock.milliseconds())
         if phase == .open { readMTUs(c, s) }
-        do {
-            c.watchingWrites = phase == .connecting
-            try loop.register(fd: fd, for: phase == .connecting ? [.readable, .writable] : .readable, handler: handler(id))
-        } catch {
-            _ = Glibc.close(fd)
-            return nil
-        }
-        s.connections[id] = c
-        return id
+        return addConnectionLocked(&s, c) ? id : nil
     }
 
     private func readMTUs(_ c: BLEConnection, _ s: BLEState) {
@@ -154,26 +131,12 @@ extension BLETransport {
         c.receiveMTU = L2CAPSocket.mtu(c.fd, send: false) ?? s.nonBluetoothMTU ?? options.receiveMTU
     }
 
-    private func handler(_ id: UInt64) -> EventLoop.IOHandler {
-        { [weak self] events in self?.connectionReady(id, events) }
-    }
-
-    /// Opens a link over each channel, with the MTU the peer granted (outside the lock).
+    /// Opens a link over each channel, with the MTU the peer granted; one below the
+    /// fragmenter's minimum is closed instead.
     func openLinks(_ ids: [UInt64], as role: LinkRole) {
-        guard !ids.isEmpty, let opener = state.withLock({ $0.opener }) else { return }
-        for id in ids {
-            guard let mtu = state.withLock({ $0.connections[id]?.sendMTU }) else { continue }
-            guard mtu >= Fragmenter.minimumMTU else {
-                let link = state.withLock { s in closeLocked(&s, id, "the peer's MTU (\(mtu)) is below \(Fragmenter.minimumMTU)") }
-                link?.close(reason: "MTU too small")
-                continue
-            }
-            opener.openLink(
-                transport: name, as: role, mtu: mtu,
-                send: { [weak self] unit in self?.linkSend(id, unit) },
-                closed: { [weak self] reason in self?.linkClosedByNode(id, reason) },
-                attach: { link in state.withLock { s in s.connections[id].map { $0.link = link } != nil } },
-                failed: { error in state.withLock { s in _ = closeLocked(&s, id, "cannot open a link: \(error)") } })
+        openLinks(ids, as: role, stream: false) { c in
+            c.sendMTU >= Fragmenter.minimumMTU ? .success(c.sendMTU)
+                : .failure(ConnectionRefusal(reason: "the peer's MTU (\(c.sendMTU)) is below \(Fragmenter.minimumMTU)"))
         }
     }
 
@@ -205,22 +168,22 @@ extension BLETransport {
             guard events.contains(.readable) || events.contains(.hangup) || events.contains(.error) else { return (c.link, nil) }
             // A bounded number of SDUs per wake-up (level-triggered: the rest comes next time).
             for _ in 0..<32 {
-                let n = s.readBuffer.withUnsafeMutableBytes { recv(c.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-                if n > 0 {
+                switch Socket.receive(c.fd, into: &s.readBuffer) {
+                case .bytes(let n):
                     c.bytesIn += n
                     c.unitsReceived += 1
                     c.lastReceived = EventLoop.monotonicNanoseconds()
                     units.append(Array(s.readBuffer[0..<n]))
-                    continue
+                case .endOfStream:
+                    // The channel ended: its socket is closed in this very wake-up (see
+                    // closeLocked); the units read before go to the link first, below.
+                    return (closeLocked(&s, id, "the peer closed the channel"), "the peer closed the channel")
+                case .wouldBlock:
+                    return (c.link, nil)
+                case .failed(let failure):
+                    let reason = "receive failed: \(failure)"
+                    return (closeLocked(&s, id, reason), reason)
                 }
-                // The channel ended: its socket is closed in this very wake-up (see closeLocked);
-                // the units read before go to the link first, below.
-                if n == 0 { return (closeLocked(&s, id, "the peer closed the channel"), "the peer closed the channel") }
-                let code = errno
-                if code == EINTR { continue }
-                if code == EAGAIN || code == EWOULDBLOCK { return (c.link, nil) }
-                let reason = "receive failed: \(Socket.reason(code))"
-                return (closeLocked(&s, id, reason), reason)
             }
             return (c.link, nil)
         }
@@ -229,12 +192,7 @@ extension BLETransport {
             return
         }
         if !units.isEmpty, let link {
-            for unit in units where !link.receive(unit) {
-                let reason = "the node refused a unit"
-                let dropped = state.withLock { s in closeLocked(&s, id, reason) }
-                dropped?.close(reason: reason)
-                return
-            }
+            guard deliver(units, from: id, to: link) else { return }
         }
         if let closing {
             let link = state.withLock { s in closeLocked(&s, id, closing) } ?? link
@@ -279,11 +237,8 @@ extension BLETransport {
             return
         }
         guard let link else { return }
-        // Called from inside the link: tell it afterwards, not re-entrantly — unless the loop
-        // has stopped and will run nothing more.
-        if state.withLock({ $0.loop })?.post({ link.close(reason: reason) }) != true {
-            link.close(reason: reason)
-        }
+        // Called from inside the link: tell it afterwards, not re-entrantly.
+        closeLater(link, reason: reason)
     }
 
     /// Sends queued SDUs until the kernel says EAGAIN (all of them in one go when it takes
@@ -302,10 +257,11 @@ extension BLETransport {
             switch L2CAPSocket.send(c.fd, unit) {
             case .sent:
                 sent += 1
+                c.writeCalls += 1
                 c.queuedBytes -= unit.count
                 c.bytesOut += unit.count
             case .wouldBlock:
-                if !c.watchingWrites, let failure = watchWritesLocked(&s, c, true) {
+                if let failure = watchWritesLocked(&s, c, true) {
                     return (closeLocked(&s, c.id, failure), failure)
                 }
                 return nil
@@ -314,26 +270,10 @@ extension BLETransport {
                 return (closeLocked(&s, c.id, reason), reason)
             }
         }
-        if c.watchingWrites, let failure = watchWritesLocked(&s, c, false) {
+        if let failure = watchWritesLocked(&s, c, false) {
             return (closeLocked(&s, c.id, failure), failure)
         }
         return nil
-    }
-
-    /// The loop has no "modify": re-registers the socket with the new interest. When that
-    /// fails the socket is watched by nothing — no SDU, hang-up or error would ever reach
-    /// us — so the caller closes the channel (`closeLocked`, as any close): returns why.
-    private func watchWritesLocked(_ s: inout BLEState, _ c: BLEConnection, _ writes: Bool) -> String? {
-        guard let loop = s.loop else { return "the Bluetooth transport stopped" }
-        loop.unregister(fd: c.fd)
-        do {
-            try loop.register(fd: c.fd, for: writes ? [.readable, .writable] : .readable, handler: handler(c.id))
-            c.watchingWrites = writes
-            return nil
-        } catch {
-            c.watchingWrites = false
-            return "cannot watch the channel any more: \(error)"
-        }
     }
 
     // MARK: - Deadlines and keepalives
@@ -419,13 +359,7 @@ extension BLETransport {
     /// known to be a contact, what they are now — outside the lock (a link takes the node's
     /// lock) — and notes it.
     func refreshAuthentication() {
-        let pending = state.withLock { s in
-            s.connections.values.compactMap { c -> (UInt64, any TransportLink)? in
-                guard !c.authenticated || c.contact != true, c.phase == .open, let link = c.link else { return nil }
-                return (c.id, link)
-            }
-        }
-        noteAuthenticated(pending)
+        noteAuthenticated(state.withLock { linksToAskLocked($0) })
     }
 
     private func noteAuthenticated(_ candidates: [(UInt64, any TransportLink)]) {
@@ -433,14 +367,8 @@ extension BLETransport {
         guard !answers.isEmpty else { return }
         let now = EventLoop.monotonicNanoseconds()
         state.withLock { s in
-            for (id, link, contact) in answers {
-                guard let c = s.connections[id], c.link === link else { continue }
-                if !c.authenticated {
-                    c.authenticated = true
-                    c.authenticatedAt = now
-                }
-                c.contact = contact
-                switch contact {
+            for c in noteAnswersLocked(&s, answers, now: now) {
+                switch c.contact {
                 case false?:
                     s.recentlyLinked.remove(c.remote)
                     s.recentStrangers.set(c.remote, now &+ BLETransport.nanoseconds(options.maxConnectBackoff))
@@ -467,10 +395,6 @@ extension BLETransport {
 
     // MARK: - Closing
 
-    func linkClosedByNode(_ id: UInt64, _ reason: String) {
-        state.withLock { s in _ = closeLocked(&s, id, "the node closed the link: \(reason)") }
-    }
-
     /// Removes the channel, unregisters and closes its socket at once. Returns its link,
     /// which the caller closes outside the lock.
     ///
@@ -484,11 +408,7 @@ extension BLETransport {
     /// first) is safe, so a channel the kernel ended is closed in the same wake-up; keeping
     /// it open longer was seen to make the panic more likely, not less.
     func closeLocked(_ s: inout BLEState, _ id: UInt64, _ reason: String) -> (any TransportLink)? {
-        guard let c = s.connections.removeValue(forKey: id) else { return nil }
-        s.loop?.unregister(fd: c.fd)
-        _ = Glibc.close(c.fd)
-        s.closedCount += 1
-        recordCloseLocked(&s, address: c.remote.text, direction: c.direction, reason: reason)
+        guard let c = removeConnectionLocked(&s, id, reason) else { return nil }
         // The peer is connected to again only once it is heard again: an LE connect to a
         // device that is not advertising (gone out of range, powered off) waits for the
         // whole timeout, and one started while it comes back was seen to hang until it.
@@ -513,10 +433,5 @@ extension BLETransport {
             requestDiscoveryLocked(&s)
         }
         return c.link
-    }
-
-    func recordCloseLocked(_ s: inout BLEState, address: String, direction: BLEConnection.Direction, reason: String) {
-        if s.recentCloses.count >= 8 { s.recentCloses.removeFirst() }
-        s.recentCloses.append(BLEClosed(address: address, direction: direction, reason: reason, atMs: Clock.milliseconds()))
     }
 }

@@ -1,6 +1,7 @@
 import Glibc
 import CBluetooth
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKCrypto
 
@@ -92,11 +93,11 @@ extension BLETransport {
         case .success?:
             return
         case .failure(let error)?:
-            _ = Glibc.close(setup.listener)
+            Socket.close(setup.listener)
             setup.restore.run()
             throw error
         case nil:
-            _ = Glibc.close(setup.listener)
+            Socket.close(setup.listener)
             setup.restore.run()
             throw YaOKError(.closed, "The Bluetooth transport was disabled while it was starting")
         }
@@ -192,7 +193,7 @@ extension BLETransport {
             guard advStatus == 0 else { throw BLEUnavailable.from(status: advStatus, doing: "starting advertising", adapter: adapterName) }
             return Setup(mgmt: mgmt, adapter: adapter, listener: listener, psm: psm, token: token, advertisingSettingCleared: cleared)
         } catch {
-            if listener >= 0 { _ = Glibc.close(listener) }
+            if listener >= 0 { Socket.close(listener) }
             Restore(mgmt: mgmt, index: index, instance: instance, advertisingSetting: cleared, stopDiscovery: false).run()
             throw error
         }
@@ -260,13 +261,10 @@ extension BLETransport {
             s.timer = nil
             if let timer = s.connectionTimer { s.loop?.cancel(timer) }
             s.connectionTimer = nil
-            var links: [any TransportLink] = []
-            for id in Array(s.connections.keys) {
-                if let link = closeLocked(&s, id, "the Bluetooth transport stopped") { links.append(link) }
-            }
+            let links = closeAllLocked(&s, "the Bluetooth transport stopped")
             if s.listener >= 0 {
                 s.loop?.unregister(fd: s.listener)
-                _ = Glibc.close(s.listener)
+                Socket.close(s.listener)
                 s.listener = -1
             }
             var restore: Restore?
@@ -302,7 +300,7 @@ extension BLETransport {
         do {
             try L2CAPSocket.listen(fd)
         } catch {
-            _ = Glibc.close(fd)
+            Socket.close(fd)
             throw error
         }
         var bound = sockaddr_l2()

@@ -156,25 +156,15 @@ public final class BLETransport: Transport {
         guard options.receiveMTU >= 23, options.receiveMTU <= 65535 else {
             throw YaOKError(.invalidArgument, "The BLE receive MTU must be 23 to 65535 bytes")
         }
-        guard options.maxConnections >= 1, options.maxDiscoveredPeers >= 1,
-              options.maxWriteQueueBytes >= Wire.maxPacketLength + 64 else {
-            throw YaOKError(.invalidArgument, "BLE limits must be positive (write queue at least one packet)")
-        }
-        guard options.maxChannelsPerAddress >= 1,
-              options.reservedOutboundSlots >= 0, options.reservedOutboundSlots < options.maxConnections else {
-            throw YaOKError(.invalidArgument, "BLE channels per address must be at least 1, and reserved outbound slots "
-                            + "fewer than maxConnections (\(options.maxConnections))")
-        }
-        guard options.maxStrangerChannels >= 0 else {
-            throw YaOKError(.invalidArgument, "BLE maxStrangerChannels must not be negative")
-        }
+        try TransportLimits.checkSlots("BLE", maxConnections: options.maxConnections, maxPerAddress: options.maxChannelsPerAddress,
+                                       reservedOutboundSlots: options.reservedOutboundSlots,
+                                       maxStrangers: options.maxStrangerChannels, maxDiscoveredPeers: options.maxDiscoveredPeers,
+                                       maxWriteQueueBytes: options.maxWriteQueueBytes, unit: Wire.maxPacketLength + 64)
         let intervals = [options.tokenLifetime, options.connectTimeout, options.newcomerConnectTimeout,
                          options.strangerGracePeriod, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.staleTokenHold,
                          options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter,
                          options.idleTimeout, options.maxConnectBackoff, options.handOverInterval]
-        guard intervals.allSatisfy({ $0 > 0 && $0 <= 86_400 }) else {
-            throw YaOKError(.invalidArgument, "BLE intervals and timeouts must be in (0, 86400] seconds")
-        }
+        try TransportLimits.checkIntervals("BLE", intervals)
         guard options.idleTimeout * 1000 > Double(Node.linkKeepaliveMs) else {
             throw YaOKError(.invalidArgument, "The BLE idle timeout must be longer than the links' keepalive interval (\(Node.linkKeepaliveMs / 1000) s)")
         }

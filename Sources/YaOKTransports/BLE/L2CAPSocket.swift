@@ -1,38 +1,37 @@
 import Glibc
 import CBluetooth
 import YaOKSupport
+import YaOKSystem
 
 /// L2CAP LE credit-based channels (CoC) through the kernel's sockets:
 /// `socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)` bound to an LE address and a PSM.
 /// Each send is one SDU, each receive one SDU: the channel keeps unit boundaries, so the
-/// BLE transport needs no stream framing. Descriptors are non-blocking and close-on-exec.
+/// BLE transport needs no stream framing. The calls are the shared ones (`YaOKSystem.Socket`:
+/// non-blocking, close-on-exec, errno captured); what is here is Bluetooth's: the address
+/// struct, the MTU options, the errors start-up reports.
 enum L2CAPSocket {
     /// socket(2) + bind(2) to the adapter's address and `psm` (0: the kernel picks none,
     /// for outgoing channels) + BT_RCVMTU (which must follow bind: bind makes it LE CoC).
     static func open(adapter: BLEAddress, psm: UInt16, receiveMTU: Int, sendBuffer: Int) throws -> Int32 {
-        let fd = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
-                        BTPROTO_L2CAP)
-        guard fd >= 0 else { throw BLEUnavailable.from(errno: errno, doing: "socket(BTPROTO_L2CAP)") }
+        let fd: Int32
+        switch Socket.open(domain: AF_BLUETOOTH, type: Int32(SOCK_SEQPACKET.rawValue), protocol: BTPROTO_L2CAP) {
+        case .success(let opened): fd = opened
+        case .failure(let failure): throw BLEUnavailable.from(errno: failure.code, doing: "socket(BTPROTO_L2CAP)")
+        }
         var ok = false
-        defer { if !ok { _ = Glibc.close(fd) } }
-        var address = sockaddr(adapter, psm: psm)
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: Glibc.sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_l2>.size)) }
+        defer { if !ok { Socket.close(fd) } }
+        if let failure = Socket.bind(fd, sockaddr(adapter, psm: psm)) {
+            throw bindFailure(failure.code, psm: psm, adapter: adapter)
         }
-        guard rc == 0 else {
-            let code = errno
-            throw bindFailure(code, psm: psm, adapter: adapter)
-        }
-        var mtu = UInt16(clamping: receiveMTU)
-        guard setsockopt(fd, SOL_BLUETOOTH, BT_RCVMTU, &mtu, socklen_t(MemoryLayout<UInt16>.size)) == 0 else {
-            throw BLEUnavailable.from(errno: errno, doing: "setting the L2CAP receive MTU")
+        if let failure = Socket.setOption(fd, SOL_BLUETOOTH, BT_RCVMTU, value: UInt16(clamping: receiveMTU)) {
+            throw BLEUnavailable.from(errno: failure.code, doing: "setting the L2CAP receive MTU")
         }
         // The kernel allocates all of an SDU's PDUs before queueing any, charged to the send
         // buffer: with the default buffer large SDUs never go. SO_SNDBUFFORCE needs
         // CAP_NET_ADMIN (which mgmt needs anyway); SO_SNDBUF is the fallback.
-        var size = Int32(clamping: sendBuffer)
-        if setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, 4) != 0 {
-            _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, 4)
+        let size = Int32(clamping: sendBuffer)
+        if Socket.setOption(fd, SOL_SOCKET, SO_SNDBUFFORCE, size) != nil {
+            Socket.setOption(fd, SOL_SOCKET, SO_SNDBUF, size)
         }
         ok = true
         return fd
@@ -55,74 +54,46 @@ enum L2CAPSocket {
     }
 
     static func listen(_ fd: Int32, backlog: Int32 = 8) throws {
-        guard Glibc.listen(fd, backlog) == 0 else { throw BLEUnavailable.from(errno: errno, doing: "listen on L2CAP") }
+        if let failure = Socket.listen(fd, backlog: backlog) {
+            throw BLEUnavailable.from(errno: failure.code, doing: "listen on L2CAP")
+        }
     }
 
-    enum AcceptResult {
-        case accepted(fd: Int32, remote: BLEAddress)
-        case none
-        case failed(Int32)
-    }
+    typealias AcceptResult = Socket.AcceptResult<BLEAddress>
 
-    /// accept(2), then O_NONBLOCK and FD_CLOEXEC.
+    /// accept(2), non-blocking and close-on-exec, with the peer's LE address.
     static func accept(_ listener: Int32) -> AcceptResult {
-        var raw = sockaddr_l2()
-        var length = socklen_t(MemoryLayout<sockaddr_l2>.size)
-        while true {
-            let fd = withUnsafeMutablePointer(to: &raw) {
-                $0.withMemoryRebound(to: Glibc.sockaddr.self, capacity: 1) { Glibc.accept(listener, $0, &length) }
-            }
-            if fd >= 0 {
-                let flags = fcntl(fd, F_GETFL)
-                guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
-                    let code = errno
-                    _ = Glibc.close(fd)
-                    return .failed(code)
-                }
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-                let b = raw.l2_bdaddr.b
-                let kind = BLEAddress.Kind(rawValue: raw.l2_bdaddr_type) ?? .lePublic
-                return .accepted(fd: fd, remote: BLEAddress(littleEndian: [b.0, b.1, b.2, b.3, b.4, b.5][...], kind: kind))
-            }
-            let code = errno
-            if code == EINTR { continue }
-            return code == EAGAIN || code == EWOULDBLOCK ? .none : .failed(code)
+        switch Socket.accept(listener, as: sockaddr_l2()) {
+        case .accepted(let fd, let raw):
+            let b = raw.l2_bdaddr.b
+            let kind = BLEAddress.Kind(rawValue: raw.l2_bdaddr_type) ?? .lePublic
+            return .accepted(fd: fd, remote: BLEAddress(littleEndian: [b.0, b.1, b.2, b.3, b.4, b.5][...], kind: kind))
+        case .none:
+            return .none
+        case .failed(let failure):
+            return .failed(failure)
         }
     }
 
     /// Starts a non-blocking connect(2) to `remote` on `psm`: 0 (connecting or connected)
     /// or errno.
     static func startConnect(_ fd: Int32, to remote: BLEAddress, psm: UInt16) -> Int32 {
-        var address = sockaddr(remote, psm: psm)
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: Glibc.sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_l2>.size))
-            }
-        }
-        if rc == 0 || errno == EINPROGRESS || errno == EINTR { return 0 }
-        return errno
+        Socket.connect(fd, sockaddr(remote, psm: psm))?.code ?? 0
     }
 
     /// BT_SNDMTU / BT_RCVMTU: the SDU sizes negotiated on a connected channel.
     static func mtu(_ fd: Int32, send: Bool) -> Int? {
-        var value: UInt16 = 0
-        var length = socklen_t(MemoryLayout<UInt16>.size)
-        guard getsockopt(fd, SOL_BLUETOOTH, send ? BT_SNDMTU : BT_RCVMTU, &value, &length) == 0 else { return nil }
-        return Int(value)
+        Socket.option(fd, SOL_BLUETOOTH, send ? BT_SNDMTU : BT_RCVMTU, as: UInt16(0)).map(Int.init)
     }
 
     enum SendResult: Equatable { case sent, wouldBlock, failed(Int32) }
 
     /// send(2) of one SDU, whole or not at all.
     static func send(_ fd: Int32, _ sdu: [UInt8]) -> SendResult {
-        while true {
-            let n = sdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
-            if n == sdu.count { return .sent }
-            if n >= 0 { return .failed(EMSGSIZE) }
-            let code = errno
-            if code == EINTR { continue }
-            if code == EAGAIN || code == EWOULDBLOCK { return .wouldBlock }
-            return .failed(code)
+        switch sdu.withUnsafeBytes({ Socket.send(fd, $0) }) {
+        case .bytes(let n): return n == sdu.count ? .sent : .failed(EMSGSIZE)
+        case .wouldBlock, .endOfStream: return .wouldBlock
+        case .failed(let failure): return .failed(failure.code)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import YaOKSupport
+import YaOKSystem
 
 /// A LAN discovery beacon (docs/PROTOCOL.md §7): "I accept Ya OK connections on this TCP
 /// port", and nothing about who: a random token that changes every few minutes, so the
@@ -60,33 +61,36 @@ extension Socket {
             }
             ifIndex = index
         }
-        let fd = try open(stream: false)
+        let fd: Int32
+        switch open(domain: AF_INET, type: Int32(SOCK_DGRAM.rawValue)) {
+        case .success(let opened): fd = opened
+        case .failure(let failure): throw error("Cannot open a UDP socket", failure)
+        }
         var ok = false
         defer { if !ok { close(fd) } }
-        _ = setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+        setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
         let bindTo = IPv4Endpoint(address: group.isMulticast ? group.address : bindHost, port: port)
-        if let code = bind(fd, bindTo) {
-            throw YaOKError(.invalidArgument, "Cannot listen for LAN discovery beacons on UDP \(bindTo): \(reason(code))")
+        if let failure = bind(fd, bindTo) {
+            throw YaOKError(.invalidArgument, "Cannot listen for LAN discovery beacons on UDP \(bindTo): \(failure)")
         }
         if group.isMulticast {
             var request = ip_mreqn()
             request.imr_multiaddr = in_addr(s_addr: group.address.bigEndian)
             request.imr_address = in_addr(s_addr: 0)
             request.imr_ifindex = ifIndex
-            guard setOption(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, request) else {
-                let code = errno
+            if let failure = setOption(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, value: request) {
                 let place = interface.map { "on \"\($0)\"" } ?? "(no interface given and no route to the group: is the network up?)"
-                throw YaOKError(.invalidArgument, "Cannot join LAN discovery group \(group.host) \(place): \(reason(code))")
+                throw YaOKError(.invalidArgument, "Cannot join LAN discovery group \(group.host) \(place): \(failure)")
             }
             if ifIndex != 0 {
                 var outgoing = ip_mreqn()
                 outgoing.imr_ifindex = ifIndex
-                guard setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, outgoing) else {
-                    throw error("Cannot send LAN discovery beacons on \"\(interface ?? "")\"")
+                if let failure = setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, value: outgoing) {
+                    throw error("Cannot send LAN discovery beacons on \"\(interface ?? "")\"", failure)
                 }
             }
-            _ = setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, 1)
-            _ = setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, 1)
+            setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, 1)
+            setOption(fd, Int32(IPPROTO_IP), IP_MULTICAST_TTL, 1)
         }
         ok = true
         return fd

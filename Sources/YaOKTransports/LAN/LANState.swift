@@ -2,63 +2,31 @@ import YaOKSupport
 import YaOKLoop
 import YaOKWire
 
-/// One TCP connection. Touched only under the transport's lock.
-final class LANConnection {
-    enum Direction: String { case inbound, outbound }
-    enum Phase: String {
-        /// An outbound connect(2) in progress.
-        case connecting
-        /// Connected: a link is open (or being opened) over it.
-        case open
-    }
-
-    let id: UInt64
-    let fd: Int32
+/// One TCP connection: the shared fields (`TransportConnection`), its endpoint and its
+/// framing. Touched only under the transport's lock.
+final class LANConnection: TransportConnection {
     let remote: IPv4Endpoint
-    let direction: Direction
-    var phase: Phase
-    var link: (any TransportLink)?
     /// One partial frame at most (≤ the link MTU): the decoder checks each length prefix
     /// before it buffers anything of the frame.
     var decoder: FrameDecoder
     /// Capped by `Options.maxWriteQueueBytes`: beyond it the peer is not reading and the
     /// connection is dropped.
     var writer: FrameWriter
-    /// Whether the descriptor is registered for writability (only while bytes are pending).
-    var watchingWrites = false
-    /// Wall clock ms, for diagnostics.
-    let sinceMs: Int64
-    /// Monotonic ns.
-    let startedAt: UInt64
-    var lastReceived: UInt64
+    /// A flush is posted to the loop: units the node sends in one go leave in one write.
+    var flushPosted = false
     var lastSent: UInt64
-    /// Complete, non-empty frames received (keepalives do not count).
-    var unitsReceived = 0
-    var bytesIn = 0
-    var bytesOut = 0
-    /// The link has authenticated the peer (its handshake completed), as last asked of it
-    /// outside the lock (`refreshAuthentication`): may lag the link by up to a tick.
-    var authenticated = false
-    /// Monotonic ns when `authenticated` was first seen: a stranger's grace period counts from it.
-    var authenticatedAt: UInt64 = 0
-    /// Whether the authenticated peer is a contact: nil while unknown (no handshake yet, or a
-    /// node never unlocked since it started). Asked again at each tick until true.
-    var contact: Bool?
 
     init(id: UInt64, fd: Int32, remote: IPv4Endpoint, direction: Direction, phase: Phase,
          mtu: Int, now: UInt64, nowMs: Int64) throws {
-        self.id = id
-        self.fd = fd
         self.remote = remote
-        self.direction = direction
-        self.phase = phase
         decoder = try FrameDecoder(maxLength: mtu)
         writer = FrameWriter(maxLength: mtu)
-        sinceMs = nowMs
-        startedAt = now
-        lastReceived = now
         lastSent = now
+        super.init(id: id, fd: fd, direction: direction, phase: phase, now: now, nowMs: nowMs)
     }
+
+    /// An inbound peer's port is ephemeral: its host only.
+    override var closeAddress: String { direction == .inbound ? remote.host : remote.description }
 }
 
 /// A peer heard through a beacon. No identity: an address, a port and two times.
@@ -91,16 +59,8 @@ struct StaticPeer {
     var lastError: String?
 }
 
-/// Why a connection ended, for diagnostics (the last few only).
-struct ClosedConnection {
-    let address: String
-    let direction: LANConnection.Direction
-    let reason: String
-    let atMs: Int64
-}
-
 /// Everything the transport's lock protects.
-struct LANState {
+struct LANState: ConnectionTableState {
     var running = false
     /// Counts starts, so that work scheduled by an earlier run can tell.
     var run: UInt64 = 0

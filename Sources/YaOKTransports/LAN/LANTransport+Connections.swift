@@ -1,16 +1,14 @@
 import Glibc
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 import YaOKCrypto
 
 /// TCP: accepting, connecting, reading, writing, timeouts. Every method named `…Locked`
 /// runs under the transport's lock; links are called only outside it.
-extension LANTransport {
+extension LANTransport: ConnectionTransport {
     // MARK: - Accepting
-
-    /// A connection closed under the lock: its link, to be told why outside it.
-    typealias ClosedConnectionLink = ((any TransportLink)?, String)
 
     /// The listener is readable: accept what is waiting (a bounded batch per wake-up, so
     /// a flood of connections cannot starve the other descriptors), each only where
@@ -18,15 +16,16 @@ extension LANTransport {
     func acceptReady() {
         // Eviction must spare every connection whose handshake has finished: ask the links now.
         refreshAuthentication()
-        var evicted: [ClosedConnectionLink] = []
+        var evicted: [ClosedLink] = []
         let accepted = state.withLock { s -> [UInt64] in
             guard s.running, s.listener >= 0, !s.listenerPaused else { return [] }
             var accepted: [UInt64] = []
             for _ in 0..<64 {
-                switch Socket.accept(s.listener) {
+                switch Socket.acceptTCP(s.listener) {
                 case .none:
                     return accepted
-                case .failed(let code):
+                case .failed(let failure):
+                    let code = failure.code
                     if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
                         // Out of descriptors: the pending connection stays queued and the
                         // level-triggered listener would wake us at once, forever. Rest.
@@ -34,13 +33,13 @@ extension LANTransport {
                         return accepted
                     }
                     continue  // ECONNABORTED and the like: that one connection is gone
-                case .accepted(let fd, let remote):
+                case .accepted(let fd, let raw):
+                    let remote = IPv4Endpoint(raw)
                     guard makeRoomLocked(&s, for: remote.address, inbound: true, evicting: &evicted) else {
                         Socket.close(fd)
                         s.refused += 1
                         continue
                     }
-                    Socket.setNoDelay(fd)
                     if let id = addConnectionLocked(&s, fd: fd, remote: remote, direction: .inbound, phase: .open) {
                         accepted.append(id)
                     }
@@ -60,25 +59,16 @@ extension LANTransport {
     /// stranger where needed; their links go to `evicted`, for the caller to tell outside the
     /// lock. False, evicting nothing, when no room can be made.
     func makeRoomLocked(_ s: inout LANState, for address: UInt32, inbound: Bool,
-                        evicting evicted: inout [ClosedConnectionLink]) -> Bool {
+                        evicting evicted: inout [ClosedLink]) -> Bool {
         let policy = SlotPolicy(maxConnections: options.maxConnections, maxPerAddress: options.maxConnectionsPerAddress,
                                 reservedOutboundSlots: options.reservedOutboundSlots)
-        guard let victims = policy.makeRoom(among: occupantsLocked(s), for: address, inbound: inbound) else { return false }
-        for (id, why) in victims {
-            let reason = why == .unfinished ? "evicted: its handshake had not finished and a new connection needed the slot"
-                : "evicted: its peer is not a contact and a new connection needed the slot"
-            evicted.append((closeLocked(&s, id, reason), reason))
-            s.evicted += 1
-        }
-        return true
+        return makeRoomLocked(&s, policy, for: address, inbound: inbound, noun: "connection", addressOf: { $0.remote.address },
+                              evicting: &evicted)
     }
 
     /// The connections as the slot policy sees them, oldest first.
     func occupantsLocked(_ s: LANState) -> [SlotPolicy.Occupant<UInt32>] {
-        s.connections.values.sorted { $0.id < $1.id }.map { c in
-            SlotPolicy.Occupant(id: c.id, address: c.remote.address, inbound: c.direction == .inbound,
-                                open: c.phase == .open, authenticated: c.authenticated, contact: c.contact)
-        }
+        occupantsLocked(s) { $0.remote.address }
     }
 
     /// Asks the links not yet known to be authenticated, or whose peer is not known to be a
@@ -86,23 +76,12 @@ extension LANTransport {
     /// notes it. A stranger we connected to is not connected to again from its beacons for
     /// `strangerBackoff`; a contact we connected to is dialed again outside the dial budgets.
     func refreshAuthentication() {
-        let pending = state.withLock { s in
-            s.connections.values.compactMap { c -> (UInt64, any TransportLink)? in
-                guard !c.authenticated || c.contact != true, c.phase == .open, let link = c.link else { return nil }
-                return (c.id, link)
-            }
-        }
-        let answers = SlotPolicy.authenticated(pending)
+        let answers = SlotPolicy.authenticated(state.withLock { linksToAskLocked($0) })
         guard !answers.isEmpty else { return }
         let now = EventLoop.monotonicNanoseconds()
         state.withLock { s in
-            for (id, link, contact) in answers {
-                guard let c = s.connections[id], c.link === link else { continue }
-                if !c.authenticated {
-                    c.authenticated = true
-                    c.authenticatedAt = now
-                }
-                c.contact = contact
+            for c in noteAnswersLocked(&s, answers, now: now) {
+                let contact = c.contact
                 if contact == true, c.direction == .outbound {
                     if s.contactEndpoints[c.remote] == nil, s.contactEndpoints.count >= options.maxDiscoveredPeers,
                        let oldest = s.contactEndpoints.min(by: { $0.value < $1.value })?.key {
@@ -144,7 +123,7 @@ extension LANTransport {
     /// the links of connections evicted for it are told from the loop.
     @discardableResult
     func connectLocked(_ s: inout LANState, to endpoint: IPv4Endpoint) -> UInt64? {
-        var evicted: [ClosedConnectionLink] = []
+        var evicted: [ClosedLink] = []
         guard makeRoomLocked(&s, for: endpoint.address, inbound: false, evicting: &evicted) else { return nil }
         if !evicted.isEmpty, let loop = s.loop {
             let links = evicted
@@ -160,46 +139,23 @@ extension LANTransport {
         return addConnectionLocked(&s, fd: fd, remote: endpoint, direction: .outbound, phase: .connecting)
     }
 
-    /// Registers a new connection's descriptor on the loop (for writability while it
-    /// connects, readability once open). Closes `fd` and returns nil if that fails.
+    /// Adds a new connection to the table (`addConnectionLocked`: registered on the loop).
+    /// Closes `fd` and returns nil if that fails.
     private func addConnectionLocked(_ s: inout LANState, fd: Int32, remote: IPv4Endpoint,
                                      direction: LANConnection.Direction, phase: LANConnection.Phase) -> UInt64? {
-        guard let loop = s.loop else {
+        let id = nextConnectionIDLocked(&s)
+        guard let connection = try? LANConnection(id: id, fd: fd, remote: remote, direction: direction, phase: phase,
+                                                  mtu: LANTransport.linkMTU, now: EventLoop.monotonicNanoseconds(),
+                                                  nowMs: Clock.milliseconds()) else {
             Socket.close(fd)
             return nil
         }
-        let id = s.nextID
-        s.nextID += 1
-        do {
-            let connection = try LANConnection(id: id, fd: fd, remote: remote, direction: direction, phase: phase,
-                                               mtu: LANTransport.linkMTU, now: EventLoop.monotonicNanoseconds(),
-                                               nowMs: Clock.milliseconds())
-            connection.watchingWrites = phase == .connecting
-            try loop.register(fd: fd, for: phase == .connecting ? [.readable, .writable] : .readable,
-                              handler: connectionHandler(id))
-            s.connections[id] = connection
-            return id
-        } catch {
-            Socket.close(fd)
-            return nil
-        }
+        return addConnectionLocked(&s, connection) ? id : nil
     }
 
-    private func connectionHandler(_ id: UInt64) -> EventLoop.IOHandler {
-        { [weak self] events in self?.connectionReady(id, events) }
-    }
-
-    /// Opens a link over each connection (outside the lock: the node may send at once).
+    /// Opens a link over each connection: a stream that carries packets whole (§4.6).
     func openLinks(_ ids: [UInt64], as role: LinkRole) {
-        guard !ids.isEmpty, let opener = state.withLock({ $0.opener }) else { return }
-        for id in ids {
-            opener.openLink(
-                transport: name, as: role, mtu: LANTransport.linkMTU, stream: true,
-                send: { [weak self] unit in self?.linkSend(id, unit) },
-                closed: { [weak self] reason in self?.linkClosedByNode(id, reason) },
-                attach: { link in state.withLock { s in s.connections[id].map { $0.link = link } != nil } },
-                failed: { error in state.withLock { s in _ = closeLocked(&s, id, "cannot open a link: \(error)") } })
-        }
+        openLinks(ids, as: role, stream: true) { _ in .success(LANTransport.linkMTU) }
     }
 
     // MARK: - Readiness
@@ -217,8 +173,8 @@ extension LANTransport {
                 }
                 c.phase = .open
                 c.lastReceived = EventLoop.monotonicNanoseconds()
+                if let failure = watchWritesLocked(&s, c, false) { return (closeLocked(&s, id, failure), nil) }
                 connected = true
-                watchWritesLocked(&s, c, false)
                 return (nil, nil)
             }
             if events.contains(.writable), let (link, reason) = flushLocked(&s, c) {
@@ -234,8 +190,8 @@ extension LANTransport {
                     return (c.link, nil)
                 case .endOfStream:
                     return (c.link, "the peer closed the connection")
-                case .failed(let code):
-                    return (c.link, "receive failed: \(Socket.reason(code))")
+                case .failed(let failure):
+                    return (c.link, "receive failed: \(failure)")
                 case .bytes(let n):
                     c.lastReceived = EventLoop.monotonicNanoseconds()
                     c.bytesIn += n
@@ -257,7 +213,7 @@ extension LANTransport {
         // Units first, then the close: what arrived before the end still counts.
         if !units.isEmpty {
             if let link {
-                for unit in units where !link.receive(unit) { break }
+                guard deliver(units, from: id, to: link) else { return }
             } else if closing == nil {
                 // Units with no link (it could not be opened): nothing can take them.
                 let dropped = state.withLock { s in closeLocked(&s, id, "no link for the connection") }
@@ -273,9 +229,11 @@ extension LANTransport {
 
     // MARK: - Writing
 
-    /// The link's `send`: frame the unit, queue it, write what the kernel takes.
+    /// The link's `send`: frame the unit and queue it. The write happens in a flush posted
+    /// to the loop, once per burst: the units a node sends in one go (a pump hands a link up
+    /// to a few hundred) leave in one gathering write, not one send(2) each.
     func linkSend(_ id: UInt64, _ unit: [UInt8]) {
-        let dropped = state.withLock { s -> ((any TransportLink)?, String)? in
+        let dropped = state.withLock { s -> ClosedLink? in
             guard let c = s.connections[id], c.phase == .open else { return nil }
             do {
                 try c.writer.enqueue(unit)
@@ -284,39 +242,57 @@ extension LANTransport {
                 return (closeLocked(&s, id, reason), reason)
             }
             c.lastSent = EventLoop.monotonicNanoseconds()
-            return flushLocked(&s, c)
+            guard !c.flushPosted else { return nil }
+            guard let loop = s.loop, loop.post({ [weak self] in self?.postedFlush(id) }) else { return flushLocked(&s, c) }
+            c.flushPosted = true
+            return nil
         }
         // Called from inside the link: tell it afterwards, not re-entrantly.
         guard let (link, reason) = dropped, let link else { return }
-        if let loop = state.withLock({ $0.loop }) {
-            loop.post { link.close(reason: reason) }
-        } else {
-            link.close(reason: reason)
-        }
+        closeLater(link, reason: reason)
     }
 
-    /// Writes what is queued. Watches writability only while something is left. Closes the
-    /// connection (returning its link and why) when the write fails or the queue is over
-    /// its cap because the peer does not read.
-    func flushLocked(_ s: inout LANState, _ c: LANConnection) -> ((any TransportLink)?, String)? {
+    /// The flush `linkSend` posted.
+    private func postedFlush(_ id: UInt64) {
+        let dropped = state.withLock { s -> ClosedLink? in
+            guard let c = s.connections[id] else { return nil }
+            c.flushPosted = false
+            return flushLocked(&s, c)
+        }
+        if let (link, reason) = dropped { link?.close(reason: reason) }
+    }
+
+    /// Writes what is queued (one sendmsg for all of it when the kernel takes it). Watches
+    /// writability only while something is left. Closes the connection (returning its link
+    /// and why) when the write fails or the queue is over its cap because the peer does not read.
+    func flushLocked(_ s: inout LANState, _ c: LANConnection) -> ClosedLink? {
         let fd = c.fd
         var written = 0
-        let result = c.writer.flush { bytes in
-            let n = Socket.send(fd, bytes)
-            if n > 0 { written += n }
-            return n
+        var calls = 0
+        let result = c.writer.flush { buffers in
+            calls += 1
+            switch Socket.send(fd, buffers: buffers) {
+            case .bytes(let n):
+                written += n
+                return .wrote(n)
+            case .wouldBlock, .endOfStream:
+                return .wouldBlock
+            case .failed(let failure):
+                return .failed(errno: failure.code)
+            }
         }
         c.bytesOut += written
+        c.writeCalls += calls
         switch result {
         case .drained:
-            if c.watchingWrites { watchWritesLocked(&s, c, false) }
+            if let failure = watchWritesLocked(&s, c, false) { return (closeLocked(&s, c.id, failure), failure) }
             return nil
         case .wouldBlock:
             if c.writer.pendingByteCount > options.maxWriteQueueBytes {
                 let reason = "the peer is not reading (\(c.writer.pendingByteCount) bytes queued)"
                 return (closeLocked(&s, c.id, reason), reason)
             }
-            if !c.watchingWrites { watchWritesLocked(&s, c, true) }
+            if let failure = watchWritesLocked(&s, c, true) { return (closeLocked(&s, c.id, failure), failure) }
             return nil
         case .failed(let code):
             let reason = code == 0 ? "send failed" : "send failed: \(Socket.reason(code))"
@@ -324,35 +300,12 @@ extension LANTransport {
         }
     }
 
-    /// The loop has no "modify": re-register with the new interest.
-    private func watchWritesLocked(_ s: inout LANState, _ c: LANConnection, _ writes: Bool) {
-        guard let loop = s.loop else { return }
-        loop.unregister(fd: c.fd)
-        do {
-            try loop.register(fd: c.fd, for: writes ? [.readable, .writable] : .readable, handler: connectionHandler(c.id))
-            c.watchingWrites = writes
-        } catch {
-            // The loop has stopped (the node is closing): nothing will service it again.
-            c.watchingWrites = false
-        }
-    }
-
     // MARK: - Closing
-
-    /// The node ended the link (handshake timeout, protocol violation, node closing).
-    func linkClosedByNode(_ id: UInt64, _ reason: String) {
-        state.withLock { s in _ = closeLocked(&s, id, "the node closed the link: \(reason)") }
-    }
 
     /// Removes the connection, unregisters and closes its descriptor, schedules a static
     /// peer's reconnection. Returns its link, which the caller closes outside the lock.
     func closeLocked(_ s: inout LANState, _ id: UInt64, _ reason: String) -> (any TransportLink)? {
-        guard let c = s.connections.removeValue(forKey: id) else { return nil }
-        s.loop?.unregister(fd: c.fd)
-        Socket.close(c.fd)
-        s.closedCount += 1
-        recordCloseLocked(&s, address: c.direction == .inbound ? c.remote.host : c.remote.description,
-                          direction: c.direction, reason: reason)
+        guard let c = removeConnectionLocked(&s, id, reason) else { return nil }
         if let i = s.statics.firstIndex(where: { $0.connection == id }) {
             s.statics[i].connection = nil
             // A connection that carried units worked: start the backoff again (unless its peer
@@ -364,11 +317,6 @@ extension LANTransport {
             s.statics[i].nextAttempt = EventLoop.monotonicNanoseconds() + LANTransport.nanoseconds(delay)
         }
         return c.link
-    }
-
-    func recordCloseLocked(_ s: inout LANState, address: String, direction: LANConnection.Direction, reason: String) {
-        if s.recentCloses.count >= 8 { s.recentCloses.removeFirst() }
-        s.recentCloses.append(ClosedConnection(address: address, direction: direction, reason: reason, atMs: Clock.milliseconds()))
     }
 
     // MARK: - The tick

@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKCrypto
 
@@ -202,8 +203,8 @@ extension LANTransport {
     /// went down) is kept for diagnostics; the next beacon tries again.
     func sendBeaconLocked(_ s: inout LANState) {
         guard s.udp >= 0, let target = s.beaconTarget, let port = s.listening?.port else { return }
-        if let code = Socket.sendDatagram(s.udp, Beacon(token: s.token, tcpPort: port).encoded, to: target) {
-            s.beaconError = "Cannot send a beacon to \(target): \(Socket.reason(code))"
+        if let failure = Socket.sendDatagram(s.udp, Beacon(token: s.token, tcpPort: port).encoded, to: target) {
+            s.beaconError = "Cannot send a beacon to \(target): \(failure)"
         } else {
             s.beaconError = nil
             s.beaconsSent += 1

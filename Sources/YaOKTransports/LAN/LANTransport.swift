@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 import YaOKCrypto
@@ -119,15 +120,11 @@ public final class LANTransport: Transport {
         guard let listen = IPv4Endpoint.parseAddress(options.listenAddress) else {
             throw YaOKError(.invalidArgument, "LAN listen address \"\(options.listenAddress)\" is not an IPv4 address")
         }
-        guard options.maxConnections >= 1, options.maxWriteQueueBytes >= LANTransport.linkMTU,
-              options.maxDiscoveredPeers >= 1, options.maxConnectionsPerAddress >= 1 else {
-            throw YaOKError(.invalidArgument, "LAN limits must be positive (write queue at least one unit, \(LANTransport.linkMTU) bytes)")
-        }
-        guard options.reservedOutboundSlots >= 0, options.reservedOutboundSlots < options.maxConnections,
-              options.maxStrangerConnections >= 0 else {
-            throw YaOKError(.invalidArgument, "LAN reservedOutboundSlots must be 0 or more and fewer than maxConnections "
-                            + "(\(options.maxConnections)); maxStrangerConnections must not be negative")
-        }
+        try TransportLimits.checkSlots("LAN", maxConnections: options.maxConnections,
+                                       maxPerAddress: options.maxConnectionsPerAddress,
+                                       reservedOutboundSlots: options.reservedOutboundSlots,
+                                       maxStrangers: options.maxStrangerConnections, maxDiscoveredPeers: options.maxDiscoveredPeers,
+                                       maxWriteQueueBytes: options.maxWriteQueueBytes, unit: LANTransport.linkMTU)
         var intervals = [options.keepaliveInterval, options.idleTimeout, options.handshakeTimeout,
                          options.connectTimeout, options.reconnectDelay, options.maxReconnectDelay,
                          options.connectAttemptInterval, options.strangerGracePeriod, options.strangerBackoff]
@@ -141,9 +138,7 @@ public final class LANTransport: Transport {
         } else {
             group = nil
         }
-        guard intervals.allSatisfy({ $0 > 0 && $0 <= 86_400 }) else {
-            throw YaOKError(.invalidArgument, "LAN intervals and timeouts must be in (0, 86400] seconds")
-        }
+        try TransportLimits.checkIntervals("LAN", intervals)
         self.options = options
         listenEndpoint = IPv4Endpoint(address: listen, port: options.listenPort)
         // Timers are checked on one periodic tick, fine enough for the shortest of them.
@@ -172,7 +167,9 @@ public final class LANTransport: Transport {
             let listener = try Socket.listen(on: listenEndpoint)
             var udp: Int32 = -1
             do {
-                guard let bound = Socket.localEndpoint(listener) else { throw Socket.error("getsockname") }
+                guard let bound = Socket.localEndpoint(listener) else {
+                    throw YaOKError(.internal, "Cannot read the LAN listener's address (getsockname)")
+                }
                 fresh.listening = bound
                 if let discovery = options.discovery, let group {
                     udp = try Socket.openDiscovery(group: group, port: discovery.receivePort ?? discovery.port,
@@ -219,10 +216,7 @@ public final class LANTransport: Transport {
             s.running = false
             if let timer = s.timer { s.loop?.cancel(timer) }
             s.timer = nil
-            var links: [any TransportLink] = []
-            for id in Array(s.connections.keys) {
-                if let link = closeLocked(&s, id, "the LAN transport stopped") { links.append(link) }
-            }
+            let links = closeAllLocked(&s, "the LAN transport stopped")
             for fd in [s.listener, s.udp] where fd >= 0 {
                 s.loop?.unregister(fd: fd)
                 Socket.close(fd)

@@ -1,5 +1,6 @@
 import Glibc
 import YaOKSupport
+import YaOKSystem
 import YaOKLoop
 import YaOKWire
 import YaOKNode
@@ -155,11 +156,7 @@ extension RelayTransport {
     /// Watches for writability only while something waits to be written (level-triggered).
     private func setWritableLocked(_ s: inout RelayState, _ writable: Bool) {
         guard s.wantsWritable != writable, let loop = s.loop, s.fd >= 0 else { return }
-        let generation = s.generation
-        loop.unregister(fd: s.fd)
-        try? loop.register(fd: s.fd, for: writable ? [.readable, .writable] : .readable) { [weak self] events in
-            self?.ready(events, generation: generation)
-        }
+        try? loop.modify(fd: s.fd, for: writable ? [.readable, .writable] : .readable)
         s.wantsWritable = writable
     }
 

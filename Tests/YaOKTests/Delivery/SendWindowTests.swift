@@ -12,6 +12,22 @@ import Testing
 @Suite struct SendWindowTests {
     static let big = String(repeating: "w", count: 10_000)
 
+    /// A batch is due at once, all of it: with the clock standing still, every message goes
+    /// out in the send's own pump. (Queued at their sender times, which step a millisecond a
+    /// message, they went one a millisecond: LAN batches were capped at ~1,000/s.)
+    @Test func aBatchIsDueAtOnceNotOneAMillisecond() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { pair.alice.linkIsOpen(to: pair.bobID) && pair.bob.linkIsOpen(to: pair.aliceID) })
+        pipe.drop { _ in true }  // no receipt: what went out stays in flight
+        _ = try pair.alice.send((0..<20).map { (pair.bobID, "batch \($0)") })
+        #expect(pair.alice.inflightCount == 20)
+        #expect(try pair.alice.outbox().allSatisfy { $0.nextAttemptAt <= clock.now })
+    }
+
     @Test func aLinkThatConfirmsNothingGetsOnlyAWindowOfPackets() throws {
         let pair = try Pair()
         defer { pair.close() }

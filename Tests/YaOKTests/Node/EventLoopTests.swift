@@ -38,6 +38,34 @@ import Testing
         #expect(!loop.cancel(cancelled))
     }
 
+    /// `modify` changes what a descriptor is watched for and keeps its handler: a pipe's
+    /// write end, always writable, calls it once writability is asked for and no more
+    /// once it is not; an unregistered descriptor cannot be modified.
+    @Test func modifyChangesTheInterestAndKeepsTheHandler() throws {
+        let loop = try EventLoop()
+        defer { loop.stop() }
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let calls = Mutex(0)
+        try loop.register(fd: fds[1], for: []) { events in
+            if events.contains(.writable) { calls.withLock { $0 += 1 } }
+        }
+        try loop.modify(fd: fds[1], for: .writable)
+        #expect(eventually { calls.withLock { $0 } > 0 })
+        try loop.modify(fd: fds[1], for: [])
+        // A work item posted after the change runs after any event already being handled.
+        let settled = Mutex<Int?>(nil)
+        loop.post { settled.withLock { $0 = calls.withLock { $0 } } }
+        #expect(eventually { settled.withLock { $0 } != nil })
+        let after = settled.withLock { $0 } ?? 0
+        let flushed = Mutex(false)
+        loop.post { loop.post { flushed.withLock { $0 = true } } }
+        #expect(eventually { flushed.withLock { $0 } })
+        #expect(calls.withLock { $0 } == after)
+        #expect(throws: YaOKError(.invalidArgument)) { try loop.modify(fd: fds[0], for: .readable) }
+    }
+
     @Test func fileDescriptorRegistrationWithAPipe() throws {
         let loop = try EventLoop()
         defer { loop.stop() }

@@ -103,6 +103,22 @@ import Glibc
         #expect(received == packets)
     }
 
+    /// Every queued frame goes to one gathering write (prefix and packet as separate
+    /// buffers, the packet not copied), not one write per frame.
+    @Test func queuedFramesLeaveInOneWrite() throws {
+        var writer = FrameWriter()
+        try writer.enqueue([1])
+        writer.enqueueKeepalive()
+        try writer.enqueue([2, 3])
+        var calls: [[[UInt8]]] = []
+        let result = writer.flush { buffers in
+            calls.append(buffers.map { Array($0) })
+            return .wrote(buffers.reduce(0) { $0 + $1.count })
+        }
+        #expect(result == .drained && writer.isDrained)
+        #expect(calls == [[[0, 1], [1], [0, 0], [0, 2], [2, 3]]])
+    }
+
     @Test func writeErrorsReportTheLinkAsFailed() throws {
         var writer = FrameWriter()
         try writer.enqueue([1, 2, 3])
@@ -112,10 +128,10 @@ import Glibc
         var sink: [UInt8] = []
         var fresh = FrameWriter()
         try fresh.enqueue([4, 5, 6, 7])
-        let done = fresh.flush { buffer in
-            let n = min(2, buffer.count)
-            sink += buffer.prefix(n)
-            return n
+        let done = fresh.flush { buffers in
+            let n = min(2, buffers[0].count)
+            sink += buffers[0].prefix(n)
+            return .wrote(n)
         }
         #expect(done == .drained && sink == [0, 4, 4, 5, 6, 7])
     }

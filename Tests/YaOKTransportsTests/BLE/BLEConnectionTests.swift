@@ -24,11 +24,11 @@ final class BLEChannelHarness {
         let link: FakeLink
     }
 
-    init(_ adjust: (inout BLETransport.Options) -> Void = { _ in }) throws {
+    init(refuseAfter: Int? = nil, _ adjust: (inout BLETransport.Options) -> Void = { _ in }) throws {
         var options = BLETransport.Options()
         adjust(&options)
         transport = try BLETransport(options: options)
-        opener = try FakeOpener()
+        opener = try FakeOpener(refuseAfter: refuseAfter)
         transport.state.withLock { [opener] s in
             s.running = true
             s.opener = opener
@@ -211,6 +211,22 @@ func bleAddress(_ n: Int) -> BLEAddress {
         #expect(h.connection(c.id) != nil && c.link.closedBecause == nil)
     }
 
+    /// A unit the node refuses closes the channel (as on the LAN: the shared
+    /// `ConnectionTransport.deliver`): the SDUs after it never reach the link.
+    @Test func aRefusedUnitClosesTheChannel() throws {
+        let h = try BLEChannelHarness(refuseAfter: 1)
+        defer { h.close() }
+        let c = try #require(try h.accept(from: bleAddress(1)))
+        for unit: [UInt8] in [[1], [2], [3]] {
+            #expect(send(c.peer, unit, unit.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) == unit.count)
+        }
+        try waitUntil("the link to be told") { c.link.isClosed }
+        #expect(c.link.units == [[1]])
+        #expect(c.link.closedBecause == "the node refused a unit")
+        #expect(h.connection(c.id) == nil)
+        #expect(peerSeesClose(c.peer))
+    }
+
     // MARK: - Deadlines
 
     /// A channel whose link has not authenticated the peer within `handshakeTimeout` is
@@ -294,11 +310,11 @@ func bleAddress(_ n: Int) -> BLEAddress {
         #expect(!peerSeesClose(draining.peer))  // drained, still open
         h.transport.connectionReady(draining.id, .writable)
         #expect(h.connection(draining.id) == nil && peerSeesClose(draining.peer))
-        #expect(draining.link.closedBecause?.hasPrefix("cannot watch the channel any more: ") == true)
+        #expect(draining.link.closedBecause?.hasPrefix("cannot watch the connection any more: ") == true)
 
         h.transport.linkSend(filling.id, unit)
         #expect(h.connection(filling.id) == nil && peerSeesClose(filling.peer))
-        #expect(filling.link.closedBecause?.hasPrefix("cannot watch the channel any more: ") == true)
+        #expect(filling.link.closedBecause?.hasPrefix("cannot watch the connection any more: ") == true)
         #expect(h.transport.state.withLock { $0.closedCount } == 2)
     }
 

@@ -220,6 +220,38 @@ import Testing
         #expect(link.closedBecause == "the peer closed the connection")
     }
 
+    /// A unit the node refuses closes the connection (as on BLE): the units after it are
+    /// not fed to the link, now or at a later read, and the peer learns at once.
+    @Test func aRefusedUnitClosesTheConnection() throws {
+        let opener = try FakeOpener(refuseAfter: 1)
+        let a = try LANTransport(options: loopbackOptions())
+        try a.start(opener: opener)
+        defer { a.stop() }
+        let client = try RawClient(port: try #require(a.listeningPort))
+        let link = try opener.waitForOpenLink()
+        #expect(client.write(try Frame.encode([1]) + Frame.encode([2]) + Frame.encode([3])))
+        #expect(client.waitForClose(timeout: 5), "the connection is closed at the refusal")
+        try waitUntil("the link to be told") { link.isClosed }
+        #expect(link.units == [[1]])
+        #expect(link.closedBecause == "the node refused a unit")
+        #expect(a.connectionCount == 0)
+    }
+
+    /// Units a node sends in one go (one pump) leave in one gathering write, not one
+    /// send(2) each; the peer reads them all, in order.
+    @Test func aBurstOfUnitsLeavesInOneWrite() throws {
+        let (a, aNode, port) = try startLoopback()
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        let link = try aNode.waitForOpenLink()
+        let units = (0..<50).map { i in [UInt8](repeating: UInt8(i), count: 100 + i) }
+        link.send(burst: units)
+        let expected = units.flatMap { (try? Frame.encode($0)) ?? [] }
+        #expect(client.read(count: expected.count, timeout: 5) == expected)
+        let writes = a.state.withLock { s in s.connections.values.first?.writeCalls }
+        #expect(writes == 1)
+    }
+
     // MARK: - Discovery (unicast beacons on 127.0.0.1: no multicast leaves this host)
 
     /// Two transports whose beacons go to each other's UDP port; B starts `lateBy` seconds after A.

@@ -13,11 +13,15 @@ import YaOKCrypto
 final class FakeOpener: LinkOpener, Sendable {
     let eventLoop: EventLoop
     let echo: Bool
+    /// Each link takes this many units, then refuses every later one (as a node whose link
+    /// was flooded or closed).
+    let refuseAfter: Int?
     private let opened = Locked<[FakeLink]>([])
 
-    init(echo: Bool = false) throws {
+    init(echo: Bool = false, refuseAfter: Int? = nil) throws {
         eventLoop = try EventLoop()
         self.echo = echo
+        self.refuseAfter = refuseAfter
     }
 
     deinit { eventLoop.stop() }
@@ -25,7 +29,7 @@ final class FakeOpener: LinkOpener, Sendable {
     func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool,
                   send: @escaping @Sendable ([UInt8]) -> Void,
                   closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink {
-        let link = FakeLink(role: role, mtu: mtu, echo: echo, send: send, closed: closed, loop: eventLoop)
+        let link = FakeLink(role: role, mtu: mtu, echo: echo, send: send, closed: closed, loop: eventLoop, refuseAfter: refuseAfter)
         opened.withLock { $0.append(link) }
         return link
     }
@@ -44,6 +48,7 @@ final class FakeLink: TransportLink, Sendable {
     var initiator: Bool { role == .initiator }
     let mtu: Int
     let echo: Bool
+    let refuseAfter: Int?
     private let sendUnit: @Sendable ([UInt8]) -> Void
     private let nodeClosed: @Sendable (String) -> Void
     private let loop: EventLoop
@@ -53,7 +58,8 @@ final class FakeLink: TransportLink, Sendable {
     private let contact = Locked<Bool?>(nil)
 
     init(role: LinkRole, mtu: Int, echo: Bool, send: @escaping @Sendable ([UInt8]) -> Void,
-         closed: @escaping @Sendable (String) -> Void, loop: EventLoop) {
+         closed: @escaping @Sendable (String) -> Void, loop: EventLoop, refuseAfter: Int? = nil) {
+        self.refuseAfter = refuseAfter
         self.role = role
         self.mtu = mtu
         self.echo = echo
@@ -64,7 +70,12 @@ final class FakeLink: TransportLink, Sendable {
 
     @discardableResult
     func receive(_ unit: [UInt8]) -> Bool {
-        received.withLock { $0.append(unit) }
+        let taken = received.withLock { units -> Bool in
+            if let refuseAfter, units.count >= refuseAfter { return false }
+            units.append(unit)
+            return true
+        }
+        guard taken else { return false }
         if echo { sendUnit(unit) }
         return true
     }
@@ -87,6 +98,12 @@ final class FakeLink: TransportLink, Sendable {
     /// Sends a unit the way a node does: on the event thread.
     func send(_ unit: [UInt8]) {
         loop.post { [sendUnit] in sendUnit(unit) }
+    }
+
+    /// Sends units in one go, as a node's pump does: one after another in one work item on
+    /// the event thread.
+    func send(burst units: [[UInt8]]) {
+        loop.post { [sendUnit] in for unit in units { sendUnit(unit) } }
     }
 
     /// The node ends the link (on the event thread).
