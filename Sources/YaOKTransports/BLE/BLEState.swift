@@ -1,10 +1,10 @@
 import YaOKSupport
 import YaOKLoop
 
-/// One L2CAP LE CoC channel: the shared fields (`TransportConnection`), its address, its
+/// One L2CAP LE CoC channel: the shared fields (`SocketConnection`), its address, its
 /// SDU queue and MTUs. Touched only under the transport's lock. Its `connecting` phase
 /// spans the kernel's scan for the peer's advertising, the LE connection and the channel.
-final class BLEConnection: TransportConnection {
+final class BLEConnection: SocketConnection {
     let remote: BLEAddress
     /// SDUs waiting for the kernel to take them (it said EAGAIN: no credits or no buffer).
     /// Capped by `Options.maxWriteQueueBytes`.

@@ -2,9 +2,9 @@ import YaOKSupport
 import YaOKLoop
 import YaOKWire
 
-/// One TCP connection: the shared fields (`TransportConnection`), its endpoint and its
+/// One TCP connection: the shared fields (`SocketConnection`), its endpoint and its
 /// framing. Touched only under the transport's lock.
-final class LANConnection: TransportConnection {
+final class LANConnection: SocketConnection {
     let remote: IPv4Endpoint
     /// One partial frame at most (≤ the link MTU): the decoder checks each length prefix
     /// before it buffers anything of the frame.

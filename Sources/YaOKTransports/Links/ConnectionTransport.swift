@@ -5,7 +5,7 @@ import YaOKWire
 
 /// What the shared connection mechanism needs of a transport's locked state.
 protocol ConnectionTableState {
-    associatedtype Connection: TransportConnection
+    associatedtype Connection: SocketConnection
     var connections: [UInt64: Connection] { get set }
     var nextID: UInt64 { get set }
     var closedCount: Int { get set }

@@ -15,7 +15,7 @@ enum ConnectionPhase: String {
 /// What every transport keeps of one connection (a TCP connection, an L2CAP channel): the
 /// fields the shared mechanism (`ConnectionTransport`) reads and writes. A transport's
 /// subclass adds its address and its write queue. Touched only under the transport's lock.
-class TransportConnection {
+class SocketConnection {
     typealias Direction = ConnectionDirection
     typealias Phase = ConnectionPhase
 
