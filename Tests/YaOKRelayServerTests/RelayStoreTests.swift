@@ -80,6 +80,22 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(notes, 0)
     }
 
+    /// A DELETE and a re-post of the same bytes in one batch (one transaction): the re-post
+    /// sees the note the DELETE made (PostgreSQL writes a batch's notes in one statement, and
+    /// must write them before a POST into the same mailbox).
+    func testARePostInTheBatchOfItsDeleteIsNotStoredAgain() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        let write = post(box, id: id)
+        _ = try store.commit([write], nowMs: now, quota: quota)
+        let other = mailbox(try SigningKey.random())
+        let outcomes = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)]), write, post(other)],
+                                        nowMs: now, quota: quota)
+        XCTAssertEqual(Array(outcomes.prefix(2)), [.deleted(count: 1, bytes: 100), .duplicate])
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 1, "only the other mailbox's packet")
+        XCTAssertEqual(try store.commit([write], nowMs: now, quota: quota), [.duplicate], "the note was written")
+    }
+
     /// The same message ID re-sealed (other bytes: a sender whose ack never came seals it
     /// again) after the DELETE is stored and delivered again, so that the recipient can
     /// acknowledge it again (§4.8, §8.3).
