@@ -94,6 +94,9 @@ final class Runner {
         var accepted: Int
         var delivered: Int
         var written: Int
+        /// Every client had its window nearly full throughout (not the run's tail, when
+        /// clients that posted their share leave the relay less to do).
+        var busy: Bool
     }
     static let intervalNs: UInt64 = 5_000_000_000
     var intervals: [Interval] = []
@@ -233,8 +236,13 @@ final class Runner {
             }
         }
         if started && intervalsOpen, now - (intervals.last?.ns ?? postStartNs) >= Self.intervalNs {
+            let busy = options.mode == .load && lowestInflightInInterval * 10 >= options.clients * options.window * 9
             intervals.append(Interval(ns: now, accepted: acceptedCount, delivered: deliveredDistinct,
-                                      written: relayFigures().written - relayAtStart.written))
+                                      written: relayFigures().written - relayAtStart.written, busy: busy))
+            lowestInflightInInterval = .max
+        }
+        if started && intervalsOpen {
+            lowestInflightInInterval = min(lowestInflightInInterval, inflightTotal)
         }
         if !options.quiet && started && now - lastProgressNs >= 5_000_000_000 {
             lastProgressNs = now
@@ -529,6 +537,7 @@ final class Runner {
 
     /// Sampling intervals until the traffic phase ends.
     private var intervalsOpen = true
+    private var lowestInflightInInterval = Int.max
 
     /// The relays' CPU seconds and bytes written so far: the tool's own child (with what the
     /// processes it killed had done), or the `--relay-pid` ones.
@@ -584,12 +593,13 @@ final class Runner {
         let written = relayNow.written - relayAtStart.written
         let writtenPerMessage = Double(written) / Double(max(acceptedCount, 1))
         // Full intervals only: accepted per second in each, and bytes written per message.
-        var previous = Interval(ns: postStartNs, accepted: 0, delivered: 0, written: 0)
-        var rates: [Double] = [], perMessage: [Double] = []
+        var previous = Interval(ns: postStartNs, accepted: 0, delivered: 0, written: 0, busy: false)
+        var rates: [Double] = [], perMessage: [Double] = [], busyRates: [Double] = []
         for interval in intervals {
             let seconds = Double(interval.ns - previous.ns) / 1e9
             let accepted = interval.accepted - previous.accepted
             rates.append(Double(accepted) / seconds)
+            if interval.busy { busyRates.append(Double(accepted) / seconds) }
             perMessage.append(accepted > 0 ? Double(interval.written - previous.written) / Double(accepted) / 1024 : .nan)
             previous = interval
         }
@@ -630,7 +640,8 @@ final class Runner {
             say("relay wrote \(fmt(Double(written) / 1048576, 1)) MiB to storage during the traffic phase: \(fmt(writtenPerMessage / 1024, 2)) KiB per message accepted (/proc/PID/io write_bytes)")
         }
         if !rates.isEmpty {
-            say("per \(Self.intervalNs / 1_000_000_000) s interval, accepted/s: " + rates.map { fmt($0, 0) }.joined(separator: " "))
+            say("per \(Self.intervalNs / 1_000_000_000) s interval, accepted/s: " + zip(rates, intervals).map { fmt($0.0, 0) + ($0.1.busy ? "" : "*") }.joined(separator: " ")
+                + (intervals.contains { !$0.busy } ? " (*: windows not all full, e.g. the run's tail)" : ""))
             if measured { say("per interval, KiB written per message: " + perMessage.map { fmt($0, 1) }.joined(separator: " ")) }
         }
         if let storedAfter { say("relay stats after the run: stored \(storedAfter)" + (storedAfter == 0 ? " (every DELETE committed)" : " (packets left: DELETEs not all committed?)")) }
@@ -647,7 +658,7 @@ final class Runner {
         if killed, messages.contains(where: { $0.acceptedBeforeKill && $0.deliveries == 0 }) {
             problems.append("messages ACCEPTED before the SIGKILL were never delivered")
         }
-        say("summary mode=\(options.mode.rawValue) clients=\(clients.count) messages=\(total) accepted_per_s=\(fmt(acceptedRate, 0)) delivered_per_s=\(fmt(deliveredRate, 0)) both_per_s=\(fmt(bothRate, 0)) p50_ms=\(fmt(p50, 2)) p90_ms=\(fmt(p90, 2)) p99_ms=\(fmt(p99, 2)) max_ms=\(fmt(pmax, 2)) rss_mib=\(fmt(Double(peakRSS) / 1024, 1)) relay_cpu_s=\(measured ? fmt(relayCPU, 2) : "-") written_kib_per_msg=\(measured ? fmt(writtenPerMessage / 1024, 2) : "-") interval_min_per_s=\(rates.min().map { fmt($0, 0) } ?? "-") interval_last_per_s=\(rates.last.map { fmt($0, 0) } ?? "-") intervals_per_s=\(rates.isEmpty ? "-" : rates.map { fmt($0, 0) }.joined(separator: ",")) tool_cpu_s=\(fmt(toolCPU, 2)) lost=\(lost) dup_in_session=\(duplicatesInSession) redelivered=\(redeliveriesAcrossSessions) sessions=\(sessions) seconds=\(fmt(Double(endNs - runStartNs) / 1e9, 1))")
+        say("summary mode=\(options.mode.rawValue) clients=\(clients.count) messages=\(total) accepted_per_s=\(fmt(acceptedRate, 0)) delivered_per_s=\(fmt(deliveredRate, 0)) both_per_s=\(fmt(bothRate, 0)) p50_ms=\(fmt(p50, 2)) p90_ms=\(fmt(p90, 2)) p99_ms=\(fmt(p99, 2)) max_ms=\(fmt(pmax, 2)) rss_mib=\(fmt(Double(peakRSS) / 1024, 1)) relay_cpu_s=\(measured ? fmt(relayCPU, 2) : "-") written_kib_per_msg=\(measured ? fmt(writtenPerMessage / 1024, 2) : "-") interval_min_per_s=\(busyRates.min().map { fmt($0, 0) } ?? "-") interval_last_per_s=\(busyRates.last.map { fmt($0, 0) } ?? "-") intervals_per_s=\(rates.isEmpty ? "-" : rates.map { fmt($0, 0) }.joined(separator: ",")) tool_cpu_s=\(fmt(toolCPU, 2)) lost=\(lost) dup_in_session=\(duplicatesInSession) redelivered=\(redeliveriesAcrossSessions) sessions=\(sessions) seconds=\(fmt(Double(endNs - runStartNs) / 1e9, 1))")
         if problems.isEmpty {
             say("result: OK")
             return true
