@@ -27,6 +27,8 @@ struct Options {
     /// `--offline F:CLIENT:S`: at F, disconnect CLIENT and keep it away S seconds.
     var offline: [(fraction: Double, client: Int, seconds: Double)] = []
     var pin: String?
+    /// `--relay-pid PID`: relays already running whose CPU and bytes written to count.
+    var relayPids: [pid_t] = []
     var seed: UInt64 = 0
     var quiet = false
 
@@ -47,6 +49,8 @@ struct Options {
           --connect HOST:PORT --pin HEX   a relay already running; repeat --connect for a
                                   cluster (one PostgreSQL): client i uses relay i mod N,
                                   so with two clients client 0 is on the first relay
+            --relay-pid PID       (repeatable) count that relay process's CPU and bytes
+                                  written (/proc/PID) in the report
           --at F:CMD              run CMD (sh -c) once F of the messages are ACCEPTED
           --offline F:CLIENT:S    at F, disconnect client CLIENT and keep it offline S s
 
@@ -106,6 +110,7 @@ struct Options {
                 }
                 o.offline.append((f, c, s))
             case "--pin": o.pin = try value()
+            case "--relay-pid": o.relayPids.append(try number(pid_t.self))
             case "--quiet": o.quiet = true
             case "--payload":
                 let parts = try value().split(separator: "-")

@@ -76,19 +76,18 @@ final class RelayProcess {
     private(set) var cpuSeconds: [Double] = []
 
     /// The running relay's CPU time so far (user + system, /proc/PID/stat), in seconds.
-    func currentCPUSeconds() -> Double {
-        guard pid > 0 else { return 0 }
-        let stat = readFile("/proc/\(pid)/stat")
-        guard let close = stat.lastIndex(of: ")") else { return 0 }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // After the command: state(0) ... utime(11) stime(12), in clock ticks.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    func currentCPUSeconds() -> Double { ProcessFigures.cpuSeconds(pid) }
+
+    /// Bytes written to storage by each process started, read before it was stopped.
+    private(set) var writtenBytes: [Int] = []
+
+    /// The running relay's bytes written to storage so far (/proc/PID/io).
+    func currentWrittenBytes() -> Int { ProcessFigures.writtenBytes(pid) }
 
     private func recordFinalFigures() {
         peakRSSKiB.append(currentPeakRSSKiB())
         cpuSeconds.append(currentCPUSeconds())
+        writtenBytes.append(currentWrittenBytes())
     }
 
     /// SIGKILL, then reap.

@@ -82,8 +82,25 @@ final class Runner {
     var killNs: UInt64 = 0
     var restartSeconds = 0.0
     var relayDiedUnexpectedly: String?
-    var relayCPUAtStart = 0.0
+    var relayAtStart = (cpu: 0.0, written: 0)
     var toolCPUAtStart = 0.0
+    /// The directory the tool made for the relay's data and logs (no --data): removed at
+    /// the end of a run that passed.
+    var temporaryDirectory: String?
+
+    /// A sample every `intervalNs` of the traffic phase: how throughput and the relay's
+    /// bytes written move over a long run (a store that slows down as it fills shows here).
+    struct Interval {
+        var ns: UInt64
+        var accepted: Int
+        var delivered: Int
+        var written: Int
+        /// Every client had its window nearly full throughout (not the run's tail, when
+        /// clients that posted their share leave the relay less to do).
+        var busy: Bool
+    }
+    static let intervalNs: UInt64 = 5_000_000_000
+    var intervals: [Interval] = []
 
     init(options: Options) {
         self.options = options
@@ -103,11 +120,14 @@ final class Runner {
             if let d = options.data {
                 data = d
             } else {
-                var template = Array("/tmp/yaok-relay-load-XXXXXX".utf8CString)
+                let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+                var template = Array("\(base)/yaok-relay-load-XXXXXX".utf8CString)
                 guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
                     throw ToolError("mkdtemp: \(Socket.reason(errno))")
                 }
-                data = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "/data"
+                let made = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                temporaryDirectory = made
+                data = made + "/data"
             }
             let logs = data.hasSuffix("/") ? String(data.dropLast()) + ".logs" : data + ".logs"
             mkdir(logs, 0o755)
@@ -215,6 +235,15 @@ final class Runner {
             if let status = relay.exitedUnexpectedly() {
                 relayDiedUnexpectedly = "the relay exited by itself with wait status \(status) (see its log)"
             }
+        }
+        if started && intervalsOpen, now - (intervals.last?.ns ?? postStartNs) >= Self.intervalNs {
+            let busy = options.mode == .load && lowestInflightInInterval * 10 >= options.clients * options.window * 9
+            intervals.append(Interval(ns: now, accepted: acceptedCount, delivered: deliveredDistinct,
+                                      written: relayFigures().written - relayAtStart.written, busy: busy))
+            lowestInflightInInterval = .max
+        }
+        if started && intervalsOpen {
+            lowestInflightInInterval = min(lowestInflightInInterval, inflightTotal)
         }
         if !options.quiet && started && now - lastProgressNs >= 5_000_000_000 {
             lastProgressNs = now
@@ -467,7 +496,7 @@ final class Runner {
         say("connected: \(clients.count) clients (TLS 1.3, AUTH, SUBSCRIBE) in \(fmt(Double(connectedNs - runStartNs) / 1e9, 2)) s, \(connectFailures) failed attempts")
         // Phase 2: traffic.
         started = true
-        relayCPUAtStart = relay?.currentCPUSeconds() ?? 0
+        relayAtStart = relayFigures()
         var usage = rusage()
         getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
         toolCPUAtStart = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
@@ -489,6 +518,7 @@ final class Runner {
             }
         }
         let endNs = Clock.now()
+        intervalsOpen = false
         // Settle: send the last DELETEs, catch late duplicates, let the relay commit them.
         let settleUntil = Clock.now() + 1_500_000_000
         while Clock.now() < settleUntil { turn(timeoutMs: 5) }
@@ -506,9 +536,34 @@ final class Runner {
         return report(endNs: endNs, timedOut: timedOut, storedAfter: storedAfter)
     }
 
-    func shutDown() -> Int32? {
+    /// Sampling intervals until the traffic phase ends.
+    private var intervalsOpen = true
+    private var lowestInflightInInterval = Int.max
+
+    /// The relays' CPU seconds and bytes written so far: the tool's own child (with what the
+    /// processes it killed had done), or the `--relay-pid` ones.
+    func relayFigures() -> (cpu: Double, written: Int) {
+        if let relay {
+            var cpu = relay.cpuSeconds.reduce(0, +), written = relay.writtenBytes.reduce(0, +)
+            if relay.pid > 0 {
+                cpu += relay.currentCPUSeconds()
+                written += relay.currentWrittenBytes()
+            }
+            return (cpu, written)
+        }
+        return (options.relayPids.reduce(0) { $0 + ProcessFigures.cpuSeconds($1) },
+                options.relayPids.reduce(0) { $0 + ProcessFigures.writtenBytes($1) })
+    }
+
+    /// Stops the relay; removes the temporary directory if the run passed (a failed run's
+    /// relay log is kept, and its path printed).
+    func shutDown(passed: Bool) -> Int32? {
         for c in clients { c.fail("done", now: Clock.now(), counted: false) }
-        return relay?.stop()
+        let status = relay?.stop()
+        if let temporaryDirectory {
+            if passed { removeTree(temporaryDirectory) } else { say("kept for a look: \(temporaryDirectory)") }
+        }
+        return status
     }
 
     // MARK: Report
@@ -533,8 +588,22 @@ final class Runner {
         var rss = relay?.peakRSSKiB ?? []
         if let relay, relay.pid > 0 { rss.append(relay.currentPeakRSSKiB()) }
         let peakRSS = rss.max() ?? 0
-        var relayCPU = (relay?.cpuSeconds ?? []).reduce(0, +)
-        if let relay, relay.pid > 0 { relayCPU += relay.currentCPUSeconds() - relayCPUAtStart }
+        let relayNow = relayFigures()
+        let measured = relay != nil || !options.relayPids.isEmpty
+        let relayCPU = relayNow.cpu - relayAtStart.cpu
+        let written = relayNow.written - relayAtStart.written
+        let writtenPerMessage = Double(written) / Double(max(acceptedCount, 1))
+        // Full intervals only: accepted per second in each, and bytes written per message.
+        var previous = Interval(ns: postStartNs, accepted: 0, delivered: 0, written: 0, busy: false)
+        var rates: [Double] = [], perMessage: [Double] = [], busyRates: [Double] = []
+        for interval in intervals {
+            let seconds = Double(interval.ns - previous.ns) / 1e9
+            let accepted = interval.accepted - previous.accepted
+            rates.append(Double(accepted) / seconds)
+            if interval.busy { busyRates.append(Double(accepted) / seconds) }
+            perMessage.append(accepted > 0 ? Double(interval.written - previous.written) / Double(accepted) / 1024 : .nan)
+            previous = interval
+        }
         var usage = rusage()
         getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
         let toolCPU = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6 - toolCPUAtStart
@@ -567,8 +636,14 @@ final class Runner {
         if relay != nil {
             say("relay peak RSS (VmHWM): " + rss.map { "\(fmt(Double($0) / 1024, 1)) MiB" }.joined(separator: ", then ") + (rss.count > 1 ? " (per process)" : ""))
         }
-        if relay != nil {
+        if measured {
             say("CPU during the traffic phase: relay \(fmt(relayCPU, 2)) s (\(fmt(relayCPU * 1e6 / Double(max(total, 1)), 0)) µs/message), this tool \(fmt(toolCPU, 2)) s; machine load average \(loadAverage())")
+            say("relay wrote \(fmt(Double(written) / 1048576, 1)) MiB to storage during the traffic phase: \(fmt(writtenPerMessage / 1024, 2)) KiB per message accepted (/proc/PID/io write_bytes)")
+        }
+        if !rates.isEmpty {
+            say("per \(Self.intervalNs / 1_000_000_000) s interval, accepted/s: " + zip(rates, intervals).map { fmt($0.0, 0) + ($0.1.busy ? "" : "*") }.joined(separator: " ")
+                + (intervals.contains { !$0.busy } ? " (*: windows not all full, e.g. the run's tail)" : ""))
+            if measured { say("per interval, KiB written per message: " + perMessage.map { fmt($0, 1) }.joined(separator: " ")) }
         }
         if let storedAfter { say("relay stats after the run: stored \(storedAfter)" + (storedAfter == 0 ? " (every DELETE committed)" : " (packets left: DELETEs not all committed?)")) }
         for f in faults { say("  fault: \(f)") }
@@ -584,7 +659,7 @@ final class Runner {
         if killed, messages.contains(where: { $0.acceptedBeforeKill && $0.deliveries == 0 }) {
             problems.append("messages ACCEPTED before the SIGKILL were never delivered")
         }
-        say("summary mode=\(options.mode.rawValue) clients=\(clients.count) messages=\(total) accepted_per_s=\(fmt(acceptedRate, 0)) delivered_per_s=\(fmt(deliveredRate, 0)) both_per_s=\(fmt(bothRate, 0)) p50_ms=\(fmt(p50, 2)) p90_ms=\(fmt(p90, 2)) p99_ms=\(fmt(p99, 2)) max_ms=\(fmt(pmax, 2)) rss_mib=\(fmt(Double(peakRSS) / 1024, 1)) relay_cpu_s=\(fmt(relayCPU, 2)) tool_cpu_s=\(fmt(toolCPU, 2)) lost=\(lost) dup_in_session=\(duplicatesInSession) redelivered=\(redeliveriesAcrossSessions) sessions=\(sessions) seconds=\(fmt(Double(endNs - runStartNs) / 1e9, 1))")
+        say("summary mode=\(options.mode.rawValue) clients=\(clients.count) messages=\(total) accepted_per_s=\(fmt(acceptedRate, 0)) delivered_per_s=\(fmt(deliveredRate, 0)) both_per_s=\(fmt(bothRate, 0)) p50_ms=\(fmt(p50, 2)) p90_ms=\(fmt(p90, 2)) p99_ms=\(fmt(p99, 2)) max_ms=\(fmt(pmax, 2)) rss_mib=\(fmt(Double(peakRSS) / 1024, 1)) relay_cpu_s=\(measured ? fmt(relayCPU, 2) : "-") written_kib_per_msg=\(measured ? fmt(writtenPerMessage / 1024, 2) : "-") interval_min_per_s=\(busyRates.min().map { fmt($0, 0) } ?? "-") interval_last_per_s=\(busyRates.last.map { fmt($0, 0) } ?? "-") intervals_per_s=\(rates.isEmpty ? "-" : rates.map { fmt($0, 0) }.joined(separator: ",")) tool_cpu_s=\(fmt(toolCPU, 2)) lost=\(lost) dup_in_session=\(duplicatesInSession) redelivered=\(redeliveriesAcrossSessions) sessions=\(sessions) seconds=\(fmt(Double(endNs - runStartNs) / 1e9, 1))")
         if problems.isEmpty {
             say("result: OK")
             return true

@@ -48,7 +48,7 @@ do {
 } catch {
     print("FAILED: \(error)")
 }
-if let status = runner.shutDown(), status != 0 {
+if let status = runner.shutDown(passed: ok), status != 0 {
     print("note: the relay exited with status \(status) on SIGTERM")
 }
 exit(ok ? 0 : 1)

@@ -42,4 +42,37 @@ final class RelayByteLimitTests: XCTestCase {
         // An hour on, all of it has aged out.
         if case .allowed = limiter.take([10, 0, 0, 5], 100, nowMs: now + RateLimiter.windowMs + 1) {} else { XCTFail() }
     }
+
+    /// One address posting all the time (many clients behind a NAT): each take sees exactly
+    /// the bytes of the last hour, entries age out one by one, a release after the log was
+    /// compacted finds its entry, and the log never holds much more than an hour's posts.
+    /// (The log used to be copied whole at each POST: the relay benchmark's per-interval
+    /// figures show that; this test pins what the in-place log must still do.)
+    func testOneBusyAddressAgesItsBytesOutOneByOne() {
+        let limiter = ByteRateLimiter(bytesPerHour: 1 << 40)
+        let key: [UInt8] = [192, 0, 2, 7]
+        let step: Int64 = 100
+        let perHour = Int(RateLimiter.windowMs / step)
+        var most = 0
+        var held = 0
+        for i in 0..<(3 * perHour) {
+            let now = Int64(i) * step
+            let bytes = 1 + i % 7
+            guard case .allowed(let remaining) = limiter.take(key, bytes, nowMs: now) else { return XCTFail("take \(i) refused") }
+            // The posts within the window, those after now - 1 h: post i - perHour has just aged out.
+            held += bytes
+            if i >= perHour { held -= 1 + (i - perHour) % 7 }
+            if remaining != (1 << 40) - held { return XCTFail("take \(i): \(remaining) left, not \((1 << 40) - held)") }
+            if i == 2 * perHour + 5 {
+                // A refused POST gives its bytes back after aged entries were compacted away.
+                limiter.release(key, bytes, takenAtMs: now)
+                guard case .allowed(let again) = limiter.take(key, bytes, nowMs: now) else { return XCTFail() }
+                XCTAssertEqual(again, remaining)
+            }
+            most = max(most, limiter.storedEntries(key))
+        }
+        XCTAssertLessThanOrEqual(most, 2 * perHour + 64, "aged entries are dropped")
+        limiter.prune(nowMs: 3 * Int64(perHour) * step + RateLimiter.windowMs)
+        XCTAssertEqual(limiter.storedEntries(key), 0, "a quiet address is forgotten")
+    }
 }

@@ -80,6 +80,22 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(notes, 0)
     }
 
+    /// A DELETE and a re-post of the same bytes in one batch (one transaction): the re-post
+    /// sees the note the DELETE made (PostgreSQL writes a batch's notes in one statement, and
+    /// must write them before a POST into the same mailbox).
+    func testARePostInTheBatchOfItsDeleteIsNotStoredAgain() throws {
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        let write = post(box, id: id)
+        _ = try store.commit([write], nowMs: now, quota: quota)
+        let other = mailbox(try SigningKey.random())
+        let outcomes = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)]), write, post(other)],
+                                        nowMs: now, quota: quota)
+        XCTAssertEqual(Array(outcomes.prefix(2)), [.deleted(count: 1, bytes: 100), .duplicate])
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 1, "only the other mailbox's packet")
+        XCTAssertEqual(try store.commit([write], nowMs: now, quota: quota), [.duplicate], "the note was written")
+    }
+
     /// The same message ID re-sealed (other bytes: a sender whose ack never came seals it
     /// again) after the DELETE is stored and delivered again, so that the recipient can
     /// acknowledge it again (§4.8, §8.3).
@@ -301,6 +317,43 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(try store.storedPacketCount(nowMs: now + 20), 1)
         XCTAssertEqual(try store.storedBytes(), 100)
         XCTAssertEqual(try store.commit([fromA()], nowMs: now + 20, quota: quota), [.overQuota(prefix: false)], "the new packet counts")
+    }
+
+    /// Schema 7 keys the deletion notes by (expiry, digest): the notes of a commit land on
+    /// the pages at the end of the tree, not each on a random page of a tree that grows with
+    /// every DELETE (the write amplification of a long run). A note made under schema 6
+    /// still answers a re-post of the same bytes, and the sweep still removes it.
+    func testMigrationKeysDeletionNotesByExpiry() throws {
+        guard backend == .sqlite else { return }
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+        try Store.makeDirectory(directory)
+        let box = mailbox(try SigningKey.random())
+        let id = MessageID.random()
+        let packet = Sodium.randomBytes(100)
+        let expires = now + 50
+        do {
+            let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+            defer { db.close() }
+            try db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (6)")
+            for migration in RelaySchema.migrations.prefix(6) { try db.execute(migration) }
+            var key: [UInt8] = []
+            try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
+            try db.query("INSERT INTO deleted (digest, expires_ms) VALUES (?, ?)",
+                         [.blob(DeletionNote.of(mailbox: box, packet: packet, key: key)), .int(expires)])
+        }
+        store = try reopen()
+        var key: [String] = []
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query(
+            "SELECT name FROM pragma_table_info('deleted') WHERE pk > 0 ORDER BY pk") { key.append($0.text(0)) }
+        XCTAssertEqual(key, ["expires_ms", "digest"])
+        let write = RelayStoreWrite.post(RelayPost(mailbox: box, messageID: id, expiresAtMs: expires, packet: packet))
+        XCTAssertEqual(try store.commit([write], nowMs: now, quota: quota), [.duplicate], "the old note still holds")
+        _ = try store.deleteExpired(nowMs: expires)
+        guard case .stored = try store.commit([write], nowMs: now, quota: quota)[0] else { return XCTFail("the note was not swept") }
+        // A note made under schema 7 holds the same way.
+        _ = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: id)])], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.commit([write], nowMs: now, quota: quota), [.duplicate])
     }
 
     func testPagesFollowTheCursorAndBudget() throws {

@@ -21,7 +21,7 @@ final class RateLimiter {
     static let windowMs: Int64 = 3_600_000
     let messageLimit: Int
     let ackLimit: Int
-    private var logs: [Key: [Int64]] = [:]
+    private var logs: [Key: SlidingLog] = [:]
 
     init(messagesPerHour: Int, acksPerHour: Int) {
         messageLimit = messagesPerHour
@@ -34,44 +34,43 @@ final class RateLimiter {
     /// turns out not to be stored).
     func take(_ pseudonym: [UInt8], _ kind: Kind, nowMs: Int64) -> Decision {
         let key = Key(pseudonym: pseudonym, kind: kind)
-        var log = logs[key] ?? []
-        log.removeAll { $0 <= nowMs - Self.windowMs }
-        guard log.count < limit(kind) else {
-            let wait = (log.min() ?? nowMs) + Self.windowMs - nowMs
+        let log: SlidingLog
+        if let known = logs[key] {
+            log = known
+        } else {
+            log = SlidingLog()
             logs[key] = log
+        }
+        log.age(nowMs: nowMs)
+        guard log.count < limit(kind) else {
+            let wait = (log.oldest ?? nowMs) + Self.windowMs - nowMs
             return .limited(retryAfterSeconds: max(1, Int((wait + 999) / 1000)))
         }
-        log.append(nowMs)
-        logs[key] = log
+        log.times.append(nowMs)
         return .allowed(remaining: limit(kind) - log.count)
     }
 
     /// Returns a slot taken at `takenAtMs` (a duplicate, a refused or failed store).
     func release(_ pseudonym: [UInt8], _ kind: Kind, takenAtMs: Int64) {
         let key = Key(pseudonym: pseudonym, kind: kind)
-        guard var log = logs[key], let i = log.lastIndex(of: takenAtMs) else { return }
-        log.remove(at: i)
-        logs[key] = log.isEmpty ? nil : log
+        guard let log = logs[key], let i = log.times[log.head...].lastIndex(of: takenAtMs) else { return }
+        log.times.remove(at: i)
+        if log.count == 0 { logs[key] = nil }
     }
 
     /// How many messages `pseudonym` may still post this hour (READY's `remaining`).
     func remaining(_ pseudonym: [UInt8], _ kind: Kind = .message, nowMs: Int64) -> Int {
-        let used = logs[Key(pseudonym: pseudonym, kind: kind)]?.filter { $0 > nowMs - Self.windowMs }.count ?? 0
-        return max(0, limit(kind) - used)
+        guard let log = logs[Key(pseudonym: pseudonym, kind: kind)] else { return limit(kind) }
+        return max(0, limit(kind) - log.live(nowMs: nowMs).count)
     }
 
     /// The `n` keys with the most slots taken within the hour (messages and acks together),
-    /// most first. Each log is in time order, so its live part is found by bisection.
+    /// most first.
     func top(_ n: Int, nowMs: Int64) -> [(key: [UInt8], count: Int)] {
         var totals: [[UInt8]: Int] = [:]
-        let cutoff = nowMs - Self.windowMs
         for (key, log) in logs {
-            var low = 0, high = log.count
-            while low < high {
-                let mid = (low + high) / 2
-                if log[mid] <= cutoff { low = mid + 1 } else { high = mid }
-            }
-            if log.count > low { totals[key.pseudonym, default: 0] += log.count - low }
+            let live = log.live(nowMs: nowMs)
+            if !live.isEmpty { totals[key.pseudonym, default: 0] += live.count }
         }
         var best: [(key: [UInt8], count: Int)] = []
         for (key, count) in totals {
@@ -85,9 +84,57 @@ final class RateLimiter {
 
     /// Forgets pseudonyms with nothing in the window (called now and then).
     func prune(nowMs: Int64) {
-        logs = logs.compactMapValues { log in
-            let kept = log.filter { $0 > nowMs - Self.windowMs }
-            return kept.isEmpty ? nil : kept
+        for (key, log) in logs {
+            log.age(nowMs: nowMs)
+            if log.count == 0 { logs[key] = nil }
         }
+    }
+
+    /// Slots the key's log holds, aged ones not yet compacted included (tests).
+    func storedEntries(_ pseudonym: [UInt8], _ kind: Kind) -> Int {
+        logs[Key(pseudonym: pseudonym, kind: kind)]?.times.count ?? 0
+    }
+}
+
+/// The times of the slots a key took, oldest first, changed in place; aged times are
+/// skipped by a head index and compacted away only once they are half the log, so a take
+/// costs O(1) however many the key took this hour. Before, the log was an array copied out
+/// of the dictionary, filtered (a copy, the dictionary still holding the original) and put
+/// back at every take: the address limiter's log of 1,000 clients behind one address
+/// (a NAT, the load test on 127.0.0.1) holds every POST of the hour, so each POST copied
+/// them all and a relay slowed down the longer it ran.
+final class SlidingLog {
+    /// Times in the order taken (the wall clock: a step back leaves an entry behind a
+    /// later one, aged out with it, a little late: on the safe side).
+    var times: [Int64] = []
+    /// Times before this index have aged out.
+    var head = 0
+
+    var count: Int { times.count - head }
+    /// The first to age out (`age` goes in this order).
+    var oldest: Int64? { head < times.count ? times[head] : nil }
+
+    /// Skips times at or before an hour ago; compacts once they are half the log.
+    func age(nowMs: Int64) {
+        let cutoff = nowMs - RateLimiter.windowMs
+        while head < times.count && times[head] <= cutoff { head += 1 }
+        if head == times.count {
+            times.removeAll(keepingCapacity: times.count <= 1024)
+            head = 0
+        } else if head >= 64 && head * 2 >= times.count {
+            times.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// The times within the hour before `nowMs` (found by bisection: in time order).
+    func live(nowMs: Int64) -> ArraySlice<Int64> {
+        let cutoff = nowMs - RateLimiter.windowMs
+        var low = head, high = times.count
+        while low < high {
+            let mid = (low + high) / 2
+            if times[mid] <= cutoff { low = mid + 1 } else { high = mid }
+        }
+        return times[low...]
     }
 }

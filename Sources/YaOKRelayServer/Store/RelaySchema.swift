@@ -87,6 +87,25 @@ enum RelaySchema {
             bytes INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 7: deletion notes keyed by (expiry, digest) instead of the digest alone. A note's
+        // expiry is the deleted packet's, read from its header, so a re-post of the same
+        // bytes looks its note up by both. Keyed by the digest (random), each note went to
+        // a random page of a tree that grows by every DELETE until the notes expire: past
+        // 50,000 notes nearly every note of a commit dirtied a page of its own, written
+        // once to the WAL and again by the checkpoint (4-8 KiB per DELETE, rising with the
+        // table), and a second tree (deleted_by_expiry) the same. In expiry order the notes
+        // of a commit land on the few pages at each lifetime's end, and the key serves the
+        // sweep too.
+        """
+        CREATE TABLE deleted_by_expiry_v7 (
+            digest BLOB NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            PRIMARY KEY (expires_ms, digest)
+        ) WITHOUT ROWID;
+        INSERT INTO deleted_by_expiry_v7 (digest, expires_ms) SELECT digest, expires_ms FROM deleted;
+        DROP TABLE deleted;
+        ALTER TABLE deleted_by_expiry_v7 RENAME TO deleted;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

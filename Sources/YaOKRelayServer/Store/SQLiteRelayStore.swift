@@ -68,7 +68,8 @@ public final class SQLiteRelayStore: RelayStore {
                      [mailbox, .blob(post.messageID.bytes)]) { _ in exists = true }
         if !exists {
             let note = DeletionNote.of(mailbox: post.mailbox, packet: post.packet, key: noteKey)
-            try db.query("SELECT 1 FROM deleted WHERE digest = ?", [.blob(note)]) { _ in exists = true }
+            try db.query("SELECT 1 FROM deleted WHERE expires_ms = ? AND digest = ?",
+                         [.int(post.expiresAtMs), .blob(note)]) { _ in exists = true }
         }
         if exists { return .duplicate }
         var packets = 0, bytes = 0
@@ -148,8 +149,8 @@ public final class SQLiteRelayStore: RelayStore {
             guard let packet else { continue }
             let length = packet.count
             for tag in tags { try account(tag, bytes: -length) }
-            try db.query("INSERT OR IGNORE INTO deleted (digest, expires_ms) VALUES (?, ?)",
-                         [.blob(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey)), .int(expires)])
+            try db.query("INSERT OR IGNORE INTO deleted (expires_ms, digest) VALUES (?, ?)",
+                         [.int(expires), .blob(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey))])
             deleted += 1
             bytes += length
             try uncount(mailbox, packets: 1, bytes: length)

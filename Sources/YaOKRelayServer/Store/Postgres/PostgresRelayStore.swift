@@ -94,14 +94,19 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                     try transaction(c) {
                         var outcomes = [RelayStoreOutcome](repeating: .duplicate, count: writes.count)
                         var holders = HolderLedger()
+                        var notes = PendingNotes()
                         for i in order {
                             switch writes[i] {
-                            case .post(let post): outcomes[i] = try store(post, c, nowMs: nowMs, quota: quota, holders: &holders)
+                            case .post(let post):
+                                // A re-post of what this batch deleted must see its note.
+                                if notes.mailboxes.contains(post.mailbox) { try write(&notes, c) }
+                                outcomes[i] = try store(post, c, nowMs: nowMs, quota: quota, holders: &holders)
                             case .delete(let refs):
-                                let (count, bytes) = try delete(refs, c, holders: &holders)
+                                let (count, bytes) = try delete(refs, c, holders: &holders, notes: &notes)
                                 outcomes[i] = .deleted(count: count, bytes: bytes)
                             }
                         }
+                        try write(&notes, c)
                         // Last, after every mailbox lock: holder rows are locked in tag order.
                         try account(holders, c)
                         return outcomes
@@ -169,23 +174,37 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         ])
     }
 
-    private func delete(_ refs: [StoredPacketRef], _ c: PostgresConnection, holders: inout HolderLedger) throws -> (Int, Int) {
+    private func delete(_ refs: [StoredPacketRef], _ c: PostgresConnection, holders: inout HolderLedger,
+                        notes: inout PendingNotes) throws -> (Int, Int) {
         var deleted = 0, bytes = 0
         for ref in refs.sorted(by: { $0.mailbox.bytes.lexicographicallyPrecedes($1.mailbox.bytes) }) {
             let rows = try c.query("delete", "SELECT p_packet, p_expires, p_address_tag, p_prefix_tag FROM relay_delete($1, $2)",
                                    types: [PostgresType.bytea, PostgresType.bytea], [.bytes(ref.mailbox.bytes), .bytes(ref.messageID.bytes)])
             guard rows.count == 1, !rows.isNull(0, 0) else { continue }
             let packet = rows.bytes(0, 0)
-            // In the same transaction, under the mailbox's lock that relay_delete took: a
-            // re-post through another relay waits for it and then sees the note.
-            try c.query("note_deleted", "INSERT INTO deleted (digest, expires_ms) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                        types: [PostgresType.bytea, PostgresType.int8],
-                        [.bytes(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey)), .int(rows.int64(0, 1))])
+            // Written in this transaction (`write(_:_:)`), under the mailbox's lock that
+            // relay_delete took: a re-post through another relay waits for it and then sees
+            // the note.
+            notes.add(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey), expires: rows.int64(0, 1),
+                      mailbox: ref.mailbox)
             for column in [2, 3] where !rows.isNull(0, column) { holders.release(rows.bytes(0, column), packet.count) }
             deleted += 1
             bytes += packet.count
         }
         return (deleted, bytes)
+    }
+
+    /// Inserts the pending deletion notes in one statement (one round trip for a batch's
+    /// DELETEs, not one per packet) and empties `notes`.
+    private func write(_ notes: inout PendingNotes, _ c: PostgresConnection) throws {
+        guard !notes.digests.isEmpty else { return }
+        try c.query("note_deleted_many", """
+            INSERT INTO deleted (digest, expires_ms) SELECT * FROM unnest($1::bytea[], $2::int8[]) ON CONFLICT DO NOTHING
+            """, types: [PostgresType.byteaArray, PostgresType.int8Array], [
+                .text("{" + notes.digests.map { "\"\\\\x\(Hex.encode($0))\"" }.joined(separator: ",") + "}"),
+                .text("{" + notes.expiries.map { String($0) }.joined(separator: ",") + "}"),
+            ])
+        notes = PendingNotes()
     }
 
     private func transaction<T>(_ c: PostgresConnection, _ body: () throws -> T) throws -> T {
@@ -364,5 +383,19 @@ struct HolderLedger {
 
     mutating func release(_ tag: [UInt8], _ bytes: Int) {
         deltas[tag, default: 0] -= bytes
+    }
+}
+
+/// Deletion notes (`DeletionNote`) a transaction made and has not written yet, and the
+/// mailboxes they are of (a POST into one of them writes them first).
+struct PendingNotes {
+    private(set) var digests: [[UInt8]] = []
+    private(set) var expiries: [Int64] = []
+    private(set) var mailboxes = Set<MailboxID>()
+
+    mutating func add(_ digest: [UInt8], expires: Int64, mailbox: MailboxID) {
+        digests.append(digest)
+        expiries.append(expires)
+        mailboxes.insert(mailbox)
     }
 }
