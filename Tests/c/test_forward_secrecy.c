@@ -78,7 +78,7 @@ int main(void) {
     yaok_node *alice = new_node(alice_dir, sizeof alice_dir, "Alice");
     yaok_node *bob = new_node(bob_dir, sizeof bob_dir, "Bob");
     int64_t bob_id = add(alice, bob);
-    (void)add(bob, alice);
+    int64_t alice_id = add(bob, alice);
 
     /* Nothing heard from Bob yet: not yet, nothing sealed, no keys. */
     uint32_t state = 99, keys = 99;
@@ -108,7 +108,17 @@ int main(void) {
         if (state == YAOK_FORWARD_SECRECY_ON) break;
         sleep_ms(10);
     }
-    CHECK(state == YAOK_FORWARD_SECRECY_ON && seals == 1 && keys >= 1 && keys <= 32);
+    /* Alice holds no receiver key for Bob yet: she mints one to announce in her next packet. */
+    CHECK(state == YAOK_FORWARD_SECRECY_ON && seals == 1 && keys == 0);
+    /* Bob minted the one he announced; Alice has announced nothing to him yet. */
+    CHECK(yaok_contact_forward_secrecy(bob, alice_id, &state, &seals, &keys) == YAOK_OK);
+    CHECK(state == YAOK_FORWARD_SECRECY_NOT_YET && seals == 0 && keys == 1);
+
+    /* The same in diagnostics (docs/ABI.md, "contacts[].forward_secrecy"). */
+    CHECK(yaok_node_diagnostics(alice, &json) == YAOK_OK);
+    CHECK(json && strstr(json, "\"forward_secrecy\":{\"state\":\"on\"") != NULL &&
+          json_int(json, "long_term_seals") == 1 && json_int(json, "receiver_keys") == 0);
+    yaok_string_free(json);
 
     /* Misuse: every output required; an unknown contact; a locked node. */
     CHECK(yaok_contact_forward_secrecy(alice, bob_id, NULL, &seals, &keys) == YAOK_E_NULL_ARGUMENT);
