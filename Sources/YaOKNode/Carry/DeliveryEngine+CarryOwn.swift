@@ -57,7 +57,7 @@ extension DeliveryEngine {
                 carry.counters.messagesDeliveredThroughCarriers += 1
                 if carry.mode != .off {
                     let ack = try CarriedContent.ack([content.id], createdMs: max(now, content.createdMs))
-                    let sealed = try CarriedSeal.seal(ack, from: keys.identity, route: peer.route)
+                    let sealed = try sealCarried(ack, to: peer, store, keys)
                     if case .taken(let entry, _) = try store.takeCarried(sealed.encode(), from: Self.ownDepositor,
                                                                           nowMs: now, policy: ownPolicy) {
                         try offerEverywhere(entry.id, store)

@@ -49,10 +49,11 @@ extension DeliveryEngine {
         return try SealedMessage.open(header, payload: payload, by: keys.identity, matchedSender: peer.identity.encryptionKey)
     }
 
-    /// Seals the carried copy of a message to `peer` (§13.6): like `sealMessage`, to its
-    /// newest receiver key when it has announced one (the message stays unsettled under
-    /// that key until the carried copy's expiry, 14 days, not only the routed copy's), else
-    /// to its long-term key (§10.4; the message was counted once, by `sealMessage`).
+    /// Seals a carried packet to `peer` (§13.6): like `sealMessage`, to its newest receiver
+    /// key when it has announced one, else to its long-term key (§10.4; a message was
+    /// counted once, by `sealMessage`). A message stays unsettled under that key until the
+    /// carried copy's expiry, 14 days, not only the routed copy's; an ack is never
+    /// acknowledged, so it holds back no release.
     mutating func sealCarried(_ content: CarriedContent, to peer: PeerDirectory.Peer,
                               _ store: Store, _ keys: UnlockedKeys) throws -> CarriedPacket {
         if forwardSecrecy {
@@ -61,8 +62,10 @@ extension DeliveryEngine {
                 let packet = try CarriedSeal.sealForwardSecret(content, from: keys.identity, route: peer.route,
                                                                receiverKey: key,
                                                                announce: try ring.announcement(nowMs: now))
-                let expires = max(packet.expiresAtMs, ring.pending[content.id.bytes]?.expiresMs ?? .min)
-                ring.sent(messageID: content.id.bytes, peerKeyID: key.id, expiresMs: expires)
+                if case .message = content.kind {
+                    let expires = max(packet.expiresAtMs, ring.pending[content.id.bytes]?.expiresMs ?? .min)
+                    ring.sent(messageID: content.id.bytes, peerKeyID: key.id, expiresMs: expires)
+                }
                 try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
                 return packet
             }
