@@ -650,6 +650,25 @@ yaok_status yaok_contact_delete(yaok_node *node, int64_t contact_id, uint32_t fl
  * with, which yaok_card_decode accepts). None with that id: YAOK_E_NOT_FOUND. */
 yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_json);
 
+/* ---- forward secrecy (docs/PROTOCOL.md §13) ----
+ * Messages and their carried copies are sealed to a short-lived receiver key the contact
+ * announced, so a recorded copy stops opening once the contact has erased that key, even
+ * with its device and PIN. Until a contact has announced one (the first message to it, or
+ * an older implementation), messages to it go to its long-term key: never silently, this
+ * tells which, and how many. */
+
+#define YAOK_FORWARD_SECRECY_OFF 0u     /* the node's option is off: every message to the long-term key */
+#define YAOK_FORWARD_SECRECY_NOT_YET 1u /* no receiver key from this contact yet: to its long-term key */
+#define YAOK_FORWARD_SECRECY_ON 2u      /* messages to this contact go to its newest receiver key */
+
+/* Forward secrecy with contact `contact_id`: *out_state one of YAOK_FORWARD_SECRECY_*,
+ * *out_long_term_seals the messages sealed to its long-term key since the node was opened,
+ * *out_receiver_keys this node's receiver keys held for it (at most 32). All three
+ * outputs are required and written only on success. Needs the node unlocked
+ * (YAOK_E_LOCKED); no such contact: YAOK_E_NOT_FOUND. */
+yaok_status yaok_contact_forward_secrecy(yaok_node *node, int64_t contact_id, uint32_t *out_state,
+                                         uint64_t *out_long_term_seals, uint32_t *out_receiver_keys);
+
 /* ---- messages ----
  * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes with their length, so it
  * may hold a NUL. Text to send: 1 to YAOK_MAX_MESSAGE_BYTES (YAOK_E_EMPTY_MESSAGE,

@@ -79,7 +79,12 @@ public enum CarriedSeal {
                            ephemeral: ephemeral, headerAD: packet.authenticatedHeader)
         }
         defer { Sodium.wipe(&body) }
-        let content = try CarriedContent.decode(body[...])
+        return try checked(try CarriedContent.decode(body[...]), in: packet)
+    }
+
+    /// §10.4 steps 6 and 7, for both carried envelopes: the claim is the preimage of the
+    /// claim hash outside, and the creation time fits the expiry.
+    static func checked(_ content: CarriedContent, in packet: CarriedPacket) throws -> CarriedContent {
         guard Sodium.constantTimeEqual(PurgeClaim.hash(content.claim), packet.claimHash) else {
             throw YaOKError(.malformedEnvelope, "The claim inside is not the preimage of the claim hash outside")
         }

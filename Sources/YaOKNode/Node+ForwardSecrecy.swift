@@ -15,6 +15,15 @@ public struct ForwardSecrecyStatus: Sendable, Equatable {
     /// Own receiver keys held for the contact (at most ReceiverKeyRing.cap).
     public let receiverKeys: Int
 
+    /// "on", "not_yet" or "off" (C YAOK_FORWARD_SECRECY_*, docs/ABI.md "diagnostics").
+    public var state: String { !enabled ? "off" : (active ? "on" : "not_yet") }
+
+    /// The "forward_secrecy" object of a contact in diagnostics (docs/ABI.md).
+    public var json: JSON {
+        .object([("state", .string(state)), ("long_term_seals", .int(Int64(longTermSeals))),
+                 ("receiver_keys", .int(Int64(receiverKeys)))])
+    }
+
     /// For diagnostics: "forward secrecy: …".
     public var summary: String {
         guard enabled else { return "forward secrecy: off (messages sealed to the long-term key)" }

@@ -38,10 +38,11 @@ public final class Node: Sendable {
         /// wherever the thread happens to be, and a simulation on a virtual clock would then
         /// differ from one run to the next.
         package var callerRunsTimers = false
-        /// Forward secrecy for messages that wait (docs/PROTOCOL.md §13): seal to the
-        /// contacts' announced receiver keys and announce ours. Off by default until every
-        /// path (carried copies included, §13.5) uses it; with it off nothing changes.
-        public var forwardSecrecy = false
+        /// Forward secrecy for messages that wait (docs/PROTOCOL.md §13): seal messages and
+        /// their carried copies to the contacts' announced receiver keys and announce ours.
+        /// On by default; off, every message is sealed to the long-term key as before §13
+        /// (everything recorded then opens with a seized device).
+        public var forwardSecrecy = true
 
         public init() {}
     }

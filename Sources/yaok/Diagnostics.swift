@@ -31,7 +31,7 @@ enum Diagnostics {
         if let contacts = d["contacts"]?.array, !contacts.isEmpty {
             lines.append("Contacts:")
             for c in contacts {
-                lines.append("  \(c["name"]?.string ?? "?")  \(connection(c["connection"]))")
+                lines.append("  \(c["name"]?.string ?? "?")  \(connection(c["connection"]))" + forwardSecrecy(c["forward_secrecy"]))
             }
         }
         if let outbox = d["outbox"]?.array {
@@ -46,6 +46,20 @@ enum Diagnostics {
             lines += carry(c)
         }
         return lines
+    }
+
+    /// A contact's "forward_secrecy" object (docs/ABI.md; PROTOCOL.md §13.5): never silent
+    /// about messages that went to the long-term key.
+    static func forwardSecrecy(_ f: JSON?) -> String {
+        guard let f, !f.isNull else { return "" }
+        let seals = f["long_term_seals"]?.int ?? 0
+        let sealed = seals == 0 ? "" : ", \(seals) sealed to the long-term key"
+        switch f["state"]?.string {
+        case "on": return "  forward secrecy: on" + sealed
+        case "not_yet": return "  forward secrecy: not yet (no receiver key from this contact" + sealed + ")"
+        case "off": return "  forward secrecy: off"
+        case let other: return "  forward secrecy: \(other ?? "?")"
+        }
     }
 
     /// The "carry" object (docs/ABI.md): the mode and caps, what is held, and the counters.

@@ -27,7 +27,7 @@ extension DeliveryEngine {
         guard carry.mode != .off else { return }
         let content = try CarriedContent(kind: .message(text: text), id: messageID, createdMs: createdMs,
                                          claim: PurgeClaim.random())
-        let packet = try CarriedSeal.seal(content, from: keys.identity, route: peer.route)
+        let packet = try sealCarried(content, to: peer, store, keys)
         guard case .taken(let entry, _) = try store.takeCarried(packet.encode(), from: Self.ownDepositor, nowMs: now,
                                                                 policy: ownPolicy) else { return }
         try store.rememberOwnCarried(Store.OwnCarried(messageID: messageID.bytes, contactID: peer.contactID,
@@ -45,7 +45,7 @@ extension DeliveryEngine {
         guard let peer = try directory(store, keys)?.byContact[contactID] else { return false }
         let content: CarriedContent
         do {
-            content = try CarriedSeal.open(packet, by: keys.identity, senderKey: peer.identity.encryptionKey)
+            content = try openCarried(packet, from: peer, store, keys)
         } catch let error as YaOKError where error.code != .storage && error.code != .diskFull {
             carry.counters.packetsRefused += 1
             return false
@@ -57,7 +57,7 @@ extension DeliveryEngine {
                 carry.counters.messagesDeliveredThroughCarriers += 1
                 if carry.mode != .off {
                     let ack = try CarriedContent.ack([content.id], createdMs: max(now, content.createdMs))
-                    let sealed = try CarriedSeal.seal(ack, from: keys.identity, route: peer.route)
+                    let sealed = try sealCarried(ack, to: peer, store, keys)
                     if case .taken(let entry, _) = try store.takeCarried(sealed.encode(), from: Self.ownDepositor,
                                                                           nowMs: now, policy: ownPolicy) {
                         try offerEverywhere(entry.id, store)
@@ -68,6 +68,7 @@ extension DeliveryEngine {
             try publishClaims([content.claim], store)
         case .ack(let ids):
             var claims = [content.claim]
+            try carriedAcknowledged(ids, from: peer, store, keys)
             for id in ids {
                 if let own = try store.ownCarried(messageID: id.bytes), own.contactID == contactID { claims.append(own.claim) }
                 try markDelivered(id, contactID: contactID, store, keys)

@@ -49,6 +49,59 @@ extension DeliveryEngine {
         return try SealedMessage.open(header, payload: payload, by: keys.identity, matchedSender: peer.identity.encryptionKey)
     }
 
+    /// Seals a carried packet to `peer` (§13.6): like `sealMessage`, to its newest receiver
+    /// key when it has announced one, else to its long-term key (§10.4; a message was
+    /// counted once, by `sealMessage`). A message stays unsettled under that key until the
+    /// carried copy's expiry, 14 days, not only the routed copy's; an ack is never
+    /// acknowledged, so it holds back no release.
+    mutating func sealCarried(_ content: CarriedContent, to peer: PeerDirectory.Peer,
+                              _ store: Store, _ keys: UnlockedKeys) throws -> CarriedPacket {
+        if forwardSecrecy {
+            var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
+            if let key = ring.peerKey {
+                let packet = try CarriedSeal.sealForwardSecret(content, from: keys.identity, route: peer.route,
+                                                               receiverKey: key,
+                                                               announce: try ring.announcement(nowMs: now))
+                if case .message = content.kind {
+                    let expires = max(packet.expiresAtMs, ring.pending[content.id.bytes]?.expiresMs ?? .min)
+                    ring.sent(messageID: content.id.bytes, peerKeyID: key.id, expiresMs: expires)
+                }
+                try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
+                return packet
+            }
+        }
+        return try CarriedSeal.seal(content, from: keys.identity, route: peer.route)
+    }
+
+    /// Opens a carried packet from `peer` (its tag matched): as §13.6 when its selector
+    /// names a receiver key we hold for `peer` (the ring learns the announcement, as for a
+    /// routed message), else as §10.4.
+    mutating func openCarried(_ packet: CarriedPacket, from peer: PeerDirectory.Peer,
+                              _ store: Store, _ keys: UnlockedKeys) throws -> CarriedContent {
+        if forwardSecrecy {
+            var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
+            if CarriedSeal.isForwardSecret(packet, receiverKeys: ring.openingKeys) {
+                let opened = try CarriedSeal.openForwardSecret(packet, by: keys.identity,
+                                                               senderKey: peer.identity.encryptionKey,
+                                                               receiverKeys: ring.openingKeys)
+                try ring.opened(with: opened.openedWith, announced: opened.announced, nowMs: now)
+                ring.enforceCap()
+                try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
+                return opened.content
+            }
+        }
+        return try CarriedSeal.open(packet, by: keys.identity, senderKey: peer.identity.encryptionKey)
+    }
+
+    /// A carried ack from `peer` settled `ids` (§10.7): they stop holding back the release.
+    mutating func carriedAcknowledged(_ ids: [MessageID], from peer: PeerDirectory.Peer,
+                                      _ store: Store, _ keys: UnlockedKeys) throws {
+        guard forwardSecrecy else { return }
+        var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
+        try ring.acknowledged(ids.map(\.bytes), announced: nil, nowMs: now)
+        try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
+    }
+
     /// The acks for `messageIDs` (none: a release-only ack) to `peer`: §6.2's while the
     /// contact has announced nothing (with one release-only ack beside it, which tells a
     /// contact of this version our key and which an older one drops, §13.5), else one ack

@@ -128,7 +128,8 @@ extension Node {
         fields.append(("carry", (try? carryStatistics())?.json ?? .null))
         if let contacts = try? self.contacts(), let outbox = try? self.outbox() {
             fields.append(("contacts", .array(contacts.map { c in
-                .object([("id", .int(c.id)), ("name", .string(c.name)), ("connection", c.connection.json)])
+                .object([("id", .int(c.id)), ("name", .string(c.name)), ("connection", c.connection.json),
+                         ("forward_secrecy", (try? forwardSecrecy(c.id))?.json ?? .null)])
             })))
             fields.append(("outbox", .array(outbox.map(\.json))))
         }

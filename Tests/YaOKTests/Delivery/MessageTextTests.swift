@@ -16,8 +16,9 @@ import Testing
                                createdMs: time).packet
     }
 
+    /// Acks owed to the sender (not counting the release-only acks beside them, §13.5).
     func acksOwed(_ node: Node) throws -> Int {
-        try node.state.withLock { try $0.store!.outboxRows(kind: .ack).count }
+        try node.acknowledgingAcks.count
     }
 
     /// Any valid UTF-8 is stored byte for byte, whatever it holds: NUL and other controls,

@@ -55,3 +55,34 @@ def test_fs_ack_vectors():
         assert fs.open_ack(key, packet) == (acked, announcement)
         with pytest.raises(AssertionError):
             ref.open_ack(key, packet)  # a §6.2 reader refuses it by its length
+
+
+def test_fs_carried_vector():
+    """§13.6: a carried copy sealed to a receiver key, recomputed from the inputs alone."""
+    import carried_reference as carried
+    v = VECTORS["fs-carried-alice-to-bob"]
+    alice, bob = keys(v["sender"]), keys(v["recipient"])
+    receiver_secret = bytes.fromhex(v["receiver_secret"])
+    receiver = fs.receiver_key(int(v["receiver_key_id"]), receiver_secret)
+    announcement = fs.Announcement(fs.receiver_key(int(v["announced_key_id"]), bytes.fromhex(v["announced_secret"])),
+                                   int(v["release"]))
+    created = int(v["created_ms"])
+    content = carried.message_content(bytes.fromhex(v["message_id"]), created, bytes.fromhex(v["claim"]),
+                                      v["body_utf8"].encode())
+    assert content.hex() == v["content"]
+    packet = fs.seal_carried(alice, bob.x25519_public, receiver, announcement, content, created,
+                             int(v["lifetime_ms"]), int(v["hop_limit"]), int(v["copy_budget"]),
+                             bytes.fromhex(v["ephemeral_secret"]))
+    assert packet.hex() == v["packet"]
+    assert (packet[:2] + packet[4:34]).hex() == v["authenticated"]
+    assert packet[34:38].hex() == v["selector"]
+    assert carried.identity(packet).hex() == v["identity"]
+    # 44 bytes more than §10.4's carried copy of the same content.
+    assert len(packet) - len(bytes.fromhex(VECTORS["carried-message"]["packet"])) == 44
+    assert fs.open_carried(bob, alice.x25519_public, [(receiver.key_id, receiver_secret)], packet) == \
+        (content, announcement, receiver.key_id)
+    # Bob's long-term key opens nothing: neither as a receiver key nor as §10.4.
+    with pytest.raises(AssertionError, match="no receiver key"):
+        fs.open_carried(bob, alice.x25519_public, [(7, bob.x25519_secret)], packet)
+    with pytest.raises(Exception):
+        carried.open_(bob, [alice.x25519_public], packet, created)

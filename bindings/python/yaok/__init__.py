@@ -28,13 +28,14 @@ declares its own C signatures with :func:`yaok._lib.declare`.
 
 from typing import TYPE_CHECKING, Any
 
-from . import carry, connectivity, contacts, envelope, errors, events, links, messages, node, security, typed, wire
+from . import carry, connectivity, contacts, envelope, errors, events, forward_secrecy, links, messages, node, security, typed, wire
 from ._lib import ABI_VERSION, abi_version, load_library, status_str, version_string
 from .errors import *  # noqa: F401,F403  (the exception classes and Status; listed below)
 from .carry import CarryMode, CarryStatus
 from .connectivity import Connectivity, DisconnectReason, Internet, TransportConnection
 from .contacts import Connection, ConnectionState, Contact, ContactPreview
 from .events import EventKind, Registration
+from .forward_secrecy import ForwardSecrecy, ForwardSecrecyState
 from .identity import Card, Identity, PublicKeys
 from .links import Link, LinkInfo, LinkPeer, LinkRole
 from .messages import HistoryPage, Message, MessageDirection, MessageStatus, OutboxEntry
@@ -58,12 +59,12 @@ __all__ = [
     "Identity", "Card", "PublicKeys", "envelope", "errors",
     "Node", "NodeState", "NodeStatus", "NodeWarning", "Profile", "SetupResult", "SecretStrength", "Strength",
     "VaultStatus", "check_secret",
-    "CarryMode", "CarryStatus",
+    "CarryMode", "CarryStatus", "ForwardSecrecy", "ForwardSecrecyState",
     "Connectivity", "DisconnectReason", "Internet", "TransportConnection",
     "Contact", "ContactPreview", "Connection", "ConnectionState",
     "Message", "MessageStatus", "MessageDirection", "HistoryPage", "OutboxEntry", "Link", "LinkRole", "LinkInfo", "LinkPeer",
     "SecurityEvent", "EventKind", "Registration",
-    "node", "connectivity", "contacts", "messages", "security", "events", "links", "typed", "wire",
+    "node", "connectivity", "contacts", "messages", "security", "events", "links", "typed", "wire", "forward_secrecy",
     # yaok.errors.__all__, written out: mypy reads only a literal __all__, and names it
     # cannot see there are not exported to an application's type checker.
     "Status", "YaOKError", "UsageError", "NullArgument", "InvalidArgument", "InvalidUTF8",

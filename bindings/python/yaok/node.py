@@ -40,6 +40,7 @@ from .connectivity import ConnectivityMixin
 from .contacts import ContactsMixin
 from .errors import InvalidArgument
 from .events import EventsMixin
+from .forward_secrecy import ForwardSecrecyMixin
 from .identity import Card, CardPointer, Identity, IdentityPointer
 from .links import LinksMixin
 from .messages import MessagesMixin
@@ -272,7 +273,8 @@ def _key_argument(key: Union[bytes, bytearray, memoryview], what: str = "key") -
     raise TypeError(f"{what} must be bytes-like, not {type(key).__name__}")
 
 
-class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin, CarryMixin, ConnectivityMixin):
+class Node(ContactsMixin, MessagesMixin, SecurityMixin, EventsMixin, LinksMixin, CarryMixin, ConnectivityMixin,
+           ForwardSecrecyMixin):
     """One Ya OK profile over a ``yaok_node *``. Create it with :meth:`open`."""
 
     def __init__(self, _pointer: Any = None, _data_dir: str = "") -> None:

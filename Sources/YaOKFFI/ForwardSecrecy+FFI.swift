@@ -1,0 +1,26 @@
+import CYaOK
+import YaOK
+
+/* ---- forward secrecy ---- */
+
+/// YAOK_FORWARD_SECRECY_* in include/yaok.h: the C numbering of a contact's state. Never renumbered.
+private func forwardSecrecyState(_ status: ForwardSecrecyStatus) -> UInt32 {
+    guard status.enabled else { return YAOK_FORWARD_SECRECY_OFF }
+    return status.active ? YAOK_FORWARD_SECRECY_ON : YAOK_FORWARD_SECRECY_NOT_YET
+}
+
+@c @implementation
+public func yaok_contact_forward_secrecy(_ node: OpaquePointer?, _ contactID: Int64, _ outState: UnsafeMutablePointer<UInt32>?,
+                                         _ outLongTermSeals: UnsafeMutablePointer<UInt64>?,
+                                         _ outReceiverKeys: UnsafeMutablePointer<UInt32>?) -> Int32 {
+    boundary {
+        let n = try YaOKFFI.node(node)
+        let outState = try required(outState, "out_state")
+        let outSeals = try required(outLongTermSeals, "out_long_term_seals")
+        let outKeys = try required(outReceiverKeys, "out_receiver_keys")
+        let status = try n.forwardSecrecy(contactID)
+        outState.pointee = forwardSecrecyState(status)
+        outSeals.pointee = UInt64(clamping: status.longTermSeals)
+        outKeys.pointee = UInt32(clamping: status.receiverKeys)
+    }
+}
