@@ -3,6 +3,7 @@
  *
  * This header is hand-written and is the documentation. Link with -lyaok (libyaok.so.1,
  * built by scripts/build-lib). Everything here is stable within one YAOK_ABI_VERSION.
+ * A first program: examples/c/two_nodes.c (two nodes over a socketpair, one message).
  *
  * ---- Conventions ----
  * Status:    every fallible function returns a yaok_status; 0 (YAOK_OK) is success. Codes
