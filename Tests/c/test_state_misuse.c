@@ -1,7 +1,8 @@
 /* The transport-state calls of issue 21 §3 and a link's life past its node, against a careless
  * or hostile caller: NULL out-pointers, an event that is not live (a copy, or one made up),
  * a handle of another kind, a freed one, an index of SIZE_MAX; outputs untouched on every
- * failure; a diagnostics snapshot read after its node is freed; and a link whose node is
+ * failure; a diagnostics snapshot taken inside the event callback, and one read after its
+ * node is freed; and a link whose node is
  * freed first: closed ("The node is closing"), refused with YAOK_E_CLOSED, still freed by
  * yaok_link_close (under ASan: no use after free, no leak). Prints "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L
@@ -17,7 +18,8 @@
 
 struct seen {
     pthread_mutex_t mutex;
-    int other_kinds, wrong_answers;
+    yaok_node *node;
+    int other_kinds, wrong_answers, snapshots_in_callback;
     yaok_event copy; /* an event kept past its callback: no longer live */
 };
 
@@ -35,6 +37,16 @@ static void on_event(void *user_data, const yaok_event *event) {
         wrong += yaok_event_connection(event, &state, NULL, &retry) != YAOK_E_NULL_ARGUMENT;
         wrong += yaok_event_connection(event, &state, &reason, NULL) != YAOK_E_NULL_ARGUMENT;
         wrong += state != 77 || reason != 77 || retry != 77;
+        /* Back into the node from its own callback: a diagnostics snapshot agrees. */
+        yaok_diagnostics *d = NULL;
+        const char *detail = NULL;
+        int got = yaok_diagnostics_new(s->node, &d) == YAOK_OK &&
+                  yaok_diagnostics_transport_connection(d, 0, &state, &reason, &retry, &detail) == YAOK_OK;
+        yaok_diagnostics_free(d);
+        wrong += !got;
+        pthread_mutex_lock(&s->mutex);
+        s->snapshots_in_callback += got;
+        pthread_mutex_unlock(&s->mutex);
     }
     if (event->kind != YAOK_EVENT_INTERNET_CHANGED) {
         wrong += yaok_event_internet(event, &available) != YAOK_E_NOT_FOUND;
@@ -80,7 +92,7 @@ int main(void) {
     opt_in_to_test_kdf();
     char dir[64];
     yaok_node *node = new_node(dir, sizeof dir, "Gale");
-    struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER};
+    struct seen s = {.mutex = PTHREAD_MUTEX_INITIALIZER, .node = node};
     CHECK(yaok_node_set_event_callback(node, on_event, &s, NULL) == YAOK_OK);
     /* The LAN on loopback: starting it emits TRANSPORT_CHANGED and _CONNECTION (connected). */
     CHECK(yaok_transport_lan_add(node, "127.0.0.1", 0, YAOK_LAN_NO_DISCOVERY, NULL, 0) == YAOK_OK);
@@ -147,7 +159,7 @@ int main(void) {
     CHECK(yaok_diagnostics_internet(d, &available, &route, &line) == YAOK_E_INVALID_ARGUMENT);
 
     /* The events seen, of every kind, answered the getters rightly; a kept copy is dead. */
-    CHECK(s.other_kinds > 0 && s.wrong_answers == 0);
+    CHECK(s.other_kinds > 0 && s.wrong_answers == 0 && s.snapshots_in_callback > 0);
     CHECK(yaok_event_connection(&s.copy, &state, &reason, &retry) == YAOK_E_INVALID_ARGUMENT);
     remove_dir(dir);
     return REPORT();
