@@ -2,9 +2,9 @@
  * or hostile caller: NULL out-pointers, an event that is not live (a copy, or one made up),
  * a handle of another kind, a freed one, an index of SIZE_MAX; outputs untouched on every
  * failure; a diagnostics snapshot taken inside the event callback, and one read after its
- * node is freed; and a link whose node is
- * freed first: closed ("The node is closing"), refused with YAOK_E_CLOSED, still freed by
- * yaok_link_close (under ASan: no use after free, no leak). Prints "N passed, N failed". */
+ * node is freed; and a link whose node is freed first: closed ("The node is closing"),
+ * refused with YAOK_E_CLOSED, still freed by yaok_link_close (under ASan: no use after free,
+ * no leak). Prints "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
 #include "tempdir.h"
