@@ -9,4 +9,8 @@ struct TransportEntry {
     /// Whether its last attempt reached the other end (`TransportConnection.answered`);
     /// kept while it connects again, so "Internet" does not flap between retries.
     var answered: Bool?
+    /// The sequence of the newest report taken (`TransportConnection.nextSequence`): an
+    /// older one that arrives later (two threads reporting at once) is dropped. Kept across
+    /// stop and start.
+    var reportSequence: UInt64?
 }
