@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- events: the getters inside a callback, on events of other kinds ---- */
 
@@ -138,6 +139,15 @@ int main(void) {
     uint64_t link_id = 0, again = 0;
     CHECK(yaok_link_id(link, &link_id) == YAOK_OK);
 
+    /* The connection event's callback has run (events still queued at yaok_node_free are
+     * dropped). */
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&s.mutex);
+        int done = s.snapshots_in_callback > 0;
+        pthread_mutex_unlock(&s.mutex);
+        if (done) break;
+        nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    }
     yaok_node_free(node);
     CHECK(end.closed == 1 && strcmp(end.reason, "The node is closing") == 0 && end.freed == 1);
     CHECK(yaok_link_id(link, &again) == YAOK_OK && again == link_id);
