@@ -27,11 +27,16 @@ extension Node {
             guard entry.connection != connection else { return false }
             entry.connection = connection
             if let answered = connection.answered { entry.answered = answered }
+            if entry.announced != connection {
+                entry.announced = connection
+                // Under the node's lock: reports taken one after the other are announced
+                // in that order, whichever threads they came from.
+                events.emit(.transportConnection(name: transport, connection))
+            }
             s.delivery.transports[transport] = entry
             return true
         }) ?? false
         guard changed else { return }
-        events.emit(.transportConnection(name: transport, connection))
         connectivityChanged(startWatch: false)
     }
 

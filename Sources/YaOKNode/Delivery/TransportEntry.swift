@@ -13,4 +13,8 @@ struct TransportEntry {
     /// older one that arrives later (two threads reporting at once) is dropped. Kept across
     /// stop and start.
     var reportSequence: UInt64?
+    /// The connection last announced (TRANSPORT_CONNECTION): a start or stop announces its
+    /// state only if a report during it has not already (a relay that connects before its
+    /// start returns would otherwise be announced "connected" twice).
+    var announced: TransportConnection?
 }

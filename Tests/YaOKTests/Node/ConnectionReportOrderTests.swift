@@ -55,3 +55,43 @@ import Testing
         #expect(radio(node) == .connected)
     }
 }
+
+/// A transport that reports during its own start or stop (a relay that connects before
+/// `start` returns; one whose `stop` says "disabled") is announced once per change, not
+/// again by the start or stop itself.
+@Suite struct ConnectionAnnouncedOnceTests {
+    final class QuickRadio: Transport, @unchecked Sendable {
+        let name = "quick"
+        let displayName = "Quick"
+        private let node = Locked<Node?>(nil)
+        func start(on node: Node) throws {
+            self.node.withLock { $0 = node }
+            node.reportConnection(name, .connected, sequence: TransportConnection.nextSequence())
+        }
+        func stop() {
+            node.withLock { $0 }?.reportConnection(name, TransportConnection(state: .disconnected, reason: .disabled),
+                                                   sequence: TransportConnection.nextSequence())
+        }
+        func diagnostics() -> JSON { .object([]) }
+        var connection: TransportConnection? { .connected }
+    }
+
+    @Test func aReportDuringStartOrStopIsNotAnnouncedTwice() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        defer { node.close() }
+        let events = EventRecorder()
+        events.attach(to: node)
+        try node.addTransport(QuickRadio())
+        try node.setTransport("quick", enabled: true)
+        try node.setTransport("quick", enabled: false)
+        // A marker after both, so every event before it has arrived.
+        node.reportConnection("quick", .connecting)
+        #expect(events.wait { if case .transportConnection("quick", .connecting) = $0 { return true } else { return false } } != nil)
+        let states = events.all.compactMap { e -> String? in
+            if case .transportConnection("quick", let c) = e { return "\(c.state)/\(c.reason?.rawValue ?? "-")" } else { return nil }
+        }
+        #expect(states == ["connected/-", "disconnected/disabled", "connecting/-"])
+    }
+}
