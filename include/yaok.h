@@ -3,13 +3,16 @@
  *
  * This header is hand-written and is the documentation. Link with -lyaok (libyaok.so.1,
  * built by scripts/build-lib). Everything here is stable within one YAOK_ABI_VERSION.
+ * A first program: examples/c/two_nodes.c (two nodes over a socketpair, one message).
  *
  * ---- Conventions ----
  * Status:    every fallible function returns a yaok_status; 0 (YAOK_OK) is success. Codes
  *            are grouped in ranges and never renumbered. yaok_status_str() names a code;
  *            yaok_last_error_message() gives the detail of this thread's last failure.
  * Outputs:   results come last, through out-pointers, and are written only on success.
- *            On failure the out-pointers are left untouched.
+ *            On failure the out-pointers are left untouched. Every out-pointer is required,
+ *            even one whose value you ignore (such as *out_warnings): NULL is refused with
+ *            YAOK_E_NULL_ARGUMENT, unless the function says that it may be NULL.
  * Buffers:   every `const uint8_t *buf` is followed by its `size_t len`; NULL is allowed only
  *            when len is 0. Inputs are borrowed for the duration of the call only.
  * Ownership: a string the library returns (char **out) is freed with yaok_string_free();
@@ -427,8 +430,10 @@ typedef struct yaok_node yaok_node;
 yaok_status yaok_node_open(const char *data_dir, uint32_t flags, yaok_node **out);
 
 /* Locks the node, stops its event thread (waiting for a running callback to return) and
- * closes the store; the callback's free_user_data runs during this call. Do not call it
- * from the node's own event callback. NULL is a no-op. */
+ * closes the store; the callback's free_user_data runs during this call. Links still open
+ * are closed (their closed callbacks run here, reason "The node is closing"); their handles
+ * stay valid, closed (YAOK_E_CLOSED), until the app frees each with yaok_link_close, before
+ * or after this call. Do not call it from the node's own event callback. NULL is a no-op. */
 void yaok_node_free(yaok_node *node);
 
 /* First-time setup (US-002): creates the identity `name`, seals it under `pin` (a PIN or a
@@ -439,7 +444,8 @@ void yaok_node_free(yaok_node *node);
  * YAOK_E_INVALID_ARGUMENT (more
  * than 256 bytes, or control characters), YAOK_E_PIN_MISMATCH ("PINs do not match"),
  * YAOK_E_ALREADY_INITIALIZED.
- * *out_warnings: YAOK_WARNING_* bits (YAOK_WARNING_ALL_ZERO_PIN for "000000").
+ * *out_warnings (required, like every out-pointer): YAOK_WARNING_* bits
+ * (YAOK_WARNING_ALL_ZERO_PIN for "000000").
  * yaok_node_setup_v2 also reports the strength. */
 yaok_status yaok_node_setup(yaok_node *node, const char *name, const char *pin,
                             const char *pin_confirmation, uint32_t *out_warnings);
@@ -743,6 +749,11 @@ yaok_status yaok_message_mark_read(yaok_node *node, int64_t conversation_id, uin
  * takes the bytes exactly as read, any split. (yaok_frame_encode is the same framing as a
  * stateless helper.)
  *
+ * Whom messages go to: a link carries messages between two nodes that have each added the
+ * other as a contact (yaok_node_card's text into the other's yaok_contact_add_v2, both ways).
+ * A message to someone who has not added the sender is never delivered (it stays
+ * "pending", or is refused as from an unknown sender, docs/PROTOCOL.md §3).
+ *
  * The handle first: yaok_link_open writes *out BEFORE the send callback is first called
  * (the initiator's first unit waits until then), so a callback may read the handle from
  * where *out put it (pass the address your callback reads, e.g. &conn->link). Link events
@@ -761,8 +772,11 @@ yaok_status yaok_message_mark_read(yaok_node *node, int64_t conversation_id, uin
 typedef struct yaok_link yaok_link;
 
 /* Transmits one unit (at most the link's MTU bytes). `unit` is borrowed for the call only:
- * copy it. Must not block: queue the bytes (yaok_link_receive only queues, so a memory pipe
- * may hand the unit straight to the other link). The return value is ignored today (return
+ * copy it. Must not block for long: it runs on the node's event thread, so while it waits
+ * no other link of the node sends and no event is delivered. A write(2) to a socket with
+ * room in its buffer (the usual case: units are small) is fine; a connection that can stall
+ * needs the app's own queue and writer thread. (yaok_link_receive only queues, so a memory
+ * pipe may hand the unit straight to the other link.) The return value is ignored today (return
  * YAOK_OK). A lost message or receipt is recovered by the node's retries; a lost handshake
  * unit is not retransmitted: the handshake then times out after 10 s and the link closes
  * (closed callback), and the app opens a new one when its radio reconnects.

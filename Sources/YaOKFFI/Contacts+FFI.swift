@@ -10,50 +10,30 @@ let contactDeleteMessages = YAOK_CONTACT_DELETE_MESSAGES
 @c @implementation
 public func yaok_contact_preview(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(try n.previewContact(card: try cardText(card, "card_text")).json.serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try n.previewContact(card: try cardText(card, "card_text")).json }
 }
 
 @c @implementation
 public func yaok_contact_add(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
                              _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(try n.addContact(card: try cardText(card, "card_text")).json.serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try n.addContact(card: try cardText(card, "card_text")).json }
 }
 
 @c @implementation
 public func yaok_contact_list(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(JSON.array(try n.contacts().map(\.json)).serialized, to: out)
-    }
+    nodeJSON(node, out) { n in JSON.array(try n.contacts().map(\.json)) }
 }
 
 @c @implementation
 public func yaok_contact_show(_ node: OpaquePointer?, _ contactID: Int64,
                               _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(try n.contact(contactID).json.serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try n.contact(contactID).json }
 }
 
 @c @implementation
 public func yaok_contact_find(_ node: OpaquePointer?, _ query: UnsafePointer<CChar>?,
                               _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(try n.findContact(try string(query, "query")).json.serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try n.findContact(try string(query, "query")).json }
 }
 
 @c @implementation

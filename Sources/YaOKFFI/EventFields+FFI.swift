@@ -123,7 +123,7 @@ public func yaok_event_message_status(_ event: UnsafePointer<yaok_event>?, _ out
         let view = try LiveEvents.view(event)
         let out = try required(out, "out_status")
         guard let m = view.message else { throw absent("message status", view.label) }
-        out.pointee = UInt32(m.status.rawValue)
+        out.pointee = m.status.abiCode
     }
 }
 

@@ -61,7 +61,7 @@ public func yaok_message_contact_id(_ m: OpaquePointer?, _ out: UnsafeMutablePoi
 public func yaok_message_direction(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
         let m = try message(m)
-        try required(out, "out_direction").pointee = UInt32(m.direction.rawValue)
+        try required(out, "out_direction").pointee = m.direction.abiCode
     }
 }
 
@@ -69,7 +69,7 @@ public func yaok_message_direction(_ m: OpaquePointer?, _ out: UnsafeMutablePoin
 public func yaok_message_status(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
     boundary {
         let m = try message(m)
-        try required(out, "out_status").pointee = UInt32(m.status.rawValue)
+        try required(out, "out_status").pointee = m.status.abiCode
     }
 }
 

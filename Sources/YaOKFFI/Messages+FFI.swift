@@ -20,40 +20,24 @@ func messageID(_ pointer: UnsafePointer<UInt8>?) throws -> MessageID {
 @c @implementation
 public func yaok_message_send(_ node: OpaquePointer?, _ contactID: Int64, _ textBytes: UnsafePointer<UInt8>?,
                               _ textLength: Int, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(try n.send(to: contactID, text: try messageText(textBytes, textLength)).json.serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try n.send(to: contactID, text: try messageText(textBytes, textLength)).json }
 }
 
 @c @implementation
 public func yaok_message_retry(_ node: OpaquePointer?, _ id: UnsafePointer<UInt8>?,
                                _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(try n.retry(try messageID(id)).json.serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try n.retry(try messageID(id)).json }
 }
 
 @c @implementation
 public func yaok_message_get(_ node: OpaquePointer?, _ id: UnsafePointer<UInt8>?,
                              _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(try n.outgoingMessage(try messageID(id)).json.serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try n.outgoingMessage(try messageID(id)).json }
 }
 
 @c @implementation
 public func yaok_outbox(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(JSON.array(try n.outbox().map(\.json)).serialized, to: out)
-    }
+    nodeJSON(node, out) { n in JSON.array(try n.outbox().map(\.json)) }
 }
 
 @c @implementation

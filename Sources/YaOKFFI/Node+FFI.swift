@@ -163,11 +163,7 @@ public func yaok_node_set_auto_lock(_ node: OpaquePointer?, _ timeoutMs: Int64,
 
 @c @implementation
 public func yaok_node_status(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(try n.status().json.serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try n.status().json }
 }
 
 @c @implementation

@@ -40,7 +40,7 @@ public func yaok_outbox_list_entry(_ o: OpaquePointer?, _ index: Int, _ out: Uns
         let e = try element(o.entries, index, "outbox entry")
         var c = yaok_outbox_entry()
         c.struct_size = size
-        c.status = UInt32(e.status.rawValue)
+        c.status = e.status.abiCode
         c.contact_id = e.contactID
         withUnsafeMutableBytes(of: &c.message_id) { bytes in
             for (i, b) in e.messageID.bytes.enumerated() where i < bytes.count { bytes[i] = b }

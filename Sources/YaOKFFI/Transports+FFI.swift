@@ -13,11 +13,7 @@ public func yaok_transport_set_enabled(_ node: OpaquePointer?, _ name: UnsafePoi
 
 @c @implementation
 public func yaok_node_diagnostics(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        try give(try n.diagnostics().serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try n.diagnostics() }
 }
 
 /// YAOK_LAN_NO_DISCOVERY

@@ -29,6 +29,8 @@ public struct Message: Sendable, Equatable {
     public var messageIDHex: String { messageID.description }
 }
 
+/// The raw values are the SQLite encoding of `messages.direction`; YAOK_DIRECTION_* are the
+/// FFI layer's.
 public enum MessageDirection: Int, Sendable, Equatable {
     case outgoing = 0
     case incoming = 1
@@ -36,7 +38,9 @@ public enum MessageDirection: Int, Sendable, Equatable {
     public var name: String { self == .outgoing ? "outgoing" : "incoming" }
 }
 
-/// Delivery status (AC-023-03). Incoming messages are stored as `delivered`.
+/// Delivery status (AC-023-03). Incoming messages are stored as `delivered`. The raw values
+/// are the SQLite encoding of `messages.status` (fixed by the stores on disk; never
+/// renumbered); the C numbers (YAOK_MESSAGE_*) are the FFI layer's own mapping.
 public enum MessageStatus: Int, Sendable, Equatable, CaseIterable {
     case pending = 0
     case sending = 1

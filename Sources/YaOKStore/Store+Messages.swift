@@ -60,7 +60,7 @@ extension Store {
             }
             for (id, input) in rows {
                 try db.query("""
-                    UPDATE messages SET status = ?, sent_ms = CASE WHEN ? = 2 AND sent_ms IS NULL THEN ? ELSE sent_ms END,
+                    UPDATE messages SET status = ?, sent_ms = CASE WHEN ? = \(MessageStatus.sent.rawValue) AND sent_ms IS NULL THEN ? ELSE sent_ms END,
                         mac = ? WHERE id = ?
                     """, [.int(Int64(status.rawValue)), .int(Int64(status.rawValue)), .int(now), .blob(cipher.mac(input)), .int(id)])
             }

@@ -97,12 +97,18 @@ struct Run: ParsableCommand {
 final class EventOutput: Sendable {
     let json: Bool
     private let lock = Locked(())
+    /// Where lines go instead of stdout (tests).
+    private let sink: (@Sendable (String) -> Void)?
 
-    init(json: Bool) { self.json = json }
+    init(json: Bool, sink: (@Sendable (String) -> Void)? = nil) {
+        self.json = json
+        self.sink = sink
+    }
 
     func line(_ value: JSON, text: () -> String) {
         let line = json ? value.serialized : Output.printable(text())
         lock.withLock { _ in
+            if let sink { return sink(line) }
             Swift.print(line)
             fflush(nil)  // all streams: stdout is a C global Swift 6 will not touch
         }

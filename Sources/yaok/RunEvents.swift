@@ -70,6 +70,11 @@ final class EventPrinter: Sendable {
             }
 
         case .transportNotice(let n):
+            // In text, a notice that repeats the disconnect just printed (a relay's wrong pin is
+            // announced as a notice too) is left out: one line per failure. JSON keeps it.
+            if !out.json, let detail = connections.withLock({ $0[n.transport]?.printed?.detail }), n.message.contains(detail) {
+                return
+            }
             out.line(.object([("event", .string("notice")), ("transport", .string(n.transport)), ("message", .string(n.message)),
                               ("retry_after_ms", n.retryAfterMs.map { .int($0) } ?? .null)])) { n.message }
 

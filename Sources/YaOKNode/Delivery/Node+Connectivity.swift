@@ -11,17 +11,32 @@ extension Node {
     /// A transport says its connection changed (a relay: connecting, connected, disconnected
     /// with the reason and next retry). Emits TRANSPORT_CONNECTION when it differs from the
     /// last report, and INTERNET_CHANGED if that changes with it. Call without the
-    /// transport's lock (the node's is taken).
-    public func reportConnection(_ transport: String, _ connection: TransportConnection) {
+    /// transport's lock (the node's is taken). `sequence` (`TransportConnection.nextSequence`,
+    /// taken when the connection was read): a report older than one already taken is
+    /// dropped, so a transport that reports from two threads at once (its own loop, and a
+    /// stop or unlock on another) cannot leave an older state, or an event for it, after a
+    /// newer one. Nil: no ordering.
+    public func reportConnection(_ transport: String, _ connection: TransportConnection, sequence: UInt64? = nil) {
         let changed = (try? withStore { _, s -> Bool in
-            guard var entry = s.delivery.transports[transport], entry.connection != connection else { return false }
+            guard var entry = s.delivery.transports[transport] else { return false }
+            if let sequence {
+                if let last = entry.reportSequence, sequence <= last { return false }
+                entry.reportSequence = sequence
+                s.delivery.transports[transport] = entry
+            }
+            guard entry.connection != connection else { return false }
             entry.connection = connection
             if let answered = connection.answered { entry.answered = answered }
+            if entry.announced != connection {
+                entry.announced = connection
+                // Under the node's lock: reports taken one after the other are announced
+                // in that order, whichever threads they came from.
+                events.emit(.transportConnection(name: transport, connection))
+            }
             s.delivery.transports[transport] = entry
             return true
         }) ?? false
         guard changed else { return }
-        events.emit(.transportConnection(name: transport, connection))
         connectivityChanged(startWatch: false)
     }
 

@@ -38,8 +38,8 @@ extension Node {
             transport.stop()
         }
         let initial = enabled && failure == nil ? transport.connection : nil
-        let state = try withStore { _, s -> TransportState? in
-            guard var entry = s.delivery.transports[name] else { return nil }
+        try withStore { _, s in
+            guard var entry = s.delivery.transports[name] else { return }
             entry.phase = failure != nil ? .failed : (enabled ? .running : .disabled)
             entry.error = failure.map { "\($0)" }
             if !enabled || failure != nil {
@@ -49,11 +49,14 @@ extension Node {
                 entry.connection = initial
             }
             s.delivery.transports[name] = entry
-            return transportState(name, s)
-        }
-        if let state {
+            guard let state = transportState(name, s) else { return }
+            // Announced under the node's lock, in order with the transport's own reports; its
+            // connection only if a report during the start or stop has not said it already.
             events.emit(.transportChanged(state))
-            events.emit(.transportConnection(name: name, state.connection))
+            if state.connection != entry.announced {
+                s.delivery.transports[name]?.announced = state.connection
+                events.emit(.transportConnection(name: name, state.connection))
+            }
         }
         connectivityChanged(startWatch: enabled && failure == nil)
         if let failure { throw failure }

@@ -88,6 +88,18 @@ public struct TransportConnection: Sendable, Equatable {
         }
     }
 
+    /// A process-wide increasing number that orders a transport's reports
+    /// (`Node.reportConnection(_:_:sequence:)`): take it under the same lock as the
+    /// connection it goes with, so that the later reading always has the larger number.
+    public static func nextSequence() -> UInt64 {
+        sequences.withLock { n in
+            n &+= 1
+            return n
+        }
+    }
+
+    private static let sequences = Locked<UInt64>(0)
+
     public static let connected = TransportConnection(state: .connected)
     public static let connecting = TransportConnection(state: .connecting)
 

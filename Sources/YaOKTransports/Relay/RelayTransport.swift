@@ -72,10 +72,12 @@ public final class RelayTransport: Transport, @unchecked Sendable {
     public var connection: TransportConnection? { state.withLock { $0.connection } }
 
     /// Tells the node the connection as it is now (the node emits an event if it changed).
-    /// Called after every change of phase, without the lock.
+    /// Called after every change of phase, without the lock, from the relay's loop and from
+    /// other threads (stop, unlock): the sequence, taken with the reading, lets the node drop
+    /// a reading that arrives after a newer one.
     func publishConnection() {
-        let (node, connection) = state.withLock { ($0.node, $0.connection) }
-        node?.reportConnection(name, connection)
+        let (node, connection, sequence) = state.withLock { ($0.node, $0.connection, TransportConnection.nextSequence()) }
+        node?.reportConnection(name, connection, sequence: sequence)
     }
 
     public func stop() {

@@ -66,7 +66,7 @@ import Testing
         try waitUntil("connected again", timeout: 10) { relayConnection(pair.alice)?.state == .connected }
         try waitUntil("internet up announced") { events.internet.last?.available == true }
         let states = events.connections.map(\.state)
-        #expect(states.filter { $0 == .connected }.count == 2)
+        #expect(states.filter { $0 == .connected }.count == 2, "\(events.connections.map { "\($0.state)/\($0.reason?.rawValue ?? "-")/\($0.detail ?? "")" })")
         #expect(states.contains(.disconnected) && states.contains(.connecting))
     }
 

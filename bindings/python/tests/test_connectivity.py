@@ -121,3 +121,17 @@ def test_lan_is_connected_while_it_runs_and_disconnected_when_off(tmp_path):
         alice.set_transport_enabled("lan", True)
         lan = next(c for c in alice.transport_connections() if c.name == "lan")
         assert lan.state == Connectivity.CONNECTED and lan.reason is None
+
+
+def test_a_state_from_a_later_library_is_not_shown_as_connected(node, monkeypatch):
+    # A library newer than the binding answers YAOK_CONNECTIVITY_* 3 (a state this binding
+    # cannot name). Before: the number was clamped to 2, so it read as CONNECTED.
+    import yaok.connectivity as connectivity
+
+    def later_library(handle, index, state, reason, retry, detail):
+        state._obj.value, reason._obj.value, retry._obj.value, detail._obj.value = 3, 0, 0, None
+        return 0
+    monkeypatch.setattr(connectivity, "_transport_connection", later_library)
+    node.add_lan(listen="127.0.0.1", port=0, discovery=False)
+    lan = next(c for c in node.transport_connections() if c.name == "lan")
+    assert lan.state == Connectivity.DISCONNECTED

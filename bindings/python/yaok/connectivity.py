@@ -63,8 +63,9 @@ class DisconnectReason(TextEnum):
 
 @dataclass(frozen=True)
 class TransportConnection:
-    """One transport's connection: ``state``; while disconnected the ``reason`` (None for a
-    number a later library adds: read ``reason_code``), ``detail`` for a person and
+    """One transport's connection: ``state`` (a state a later library adds reads as
+    DISCONNECTED); while disconnected the ``reason`` (None for a number a later library adds:
+    read ``reason_code``), ``detail`` for a person and
     ``next_retry_ms`` (ms since 1970, None when no retry is scheduled)."""
 
     name: str
@@ -82,6 +83,13 @@ class Internet:
     available: bool
     default_route: bool
     line: str
+
+
+def _state(code: int) -> Connectivity:
+    """YAOK_CONNECTIVITY_* by number. A number a later library adds is shown as disconnected,
+    never as connected: an app must not claim a connection it cannot name."""
+    states = list(Connectivity)
+    return states[code] if 0 <= code < len(states) else Connectivity.DISCONNECTED
 
 
 class ConnectivityMixin(NodeBase):
@@ -108,7 +116,7 @@ class ConnectivityMixin(NodeBase):
                 reasons = list(DisconnectReason)
                 out.append(TransportConnection(
                     name=(name.value or b"").decode("utf-8"),
-                    state=list(Connectivity)[min(state.value, 2)],
+                    state=_state(state.value),
                     reason=reasons[reason.value - 1] if 1 <= reason.value <= len(reasons) else None,
                     reason_code=int(reason.value),
                     detail=detail.value.decode("utf-8") if detail.value else None,
