@@ -205,20 +205,23 @@ public final class BLETransport: Transport {
 
     /// Connected while the adapter is powered and present; disconnected (radio off) while it
     /// is off or removed. Reported to the node after each batch of mgmt events.
-    public var connection: TransportConnection? {
-        state.withLock { s in
-            guard s.running, s.unavailable == nil, let adapter = s.adapter else { return nil }
-            if s.adapterGone || !adapter.powered {
-                return TransportConnection(state: .disconnected, reason: .radioOff, detail: statusLocked(s))
-            }
-            return .connected
+    public var connection: TransportConnection? { state.withLock { connectionLocked($0) } }
+
+    private func connectionLocked(_ s: BLEState) -> TransportConnection? {
+        guard s.running, s.unavailable == nil, let adapter = s.adapter else { return nil }
+        if s.adapterGone || !adapter.powered {
+            return TransportConnection(state: .disconnected, reason: .radioOff, detail: statusLocked(s))
         }
+        return .connected
     }
 
-    /// Tells the node the connection as it is now (it emits an event only on a change).
+    /// Tells the node the connection as it is now (it emits an event only on a change). The
+    /// mgmt thread and stop can report at once: the sequence, taken with the reading under the
+    /// lock, lets the node drop a reading that arrives after a newer one (as the relay does).
     func publishConnection() {
-        guard let node = state.withLock({ $0.opener }) as? Node, let connection else { return }
-        node.reportConnection(name, connection)
+        let (opener, connection, sequence) = state.withLock { ($0.opener, connectionLocked($0), TransportConnection.nextSequence()) }
+        guard let node = opener as? Node, let connection else { return }
+        node.reportConnection(name, connection, sequence: sequence)
     }
 
     /// Channels open or being opened right now.
