@@ -75,7 +75,9 @@ import Testing
         #expect(openedBySeizure([first], identity: net.bob.identity, keys: copied.openingKeys, sender: net.alice.identity) == 1)
     }
 
-    @Test(arguments: [1, 2, 3])
+    /// Seeds 2 and 5 each lost a message before a resend stopped releasing the key of its
+    /// earlier copies (issue 19; `disorderSweep` found them).
+    @Test(arguments: [1, 2, 3, 5])
     func disorderEveryMessageOpensExactlyOnce(seed: UInt64) throws {
         let (net, sent) = try disorder(seed: seed)
         // Every message in, each stored once though most opened several times.
@@ -126,20 +128,22 @@ import Testing
         return (net, sent)
     }
 
-    /// Investigation sweep (issue 19's flaky failure): many seeds, each failing one named.
-    @Test func disorderSweep() throws {
-        let count = UInt64(ProcessInfo.processInfo.environment["YAOK_DISORDER_SEEDS"].flatMap { UInt64($0) } ?? 0)
-        if let one = ProcessInfo.processInfo.environment["YAOK_DISORDER_TRACE"].flatMap({ UInt64($0) }) {
-            let (net, sent) = try disorder(seed: one, trace: { print($0) })
-            print("seed \(one): alice stored \(net.alice.stored.count) bob stored \(net.bob.stored.count) of \(sent)")
-            print("alice never stored: \(net.bob.sentIDs.subtracting(net.alice.stored).map { $0.prefix(4).map { String(format: "%02x", $0) }.joined() })")
-            print("bob never stored: \(net.alice.sentIDs.subtracting(net.bob.stored).map { $0.prefix(4).map { String(format: "%02x", $0) }.joined() })")
+    /// On demand (too slow for every run, about 3 s a seed): the disorder run over seeds
+    /// 1...YAOK_DISORDER_SEEDS, each expected to deliver everything; YAOK_DISORDER_TRACE=SEED
+    /// prints that seed's story (each seal, open, failed open, erasure) to trace a lost message.
+    @Test(.enabled(if: sweepSeeds > 0 || traceSeed != nil))
+    func disorderSweep() throws {
+        if let seed = traceSeed {
+            let (net, sent) = try disorder(seed: seed, trace: { print($0) })
+            let short = { (ids: Set<[UInt8]>) in ids.map { $0.prefix(4).map { String(format: "%02x", $0) }.joined() } }
+            print("seed \(seed): of \(sent) each, Alice stored \(net.alice.stored.count), Bob \(net.bob.stored.count); "
+                  + "never stored at Alice \(short(net.bob.sentIDs.subtracting(net.alice.stored))), "
+                  + "at Bob \(short(net.alice.sentIDs.subtracting(net.bob.stored)))")
         }
-        for seed in 1..<(1 + count) {
+        for seed in UInt64(1)...max(1, sweepSeeds) where sweepSeeds > 0 {
             let (net, sent) = try disorder(seed: seed)
-            if net.alice.stored.count != sent || net.bob.stored.count != sent {
-                print("seed \(seed): alice stored \(net.alice.stored.count) bob stored \(net.bob.stored.count) of \(sent); outboxes \(net.alice.outbox.count)/\(net.bob.outbox.count)")
-            }
+            #expect(net.alice.stored.count == sent && net.bob.stored.count == sent, "seed \(seed)")
+            #expect(net.alice.maxOwnKeys <= ReceiverKeyRing.cap && net.bob.maxOwnKeys <= ReceiverKeyRing.cap, "seed \(seed)")
         }
     }
 
@@ -190,3 +194,6 @@ import Testing
         #expect(net.alice.outbox.isEmpty)
     }
 }
+
+private let sweepSeeds = ProcessInfo.processInfo.environment["YAOK_DISORDER_SEEDS"].flatMap { UInt64($0) } ?? 0
+private let traceSeed = ProcessInfo.processInfo.environment["YAOK_DISORDER_TRACE"].flatMap { UInt64($0) }
