@@ -117,11 +117,11 @@ extension FSParty {
                                                               messageID: m.messageID, timestamp: m.created,
                                                               associatedData: Self.headerAD(m.messageID)) {
                 _ = fallback
+                trace?("\(now) \(identity.name) opened \(hex(m.messageID)) with the long-term key")
             } else {
                 trace?("\(now) \(identity.name) cannot open \(hex(m.messageID)) (selector \(hex(Array(m.sealed[0..<4])))) own \(ring.own.map(\.pair.key.id))")
                 return []
             }
-            trace?("\(now) \(identity.name) opened \(hex(m.messageID))")
             opens += 1
             stored.insert(m.messageID)
             return [.ack(to: ObjectIdentifier(sender.identity), ids: [m.messageID], announcement: try ring.announcement(nowMs: now))]
