@@ -62,12 +62,26 @@ public struct ReceiverKeyRing: Sendable {
     }
 
     /// A message sent sealed to `peerKeyID`, expiring at `expiresMs`: unsettled until acked.
+    /// A resend sealed to a newer key keeps the message under the oldest contact key any of
+    /// its copies went to: those copies are still in flight (up to 14 days, duplicated,
+    /// carried) and must stay openable, so the release may not pass their key (§13.3 rule 2).
+    /// Moving it to the newest key let each resend release the key of the copies before it:
+    /// a message whose every copy was late enough never opened (issue 19, disorder seed 2).
     public mutating func sent(messageID: [UInt8], peerKeyID: UInt32, expiresMs: Int64) {
-        if pending.count >= Self.maxPending, let oldest = pending.min(by: { $0.value.expiresMs < $1.value.expiresMs }) {
-            pending[oldest.key] = nil  // forgetting one only delays a release, never loses a message
+        if let earlier = pending[messageID], Self.isContactKey(earlier.keyID),
+           !Self.isContactKey(peerKeyID) || earlier.keyID < peerKeyID {
+            pending[messageID] = (earlier.keyID, expiresMs)
+            return
+        }
+        if pending[messageID] == nil, pending.count >= Self.maxPending,
+           let oldest = pending.min(by: { $0.value.expiresMs < $1.value.expiresMs }) {
+            pending[oldest.key] = nil  // bounded memory; see §13.3 rule 2 on what forgetting costs
         }
         pending[messageID] = (peerKeyID, expiresMs)
     }
+
+    /// A per-contact key (the release counts only these; 0 is "none", prekeys age out by day).
+    static func isContactKey(_ id: UInt32) -> Bool { id != 0 && !ReceiverKey.isPrekey(id: id) }
 
     /// The contact acknowledged these messages (§6.2), announcing `announced` in the ack.
     public mutating func acknowledged(_ messageIDs: [[UInt8]], announced: Announcement?, nowMs: Int64) throws {

@@ -1,3 +1,4 @@
+import Foundation
 @testable import YaOKSupport
 @testable import YaOKCrypto
 
@@ -16,8 +17,16 @@ final class FSParty {
     var stored: Set<[UInt8]> = []
     /// Every successful open, duplicates included.
     var opens = 0
+    /// Every message ID this party sent.
+    var sentIDs: Set<[UInt8]> = []
     var fallbackSends = 0, expiredOpens = 0
     var maxOwnKeys = 0
+    /// Where message IDs come from: seeded in tests that must replay a failing run (the
+    /// channel's draws follow the IDs, so random IDs make a run unrepeatable).
+    var ids: SeededRandom?
+    /// When set, what happened to each message ID (sealed to which key, opened or not,
+    /// keys erased): to trace a lost message.
+    var trace: ((String) -> Void)?
 
     init(_ name: String) throws { identity = try Identity(name: name) }
 
@@ -49,6 +58,7 @@ extension FSParty {
                                                     announce: try ring.announcement(nowMs: now), messageID: messageID,
                                                     timestamp: created, associatedData: Self.headerAD(messageID))
             ring.sent(messageID: messageID, peerKeyID: key.id, expiresMs: created + Self.lifetimeMs)
+            trace?("\(now) \(identity.name) seals \(hex(messageID)) to key \(key.id) release \(ring.releasedPeer)")
         } else {
             fallbackSends += 1
             sealed = try PacketEnvelope.seal(body, from: identity, to: peerLongTerm, messageID: messageID,
@@ -58,23 +68,41 @@ extension FSParty {
     }
 
     func send(_ text: String, now: Int64) throws -> FSPacket {
-        let id = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let id = newMessageID()
+        sentIDs.insert(id)
         outbox[id] = (Array(text.utf8), now, now + Self.lifetimeMs)
         return try seal(id, Array(text.utf8), created: now, now: now)
     }
 
-    /// Resends every unacknowledged, unexpired message, sealed anew.
+    private func newMessageID() -> [UInt8] {
+        guard var seeded = ids else { return (0..<16).map { _ in UInt8.random(in: 0...255) } }
+        defer { ids = seeded }
+        return (0..<16).map { _ in UInt8.random(in: 0...255, using: &seeded) }
+    }
+
+    /// Resends every unacknowledged, unexpired message, sealed anew, oldest first (a fixed
+    /// order, not the dictionary's, which changes with each process's hash seed).
     func resend(now: Int64) throws -> [FSPacket] {
         outbox = outbox.filter { $0.value.expires > now }
-        return try outbox.map { try seal($0.key, $0.value.body, created: $0.value.created, now: now) }
+        let order = outbox.sorted {
+            $0.value.created != $1.value.created ? $0.value.created < $1.value.created : $0.key.lexicographicallyPrecedes($1.key)
+        }
+        return try order.map { try seal($0.key, $0.value.body, created: $0.value.created, now: now) }
     }
 
     /// Takes a packet; returns what goes back (an ack, or a release-only ack).
     func receive(_ packet: FSPacket, from sender: FSParty, now: Int64) throws -> [FSPacket] {
-        defer { ring.expire(nowMs: now); maxOwnKeys = max(maxOwnKeys, ring.own.count) }
+        let before = Set(ring.own.map(\.pair.key.id))
+        defer {
+            ring.expire(nowMs: now)
+            maxOwnKeys = max(maxOwnKeys, ring.own.count)
+            let gone = before.subtracting(ring.own.map(\.pair.key.id))
+            if !gone.isEmpty { trace?("\(now) \(identity.name) erased keys \(gone.sorted()) (own now \(ring.own.map(\.pair.key.id)))") }
+        }
         switch packet {
         case .ack(_, let ids, let announcement):
             for id in ids { outbox[id] = nil }
+            trace?("\(now) \(identity.name) ack \(ids.map(hex)) announcing key \(announcement.key.id) release \(announcement.release)")
             try ring.acknowledged(ids, announced: announcement, nowMs: now)
             // Nothing else to send and the release moved: tell the peer (§13.3 rule 6).
             if outbox.isEmpty, ring.releaseAdvances(nowMs: now) {
@@ -84,11 +112,14 @@ extension FSParty {
         case .message(let m):
             if let opened = try openForwardSecret(m, from: sender, now: now) {
                 try ring.opened(with: opened.openedWith, announced: opened.announced, nowMs: now)
+                trace?("\(now) \(identity.name) opened \(hex(m.messageID)) with key \(opened.openedWith); heard key \(opened.announced.key.id) release \(opened.announced.release)")
             } else if let fallback = try? PacketEnvelope.open(m.sealed, by: identity, senderKey: sender.identity.publicIdentity.encryptionKey,
                                                               messageID: m.messageID, timestamp: m.created,
                                                               associatedData: Self.headerAD(m.messageID)) {
                 _ = fallback
+                trace?("\(now) \(identity.name) opened \(hex(m.messageID)) with the long-term key")
             } else {
+                trace?("\(now) \(identity.name) cannot open \(hex(m.messageID)) (selector \(hex(Array(m.sealed[0..<4])))) own \(ring.own.map(\.pair.key.id))")
                 return []
             }
             opens += 1
@@ -127,3 +158,5 @@ func openedBySeizure(_ recorded: [FSMessage], identity: Identity, keys: [Receive
                                          timestamp: m.created, associatedData: FSParty.headerAD(m.messageID))) != nil
     }.count
 }
+
+private func hex(_ bytes: [UInt8]) -> String { bytes.prefix(4).map { String(format: "%02x", $0) }.joined() }

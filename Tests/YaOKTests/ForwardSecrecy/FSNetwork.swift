@@ -17,9 +17,15 @@ final class FSNetwork {
     /// Called with the party that took a packet, after it did (a node saves its ring then).
     var afterEachDelivery: ((FSParty) throws -> Void)?
 
-    init() throws {
+    /// `seed`: message IDs drawn from it (so a run replays; keys and ephemerals stay
+    /// libsodium's, they only decide selectors).
+    init(seed: UInt64? = nil) throws {
         alice = try FSParty("Alice")
         bob = try FSParty("Bob")
+        if let seed {
+            alice.ids = SeededRandom(seed: seed ^ 0xA11CE)
+            bob.ids = SeededRandom(seed: seed ^ 0xB0B)
+        }
         alice.peer = bob.identity
         bob.peer = alice.identity
     }
