@@ -8,7 +8,8 @@ import YaOKStore
 /// transaction, so a rolled-back batch leaves it as it was.
 extension DeliveryEngine {
     /// Seals a message to `peer`: to its newest receiver key when it has announced one,
-    /// else to its long-term key (§13.5), counted per contact so diagnostics can say so.
+    /// else to its long-term key (§13.5), counted per contact in the store so diagnostics can
+    /// say so, also after a restart.
     mutating func sealMessage(_ body: [UInt8], to peer: PeerDirectory.Peer, createdMs: Int64,
                               messageID: MessageID = .random(),
                               lifetimeMinutes: UInt16 = SealedMessage.defaultLifetimeMinutes,
@@ -24,7 +25,7 @@ extension DeliveryEngine {
                 try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
                 return sealed
             }
-            longTermSeals[peer.contactID, default: 0] += 1
+            try store.countLongTermSeal(contactID: peer.contactID, cipher: keys.cipher)
         }
         return try SealedMessage.seal(body, from: keys.identity, to: peer.identity.encryptionKey, createdMs: createdMs,
                                       messageID: messageID, lifetimeMinutes: lifetimeMinutes, route: peer.route)
