@@ -668,7 +668,7 @@ yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_js
 #define YAOK_FORWARD_SECRECY_ON 2u      /* messages to this contact go to its newest receiver key */
 
 /* Forward secrecy with contact `contact_id`: *out_state one of YAOK_FORWARD_SECRECY_*,
- * *out_long_term_seals the messages sealed to its long-term key since the node was opened,
+ * *out_long_term_seals the messages sealed to its long-term key since it was added (kept in the store),
  * *out_receiver_keys this node's receiver keys held for it (at most 32). All three
  * outputs are required and written only on success. Needs the node unlocked
  * (YAOK_E_LOCKED); no such contact: YAOK_E_NOT_FOUND. */

@@ -9,8 +9,9 @@ public struct ForwardSecrecyStatus: Sendable, Equatable {
     public let enabled: Bool
     /// The contact has announced a receiver key: messages to it are sealed to that key.
     public let active: Bool
-    /// Messages sealed to the contact's long-term key since the node opened, because it had
-    /// announced no receiver key (the first message, or an older implementation).
+    /// Messages sealed to the contact's long-term key because it had announced no receiver
+    /// key (the first message, or an older implementation); kept in the store, so it counts
+    /// across restarts since the contact was added.
     public let longTermSeals: Int
     /// Own receiver keys held for the contact (at most ReceiverKeyRing.cap).
     public let receiverKeys: Int
@@ -39,7 +40,7 @@ extension Node {
             guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
             let ring = try store.receiverKeyRing(contactID: id, cipher: keys.cipher)
             return ForwardSecrecyStatus(enabled: s.delivery.forwardSecrecy, active: s.delivery.forwardSecrecy && ring.peerKey != nil,
-                                        longTermSeals: s.delivery.longTermSeals[id] ?? 0, receiverKeys: ring.own.count)
+                                        longTermSeals: Int(clamping: try store.longTermSeals(contactID: id, cipher: keys.cipher)), receiverKeys: ring.own.count)
         }
     }
 }

@@ -237,6 +237,15 @@ enum Schema {
             sealed BLOB NOT NULL
         );
         """,
+        // 15: per contact, how many messages were sealed to its long-term key for want of a
+        // receiver key (docs/PROTOCOL.md §13.5), sealed; kept so that the fallback is still
+        // shown after a restart. Deleted with the contact.
+        """
+        CREATE TABLE long_term_seals (
+            contact_id INTEGER PRIMARY KEY NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+            sealed BLOB NOT NULL
+        );
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

@@ -23,5 +23,14 @@ import Testing
         #expect(fs["state"] as? String == "not_yet")
         #expect(fs["long_term_seals"] as? Int == 0)
         #expect(fs["receiver_keys"] as? Int == 0)
+
+        // A send (one process) is counted in what `status` (another process) shows: the
+        // count is kept in the store, not in the memory of the node that sealed it.
+        #expect(try alice.run(["send", "Bob", "before any key"]).status == 0)
+        let after = try #require(try alice.run(["status", "--json"]).json as? [String: Any])
+        let afterContacts = try #require((after["diagnostics"] as? [String: Any])?["contacts"] as? [[String: Any]])
+        let afterFS = try #require(afterContacts.first?["forward_secrecy"] as? [String: Any])
+        #expect(afterFS["long_term_seals"] as? Int == 1)
+        #expect(try alice.run(["status"]).stdout.contains("1 sealed to the long-term key"))
     }
 }

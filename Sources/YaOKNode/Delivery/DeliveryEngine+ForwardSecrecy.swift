@@ -8,7 +8,8 @@ import YaOKStore
 /// transaction, so a rolled-back batch leaves it as it was.
 extension DeliveryEngine {
     /// Seals a message to `peer`: to its newest receiver key when it has announced one,
-    /// else to its long-term key (§13.5), counted per contact so diagnostics can say so.
+    /// else to its long-term key (§13.5), counted per contact in the store so diagnostics can
+    /// say so, also after a restart.
     mutating func sealMessage(_ body: [UInt8], to peer: PeerDirectory.Peer, createdMs: Int64,
                               messageID: MessageID = .random(),
                               lifetimeMinutes: UInt16 = SealedMessage.defaultLifetimeMinutes,
@@ -24,7 +25,7 @@ extension DeliveryEngine {
                 try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
                 return sealed
             }
-            longTermSeals[peer.contactID, default: 0] += 1
+            try store.countLongTermSeal(contactID: peer.contactID, cipher: keys.cipher)
         }
         return try SealedMessage.seal(body, from: keys.identity, to: peer.identity.encryptionKey, createdMs: createdMs,
                                       messageID: messageID, lifetimeMinutes: lifetimeMinutes, route: peer.route)
@@ -93,13 +94,27 @@ extension DeliveryEngine {
         return try CarriedSeal.open(packet, by: keys.identity, senderKey: peer.identity.encryptionKey)
     }
 
-    /// A carried ack from `peer` settled `ids` (§10.7): they stop holding back the release.
+    /// A carried ack from `peer` settled `ids` (§10.7): they stop holding back the release,
+    /// and when that moves it, the release-only ack goes back as after a routed ack (§13.3
+    /// rule 6), rather than waiting for our next packet to the contact.
     mutating func carriedAcknowledged(_ ids: [MessageID], from peer: PeerDirectory.Peer,
                                       _ store: Store, _ keys: UnlockedKeys) throws {
         guard forwardSecrecy else { return }
         var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
         try ring.acknowledged(ids.map(\.bytes), announced: nil, nowMs: now)
         try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
+        try sendReleaseIfSettled(ids, ring, to: peer, store, keys)
+    }
+
+    /// §13.3 rule 6: an ack settled `ids` and left none of our messages to `peer` unsettled;
+    /// if the release would advance, a release-only ack (routed) tells the contact so.
+    private mutating func sendReleaseIfSettled(_ ids: [MessageID], _ ring: ReceiverKeyRing, to peer: PeerDirectory.Peer,
+                                               _ store: Store, _ keys: UnlockedKeys) throws {
+        guard !ids.isEmpty, ring.pending.isEmpty, ring.releaseAdvances(nowMs: now) else { return }
+        for ack in try acks([], to: peer, store, keys) {
+            try store.enqueue(.ack, packetID: ack.header.messageID, contactID: peer.contactID, packet: ack.packet,
+                              now: now, expiresAt: ack.header.expiresAtMs)
+        }
     }
 
     /// The acks for `messageIDs` (none: a release-only ack) to `peer`: §6.2's while the
@@ -140,12 +155,7 @@ extension DeliveryEngine {
         try ring.acknowledged(ids.map(\.bytes), announced: announcement, nowMs: now)
         ring.enforceCap()
         try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
-        if !ids.isEmpty, ring.pending.isEmpty, ring.releaseAdvances(nowMs: now) {
-            for ack in try acks([], to: peer, store, keys) {
-                try store.enqueue(.ack, packetID: ack.header.messageID, contactID: peer.contactID, packet: ack.packet,
-                                  now: now, expiresAt: ack.header.expiresAtMs)
-            }
-        }
+        try sendReleaseIfSettled(ids, ring, to: peer, store, keys)
         return ids
     }
 

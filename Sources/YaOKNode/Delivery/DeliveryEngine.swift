@@ -73,10 +73,8 @@ struct DeliveryEngine {
     var invalidTexts = InvalidTextLog()
     /// The sender time of the last message sent (they strictly increase).
     var lastSentAt: Int64 = 0
-    /// docs/PROTOCOL.md §13, Node.Options.forwardSecrecy; and per contact, how many messages
-    /// went to the long-term key because the contact had announced no receiver key (§13.5).
+    /// docs/PROTOCOL.md §13, Node.Options.forwardSecrecy.
     var forwardSecrecy = false
-    var longTermSeals: [Int64: Int] = [:]
     var lastKeyExpiry: Int64 = .min
     /// The last packet dropped for its time: the link and how far its creation time was
     /// from our clock (positive: ahead), for diagnostics ("a contact's clock is off").

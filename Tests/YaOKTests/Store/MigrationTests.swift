@@ -72,6 +72,12 @@ import Testing
             INSERT INTO carry_quota VALUES (x'01', 0, 1, 34);
             INSERT INTO carry_purges VALUES (zeroblob(16), zeroblob(16), 1, 0);
             """)
+        if version >= 2 {
+            // 15: the long-term seal count, and it goes with its contact.
+            try db.execute("INSERT INTO long_term_seals VALUES (7, x'01')")
+            try db.execute("DELETE FROM contacts WHERE id = 7")
+            #expect(try db.rows("SELECT count(*) FROM long_term_seals") { $0.int(0) } == [0])
+        }
     }
 
     @Test(arguments: 0..<Schema.latestVersion)

@@ -42,7 +42,7 @@ class ForwardSecrecy:
 
     state: ForwardSecrecyState
     long_term_seals: int
-    """Messages sealed to the contact's long-term key since the node was opened."""
+    """Messages sealed to the contact's long-term key since it was added (kept across restarts)."""
     receiver_keys: int
     """This node's receiver keys held for the contact (at most 32)."""
 
