@@ -767,7 +767,9 @@ yaok_status yaok_message_mark_read(yaok_node *node, int64_t conversation_id, uin
  * on the event thread, or inside yaok_link_close / yaok_node_free. No callback runs while
  * the node's lock is held. A callback may call
  * yaok_link_receive and yaok_link_close (on any link) and other yaok_* functions on the
- * node, except yaok_node_free. */
+ * node, except yaok_node_free. The node may send (an acknowledgement, a keepalive) until
+ * the link is closed: a send callback that writes to a socket whose other end is gone must
+ * not die of SIGPIPE (use send(…, MSG_NOSIGNAL), or ignore SIGPIPE in the process). */
 
 typedef struct yaok_link yaok_link;
 

@@ -43,7 +43,7 @@ static yaok_status on_send(void *user_data, const uint8_t *frame, size_t len) {
     pthread_mutex_unlock(&c->mutex);
     size_t off = 0;
     while (off < len) {
-        ssize_t n = write(c->fd, frame + off, len - off);
+        ssize_t n = send(c->fd, frame + off, len - off, MSG_NOSIGNAL);   /* no SIGPIPE after close */
         if (n <= 0) break;
         off += (size_t)n;
     }

@@ -12,7 +12,9 @@
  * What an app must know, each said where it happens below:
  *   - every out-pointer is required (yaok_node_setup's out_warnings too);
  *   - both sides add the other's card, or nothing is delivered;
- *   - the send callback runs on the node's event thread: a write to a socket is fine;
+ *   - the send callback runs on the node's event thread: a write to a socket is fine, with
+ *     MSG_NOSIGNAL (after the other end closed, a plain write() raises SIGPIPE, which kills
+ *     the process: the node may still send an acknowledgement while the app shuts down);
  *   - *out is written before the send callback's first call, so the callback may use it;
  *   - events come on the event thread: copy what you keep (here: flags under a mutex).
  */
@@ -86,11 +88,12 @@ static void on_event(void *user_data, const yaok_event *event) {
     }
 }
 
-/* The node hands one whole frame at a time: write it to the stream as it is. */
+/* The node hands one whole frame at a time: write it to the stream as it is. MSG_NOSIGNAL:
+ * a closed connection is an error here, not a SIGPIPE that ends the process. */
 static yaok_status on_send(void *user_data, const uint8_t *frame, size_t len) {
     struct side *s = user_data;
     while (len > 0) {
-        ssize_t n = write(s->fd, frame, len);
+        ssize_t n = send(s->fd, frame, len, MSG_NOSIGNAL);
         if (n <= 0) break;   /* the connection is gone: the link closes, messages wait in the outbox */
         frame += n;
         len -= (size_t)n;
