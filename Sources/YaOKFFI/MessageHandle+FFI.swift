@@ -13,29 +13,20 @@ final class MessageHandle: Handle {
     }
 }
 
-private func message(_ pointer: OpaquePointer?) throws -> Message {
-    try Handles.borrow(pointer, as: MessageHandle.self, "message").message
+func messageHandle(_ pointer: OpaquePointer?) throws -> MessageHandle {
+    try Handles.borrow(pointer, as: MessageHandle.self, "message")
 }
 
 @c @implementation
 public func yaok_message_send_v2(_ node: OpaquePointer?, _ contactID: Int64, _ textBytes: UnsafePointer<UInt8>?,
                                  _ textLength: Int, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
-        let handle = try MessageHandle(try n.send(to: contactID, text: try messageText(textBytes, textLength)))
-        out.pointee = Handles.make(handle)
-    }
+    nodeHandle(node, out) { n in try MessageHandle(try n.send(to: contactID, text: try messageText(textBytes, textLength))) }
 }
 
 @c @implementation
 public func yaok_message_lookup(_ node: OpaquePointer?, _ contactID: Int64, _ id: UnsafePointer<UInt8>?,
                                 _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
-        out.pointee = Handles.make(try MessageHandle(try n.message(contactID, try messageID(id))))
-    }
+    nodeHandle(node, out) { n in try MessageHandle(try n.message(contactID, try messageID(id))) }
 }
 
 @c @implementation
@@ -43,42 +34,28 @@ public func yaok_message_free(_ message: OpaquePointer?) { Handles.release(messa
 
 @c @implementation
 public func yaok_message_id(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt8>?) -> Int32 {
-    boundary {
-        let m = try message(m)
-        copyMessageID(m.messageID, to: try required(out, "out_message_id"))
-    }
+    fill({ try messageHandle(m) }, out, "out_message_id") { m, out in copyMessageID(m.message.messageID, to: out) }
 }
 
 @c @implementation
 public func yaok_message_contact_id(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
-    boundary {
-        let m = try message(m)
-        try required(out, "out_contact_id").pointee = m.conversationID
-    }
+    messageValue(m, out, "out_contact_id") { $0.message.conversationID }
 }
 
 @c @implementation
 public func yaok_message_direction(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let m = try message(m)
-        try required(out, "out_direction").pointee = m.direction.abiCode
-    }
+    messageValue(m, out, "out_direction") { $0.message.direction.abiCode }
 }
 
 @c @implementation
 public func yaok_message_status(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let m = try message(m)
-        try required(out, "out_status").pointee = m.status.abiCode
-    }
+    messageValue(m, out, "out_status") { $0.message.status.abiCode }
 }
 
 @c @implementation
 public func yaok_message_text(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                               _ outLength: UnsafeMutablePointer<Int>?) -> Int32 {
-    boundary {
-        let handle = try Handles.borrow(m, as: MessageHandle.self, "message")
-        let out = try required(out, "out_text")
+    fill({ try messageHandle(m) }, out, "out_text") { handle, out in
         let outLength = try required(outLength, "out_len")
         handle.text.lend(to: out)
         outLength.pointee = handle.text.count
@@ -87,25 +64,18 @@ public func yaok_message_text(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<U
 
 @c @implementation
 public func yaok_message_repaired(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
-    boundary {
-        let m = try message(m)
-        try required(out, "out_repaired").pointee = m.repaired ? 1 : 0
-    }
+    messageValue(m, out, "out_repaired") { $0.message.repaired ? 1 : 0 }
 }
 
 @c @implementation
 public func yaok_message_unread(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
-    boundary {
-        let m = try message(m)
-        try required(out, "out_unread").pointee = m.unread ? 1 : 0
-    }
+    messageValue(m, out, "out_unread") { $0.message.unread ? 1 : 0 }
 }
 
 @c @implementation
 public func yaok_message_time(_ m: OpaquePointer?, _ which: UInt32, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
-    boundary {
-        let m = try message(m)
-        let out = try required(out, "out_ms")
+    messageValue(m, out, "out_ms") { handle in
+        let m = handle.message
         let time: Int64?
         switch which {
         case YAOK_TIME_SENDER: time = m.senderTimestamp
@@ -117,6 +87,6 @@ public func yaok_message_time(_ m: OpaquePointer?, _ which: UInt32, _ out: Unsaf
         guard let time else {
             throw absent(which == YAOK_TIME_SENT ? "sent time (not sent yet, or incoming)" : "received time (outgoing)", "this message")
         }
-        out.pointee = time
+        return time
     }
 }

@@ -1,0 +1,55 @@
+import CYaOK
+import YaOK
+
+// The shapes most entry points share, written once so that an entry point is a line or two
+// (as the node JSON calls are through `nodeJSON`). Each keeps the order the entry points
+// checked by hand: the object (node, handle or event) first, then the required out-pointer,
+// then the body, which checks its own arguments; so a NULL out-pointer is refused before any
+// work is done, and the status and message of every failure stay what they were.
+
+/// Resolve `source`, require `out` (named `name` in the NULL message), then let `body` write
+/// through it; inside `boundary`, so every failure becomes a status and a message.
+func fill<Source, Out>(_ source: () throws -> Source, _ out: Out?, _ name: String,
+                       _ body: (Source, Out) throws -> Void) -> Int32 {
+    boundary {
+        let s = try source()
+        let o = try required(out, name)
+        try body(s, o)
+    }
+}
+
+/// `fill` for a single value stored in `*out`.
+func fillValue<Source, T>(_ source: () throws -> Source, _ out: UnsafeMutablePointer<T>?, _ name: String,
+                          _ value: (Source) throws -> T) -> Int32 {
+    fill(source, out, name) { s, o in o.pointee = try value(s) }
+}
+
+/// A node call whose result goes to `*out`.
+func nodeValue<T>(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<T>?, _ name: String,
+                  _ value: (Node) throws -> T) -> Int32 {
+    fillValue({ try YaOKFFI.node(node) }, out, name, value)
+}
+
+/// A node call that makes a new handle for `*out` (named "out", as every such call names it).
+func nodeHandle(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                _ make: (Node) throws -> Handle) -> Int32 {
+    nodeValue(node, out, "out") { n in Handles.make(try make(n)) }
+}
+
+/// A getter on a message handle.
+func messageValue<T>(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<T>?, _ name: String,
+                     _ value: (MessageHandle) throws -> T) -> Int32 {
+    fillValue({ try messageHandle(m) }, out, name, value)
+}
+
+/// A getter on a contact handle.
+func contactValue<T>(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<T>?, _ name: String,
+                     _ value: (ContactHandle) throws -> T) -> Int32 {
+    fillValue({ try Handles.borrow(c, as: ContactHandle.self, "contact") }, out, name, value)
+}
+
+/// A getter on the event a callback was given.
+func eventValue<T>(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<T>?, _ name: String,
+                   _ value: (EventView) throws -> T) -> Int32 {
+    fillValue({ try LiveEvents.view(event) }, out, name, value)
+}
