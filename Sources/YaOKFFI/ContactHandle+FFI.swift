@@ -21,27 +21,15 @@ final class ContactHandle: Handle {
     }
 }
 
-private func contact(_ pointer: OpaquePointer?) throws -> ContactHandle {
-    try Handles.borrow(pointer, as: ContactHandle.self, "contact")
-}
-
 @c @implementation
 public func yaok_contact_add_v2(_ node: OpaquePointer?, _ card: UnsafePointer<CChar>?,
                                 _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
-        out.pointee = Handles.make(try ContactHandle(try n.addContact(card: try cardText(card, "card_text"))))
-    }
+    nodeHandle(node, out) { n in try ContactHandle(try n.addContact(card: try cardText(card, "card_text"))) }
 }
 
 @c @implementation
 public func yaok_contact_get(_ node: OpaquePointer?, _ contactID: Int64, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
-        out.pointee = Handles.make(try ContactHandle(try n.contact(contactID)))
-    }
+    nodeHandle(node, out) { n in try ContactHandle(try n.contact(contactID)) }
 }
 
 @c @implementation
@@ -64,67 +52,51 @@ public func yaok_contact_free(_ contact: OpaquePointer?) { Handles.release(conta
 
 @c @implementation
 public func yaok_contact_id(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
-    boundary {
-        let c = try contact(c)
-        try required(out, "out_contact_id").pointee = c.contact.id
-    }
+    contactValue(c, out, "out_contact_id") { $0.contact.id }
 }
 
 @c @implementation
 public func yaok_contact_name(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let c = try contact(c)
-        c.name.lend(to: try required(out, "out_name"))
-    }
+    contactValue(c, out, "out_name") { UnsafePointer($0.name.pointer) }
 }
 
 @c @implementation
 public func yaok_contact_user_id(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let c = try contact(c)
-        c.userID.lend(to: try required(out, "out_user_id"))
-    }
+    contactValue(c, out, "out_user_id") { UnsafePointer($0.userID.pointer) }
 }
 
 @c @implementation
 public func yaok_contact_fingerprint(_ c: OpaquePointer?, _ format: UInt32,
                                      _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let c = try contact(c)
-        let out = try required(out, "out_fingerprint")
+    contactValue(c, out, "out_fingerprint") { c in
         guard format < UInt32(c.fingerprints.count) else { throw YaOKError(.invalidArgument, "Unknown fingerprint format \(format)") }
-        c.fingerprints[Int(format)].lend(to: out)
+        return UnsafePointer(c.fingerprints[Int(format)].pointer)
     }
 }
 
 @c @implementation
 public func yaok_contact_verified(_ c: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
-    boundary {
-        let c = try contact(c)
-        try required(out, "out_verified").pointee = c.contact.verified ? 1 : 0
-    }
+    contactValue(c, out, "out_verified") { $0.contact.verified ? 1 : 0 }
 }
 
 @c @implementation
 public func yaok_contact_connection(_ c: OpaquePointer?, _ outState: UnsafeMutablePointer<UInt32>?,
                                     _ outTransport: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                                     _ outLastSeen: UnsafeMutablePointer<Int64>?) -> Int32 {
-    boundary {
-        let c = try contact(c)
-        let outState = try required(outState, "out_state")
+    contactValue(c, outState, "out_state") { c in
         switch c.contact.connection {
         case .neverConnected:
-            outState.pointee = 0
             outTransport?.pointee = nil
             outLastSeen?.pointee = 0
+            return 0
         case .lastSeen(let t):
-            outState.pointee = 1
             outTransport?.pointee = nil
             outLastSeen?.pointee = t
+            return 1
         case .online:
-            outState.pointee = 2
             outTransport?.pointee = c.transport.map { UnsafePointer($0.pointer) }
             outLastSeen?.pointee = 0
+            return 2
         }
     }
 }
