@@ -92,13 +92,11 @@ enum LiveEvents {
 
 @c @implementation
 public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out_contact_id")
+    eventValue(event, out, "out_contact_id") { view in
         switch view.event {
-        case .messageReceived(let contact, _), .contactsChanged(let contact): out.pointee = contact
-        case .messageStored(let m), .messageStatusChanged(let m): out.pointee = m.conversationID
-        case .linkAuthenticated(_, true, let contact?): out.pointee = contact
+        case .messageReceived(let contact, _), .contactsChanged(let contact): return contact
+        case .messageStored(let m), .messageStatusChanged(let m): return m.conversationID
+        case .linkAuthenticated(_, true, let contact?): return contact
         default: throw absent("contact id", view.label)
         }
     }
@@ -106,9 +104,7 @@ public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: Un
 
 @c @implementation
 public func yaok_event_message_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt8>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out_message_id")
+    fill({ try LiveEvents.view(event) }, out, "out_message_id") { view, out in
         switch view.event {
         case .messageReceived(_, let id): copyMessageID(id, to: out)
         case .messageStored(let m), .messageStatusChanged(let m): copyMessageID(m.messageID, to: out)
@@ -119,51 +115,37 @@ public func yaok_event_message_id(_ event: UnsafePointer<yaok_event>?, _ out: Un
 
 @c @implementation
 public func yaok_event_message_status(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out_status")
+    eventValue(event, out, "out_status") { view in
         guard let m = view.message else { throw absent("message status", view.label) }
-        out.pointee = m.status.abiCode
+        return m.status.abiCode
     }
 }
 
 @c @implementation
 public func yaok_event_message(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out")
+    eventValue(event, out, "out") { view in
         guard let m = view.message else { throw absent("message", view.label) }
-        out.pointee = Handles.make(try MessageHandle(m))
+        return Handles.make(try MessageHandle(m))
     }
 }
 
 @c @implementation
 public func yaok_event_transport_name(_ event: UnsafePointer<yaok_event>?,
                                       _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out_name")
-        try view.lentName().lend(to: out)
-    }
+    fill({ try LiveEvents.view(event) }, out, "out_name") { view, out in try view.lentName().lend(to: out) }
 }
 
 @c @implementation
 public func yaok_event_transport_state(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out_state")
+    eventValue(event, out, "out_state") { view in
         guard case .transportChanged(let t) = view.event else { throw absent("transport state", view.label) }
-        out.pointee = transportStateCode(t.phase)
+        return transportStateCode(t.phase)
     }
 }
 
 @c @implementation
 public func yaok_event_text(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out_text")
-        try view.lentText().lend(to: out)
-    }
+    fill({ try LiveEvents.view(event) }, out, "out_text") { view, out in try view.lentText().lend(to: out) }
 }
 
 /// YAOK_TRANSPORT_*.
@@ -177,20 +159,16 @@ func transportStateCode(_ phase: TransportState.Phase) -> UInt32 {
 
 @c @implementation
 public func yaok_event_link_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out_link_id")
+    eventValue(event, out, "out_link_id") { view in
         guard let link = view.link else { throw absent("link id", view.label) }
-        out.pointee = link.linkID
+        return link.linkID
     }
 }
 
 @c @implementation
 public func yaok_event_link_peer(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out_peer")
+    eventValue(event, out, "out_peer") { view in
         guard case .linkAuthenticated(_, let isContact, _) = view.event else { throw absent("link peer", view.label) }
-        out.pointee = linkPeerCode(authenticated: true, isContact: isContact)
+        return linkPeerCode(authenticated: true, isContact: isContact)
     }
 }
