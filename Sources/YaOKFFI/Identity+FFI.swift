@@ -8,6 +8,15 @@ final class IdentityHandle: Handle {
     init(_ identity: Identity) { self.identity = identity }
 }
 
+/// A getter on an identity handle: the identity, the required `out`, then the string the
+/// body makes, handed to the caller (yaok_string_free).
+private func identityString(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                            _ body: (Identity) throws -> String) -> Int32 {
+    fill({ try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity }, out, "out") { id, out in
+        try give(try body(id), to: out)
+    }
+}
+
 /// Fingerprint formats, as YAOK_FINGERPRINT_* in the header.
 func formatFingerprint(_ fingerprint: Fingerprint, _ format: UInt32) throws -> String {
     switch format {
@@ -47,18 +56,12 @@ public func yaok_identity_free(_ identity: OpaquePointer?) { Handles.release(ide
 
 @c @implementation
 public func yaok_identity_name(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
-        try give(id.name, to: try required(out, "out"))
-    }
+    identityString(identity, out) { id in id.name }
 }
 
 @c @implementation
 public func yaok_identity_user_id(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
-        try give(id.publicIdentity.userID, to: try required(out, "out"))
-    }
+    identityString(identity, out) { id in id.publicIdentity.userID }
 }
 
 @c @implementation
@@ -72,8 +75,5 @@ public func yaok_identity_fingerprint(_ identity: OpaquePointer?, _ format: UInt
 
 @c @implementation
 public func yaok_identity_card(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
-        try give(id.card.text, to: try required(out, "out"))
-    }
+    identityString(identity, out) { id in id.card.text }
 }
