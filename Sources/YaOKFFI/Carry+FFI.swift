@@ -12,8 +12,7 @@ private func carryModeNumber(_ mode: CarryMode) -> UInt32 {
 
 @c @implementation
 public func yaok_node_set_carry(_ node: OpaquePointer?, _ mode: UInt32, _ maxPackets: UInt32, _ maxBytes: UInt64) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         guard let mode = carryModes[mode] else {
             throw YaOKError(.invalidArgument, "Unknown carry mode \(mode): YAOK_CARRY_ANYONE (0), YAOK_CARRY_CONTACTS (1) or YAOK_CARRY_OFF (2)")
         }

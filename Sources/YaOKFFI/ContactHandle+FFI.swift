@@ -35,8 +35,7 @@ public func yaok_contact_get(_ node: OpaquePointer?, _ contactID: Int64, _ out: 
 @c @implementation
 public func yaok_contact_ids(_ node: OpaquePointer?, _ outIDs: UnsafeMutablePointer<Int64>?, _ capacity: Int,
                              _ outCount: UnsafeMutablePointer<Int>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         // size_t arrives as Int: a capacity above Int.max shows up negative.
         guard capacity >= 0 else { throw YaOKError(.invalidArgument, "capacity is too large") }
         let outIDs = capacity > 0 ? try required(outIDs, "out_ids") : nil

@@ -43,16 +43,12 @@ public func yaok_contact_verify(_ node: OpaquePointer?, _ contactID: Int64) -> I
 
 @c @implementation
 public func yaok_contact_rename(_ node: OpaquePointer?, _ contactID: Int64, _ name: UnsafePointer<CChar>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        try n.renameContact(contactID, to: try nameText(name, "name"))
-    }
+    withNode(node) { n in try n.renameContact(contactID, to: try nameText(name, "name")) }
 }
 
 @c @implementation
 public func yaok_contact_delete(_ node: OpaquePointer?, _ contactID: Int64, _ flags: UInt32) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         guard flags & ~contactDeleteMessages == 0 else { throw YaOKError(.invalidArgument, "Unknown flags \(flags)") }
         try n.deleteContact(contactID, deleteMessages: flags & contactDeleteMessages != 0)
     }

@@ -77,11 +77,7 @@ func diagnostics(_ pointer: OpaquePointer?) throws -> DiagnosticsHandle {
 
 @c @implementation
 public func yaok_diagnostics_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
-        out.pointee = Handles.make(try DiagnosticsHandle(try n.diagnostics()))
-    }
+    nodeHandle(node, out) { n in try DiagnosticsHandle(try n.diagnostics()) }
 }
 
 @c @implementation

@@ -42,8 +42,7 @@ final class CallbackRegistration: @unchecked Sendable {
 @c @implementation
 public func yaok_node_set_event_callback(_ node: OpaquePointer?, _ callback: yaok_event_callback?,
                                          _ userData: UnsafeMutableRawPointer?, _ freeUserData: yaok_free_callback?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         guard let callback else {
             n.setEventHandler(nil)
             return
@@ -56,11 +55,9 @@ public func yaok_node_set_event_callback(_ node: OpaquePointer?, _ callback: yao
 @c @implementation
 public func yaok_security_events(_ node: OpaquePointer?, _ beforeID: Int64, _ limit: UInt32,
                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
+    nodeJSON(node, out) { n in
         guard beforeID >= 0 else { throw YaOKError(.invalidArgument, "before_id must not be negative") }
         let events = try n.securityEvents(limit: Int(limit), before: beforeID == 0 ? nil : beforeID)
-        try give(JSON.array(events.map(\.json)).serialized, to: out)
+        return JSON.array(events.map(\.json))
     }
 }

@@ -13,8 +13,7 @@ private func forwardSecrecyState(_ status: ForwardSecrecyStatus) -> UInt32 {
 public func yaok_contact_forward_secrecy(_ node: OpaquePointer?, _ contactID: Int64, _ outState: UnsafeMutablePointer<UInt32>?,
                                          _ outLongTermSeals: UnsafeMutablePointer<UInt64>?,
                                          _ outReceiverKeys: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         let outState = try required(outState, "out_state")
         let outSeals = try required(outLongTermSeals, "out_long_term_seals")
         let outKeys = try required(outReceiverKeys, "out_receiver_keys")

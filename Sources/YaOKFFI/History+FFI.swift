@@ -20,11 +20,9 @@ private func history(_ pointer: OpaquePointer?) throws -> HistoryHandle {
 @c @implementation
 public func yaok_history_new(_ node: OpaquePointer?, _ conversationID: Int64, _ cursor: UnsafePointer<CChar>?,
                              _ limit: UInt32, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
+    nodeValue(node, out, "out") { n in
         let page = try n.history(conversationID, before: try cursor.map { try string($0, "cursor") }, limit: Int(limit))
-        out.pointee = Handles.make(try HistoryHandle(page))
+        return Handles.make(try HistoryHandle(page))
     }
 }
 

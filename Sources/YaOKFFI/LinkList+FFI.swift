@@ -18,11 +18,7 @@ private let linkInfoMinimumSize = MemoryLayout<yaok_link_info>.offset(of: \.link
 
 @c @implementation
 public func yaok_link_list_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
-        out.pointee = Handles.make(try LinkListHandle(n.openLinks()))
-    }
+    nodeHandle(node, out) { n in try LinkListHandle(n.openLinks()) }
 }
 
 @c @implementation

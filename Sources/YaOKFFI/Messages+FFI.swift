@@ -43,20 +43,14 @@ public func yaok_outbox(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<Unsa
 @c @implementation
 public func yaok_message_history(_ node: OpaquePointer?, _ conversationID: Int64, _ cursor: UnsafePointer<CChar>?,
                                  _ limit: UInt32, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
+    nodeJSON(node, out) { n in
         let page = try n.history(conversationID, before: try cursor.map { try string($0, "cursor") }, limit: Int(limit))
-        try give(page.json.serialized, to: out)
+        return page.json
     }
 }
 
 @c @implementation
 public func yaok_message_mark_read(_ node: OpaquePointer?, _ conversationID: Int64,
                                    _ outCount: UnsafeMutablePointer<UInt64>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(outCount, "out_count")
-        out.pointee = UInt64(try n.markRead(conversationID))
-    }
+    nodeValue(node, outCount, "out_count") { n in UInt64(try n.markRead(conversationID)) }
 }

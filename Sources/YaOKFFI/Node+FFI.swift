@@ -50,12 +50,10 @@ public func yaok_node_free(_ node: OpaquePointer?) {
 @c @implementation
 public func yaok_node_setup(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ pin: UnsafePointer<CChar>?,
                             _ confirmation: UnsafePointer<CChar>?, _ outWarnings: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(outWarnings, "out_warnings")
+    nodeValue(node, outWarnings, "out_warnings") { n in
         let result = try n.setup(name: try nameText(name, "name"), pin: try secret(pin, "pin"),
                                  confirmation: try secret(confirmation, "pin_confirmation"))
-        out.pointee = result.warnings.rawValue
+        return result.warnings.rawValue
     }
 }
 
@@ -64,8 +62,7 @@ public func yaok_node_setup_v2(_ node: OpaquePointer?, _ name: UnsafePointer<CCh
                                _ confirmation: UnsafePointer<CChar>?, _ outWarnings: UnsafeMutablePointer<UInt32>?,
                                _ outStrength: UnsafeMutablePointer<UInt32>?,
                                _ outEstimatedBits: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         let warnings = try required(outWarnings, "out_warnings")
         let strength = try required(outStrength, "out_strength")
         let bits = try required(outEstimatedBits, "out_estimated_bits")
@@ -91,8 +88,7 @@ public func yaok_secret_check(_ secret: UnsafePointer<CChar>?, _ outStrength: Un
 
 @c @implementation
 public func yaok_node_set_device_secret(_ node: OpaquePointer?, _ secret: UnsafePointer<UInt8>?, _ secretLength: Int) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         if secret == nil && secretLength == 0 {
             try n.setDeviceSecret(nil)
             return
@@ -111,8 +107,7 @@ public func yaok_node_unlock(_ node: OpaquePointer?, _ pin: UnsafePointer<CChar>
 
 @c @implementation
 public func yaok_node_unlock_platform_key(_ node: OpaquePointer?, _ key: UnsafePointer<UInt8>?, _ keyLength: Int) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         var bytes = try platformKeyBytes(key, keyLength)
         defer { Secrets.wipe(&bytes, bytes.count) }
         try n.unlock(platformKey: bytes)
@@ -121,8 +116,7 @@ public func yaok_node_unlock_platform_key(_ node: OpaquePointer?, _ key: UnsafeP
 
 @c @implementation
 public func yaok_node_register_platform_key(_ node: OpaquePointer?, _ key: UnsafePointer<UInt8>?, _ keyLength: Int) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         var bytes = try platformKeyBytes(key, keyLength)
         defer { Secrets.wipe(&bytes, bytes.count) }
         try n.registerPlatformKey(bytes)
@@ -147,9 +141,7 @@ public func yaok_node_lock(_ node: OpaquePointer?) -> Int32 {
 @c @implementation
 public func yaok_node_set_auto_lock(_ node: OpaquePointer?, _ timeoutMs: Int64,
                                     _ outWarnings: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(outWarnings, "out_warnings")
+    nodeValue(node, outWarnings, "out_warnings") { n in
         let setting: AutoLock
         if timeoutMs == autoLockNever {
             setting = .never
@@ -157,7 +149,7 @@ public func yaok_node_set_auto_lock(_ node: OpaquePointer?, _ timeoutMs: Int64,
             guard timeoutMs > 0 else { throw YaOKError(.invalidArgument, "timeout_ms must be positive or YAOK_AUTO_LOCK_NEVER") }
             setting = .after(seconds: Double(timeoutMs) / 1000)
         }
-        out.pointee = try n.setAutoLock(setting).rawValue
+        return try n.setAutoLock(setting).rawValue
     }
 }
 
@@ -168,11 +160,7 @@ public func yaok_node_status(_ node: OpaquePointer?, _ out: UnsafeMutablePointer
 
 @c @implementation
 public func yaok_node_identity(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
-        out.pointee = Handles.make(IdentityHandle(try n.identity()))
-    }
+    nodeHandle(node, out) { n in IdentityHandle(try n.identity()) }
 }
 
 @c @implementation

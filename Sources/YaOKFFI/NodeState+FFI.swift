@@ -5,11 +5,7 @@ import YaOK
 
 @c @implementation
 public func yaok_node_card(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
-        out.pointee = Handles.make(CardHandle(try n.profile()))
-    }
+    nodeHandle(node, out) { n in CardHandle(try n.profile()) }
 }
 
 /// `yaok_node_state` up to `failed_attempts`: the lock state, all a caller may ask for.

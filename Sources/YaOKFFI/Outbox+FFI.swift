@@ -13,11 +13,7 @@ private let outboxEntryMinimumSize = MemoryLayout<yaok_outbox_entry>.offset(of: 
 
 @c @implementation
 public func yaok_outbox_list_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out")
-        out.pointee = Handles.make(OutboxHandle(try n.outbox()))
-    }
+    nodeHandle(node, out) { n in OutboxHandle(try n.outbox()) }
 }
 
 @c @implementation

@@ -53,3 +53,8 @@ func eventValue<T>(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePoin
                    _ value: (EventView) throws -> T) -> Int32 {
     fillValue({ try LiveEvents.view(event) }, out, name, value)
 }
+
+/// A node call with no out-pointer: the node, then the body (which checks its own arguments).
+func withNode(_ node: OpaquePointer?, _ body: (Node) throws -> Void) -> Int32 {
+    boundary { try body(try YaOKFFI.node(node)) }
+}

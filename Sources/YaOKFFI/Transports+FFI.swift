@@ -5,10 +5,7 @@ import YaOK
 
 @c @implementation
 public func yaok_transport_set_enabled(_ node: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ enabled: Int32) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        try n.setTransport(try string(name, "name"), enabled: enabled != 0)
-    }
+    withNode(node) { n in try n.setTransport(try string(name, "name"), enabled: enabled != 0) }
 }
 
 @c @implementation
@@ -23,8 +20,7 @@ private let lanNoDiscovery = YAOK_LAN_NO_DISCOVERY
 public func yaok_transport_lan_add(_ node: OpaquePointer?, _ listenAddress: UnsafePointer<CChar>?, _ port: UInt16,
                                    _ flags: UInt32, _ peers: UnsafePointer<UnsafePointer<CChar>?>?,
                                    _ peersCount: Int) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         guard flags & ~lanNoDiscovery == 0 else { throw YaOKError(.invalidArgument, "Unknown flags \(flags)") }
         guard (0...64).contains(peersCount) else { throw YaOKError(.invalidArgument, "peers_count must be 0 to 64") }
         var options = LANTransport.Options()
@@ -41,8 +37,7 @@ public func yaok_transport_lan_add(_ node: OpaquePointer?, _ listenAddress: Unsa
 
 @c @implementation
 public func yaok_transport_ble_add(_ node: OpaquePointer?, _ adapter: UnsafePointer<CChar>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         var options = BLETransport.Options()
         options.adapter = try adapter.map { try string($0, "adapter") }
         try n.addTransport(try BLETransport(options: options))
@@ -52,8 +47,7 @@ public func yaok_transport_ble_add(_ node: OpaquePointer?, _ adapter: UnsafePoin
 @c @implementation
 public func yaok_transport_relay_add(_ node: OpaquePointer?, _ address: UnsafePointer<CChar>?, _ pinHex: UnsafePointer<CChar>?,
                                      _ caFile: UnsafePointer<CChar>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
+    withNode(node) { n in
         let pin = try pinHex.map { pointer -> [UInt8] in
             guard let bytes = Hex.decode(try string(pointer, "pin_hex")), bytes.count == 32 else {
                 throw YaOKError(.invalidArgument, "pin_hex must be 64 hex digits (the relay's SHA-256 pin)")
