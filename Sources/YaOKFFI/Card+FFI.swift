@@ -21,16 +21,12 @@ public func yaok_card_free(_ card: OpaquePointer?) { Handles.release(card, as: C
 
 @c @implementation
 public func yaok_card_name(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        try give(try Handles.borrow(card, as: CardHandle.self, "card").card.name, to: try required(out, "out"))
-    }
+    handleString(card, CardHandle.self, "card", out) { $0.card.name }
 }
 
 @c @implementation
 public func yaok_card_user_id(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        try give(try Handles.borrow(card, as: CardHandle.self, "card").card.userID, to: try required(out, "out"))
-    }
+    handleString(card, CardHandle.self, "card", out) { $0.card.userID }
 }
 
 @c @implementation
@@ -44,9 +40,7 @@ public func yaok_card_fingerprint(_ card: OpaquePointer?, _ format: UInt32,
 
 @c @implementation
 public func yaok_card_text(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        try give(try Handles.borrow(card, as: CardHandle.self, "card").card.text, to: try required(out, "out"))
-    }
+    handleString(card, CardHandle.self, "card", out) { $0.card.text }
 }
 
 @c @implementation

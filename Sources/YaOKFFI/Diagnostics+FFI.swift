@@ -85,10 +85,7 @@ public func yaok_diagnostics_free(_ d: OpaquePointer?) { Handles.release(d, as: 
 
 @c @implementation
 public func yaok_diagnostics_transport_count(_ d: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
-    boundary {
-        let d = try diagnostics(d)
-        try required(out, "out_count").pointee = d.transports.count
-    }
+    fillValue({ try diagnostics(d) }, out, "out_count") { d in d.transports.count }
 }
 
 @c @implementation

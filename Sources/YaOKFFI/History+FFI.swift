@@ -31,19 +31,12 @@ public func yaok_history_free(_ h: OpaquePointer?) { Handles.release(h, as: Hist
 
 @c @implementation
 public func yaok_history_count(_ h: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
-    boundary {
-        let h = try history(h)
-        try required(out, "out_count").pointee = h.messages.count
-    }
+    fillValue({ try history(h) }, out, "out_count") { h in h.messages.count }
 }
 
 @c @implementation
 public func yaok_history_message(_ h: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let h = try history(h)
-        let out = try required(out, "out")
-        out.pointee = Handles.make(try MessageHandle(try element(h.messages, index, "message")))
-    }
+    fillValue({ try history(h) }, out, "out") { h in Handles.make(try MessageHandle(try element(h.messages, index, "message"))) }
 }
 
 @c @implementation

@@ -8,15 +8,6 @@ final class IdentityHandle: Handle {
     init(_ identity: Identity) { self.identity = identity }
 }
 
-/// A getter on an identity handle: the identity, the required `out`, then the string the
-/// body makes, handed to the caller (yaok_string_free).
-private func identityString(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
-                            _ body: (Identity) throws -> String) -> Int32 {
-    fill({ try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity }, out, "out") { id, out in
-        try give(try body(id), to: out)
-    }
-}
-
 /// Fingerprint formats, as YAOK_FINGERPRINT_* in the header.
 func formatFingerprint(_ fingerprint: Fingerprint, _ format: UInt32) throws -> String {
     switch format {
@@ -56,12 +47,12 @@ public func yaok_identity_free(_ identity: OpaquePointer?) { Handles.release(ide
 
 @c @implementation
 public func yaok_identity_name(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    identityString(identity, out) { id in id.name }
+    handleString(identity, IdentityHandle.self, "identity", out) { $0.identity.name }
 }
 
 @c @implementation
 public func yaok_identity_user_id(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    identityString(identity, out) { id in id.publicIdentity.userID }
+    handleString(identity, IdentityHandle.self, "identity", out) { $0.identity.publicIdentity.userID }
 }
 
 @c @implementation
@@ -75,5 +66,5 @@ public func yaok_identity_fingerprint(_ identity: OpaquePointer?, _ format: UInt
 
 @c @implementation
 public func yaok_identity_card(_ identity: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    identityString(identity, out) { id in id.card.text }
+    handleString(identity, IdentityHandle.self, "identity", out) { $0.identity.card.text }
 }

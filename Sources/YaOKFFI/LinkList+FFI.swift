@@ -26,10 +26,7 @@ public func yaok_link_list_free(_ l: OpaquePointer?) { Handles.release(l, as: Li
 
 @c @implementation
 public func yaok_link_list_count(_ l: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
-    boundary {
-        let l = try Handles.borrow(l, as: LinkListHandle.self, "links")
-        try required(out, "out_count").pointee = l.links.count
-    }
+    fillValue({ try Handles.borrow(l, as: LinkListHandle.self, "links") }, out, "out_count") { l in l.links.count }
 }
 
 @c @implementation

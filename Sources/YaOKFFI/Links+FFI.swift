@@ -227,10 +227,7 @@ public func yaok_link_open_stream(_ node: OpaquePointer?, _ transport: UnsafePoi
 
 @c @implementation
 public func yaok_link_id(_ link: OpaquePointer?, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
-    boundary {
-        let handle = try Handles.borrow(link, as: LinkHandle.self, "link")
-        try required(out, "out_link_id").pointee = handle.id
-    }
+    fillValue({ try Handles.borrow(link, as: LinkHandle.self, "link") }, out, "out_link_id") { handle in handle.id }
 }
 
 @c @implementation

@@ -21,10 +21,7 @@ public func yaok_outbox_list_free(_ o: OpaquePointer?) { Handles.release(o, as: 
 
 @c @implementation
 public func yaok_outbox_list_count(_ o: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
-    boundary {
-        let o = try Handles.borrow(o, as: OutboxHandle.self, "outbox")
-        try required(out, "out_count").pointee = o.entries.count
-    }
+    fillValue({ try Handles.borrow(o, as: OutboxHandle.self, "outbox") }, out, "out_count") { o in o.entries.count }
 }
 
 @c @implementation

@@ -58,3 +58,11 @@ func eventValue<T>(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePoin
 func withNode(_ node: OpaquePointer?, _ body: (Node) throws -> Void) -> Int32 {
     boundary { try body(try YaOKFFI.node(node)) }
 }
+
+/// A handle getter that hands the caller a string of its own (yaok_string_free): the handle
+/// (of kind `type`, named `kind` in messages), then the required `out`.
+func handleString<H: Handle>(_ pointer: OpaquePointer?, _ type: H.Type, _ kind: String,
+                             _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                             _ value: (H) throws -> String) -> Int32 {
+    fill({ try Handles.borrow(pointer, as: type, kind) }, out, "out") { h, out in try give(try value(h), to: out) }
+}
