@@ -31,10 +31,8 @@ public func yaok_link_list_count(_ l: OpaquePointer?, _ out: UnsafeMutablePointe
 
 @c @implementation
 public func yaok_link_list_get(_ l: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<yaok_link_info>?) -> Int32 {
-    boundary {
-        let l = try Handles.borrow(l, as: LinkListHandle.self, "links")
-        let out = try required(out, "out")
-        let size = out.pointee.struct_size
+    sizedEntry(l, LinkListHandle.self, "links", out, minimum: linkInfoMinimumSize,
+               "yaok_link_info") { l, size in
         let link = try element(l.links, index, "link")
         var c = yaok_link_info()
         c.struct_size = size
@@ -46,6 +44,6 @@ public func yaok_link_list_get(_ l: OpaquePointer?, _ index: Int, _ out: UnsafeM
         c.contact_id = link.contactID ?? 0
         c.opened_ms = link.openedAt
         c.last_received_ms = link.lastReceived
-        try writeSized(c, to: out, structSize: size, minimum: linkInfoMinimumSize, "yaok_link_info")
+        return c
     }
 }

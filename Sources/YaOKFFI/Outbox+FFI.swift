@@ -26,10 +26,8 @@ public func yaok_outbox_list_count(_ o: OpaquePointer?, _ out: UnsafeMutablePoin
 
 @c @implementation
 public func yaok_outbox_list_entry(_ o: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<yaok_outbox_entry>?) -> Int32 {
-    boundary {
-        let o = try Handles.borrow(o, as: OutboxHandle.self, "outbox")
-        let out = try required(out, "out")
-        let size = out.pointee.struct_size
+    sizedEntry(o, OutboxHandle.self, "outbox", out, minimum: outboxEntryMinimumSize,
+               "yaok_outbox_entry") { o, size in
         let e = try element(o.entries, index, "outbox entry")
         var c = yaok_outbox_entry()
         c.struct_size = size
@@ -42,6 +40,6 @@ public func yaok_outbox_list_entry(_ o: OpaquePointer?, _ index: Int, _ out: Uns
         c.waiting_for_transport = e.waitingForTransport ? 1 : 0
         c.next_attempt_ms = e.nextAttemptAt
         c.expires_ms = e.expiresAt
-        try writeSized(c, to: out, structSize: size, minimum: outboxEntryMinimumSize, "yaok_outbox_entry")
+        return c
     }
 }

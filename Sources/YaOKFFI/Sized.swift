@@ -19,3 +19,16 @@ func writeSized<T>(_ value: T, to out: UnsafeMutablePointer<T>, structSize: UInt
         UnsafeMutableRawPointer(out).storeBytes(of: UInt32(written), as: UInt32.self)
     }
 }
+
+/// The `get` of a list handle into a caller-sized struct: the list (of kind `type`, named
+/// `kind` in messages), the required `out`, then the struct `make` builds from the list and
+/// the caller's `struct_size` (`make` checks the index), written up to that size.
+/// Only `struct_size` (the first field) is read from the caller's struct: `out.pointee`
+/// would copy the whole struct, reading past a shorter, older one.
+func sizedEntry<H: Handle, C>(_ list: OpaquePointer?, _ type: H.Type, _ kind: String, _ out: UnsafeMutablePointer<C>?,
+                              minimum: Int, _ structName: String, _ make: (H, UInt32) throws -> C) -> Int32 {
+    fill({ try Handles.borrow(list, as: type, kind) }, out, "out") { list, out in
+        let structSize = UnsafeRawPointer(out).load(as: UInt32.self)
+        try writeSized(try make(list, structSize), to: out, structSize: structSize, minimum: minimum, structName)
+    }
+}
