@@ -10,10 +10,7 @@ final class CardHandle: Handle {
 
 @c @implementation
 public func yaok_card_decode(_ text: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let out = try required(out, "out")
-        out.pointee = Handles.make(CardHandle(try ContactCard(text: try cardText(text, "text"))))
-    }
+    newHandle(out) { CardHandle(try ContactCard(text: try cardText(text, "text"))) }
 }
 
 @c @implementation

@@ -66,11 +66,9 @@ public func yaok_event_connection(_ event: UnsafePointer<yaok_event>?, _ outStat
 
 @c @implementation
 public func yaok_event_internet(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let out = try required(out, "out_available")
+    eventValue(event, out, "out_available") { view in
         guard case .internetChanged(let i) = view.event else { throw absent("internet status", view.label) }
-        out.pointee = i.available ? 1 : 0
+        return i.available ? 1 : 0
     }
 }
 

@@ -20,9 +20,8 @@ private func history(_ pointer: OpaquePointer?) throws -> HistoryHandle {
 @c @implementation
 public func yaok_history_new(_ node: OpaquePointer?, _ conversationID: Int64, _ cursor: UnsafePointer<CChar>?,
                              _ limit: UInt32, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    nodeValue(node, out, "out") { n in
-        let page = try n.history(conversationID, before: try cursor.map { try string($0, "cursor") }, limit: Int(limit))
-        return Handles.make(try HistoryHandle(page))
+    nodeHandle(node, out) { n in
+        try HistoryHandle(try n.history(conversationID, before: try cursor.map { try string($0, "cursor") }, limit: Int(limit)))
     }
 }
 

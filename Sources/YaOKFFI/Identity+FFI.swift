@@ -20,10 +20,7 @@ func formatFingerprint(_ fingerprint: Fingerprint, _ format: UInt32) throws -> S
 
 @c @implementation
 public func yaok_identity_new(_ name: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let out = try required(out, "out")
-        out.pointee = Handles.make(IdentityHandle(try Identity(name: try nameText(name, "name"))))
-    }
+    newHandle(out) { IdentityHandle(try Identity(name: try nameText(name, "name"))) }
 }
 
 @c @implementation

@@ -66,3 +66,9 @@ func handleString<H: Handle>(_ pointer: OpaquePointer?, _ type: H.Type, _ kind: 
                              _ value: (H) throws -> String) -> Int32 {
     fill({ try Handles.borrow(pointer, as: type, kind) }, out, "out") { h, out in try give(try value(h), to: out) }
 }
+
+/// A call that makes a new handle from its arguments alone: the required `out` first, then
+/// the handle `make` builds (it checks its own arguments).
+func newHandle(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ make: () throws -> Handle) -> Int32 {
+    fillValue({ () }, out, "out") { Handles.make(try make()) }
+}
