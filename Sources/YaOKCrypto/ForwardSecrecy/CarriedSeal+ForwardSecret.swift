@@ -119,35 +119,15 @@ extension CarriedSeal {
 
     private static func openForwardSecret(_ packet: CarriedPacket, by recipient: Identity, senderKey: [UInt8],
                                           with pair: ReceiverKeyPair, ephemeral: [UInt8]) throws -> OpenedForwardSecret {
-        let recipientKey = recipient.publicIdentity.encryptionKey
-        var shared = try pair.secret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: ephemeral) }
-        defer { Sodium.wipe(&shared) }
-        var (key, nonce) = Envelope.messageKey(shared: shared, ephemeral: ephemeral, recipientKey: pair.key.publicKey,
-                                               domain: forwardSecretKeyKey)
-        defer {
-            Sodium.wipe(&key)
-            Sodium.wipe(&nonce)
-        }
-        let ad = forwardSecretAD(senderKey: senderKey, recipientKey: recipientKey, receiverKey: pair.key.publicKey,
-                                 ephemeral: ephemeral, headerAD: packet.authenticatedHeader)
+        let ad = forwardSecretAD(senderKey: senderKey, recipientKey: recipient.publicIdentity.encryptionKey,
+                                 receiverKey: pair.key.publicKey, ephemeral: ephemeral,
+                                 headerAD: packet.authenticatedHeader)
         let start = ForwardSecretEnvelope.selectorLength + Envelope.ephemeralLength
-        var inner = key.withUnsafeBytes { Sodium.aeadOpen(packet.payload[start...], ad: ad, nonce: nonce, key: $0) } ?? []
-        defer { Sodium.wipe(&inner) }
-        guard !inner.isEmpty else { throw YaOKError(.tampered) }
-        let auth = Array(inner[0..<Envelope.authLength])
-        let announcedBytes = Array(inner[Envelope.authLength..<(Envelope.authLength + Announcement.encodedLength)])
-        let padded = inner[(Envelope.authLength + Announcement.encodedLength)...]
-        guard let body = Padding.unpad(padded), !body.isEmpty else { throw YaOKError(.malformedEnvelope, "Bad padding") }
-        guard body.count <= CarriedContent.maxLength, Padding.bucket(for: body.count) == padded.count else {
-            throw YaOKError(.malformedEnvelope, "Content of \(body.count) bytes in a \(padded.count)-byte bucket")
-        }
-        let expected = try? recipient.encryptionSecret.withUnsafeBytes {
-            try Envelope.authenticator(staticSecret: $0, peerKey: senderKey, senderKey: senderKey,
-                                       recipientKey: recipientKey, ad: ad + announcedBytes, body: body)
-        }
-        guard let expected, Sodium.constantTimeEqual(auth, expected) else { throw YaOKError(.senderAuthFailed) }
-        let announced = try Announcement(encoded: announcedBytes[...])
-        let content = try checked(try CarriedContent.decode(body), in: packet)
+        var (body, announced) = try ForwardSecretEnvelope.openInner(
+            packet.payload[start...], by: recipient, senderKey: senderKey, with: pair, ephemeral: ephemeral, ad: ad,
+            domain: forwardSecretKeyKey, maxBodyLength: CarriedContent.maxLength, what: "Content")
+        defer { Sodium.wipe(&body) }
+        let content = try checked(try CarriedContent.decode(body[...]), in: packet)
         return OpenedForwardSecret(content: content, announced: announced, openedWith: pair.key.id)
     }
 

@@ -120,36 +120,47 @@ public enum ForwardSecretEnvelope {
 
     private static func open(_ sealed: [UInt8], by recipient: Identity, senderKey: [UInt8], with pair: ReceiverKeyPair,
                              ephemeral: [UInt8], messageID: [UInt8], timestamp: Int64, extra: [UInt8]) throws -> Opened {
+        let ad = associatedData(senderKey: senderKey, recipientKey: recipient.publicIdentity.encryptionKey,
+                                receiverKey: pair.key.publicKey, messageID: messageID, timestamp: timestamp,
+                                ephemeral: ephemeral) + extra
+        let (body, announced) = try openInner(sealed[(selectorLength + Envelope.ephemeralLength)...], by: recipient,
+                                              senderKey: senderKey, with: pair, ephemeral: ephemeral, ad: ad,
+                                              domain: keyKey, maxBodyLength: Envelope.maxBodyLength, what: "Body")
+        return Opened(body: body, announced: announced, openedWith: pair.key.id)
+    }
+
+    /// Opens what both forward-secret seals share (§13.2, §13.6): the AEAD under the key from
+    /// X25519(receiver key, E), then auth ‖ announcement ‖ padded body, the body's bucket, and
+    /// the sender's authenticator over `ad` ‖ announcement. Returns the body and the
+    /// announcement; `what` names the body in the error ("Body", "Content").
+    static func openInner(_ ciphertext: ArraySlice<UInt8>, by recipient: Identity, senderKey: [UInt8],
+                          with pair: ReceiverKeyPair, ephemeral: [UInt8], ad: [UInt8], domain: [UInt8],
+                          maxBodyLength: Int, what: String) throws -> (body: [UInt8], announced: Announcement) {
         let recipientKey = recipient.publicIdentity.encryptionKey
         var shared = try pair.secret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: ephemeral) }
         defer { Sodium.wipe(&shared) }
         var (key, nonce) = Envelope.messageKey(shared: shared, ephemeral: ephemeral, recipientKey: pair.key.publicKey,
-                                               domain: keyKey)
+                                               domain: domain)
         defer {
             Sodium.wipe(&key)
             Sodium.wipe(&nonce)
         }
-        let ad = associatedData(senderKey: senderKey, recipientKey: recipientKey, receiverKey: pair.key.publicKey,
-                                messageID: messageID, timestamp: timestamp, ephemeral: ephemeral) + extra
-        var inner = key.withUnsafeBytes {
-            Sodium.aeadOpen(sealed[(selectorLength + Envelope.ephemeralLength)...], ad: ad, nonce: nonce, key: $0)
-        } ?? []
+        var inner = key.withUnsafeBytes { Sodium.aeadOpen(ciphertext, ad: ad, nonce: nonce, key: $0) } ?? []
         defer { Sodium.wipe(&inner) }
         guard !inner.isEmpty else { throw YaOKError(.tampered) }
         let auth = Array(inner[0..<Envelope.authLength])
         let announcedBytes = inner[Envelope.authLength..<(Envelope.authLength + Announcement.encodedLength)]
         let padded = inner[(Envelope.authLength + Announcement.encodedLength)...]
         guard let body = Padding.unpad(padded), !body.isEmpty else { throw YaOKError(.malformedEnvelope, "Bad padding") }
-        guard body.count <= Envelope.maxBodyLength, Padding.bucket(for: body.count) == padded.count else {
-            throw YaOKError(.malformedEnvelope, "Body of \(body.count) bytes in a \(padded.count)-byte bucket")
+        guard body.count <= maxBodyLength, Padding.bucket(for: body.count) == padded.count else {
+            throw YaOKError(.malformedEnvelope, "\(what) of \(body.count) bytes in a \(padded.count)-byte bucket")
         }
         let expected = try? recipient.encryptionSecret.withUnsafeBytes {
             try Envelope.authenticator(staticSecret: $0, peerKey: senderKey, senderKey: senderKey,
                                        recipientKey: recipientKey, ad: ad + Array(announcedBytes), body: body)
         }
         guard let expected, Sodium.constantTimeEqual(auth, expected) else { throw YaOKError(.senderAuthFailed) }
-        let announced = try Announcement(encoded: announcedBytes)
-        return Opened(body: Array(body), announced: announced, openedWith: pair.key.id)
+        return (Array(body), try Announcement(encoded: announcedBytes))
     }
 
     /// BLAKE2b-32 keyed "YaOK-rk-select-v1" over K || E: tells the recipient which receiver
