@@ -34,7 +34,7 @@ public final class PacketRouter: Router {
         public static let bitchatCourier = Policy.courier(copies: 4, lifetime: 86_400, store: 40)
     }
 
-    private struct Copy {
+    private struct Copy: ExpiringCopy {
         var copies: Int
         let expires: Double
         /// The sender's own (not a carried copy): never evicted by the courier's store limit.
@@ -85,26 +85,8 @@ public final class PacketRouter: Router {
     private func send(from x: Int, to y: Int, over e: ActiveEncounter, run: RunContext) {
         let now = run.now
         let messages = run.workload.messages
-        // One pass over the store: what expired, what is for y, what y lacks. Only the last
-        // two are sorted (small once stores are alike), so a meeting costs O(store).
-        var expired: [Int] = [], forY: [Int] = [], lacking: [Int] = []
-        for (id, copy) in stores[x] {
-            if copy.expires <= now { expired.append(id) }
-            else if seen[y].contains(id) { continue }
-            else if messages[id].to == y { forY.append(id) }
-            else { lacking.append(id) }
-        }
-        for id in expired { stores[x][id] = nil }
-        // Mail for y first; y refuses what it already has (as the ONE's routers do).
-        for id in forY.sorted() {
-            let m = messages[id]
-            guard let arrival = e.transfer(m.wireBytes, from: x, now: now) else { return }
-            run.recorder.relayed(m, from: x, to: y, at: arrival, bytes: m.wireBytes)
-            run.recorder.delivered(m, at: arrival)
-            stores[x][id] = nil
-            seen[y].insert(id)
-        }
-        for id in lacking.sorted() {
+        guard let lacking = mailFirst(from: x, to: y, over: e, run: run, stores: &stores, seen: &seen) else { return }
+        for id in lacking {
             guard let copy = stores[x][id] else { continue }
             let m = messages[id]
             let given: Int

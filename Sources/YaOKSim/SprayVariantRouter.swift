@@ -95,7 +95,7 @@ public final class SprayVariantRouter: Router {
                                    "wait-contacts", "respray", "unfamiliar", "oracle-focus", "blind-floor"]
     }
 
-    private struct Copy {
+    private struct Copy: ExpiringCopy {
         var copies: Int
         let expires: Double
         let own: Bool
@@ -194,24 +194,9 @@ public final class SprayVariantRouter: Router {
     private func send(from x: Int, to y: Int, over e: ActiveEncounter, run: RunContext) {
         let now = run.now
         let messages = run.workload.messages
-        var expired: [Int] = [], forY: [Int] = [], lacking: [Int] = []
-        for (id, copy) in stores[x] {
-            if copy.expires <= now { expired.append(id) }
-            else if seen[y].contains(id) { continue }
-            else if messages[id].to == y { forY.append(id) }
-            else { lacking.append(id) }
-        }
-        for id in expired { stores[x][id] = nil }
-        for id in forY.sorted() {
-            let m = messages[id]
-            guard let arrival = e.transfer(m.wireBytes, from: x, now: now) else { return }
-            run.recorder.relayed(m, from: x, to: y, at: arrival, bytes: m.wireBytes)
-            run.recorder.delivered(m, at: arrival)
-            delivered.insert(id)
-            stores[x][id] = nil
-            seen[y].insert(id)
-        }
-        for id in lacking.sorted() {
+        guard let lacking = mailFirst(from: x, to: y, over: e, run: run, stores: &stores, seen: &seen,
+                                      delivered: { delivered.insert($0) }) else { return }
+        for id in lacking {
             guard var copy = stores[x][id] else { continue }
             let m = messages[id]
             if copy.own, let after = policy.resprayAfter, now - m.created >= after,
