@@ -8,6 +8,7 @@
 #include "check.h"
 #include "tempdir.h"
 #include "node.h"
+#include "memory_pipe.h"
 #include "wait.h"
 
 #include <pthread.h>
@@ -36,69 +37,6 @@ static void hex_to_bytes(const char *hex, uint8_t *out, size_t n) {
         sscanf(hex + 2 * i, "%2x", &v);
         out[i] = (uint8_t)v;
     }
-}
-
-/* One direction of the pipe: units for `target`, held until it is known. */
-#define MAX_WAITING 64
-struct pipe_end {
-    pthread_mutex_t mutex;
-    yaok_link *target;
-    uint8_t *waiting[MAX_WAITING];
-    size_t waiting_len[MAX_WAITING];
-    int waiting_count;
-    int sent, freed, closed;
-    char closed_reason[128];
-};
-
-static yaok_status on_send(void *user_data, const uint8_t *unit, size_t unit_len) {
-    struct pipe_end *end = user_data;
-    pthread_mutex_lock(&end->mutex);
-    end->sent++;
-    if (end->target) {
-        /* Only queues on the other node: safe from this (event) thread. */
-        yaok_link_receive(end->target, unit, unit_len);
-    } else if (end->waiting_count < MAX_WAITING) {
-        uint8_t *copy = malloc(unit_len ? unit_len : 1);
-        if (copy) {
-            memcpy(copy, unit, unit_len);
-            end->waiting[end->waiting_count] = copy;
-            end->waiting_len[end->waiting_count++] = unit_len;
-        }
-    }
-    pthread_mutex_unlock(&end->mutex);
-    return YAOK_OK;
-}
-
-static void on_closed(void *user_data, const char *reason) {
-    struct pipe_end *end = user_data;
-    pthread_mutex_lock(&end->mutex);
-    end->closed++;
-    snprintf(end->closed_reason, sizeof end->closed_reason, "%s", reason);
-    pthread_mutex_unlock(&end->mutex);
-}
-
-static void on_free(void *user_data) {
-    struct pipe_end *end = user_data;
-    pthread_mutex_lock(&end->mutex);
-    end->freed++;
-    pthread_mutex_unlock(&end->mutex);
-}
-
-static void connect_end(struct pipe_end *end, yaok_link *target) {
-    pthread_mutex_lock(&end->mutex);
-    end->target = target;
-    for (int i = 0; i < end->waiting_count; i++) {
-        CHECK(yaok_link_receive(target, end->waiting[i], end->waiting_len[i]) == YAOK_OK);
-        free(end->waiting[i]);
-    }
-    end->waiting_count = 0;
-    pthread_mutex_unlock(&end->mutex);
-}
-
-static void disconnect_end(struct pipe_end *end) {
-    pthread_mutex_lock(&end->mutex);
-    end->target = NULL;
-    pthread_mutex_unlock(&end->mutex);
 }
 
 static int read_int(pthread_mutex_t *mutex, const int *field) {

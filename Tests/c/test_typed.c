@@ -9,6 +9,7 @@
 #include "check.h"
 #include "tempdir.h"
 #include "node.h"
+#include "memory_pipe.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -20,51 +21,6 @@
 static void sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
-}
-
-/* ---- a memory pipe between two links (see test_link.c) ---- */
-
-#define MAX_WAITING 64
-struct pipe_end {
-    pthread_mutex_t mutex;
-    yaok_link *target;
-    uint8_t *waiting[MAX_WAITING];
-    size_t waiting_len[MAX_WAITING];
-    int waiting_count;
-};
-
-static yaok_status on_send(void *user_data, const uint8_t *unit, size_t unit_len) {
-    struct pipe_end *end = user_data;
-    pthread_mutex_lock(&end->mutex);
-    if (end->target) {
-        yaok_link_receive(end->target, unit, unit_len);
-    } else if (end->waiting_count < MAX_WAITING) {
-        uint8_t *copy = malloc(unit_len ? unit_len : 1);
-        if (copy) {
-            memcpy(copy, unit, unit_len);
-            end->waiting[end->waiting_count] = copy;
-            end->waiting_len[end->waiting_count++] = unit_len;
-        }
-    }
-    pthread_mutex_unlock(&end->mutex);
-    return YAOK_OK;
-}
-
-static void connect_end(struct pipe_end *end, yaok_link *target) {
-    pthread_mutex_lock(&end->mutex);
-    end->target = target;
-    for (int i = 0; i < end->waiting_count; i++) {
-        CHECK(yaok_link_receive(target, end->waiting[i], end->waiting_len[i]) == YAOK_OK);
-        free(end->waiting[i]);
-    }
-    end->waiting_count = 0;
-    pthread_mutex_unlock(&end->mutex);
-}
-
-static void disconnect_end(struct pipe_end *end) {
-    pthread_mutex_lock(&end->mutex);
-    end->target = NULL;
-    pthread_mutex_unlock(&end->mutex);
 }
 
 /* ---- what the event callbacks saw, read with the typed getters only ---- */
