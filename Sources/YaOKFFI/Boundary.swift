@@ -5,18 +5,18 @@ import YaOK
 // validate pointers first, convert, call the core, map the error. No Swift error and no
 // trap crosses the boundary: `boundary` catches everything and records the message.
 
-/// Runs `body`; returns YAOK_OK (0) or the failure's status, recording its message for
+/// Runs `body`; returns YAOK_OK or the failure's YAOK_E_* status, recording its message for
 /// yaok_last_error_message() on this thread.
 func boundary(_ body: () throws -> Void) -> Int32 {
     do {
         try body()
-        return 0
+        return statusOK
     } catch let error as YaOKError {
         LastError.set(error.message)
-        return error.code.rawValue
+        return error.code.status
     } catch {
         LastError.set("Internal error: \(error)")
-        return YaOKError.Code.internal.rawValue
+        return YaOKError.Code.internal.status
     }
 }
 
