@@ -50,6 +50,7 @@ struct ConnectionCodes {
         case .idle: return YAOK_DISCONNECT_IDLE
         case .other: return YAOK_DISCONNECT_OTHER
         case .radioOff: return YAOK_DISCONNECT_RADIO_OFF
+        case .noNetwork: return YAOK_DISCONNECT_NO_NETWORK
         }
     }
 }

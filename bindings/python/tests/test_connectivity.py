@@ -135,3 +135,16 @@ def test_a_state_from_a_later_library_is_not_shown_as_connected(node, monkeypatc
     node.add_lan(listen="127.0.0.1", port=0, discovery=False)
     lan = next(c for c in node.transport_connections() if c.name == "lan")
     assert lan.state == Connectivity.DISCONNECTED
+
+
+def test_disconnect_reasons_have_the_headers_numbers():
+    # The binding reads a reason number as the enum's position (1 = the first): each member
+    # must stand where the header numbers it, NO_NETWORK (the LAN with no network) included.
+    from pathlib import Path
+
+    header = (Path(__file__).resolve().parents[3] / "include" / "yaok.h").read_text()
+    numbers = {m.group(1): int(m.group(2))
+               for m in re.finditer(r"^#define YAOK_DISCONNECT_(\w+) (\d+)u", header, re.M)}
+    del numbers["NONE"]
+    assert {r.name: i + 1 for i, r in enumerate(DisconnectReason)} == numbers
+    assert DisconnectReason.NO_NETWORK.value == "no_network" and numbers["NO_NETWORK"] == 17
