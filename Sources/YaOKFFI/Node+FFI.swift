@@ -84,10 +84,14 @@ extension SetupResult {
 
 @c @implementation
 public func yaok_node_set_device_secret(_ node: OpaquePointer?, _ secret: UnsafePointer<UInt8>?, _ secretLength: Int) -> Int32 {
-    withNode(node) { n in
-        guard secret != nil || secretLength != 0 else { return try n.setDeviceSecret(nil) }  // (NULL, 0): none
-        try withKey(secret, secretLength, "secret", "A device secret is 32 bytes") { try n.setDeviceSecret($0) }
-    }
+    withNode(node) { n in try withDeviceSecret(secret, secretLength) { try n.setDeviceSecret($0) } }
+}
+
+/// yaok_node_set_device_secret's argument: (NULL, 0) is none (nil), else a 32-byte key,
+/// copied for `body` and wiped after it.
+private func withDeviceSecret(_ secret: UnsafePointer<UInt8>?, _ length: Int, _ body: ([UInt8]?) throws -> Void) throws {
+    guard secret != nil || length != 0 else { return try body(nil) }
+    try withKey(secret, length, "secret", "A device secret is 32 bytes") { try body($0) }
 }
 
 /// A borrowed 32-byte key (`wrongLength` is the message for another length), copied for
