@@ -1,3 +1,4 @@
+import CYaOK
 import Glibc
 import YaOK
 
@@ -27,7 +28,7 @@ func required<T>(_ pointer: T?, _ name: String) throws -> T {
 }
 
 /// YAOK_MAX_TEXT_BYTES: the longest text argument, in bytes before its NUL.
-let maxTextBytes = 4096
+let maxTextBytes = Int(YAOK_MAX_TEXT_BYTES)
 
 /// A borrowed NUL-terminated UTF-8 argument of at most `maxTextBytes` bytes. Longer text
 /// is refused (`invalidArgument`) without reading past the bound; invalid UTF-8 is refused

@@ -45,9 +45,9 @@ public func yaok_card_public_keys(_ card: OpaquePointer?, _ outEncryptionKey: Un
 }
 
 extension PublicIdentity {
-    /// Both 32-byte public keys into the caller's buffers.
+    /// Both public keys (YAOK_PUBLIC_KEY_BYTES each) into the caller's buffers.
     func copyKeys(to encryption: UnsafeMutablePointer<UInt8>, _ signing: UnsafeMutablePointer<UInt8>) {
-        encryption.update(from: encryptionKey, count: 32)
-        signing.update(from: signingKey, count: 32)
+        encryption.update(from: encryptionKey, count: Int(YAOK_PUBLIC_KEY_BYTES))
+        signing.update(from: signingKey, count: Int(YAOK_PUBLIC_KEY_BYTES))
     }
 }

@@ -87,19 +87,19 @@ public func yaok_node_set_device_secret(_ node: OpaquePointer?, _ secret: Unsafe
     withNode(node) { n in try withDeviceSecret(secret, secretLength) { try n.setDeviceSecret($0) } }
 }
 
-/// yaok_node_set_device_secret's argument: (NULL, 0) is none (nil), else a 32-byte key,
-/// copied for `body` and wiped after it.
+/// yaok_node_set_device_secret's argument: (NULL, 0) is none (nil), else a
+/// YAOK_DEVICE_SECRET_BYTES key, copied for `body` and wiped after it.
 private func withDeviceSecret(_ secret: UnsafePointer<UInt8>?, _ length: Int, _ body: ([UInt8]?) throws -> Void) throws {
     guard secret != nil || length != 0 else { return try body(nil) }
-    try withKey(secret, length, "secret", "A device secret is 32 bytes") { try body($0) }
+    try withKey(secret, length, Int(YAOK_DEVICE_SECRET_BYTES), "secret", "A device secret") { try body($0) }
 }
 
-/// A borrowed 32-byte key (`wrongLength` is the message for another length), copied for
+/// A borrowed key of `size` bytes (`what` names it when the length is wrong), copied for
 /// `body` and wiped after it.
-private func withKey(_ key: UnsafePointer<UInt8>?, _ length: Int, _ name: String, _ wrongLength: String,
+private func withKey(_ key: UnsafePointer<UInt8>?, _ length: Int, _ size: Int, _ name: String, _ what: String,
                      _ body: ([UInt8]) throws -> Void) throws {
-    guard length == 32 else { throw YaOKError(.invalidArgument, wrongLength) }
-    var bytes = try fixedBytes(key, 32, name)
+    guard length == size else { throw YaOKError(.invalidArgument, "\(what) is \(size) bytes") }
+    var bytes = try fixedBytes(key, size, name)
     defer { Secrets.wipe(&bytes, bytes.count) }
     try body(bytes)
 }
@@ -111,15 +111,16 @@ public func yaok_node_unlock(_ node: OpaquePointer?, _ pin: UnsafePointer<CChar>
 
 @c @implementation
 public func yaok_node_unlock_platform_key(_ node: OpaquePointer?, _ key: UnsafePointer<UInt8>?, _ keyLength: Int) -> Int32 {
-    withNode(node) { n in try withKey(key, keyLength, "key", platformKeyLength) { try n.unlock(platformKey: $0) } }
+    withNode(node) { n in try withKey(key, keyLength, platformKeyBytes, "key", "A platform key") { try n.unlock(platformKey: $0) } }
 }
 
 @c @implementation
 public func yaok_node_register_platform_key(_ node: OpaquePointer?, _ key: UnsafePointer<UInt8>?, _ keyLength: Int) -> Int32 {
-    withNode(node) { n in try withKey(key, keyLength, "key", platformKeyLength) { try n.registerPlatformKey($0) } }
+    withNode(node) { n in try withKey(key, keyLength, platformKeyBytes, "key", "A platform key") { try n.registerPlatformKey($0) } }
 }
 
-private let platformKeyLength = "A platform key is 32 bytes"
+/// YAOK_PLATFORM_KEY_BYTES
+private let platformKeyBytes = Int(YAOK_PLATFORM_KEY_BYTES)
 
 @c @implementation
 public func yaok_node_remove_platform_key(_ node: OpaquePointer?) -> Int32 {

@@ -9,8 +9,9 @@ final class OutboxHandle: Handle, SnapshotList {
     init(_ entries: [OutboxEntry]) { self.entries = entries }
 }
 
-/// `yaok_outbox_entry` up to `message_id` (its offset plus 16 bytes).
-private let outboxEntryMinimumSize = MemoryLayout<yaok_outbox_entry>.offset(of: \.message_id).map { $0 + 16 } ?? MemoryLayout<yaok_outbox_entry>.size
+/// `yaok_outbox_entry` up to `message_id` (its offset plus YAOK_MESSAGE_ID_BYTES).
+private let outboxEntryMinimumSize = MemoryLayout<yaok_outbox_entry>.offset(of: \.message_id).map { $0 + Int(YAOK_MESSAGE_ID_BYTES) }
+    ?? MemoryLayout<yaok_outbox_entry>.size
 
 @c @implementation
 public func yaok_outbox_list_new(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
