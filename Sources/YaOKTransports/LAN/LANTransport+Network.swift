@@ -6,16 +6,17 @@ import YaOKNode
 /// state"): running with no usable IPv4 interface, it can neither be found nor reach anyone,
 /// and says so as "disconnected: no network" rather than "connected".
 ///
-/// Usable: listening on loopback (its peers are on this host), or on a specific address that
+/// Usable: listening on loopback, or with a static peer on loopback (its peers are on this
+/// host), or listening on a specific address that
 /// an interface that is up holds; listening on every address (0.0.0.0), any interface that
 /// is up with an IPv4 address other than loopback (the discovery interface, when one is
 /// named). The interfaces are read at start and at most once a second on the tick, through
 /// `interfaces` (getifaddrs(3); tests give their own).
 extension LANTransport {
-    /// Why there is no network, or nil when there is one.
-    func noNetworkReason(_ subnets: [BeaconSource.Subnet]) -> String? {
+    /// Why there is no network, or nil when there is one (`statics`: the static peers).
+    func noNetworkReason(_ subnets: [BeaconSource.Subnet], statics: [StaticPeer]) -> String? {
         let listen = listenEndpoint.address
-        if listen >> 24 == 127 { return nil }
+        if listen >> 24 == 127 || statics.contains(where: { $0.endpoint.address >> 24 == 127 }) { return nil }
         if let interface = options.discovery?.interface, subnets.isEmpty {
             return "No network: \(interface) is down or has no IPv4 address"
         }
@@ -37,7 +38,7 @@ extension LANTransport {
         s.networkReadAt = now
         s.subnetsReadAt = now
         s.subnets = interfaces(options.discovery?.interface)
-        let reason = noNetworkReason(s.subnets)
+        let reason = noNetworkReason(s.subnets, statics: s.statics)
         defer { s.noNetwork = reason }
         return reason != s.noNetwork
     }

@@ -70,10 +70,16 @@ import Testing
         #expect(t.connection?.detail == "No network: wlan0 is down or has no IPv4 address")
     }
 
-    @Test func aLoopbackListenerAlwaysHasItsNetwork() throws {
+    @Test func aLoopbackListenerOrStaticPeerAlwaysHasItsNetwork() throws {
         let interfaces = Interfaces()
         let t = try LANTransport(options: Self.options(listen: "127.0.0.1"), interfaces: interfaces.source)
         #expect(Self.reading(t) == "connected")
+        // Listening on every address, with a peer on this host (as `yaok run --lan-peer 127.0.0.1:…`).
+        let u = try LANTransport(options: Self.options(), interfaces: interfaces.source)
+        u.state.withLock { s in
+            s.statics = [StaticPeer(text: "127.0.0.1:4000", endpoint: IPv4Endpoint(address: 0x7F00_0001, port: 4000), nextAttempt: 0)]
+        }
+        #expect(Self.reading(u) == "connected")
     }
 
     /// Through a node: the state after start, and an event when the network comes and goes.
