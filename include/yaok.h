@@ -1012,9 +1012,12 @@ yaok_status yaok_event_link_peer(const yaok_event *event, uint32_t *out_peer);
 /* ---- transport connection and internet (docs/ARCHITECTURE.md, "Transport state") ----
  * Whether a transport can carry messages now, for an app to show: a relay reports its
  * own (a wrong pin is DISCONNECTED with YAOK_DISCONNECT_PIN_MISMATCH, however long it is
- * retried); Bluetooth LE is DISCONNECTED with YAOK_DISCONNECT_RADIO_OFF while its adapter
- * is off or removed; a transport that reports none (LAN, an app's own) is CONNECTED while it
- * runs and DISCONNECTED (DISABLED or FAILED) otherwise. */
+ * retried); Bluetooth LE is CONNECTING while its adapter starts (until it is powered,
+ * advertising and scanning) and DISCONNECTED with YAOK_DISCONNECT_RADIO_OFF while it is off
+ * or removed; the LAN is DISCONNECTED with YAOK_DISCONNECT_NO_NETWORK while no IPv4
+ * interface other than loopback is up (or its listen address is gone); a transport that
+ * reports none (an app's own) is CONNECTED while it runs and DISCONNECTED (DISABLED or
+ * FAILED) otherwise. */
 #define YAOK_CONNECTIVITY_DISCONNECTED 0u
 #define YAOK_CONNECTIVITY_CONNECTING 1u
 #define YAOK_CONNECTIVITY_CONNECTED 2u
@@ -1038,6 +1041,8 @@ yaok_status yaok_event_link_peer(const yaok_event *event, uint32_t *out_peer);
 #define YAOK_DISCONNECT_OTHER 15u       /* anything else (the text says what) */
 #define YAOK_DISCONNECT_RADIO_OFF 16u   /* the radio is off or gone (a Bluetooth adapter
                                            powered off or removed): connects when it is back */
+#define YAOK_DISCONNECT_NO_NETWORK 17u  /* no network to be on (the LAN with no IPv4 interface
+                                           up but loopback): connects when one is back */
 
 /* YAOK_EVENT_TRANSPORT_CONNECTION: *out_state YAOK_CONNECTIVITY_*, *out_reason
  * YAOK_DISCONNECT_*, *out_next_retry_ms the wall-clock time (ms since 1970) of the next

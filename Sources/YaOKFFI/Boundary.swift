@@ -1,3 +1,4 @@
+import CYaOK
 import Glibc
 import YaOK
 
@@ -5,18 +6,18 @@ import YaOK
 // validate pointers first, convert, call the core, map the error. No Swift error and no
 // trap crosses the boundary: `boundary` catches everything and records the message.
 
-/// Runs `body`; returns YAOK_OK (0) or the failure's status, recording its message for
+/// Runs `body`; returns YAOK_OK or the failure's YAOK_E_* status, recording its message for
 /// yaok_last_error_message() on this thread.
 func boundary(_ body: () throws -> Void) -> Int32 {
     do {
         try body()
-        return 0
+        return statusOK
     } catch let error as YaOKError {
         LastError.set(error.message)
-        return error.code.rawValue
+        return error.code.status
     } catch {
         LastError.set("Internal error: \(error)")
-        return YaOKError.Code.internal.rawValue
+        return YaOKError.Code.internal.status
     }
 }
 
@@ -27,7 +28,7 @@ func required<T>(_ pointer: T?, _ name: String) throws -> T {
 }
 
 /// YAOK_MAX_TEXT_BYTES: the longest text argument, in bytes before its NUL.
-let maxTextBytes = 4096
+let maxTextBytes = Int(YAOK_MAX_TEXT_BYTES)
 
 /// A borrowed NUL-terminated UTF-8 argument of at most `maxTextBytes` bytes. Longer text
 /// is refused (`invalidArgument`) without reading past the bound; invalid UTF-8 is refused

@@ -29,10 +29,7 @@ public func yaok_card_user_id(_ card: OpaquePointer?, _ out: UnsafeMutablePointe
 @c @implementation
 public func yaok_card_fingerprint(_ card: OpaquePointer?, _ format: UInt32,
                                   _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let card = try Handles.borrow(card, as: CardHandle.self, "card").card
-        try give(try formatFingerprint(card.fingerprint, format), to: try required(out, "out"))
-    }
+    stringOut({ try formatFingerprint(try Handles.borrow(card, as: CardHandle.self, "card").card.fingerprint, format) }, out, "out")
 }
 
 @c @implementation
@@ -43,11 +40,14 @@ public func yaok_card_text(_ card: OpaquePointer?, _ out: UnsafeMutablePointer<U
 @c @implementation
 public func yaok_card_public_keys(_ card: OpaquePointer?, _ outEncryptionKey: UnsafeMutablePointer<UInt8>?,
                                   _ outSigningKey: UnsafeMutablePointer<UInt8>?) -> Int32 {
-    boundary {
-        let keys = try Handles.borrow(card, as: CardHandle.self, "card").card.publicIdentity
-        let enc = try required(outEncryptionKey, "out_encryption_key")
-        let sign = try required(outSigningKey, "out_signing_key")
-        enc.update(from: keys.encryptionKey, count: 32)
-        sign.update(from: keys.signingKey, count: 32)
+    fillEach({ try Handles.borrow(card, as: CardHandle.self, "card").card.publicIdentity }, (outEncryptionKey, "out_encryption_key"),
+             (outSigningKey, "out_signing_key")) { keys, enc, sign in keys.copyKeys(to: enc, sign) }
+}
+
+extension PublicIdentity {
+    /// Both public keys (YAOK_PUBLIC_KEY_BYTES each) into the caller's buffers.
+    func copyKeys(to encryption: UnsafeMutablePointer<UInt8>, _ signing: UnsafeMutablePointer<UInt8>) {
+        encryption.update(from: encryptionKey, count: Int(YAOK_PUBLIC_KEY_BYTES))
+        signing.update(from: signingKey, count: Int(YAOK_PUBLIC_KEY_BYTES))
     }
 }

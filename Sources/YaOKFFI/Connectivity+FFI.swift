@@ -29,6 +29,9 @@ struct ConnectionCodes {
                                       nextRetryMs: json?["next_retry_ms"]?.integer))
     }
 
+    /// yaok_event_connection's out-values.
+    var fields: (UInt32, UInt32, Int64) { (state, reason, nextRetryMs) }
+
     static func code(_ reason: TransportConnection.Reason) -> UInt32 {
         switch reason {
         case .disabled: return YAOK_DISCONNECT_DISABLED
@@ -47,57 +50,49 @@ struct ConnectionCodes {
         case .idle: return YAOK_DISCONNECT_IDLE
         case .other: return YAOK_DISCONNECT_OTHER
         case .radioOff: return YAOK_DISCONNECT_RADIO_OFF
+        case .noNetwork: return YAOK_DISCONNECT_NO_NETWORK
         }
+    }
+}
+
+extension EventView {
+    /// A TRANSPORT_CONNECTION event's connection in the ABI's numbers.
+    func connection() throws -> ConnectionCodes {
+        guard case .transportConnection(_, let c) = event else { throw absent("connection", label) }
+        return ConnectionCodes(c)
+    }
+
+    /// An INTERNET_CHANGED event's status: 1 available, 0 not.
+    func internetAvailable() throws -> Int32 {
+        guard case .internetChanged(let i) = event else { throw absent("internet status", label) }
+        return i.available ? 1 : 0
     }
 }
 
 @c @implementation
 public func yaok_event_connection(_ event: UnsafePointer<yaok_event>?, _ outState: UnsafeMutablePointer<UInt32>?,
                                   _ outReason: UnsafeMutablePointer<UInt32>?, _ outNextRetry: UnsafeMutablePointer<Int64>?) -> Int32 {
-    boundary {
-        let view = try LiveEvents.view(event)
-        let (outState, outReason, outNextRetry) = (try required(outState, "out_state"), try required(outReason, "out_reason"),
-                                                   try required(outNextRetry, "out_next_retry_ms"))
-        guard case .transportConnection(_, let c) = view.event else { throw absent("connection", view.label) }
-        let codes = ConnectionCodes(c)
-        (outState.pointee, outReason.pointee, outNextRetry.pointee) = (codes.state, codes.reason, codes.nextRetryMs)
-    }
+    fillValues({ try LiveEvents.view(event) }, (outState, "out_state"), (outReason, "out_reason"),
+               (outNextRetry, "out_next_retry_ms")) { view in try view.connection().fields }
 }
 
 @c @implementation
 public func yaok_event_internet(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<Int32>?) -> Int32 {
-    eventValue(event, out, "out_available") { view in
-        guard case .internetChanged(let i) = view.event else { throw absent("internet status", view.label) }
-        return i.available ? 1 : 0
-    }
+    eventValue(event, out, "out_available") { view in try view.internetAvailable() }
 }
 
 @c @implementation
 public func yaok_diagnostics_transport_connection(_ d: OpaquePointer?, _ index: Int, _ outState: UnsafeMutablePointer<UInt32>?,
                                                   _ outReason: UnsafeMutablePointer<UInt32>?, _ outNextRetry: UnsafeMutablePointer<Int64>?,
                                                   _ outDetail: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let d = try diagnostics(d)
-        let (outState, outReason, outNextRetry) = (try required(outState, "out_state"), try required(outReason, "out_reason"),
-                                                   try required(outNextRetry, "out_next_retry_ms"))
-        let outDetail = try required(outDetail, "out_detail")
-        let t = try d.transport(index)
-        (outState.pointee, outReason.pointee, outNextRetry.pointee) = (t.connection.state, t.connection.reason, t.connection.nextRetryMs)
-        if let detail = t.detail { detail.lend(to: outDetail) } else { outDetail.pointee = nil }
-    }
+    fillValues({ try diagnostics(d) }, (outState, "out_state"), (outReason, "out_reason"), (outNextRetry, "out_next_retry_ms"),
+               (outDetail, "out_detail")) { d in try d.entry(index).connectionFields }
 }
 
 @c @implementation
 public func yaok_diagnostics_internet(_ d: OpaquePointer?, _ outAvailable: UnsafeMutablePointer<Int32>?,
                                       _ outDefaultRoute: UnsafeMutablePointer<Int32>?,
                                       _ outLine: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let d = try diagnostics(d)
-        let (outAvailable, outDefaultRoute, outLine) = (try required(outAvailable, "out_available"),
-                                                        try required(outDefaultRoute, "out_default_route"),
-                                                        try required(outLine, "out_line"))
-        outAvailable.pointee = d.internetAvailable ? 1 : 0
-        outDefaultRoute.pointee = d.defaultRoute ? 1 : 0
-        d.internetLine.lend(to: outLine)
-    }
+    fillValues({ try diagnostics(d) }, (outAvailable, "out_available"), (outDefaultRoute, "out_default_route"),
+               (outLine, "out_line")) { d in d.internet }
 }

@@ -35,15 +35,21 @@ public func yaok_contact_get(_ node: OpaquePointer?, _ contactID: Int64, _ out: 
 @c @implementation
 public func yaok_contact_ids(_ node: OpaquePointer?, _ outIDs: UnsafeMutablePointer<Int64>?, _ capacity: Int,
                              _ outCount: UnsafeMutablePointer<Int>?) -> Int32 {
-    withNode(node) { n in
-        // size_t arrives as Int: a capacity above Int.max shows up negative.
-        guard capacity >= 0 else { throw YaOKError(.invalidArgument, "capacity is too large") }
-        let outIDs = capacity > 0 ? try required(outIDs, "out_ids") : nil
-        let outCount = try required(outCount, "out_count")
-        let ids = try n.contacts().map(\.id)
-        for (i, id) in ids.prefix(capacity).enumerated() { outIDs?[i] = id }
-        outCount.pointee = ids.count
-    }
+    withNode(node) { n in try fillArray(outIDs, "out_ids", capacity, outCount) { try n.contacts().map(\.id) } }
+}
+
+/// The caller's array `(out, capacity)` filled with up to `capacity` of the values `make`
+/// gives, their total count in `*out_count`: the capacity first, then `out` (required when
+/// the capacity is not 0), then `out_count`, then the values.
+func fillArray<T>(_ out: UnsafeMutablePointer<T>?, _ name: String, _ capacity: Int, _ outCount: UnsafeMutablePointer<Int>?,
+                  _ make: () throws -> [T]) throws {
+    // size_t arrives as Int: a capacity above Int.max shows up negative.
+    guard capacity >= 0 else { throw YaOKError(.invalidArgument, "capacity is too large") }
+    let out = capacity > 0 ? try required(out, name) : nil
+    let outCount = try required(outCount, "out_count")
+    let values = try make()
+    for (i, value) in values.prefix(capacity).enumerated() { out?[i] = value }
+    outCount.pointee = values.count
 }
 
 @c @implementation
@@ -67,9 +73,14 @@ public func yaok_contact_user_id(_ c: OpaquePointer?, _ out: UnsafeMutablePointe
 @c @implementation
 public func yaok_contact_fingerprint(_ c: OpaquePointer?, _ format: UInt32,
                                      _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    contactValue(c, out, "out_fingerprint") { c in
-        guard format < UInt32(c.fingerprints.count) else { throw YaOKError(.invalidArgument, "Unknown fingerprint format \(format)") }
-        return UnsafePointer(c.fingerprints[Int(format)].pointer)
+    contactValue(c, out, "out_fingerprint") { c in try c.fingerprint(format) }
+}
+
+extension ContactHandle {
+    /// The lent fingerprint in YAOK_FINGERPRINT_* `format`.
+    func fingerprint(_ format: UInt32) throws -> UnsafePointer<CChar> {
+        guard format < UInt32(fingerprints.count) else { throw YaOKError(.invalidArgument, "Unknown fingerprint format \(format)") }
+        return UnsafePointer(fingerprints[Int(format)].pointer)
     }
 }
 
@@ -82,20 +93,25 @@ public func yaok_contact_verified(_ c: OpaquePointer?, _ out: UnsafeMutablePoint
 public func yaok_contact_connection(_ c: OpaquePointer?, _ outState: UnsafeMutablePointer<UInt32>?,
                                     _ outTransport: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                                     _ outLastSeen: UnsafeMutablePointer<Int64>?) -> Int32 {
-    contactValue(c, outState, "out_state") { c in
-        switch c.contact.connection {
+    contactValue(c, outState, "out_state") { c in c.connection(outTransport, outLastSeen) }
+}
+
+extension ContactHandle {
+    /// The connection as YAOK_CONNECTION_*, its transport and last-seen time written to the
+    /// optional out-pointers (NULL and 0 where they do not apply).
+    func connection(_ outTransport: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
+                    _ outLastSeen: UnsafeMutablePointer<Int64>?) -> UInt32 {
+        outTransport?.pointee = nil
+        outLastSeen?.pointee = 0
+        switch contact.connection {
         case .neverConnected:
-            outTransport?.pointee = nil
-            outLastSeen?.pointee = 0
-            return 0
+            return YAOK_CONNECTION_NEVER_CONNECTED
         case .lastSeen(let t):
-            outTransport?.pointee = nil
             outLastSeen?.pointee = t
-            return 1
+            return YAOK_CONNECTION_LAST_SEEN
         case .online:
-            outTransport?.pointee = c.transport.map { UnsafePointer($0.pointer) }
-            outLastSeen?.pointee = 0
-            return 2
+            outTransport?.pointee = transport.map { UnsafePointer($0.pointer) }
+            return YAOK_CONNECTION_ONLINE
         }
     }
 }

@@ -48,22 +48,26 @@ public func yaok_contact_rename(_ node: OpaquePointer?, _ contactID: Int64, _ na
 
 @c @implementation
 public func yaok_contact_delete(_ node: OpaquePointer?, _ contactID: Int64, _ flags: UInt32) -> Int32 {
-    withNode(node) { n in
-        guard flags & ~contactDeleteMessages == 0 else { throw YaOKError(.invalidArgument, "Unknown flags \(flags)") }
-        try n.deleteContact(contactID, deleteMessages: flags & contactDeleteMessages != 0)
-    }
+    withNode(node) { n in try n.deleteContact(contactID, deleteMessages: try deletesMessages(flags)) }
+}
+
+/// YAOK_CONTACT_DELETE_* flags: whether the messages go too.
+private func deletesMessages(_ flags: UInt32) throws -> Bool {
+    guard flags & ~contactDeleteMessages == 0 else { throw YaOKError(.invalidArgument, "Unknown flags \(flags)") }
+    return flags & contactDeleteMessages != 0
 }
 
 @c @implementation
 public func yaok_contact_keys(_ node: OpaquePointer?, _ contactID: Int64,
                               _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let n = try YaOKFFI.node(node)
-        let out = try required(out, "out_json")
-        let contact = try n.contact(contactID)
-        let keys = contact.publicIdentity
-        try give(JSON.object([("name", .string(contact.name)), ("encryption_key", .string(Hex.encode(keys.encryptionKey))),
-                              ("signing_key", .string(Hex.encode(keys.signingKey))),
-                              ("card", .string(try n.contactCard(contactID)))]).serialized, to: out)
-    }
+    nodeJSON(node, out) { n in try contactKeys(n, contactID) }
+}
+
+/// yaok_contact_keys' JSON: the contact's name, public keys and card.
+private func contactKeys(_ n: Node, _ contactID: Int64) throws -> JSON {
+    let contact = try n.contact(contactID)
+    let keys = contact.publicIdentity
+    return JSON.object([("name", .string(contact.name)), ("encryption_key", .string(Hex.encode(keys.encryptionKey))),
+                        ("signing_key", .string(Hex.encode(keys.signingKey))),
+                        ("card", .string(try n.contactCard(contactID)))])
 }

@@ -5,7 +5,7 @@ import YaOKSupport
 /* ---- typed access: diagnostics ---- */
 
 /// A snapshot of the node's transports, read from the same JSON yaok_node_diagnostics gives.
-final class DiagnosticsHandle: Handle {
+final class DiagnosticsHandle: Handle, SnapshotList {
     struct Transport {
         let name: LentString
         let state: UInt32
@@ -16,7 +16,8 @@ final class DiagnosticsHandle: Handle {
         let detail: LentString?
     }
 
-    let transports: [Transport]
+    let entries: [Transport]
+    static let entryName = "transport"
     /// "Internet: Available/Unavailable" (yaok_diagnostics_internet).
     let internetAvailable: Bool
     let defaultRoute: Bool
@@ -41,7 +42,7 @@ final class DiagnosticsHandle: Handle {
                                         connection: ConnectionCodes(json: connection),
                                         detail: try connection?["detail"]?.text.map { try LentString($0) }))
         }
-        self.transports = transports
+        entries = transports
         let internet = diagnostics["internet"]
         internetAvailable = internet?["available"]?.boolean ?? false
         defaultRoute = internet?["default_route"]?.boolean ?? false
@@ -61,13 +62,23 @@ extension JSON {
     var boolean: Bool? { if case .bool(let b) = self { return b } else { return nil } }
 }
 
+extension DiagnosticsHandle.Transport {
+    /// yaok_diagnostics_transport's out-values: name, YAOK_TRANSPORT_*, links, status line.
+    var summary: (UnsafePointer<CChar>?, UInt32, UInt32, UnsafePointer<CChar>?) {
+        (UnsafePointer(name.pointer), state, links, UnsafePointer(status.pointer))
+    }
+
+    /// yaok_diagnostics_transport_connection's out-values: YAOK_CONNECTIVITY_*,
+    /// YAOK_DISCONNECT_*, the next retry and the detail (NULL if none).
+    var connectionFields: (UInt32, UInt32, Int64, UnsafePointer<CChar>?) {
+        (connection.state, connection.reason, connection.nextRetryMs, detail.map { UnsafePointer($0.pointer) })
+    }
+}
+
 extension DiagnosticsHandle {
-    func transport(_ index: Int) throws -> Transport {
-        // size_t arrives as Int: an index above Int.max shows up negative.
-        guard index >= 0, index < transports.count else {
-            throw YaOKError(.notFound, "No transport at index \(UInt(bitPattern: index)) (there are \(transports.count))")
-        }
-        return transports[index]
+    /// yaok_diagnostics_internet's out-values: available, default route, the line.
+    var internet: (Int32, Int32, UnsafePointer<CChar>?) {
+        (internetAvailable ? 1 : 0, defaultRoute ? 1 : 0, UnsafePointer(internetLine.pointer))
     }
 }
 
@@ -85,23 +96,13 @@ public func yaok_diagnostics_free(_ d: OpaquePointer?) { Handles.release(d, as: 
 
 @c @implementation
 public func yaok_diagnostics_transport_count(_ d: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
-    fillValue({ try diagnostics(d) }, out, "out_count") { d in d.transports.count }
+    listCount(d, DiagnosticsHandle.self, "diagnostics", out)
 }
 
 @c @implementation
 public func yaok_diagnostics_transport(_ d: OpaquePointer?, _ index: Int, _ outName: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                                        _ outState: UnsafeMutablePointer<UInt32>?, _ outLinks: UnsafeMutablePointer<UInt32>?,
                                        _ outStatus: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let d = try diagnostics(d)
-        let outName = try required(outName, "out_name")
-        let outState = try required(outState, "out_state")
-        let outLinks = try required(outLinks, "out_links")
-        let outStatus = try required(outStatus, "out_status")
-        let t = try d.transport(index)
-        t.name.lend(to: outName)
-        outState.pointee = t.state
-        outLinks.pointee = t.links
-        t.status.lend(to: outStatus)
-    }
+    fillValues({ try diagnostics(d) }, (outName, "out_name"), (outState, "out_state"), (outLinks, "out_links"),
+               (outStatus, "out_status")) { d in try d.entry(index).summary }
 }

@@ -90,43 +90,64 @@ enum LiveEvents {
     }
 }
 
-@c @implementation
-public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
-    eventValue(event, out, "out_contact_id") { view in
-        switch view.event {
+/// The fields the typed getters read, each `absent` (notFound) where the event has none.
+extension EventView {
+    func contactID() throws -> Int64 {
+        switch event {
         case .messageReceived(let contact, _), .contactsChanged(let contact): return contact
         case .messageStored(let m), .messageStatusChanged(let m): return m.conversationID
         case .linkAuthenticated(_, true, let contact?): return contact
-        default: throw absent("contact id", view.label)
+        default: throw absent("contact id", label)
         }
     }
+
+    func messageID() throws -> MessageID {
+        switch event {
+        case .messageReceived(_, let id): return id
+        case .messageStored(let m), .messageStatusChanged(let m): return m.messageID
+        default: throw absent("message ID", label)
+        }
+    }
+
+    func eventMessage(_ what: String) throws -> Message {
+        guard let message else { throw absent(what, label) }
+        return message
+    }
+
+    func transportState() throws -> UInt32 {
+        guard case .transportChanged(let t) = event else { throw absent("transport state", label) }
+        return transportStateCode(t.phase)
+    }
+
+    func linkID() throws -> UInt64 {
+        guard let link else { throw absent("link id", label) }
+        return link.linkID
+    }
+
+    func linkPeer() throws -> UInt32 {
+        guard case .linkAuthenticated(_, let isContact, _) = event else { throw absent("link peer", label) }
+        return linkPeerCode(authenticated: true, isContact: isContact)
+    }
+}
+
+@c @implementation
+public func yaok_event_contact_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
+    eventValue(event, out, "out_contact_id") { try $0.contactID() }
 }
 
 @c @implementation
 public func yaok_event_message_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt8>?) -> Int32 {
-    fill({ try LiveEvents.view(event) }, out, "out_message_id") { view, out in
-        switch view.event {
-        case .messageReceived(_, let id): copyMessageID(id, to: out)
-        case .messageStored(let m), .messageStatusChanged(let m): copyMessageID(m.messageID, to: out)
-        default: throw absent("message ID", view.label)
-        }
-    }
+    fill({ try LiveEvents.view(event) }, out, "out_message_id") { view, out in copyMessageID(try view.messageID(), to: out) }
 }
 
 @c @implementation
 public func yaok_event_message_status(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    eventValue(event, out, "out_status") { view in
-        guard let m = view.message else { throw absent("message status", view.label) }
-        return m.status.abiCode
-    }
+    eventValue(event, out, "out_status") { try $0.eventMessage("message status").status.abiCode }
 }
 
 @c @implementation
 public func yaok_event_message(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    eventValue(event, out, "out") { view in
-        guard let m = view.message else { throw absent("message", view.label) }
-        return Handles.make(try MessageHandle(m))
-    }
+    eventValue(event, out, "out") { Handles.make(try MessageHandle(try $0.eventMessage("message"))) }
 }
 
 @c @implementation
@@ -137,10 +158,7 @@ public func yaok_event_transport_name(_ event: UnsafePointer<yaok_event>?,
 
 @c @implementation
 public func yaok_event_transport_state(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    eventValue(event, out, "out_state") { view in
-        guard case .transportChanged(let t) = view.event else { throw absent("transport state", view.label) }
-        return transportStateCode(t.phase)
-    }
+    eventValue(event, out, "out_state") { try $0.transportState() }
 }
 
 @c @implementation
@@ -159,16 +177,10 @@ func transportStateCode(_ phase: TransportState.Phase) -> UInt32 {
 
 @c @implementation
 public func yaok_event_link_id(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt64>?) -> Int32 {
-    eventValue(event, out, "out_link_id") { view in
-        guard let link = view.link else { throw absent("link id", view.label) }
-        return link.linkID
-    }
+    eventValue(event, out, "out_link_id") { try $0.linkID() }
 }
 
 @c @implementation
 public func yaok_event_link_peer(_ event: UnsafePointer<yaok_event>?, _ out: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    eventValue(event, out, "out_peer") { view in
-        guard case .linkAuthenticated(_, let isContact, _) = view.event else { throw absent("link peer", view.label) }
-        return linkPeerCode(authenticated: true, isContact: isContact)
-    }
+    eventValue(event, out, "out_peer") { try $0.linkPeer() }
 }

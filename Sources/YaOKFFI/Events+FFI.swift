@@ -42,22 +42,25 @@ final class CallbackRegistration: @unchecked Sendable {
 @c @implementation
 public func yaok_node_set_event_callback(_ node: OpaquePointer?, _ callback: yaok_event_callback?,
                                          _ userData: UnsafeMutableRawPointer?, _ freeUserData: yaok_free_callback?) -> Int32 {
-    withNode(node) { n in
-        guard let callback else {
-            n.setEventHandler(nil)
-            return
-        }
-        let registration = CallbackRegistration(callback, userData, freeUserData)
-        n.setEventHandler { registration.deliver($0) }
-    }
+    withNode(node) { n in n.setEventHandler(eventHandler(callback, userData, freeUserData)) }
+}
+
+/// The node's handler for a C callback (nil: none; free_user_data is not called then).
+private func eventHandler(_ callback: yaok_event_callback?, _ userData: UnsafeMutableRawPointer?,
+                          _ freeUserData: yaok_free_callback?) -> (@Sendable (NodeEvent) -> Void)? {
+    guard let callback else { return nil }
+    let registration = CallbackRegistration(callback, userData, freeUserData)
+    return { registration.deliver($0) }
 }
 
 @c @implementation
 public func yaok_security_events(_ node: OpaquePointer?, _ beforeID: Int64, _ limit: UInt32,
                                  _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    nodeJSON(node, out) { n in
-        guard beforeID >= 0 else { throw YaOKError(.invalidArgument, "before_id must not be negative") }
-        let events = try n.securityEvents(limit: Int(limit), before: beforeID == 0 ? nil : beforeID)
-        return JSON.array(events.map(\.json))
-    }
+    nodeJSON(node, out) { n in JSON.array(try n.securityEvents(limit: Int(limit), before: try beforeEventID(beforeID)).map(\.json)) }
+}
+
+/// before_id: 0 for the newest page, else the ID to read before.
+private func beforeEventID(_ beforeID: Int64) throws -> Int64? {
+    guard beforeID >= 0 else { throw YaOKError(.invalidArgument, "before_id must not be negative") }
+    return beforeID == 0 ? nil : beforeID
 }

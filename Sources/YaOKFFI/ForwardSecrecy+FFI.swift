@@ -13,13 +13,12 @@ private func forwardSecrecyState(_ status: ForwardSecrecyStatus) -> UInt32 {
 public func yaok_contact_forward_secrecy(_ node: OpaquePointer?, _ contactID: Int64, _ outState: UnsafeMutablePointer<UInt32>?,
                                          _ outLongTermSeals: UnsafeMutablePointer<UInt64>?,
                                          _ outReceiverKeys: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    withNode(node) { n in
-        let outState = try required(outState, "out_state")
-        let outSeals = try required(outLongTermSeals, "out_long_term_seals")
-        let outKeys = try required(outReceiverKeys, "out_receiver_keys")
-        let status = try n.forwardSecrecy(contactID)
-        outState.pointee = forwardSecrecyState(status)
-        outSeals.pointee = UInt64(clamping: status.longTermSeals)
-        outKeys.pointee = UInt32(clamping: status.receiverKeys)
-    }
+    fillValues({ try YaOKFFI.node(node) }, (outState, "out_state"), (outLongTermSeals, "out_long_term_seals"),
+               (outReceiverKeys, "out_receiver_keys")) { n in forwardSecrecyFields(try n.forwardSecrecy(contactID)) }
+}
+
+/// yaok_contact_forward_secrecy's out-values: YAOK_FORWARD_SECRECY_*, long-term seals,
+/// receiver keys.
+private func forwardSecrecyFields(_ status: ForwardSecrecyStatus) -> (UInt32, UInt64, UInt32) {
+    (forwardSecrecyState(status), UInt64(clamping: status.longTermSeals), UInt32(clamping: status.receiverKeys))
 }

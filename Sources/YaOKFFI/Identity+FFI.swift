@@ -26,17 +26,19 @@ public func yaok_identity_new(_ name: UnsafePointer<CChar>?, _ out: UnsafeMutabl
 @c @implementation
 public func yaok_identity_restore(_ name: UnsafePointer<CChar>?, _ secrets: UnsafePointer<UInt8>?, _ secretsLength: Int,
                                   _ out: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    boundary {
-        let out = try required(out, "out")
-        let name = try nameText(name, "name")
-        guard secretsLength == Identity.secretsLength else {
-            throw YaOKError(.invalidArgument, "secrets must be \(Identity.secretsLength) bytes")
-        }
-        let secure = try SecureBytes(count: secretsLength)
-        let source = try required(secrets, "secrets")
-        secure.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: source, count: secretsLength)) }
-        out.pointee = Handles.make(IdentityHandle(try Identity(name: name, secrets: secure)))
+    newHandle(out) { IdentityHandle(try Identity(name: try nameText(name, "name"), secrets: try identitySecrets(secrets, secretsLength))) }
+}
+
+/// The borrowed secrets of yaok_identity_restore (length checked first), copied straight
+/// into guarded memory.
+private func identitySecrets(_ secrets: UnsafePointer<UInt8>?, _ length: Int) throws -> SecureBytes {
+    guard length == Identity.secretsLength else {
+        throw YaOKError(.invalidArgument, "secrets must be \(Identity.secretsLength) bytes")
     }
+    let secure = try SecureBytes(count: length)
+    let source = try required(secrets, "secrets")
+    secure.withUnsafeMutableBytes { $0.copyMemory(from: UnsafeRawBufferPointer(start: source, count: length)) }
+    return secure
 }
 
 @c @implementation
@@ -55,10 +57,8 @@ public func yaok_identity_user_id(_ identity: OpaquePointer?, _ out: UnsafeMutab
 @c @implementation
 public func yaok_identity_fingerprint(_ identity: OpaquePointer?, _ format: UInt32,
                                       _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let id = try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity
-        try give(try formatFingerprint(id.publicIdentity.fingerprint, format), to: try required(out, "out"))
-    }
+    stringOut({ try formatFingerprint(try Handles.borrow(identity, as: IdentityHandle.self, "identity").identity.publicIdentity.fingerprint, format) },
+              out, "out")
 }
 
 @c @implementation

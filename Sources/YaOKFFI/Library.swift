@@ -42,8 +42,8 @@ enum VersionString {
 
 enum StatusStrings {
     nonisolated(unsafe) private static let table: [Int32: UnsafePointer<CChar>] = {
-        var t: [Int32: UnsafePointer<CChar>] = [0: immortal("OK")]
-        for code in YaOKError.Code.allCases { t[code.rawValue] = immortal(code.defaultMessage) }
+        var t: [Int32: UnsafePointer<CChar>] = [statusOK: immortal("OK")]
+        for code in YaOKError.Code.allCases { t[code.status] = immortal(code.defaultMessage) }
         return t
     }()
     nonisolated(unsafe) private static let unknown = immortal("Unknown status")

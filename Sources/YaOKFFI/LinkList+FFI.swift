@@ -3,13 +3,12 @@ import YaOK
 
 /* ---- typed access: open links ---- */
 
-final class LinkListHandle: Handle {
-    let links: [OpenLink]
-    /// Each link's transport name, lent through yaok_link_info.transport.
-    let transports: [LentString]
+final class LinkListHandle: Handle, SnapshotList {
+    /// Each link with its transport name, lent through yaok_link_info.transport.
+    let entries: [(link: OpenLink, transport: LentString)]
+    static let entryName = "link"
     init(_ links: [OpenLink]) throws {
-        self.links = links
-        transports = try links.map { try LentString($0.transport) }
+        entries = try links.map { ($0, try LentString($0.transport)) }
     }
 }
 
@@ -26,24 +25,25 @@ public func yaok_link_list_free(_ l: OpaquePointer?) { Handles.release(l, as: Li
 
 @c @implementation
 public func yaok_link_list_count(_ l: OpaquePointer?, _ out: UnsafeMutablePointer<Int>?) -> Int32 {
-    fillValue({ try Handles.borrow(l, as: LinkListHandle.self, "links") }, out, "out_count") { l in l.links.count }
+    listCount(l, LinkListHandle.self, "links", out)
 }
 
 @c @implementation
 public func yaok_link_list_get(_ l: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<yaok_link_info>?) -> Int32 {
-    sizedEntry(l, LinkListHandle.self, "links", out, minimum: linkInfoMinimumSize,
-               "yaok_link_info") { l, size in
-        let link = try element(l.links, index, "link")
-        var c = yaok_link_info()
-        c.struct_size = size
-        c.authenticated = link.authenticated ? 1 : 0
-        c.link_id = link.id
-        c.transport = UnsafePointer(l.transports[index].pointer)
-        c.peer = linkPeerCode(authenticated: link.authenticated, isContact: link.peerIsContact)
-        c.has_contact = link.contactID != nil ? 1 : 0
-        c.contact_id = link.contactID ?? 0
-        c.opened_ms = link.openedAt
-        c.last_received_ms = link.lastReceived
-        return c
+    sizedEntry(l, LinkListHandle.self, "links", index, out, minimum: linkInfoMinimumSize, "yaok_link_info") { yaok_link_info($0.link, $0.transport) }
+}
+
+extension yaok_link_info {
+    /// One open link in the header's struct (`struct_size` is set when written).
+    init(_ link: OpenLink, _ transport: LentString) {
+        self.init()
+        authenticated = link.authenticated ? 1 : 0
+        link_id = link.id
+        self.transport = UnsafePointer(transport.pointer)
+        peer = linkPeerCode(authenticated: link.authenticated, isContact: link.peerIsContact)
+        has_contact = link.contactID != nil ? 1 : 0
+        contact_id = link.contactID ?? 0
+        opened_ms = link.openedAt
+        last_received_ms = link.lastReceived
     }
 }

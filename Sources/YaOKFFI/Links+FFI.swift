@@ -232,16 +232,31 @@ public func yaok_link_id(_ link: OpaquePointer?, _ out: UnsafeMutablePointer<UIn
 
 @c @implementation
 public func yaok_link_receive(_ link: OpaquePointer?, _ unit: UnsafePointer<UInt8>?, _ unitLength: Int) -> Int32 {
-    boundary {
-        let handle = try Handles.borrow(link, as: LinkHandle.self, "link")
-        let bytes = try YaOKFFI.bytes(unit, unitLength, "unit")
-        guard let l = handle.link, !handle.callbacks.isClosed else { throw linkClosed() }
+    withHandle(link, LinkHandle.self, "link") { handle in try handle.receive(try bytes(unit, unitLength, "unit")) }
+}
+
+extension LinkHandle {
+    /// The open link (YAOK_E_CLOSED once either side closed it).
+    func openLink() throws -> Link {
+        guard let l = link, !callbacks.isClosed else { throw linkClosed() }
+        return l
+    }
+
+    /// Bytes from the application: units, or on a stream link a slice at a time.
+    func receive(_ bytes: [UInt8]) throws {
+        let l = try openLink()
         var start = bytes.startIndex
         repeat {
-            let end = handle.frames == nil ? bytes.endIndex : min(start + LinkHandle.streamSliceBytes, bytes.endIndex)
-            try receiveUnits(bytes[start..<end], handle, l)
+            let end = frames == nil ? bytes.endIndex : min(start + LinkHandle.streamSliceBytes, bytes.endIndex)
+            try receiveUnits(bytes[start..<end], self, l)
             start = end
         } while start < bytes.endIndex
+    }
+
+    /// yaok_link_peer's out-values: authenticated (1/0) and YAOK_LINK_PEER_*.
+    func peer() throws -> (Int32, UInt32) {
+        let l = try openLink()
+        return (l.isAuthenticated ? 1 : 0, linkPeerCode(authenticated: l.isAuthenticated, isContact: l.peerIsContact))
     }
 }
 
@@ -283,15 +298,8 @@ func linkPeerCode(authenticated: Bool, isContact: Bool?) -> UInt32 {
 @c @implementation
 public func yaok_link_peer(_ link: OpaquePointer?, _ outAuthenticated: UnsafeMutablePointer<Int32>?,
                            _ outPeer: UnsafeMutablePointer<UInt32>?) -> Int32 {
-    boundary {
-        let handle = try Handles.borrow(link, as: LinkHandle.self, "link")
-        let authenticatedOut = try required(outAuthenticated, "out_authenticated")
-        let peerOut = try required(outPeer, "out_peer")
-        guard let l = handle.link, !handle.callbacks.isClosed else { throw linkClosed() }
-        let authenticated = l.isAuthenticated
-        authenticatedOut.pointee = authenticated ? 1 : 0
-        peerOut.pointee = linkPeerCode(authenticated: authenticated, isContact: l.peerIsContact)
-    }
+    fillValues({ try Handles.borrow(link, as: LinkHandle.self, "link") }, (outAuthenticated, "out_authenticated"),
+               (outPeer, "out_peer")) { handle in try handle.peer() }
 }
 
 @c @implementation

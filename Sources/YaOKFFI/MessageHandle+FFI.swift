@@ -55,11 +55,7 @@ public func yaok_message_status(_ m: OpaquePointer?, _ out: UnsafeMutablePointer
 @c @implementation
 public func yaok_message_text(_ m: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                               _ outLength: UnsafeMutablePointer<Int>?) -> Int32 {
-    fill({ try messageHandle(m) }, out, "out_text") { handle, out in
-        let outLength = try required(outLength, "out_len")
-        handle.text.lend(to: out)
-        outLength.pointee = handle.text.count
-    }
+    fillValues({ try messageHandle(m) }, (out, "out_text"), (outLength, "out_len")) { m in (UnsafePointer(m.text.pointer), m.text.count) }
 }
 
 @c @implementation
@@ -74,14 +70,18 @@ public func yaok_message_unread(_ m: OpaquePointer?, _ out: UnsafeMutablePointer
 
 @c @implementation
 public func yaok_message_time(_ m: OpaquePointer?, _ which: UInt32, _ out: UnsafeMutablePointer<Int64>?) -> Int32 {
-    messageValue(m, out, "out_ms") { handle in
-        let m = handle.message
+    messageValue(m, out, "out_ms") { try $0.message.time(which) }
+}
+
+extension Message {
+    /// The time YAOK_TIME_* `which` (notFound where the message has none).
+    func time(_ which: UInt32) throws -> Int64 {
         let time: Int64?
         switch which {
-        case YAOK_TIME_SENDER: time = m.senderTimestamp
-        case YAOK_TIME_CREATED: time = m.createdAt
-        case YAOK_TIME_SENT: time = m.sentAt
-        case YAOK_TIME_RECEIVED: time = m.receivedAt
+        case YAOK_TIME_SENDER: time = senderTimestamp
+        case YAOK_TIME_CREATED: time = createdAt
+        case YAOK_TIME_SENT: time = sentAt
+        case YAOK_TIME_RECEIVED: time = receivedAt
         default: throw YaOKError(.invalidArgument, "Unknown message time \(which)")
         }
         guard let time else {

@@ -43,10 +43,7 @@ public func yaok_outbox(_ node: OpaquePointer?, _ out: UnsafeMutablePointer<Unsa
 @c @implementation
 public func yaok_message_history(_ node: OpaquePointer?, _ conversationID: Int64, _ cursor: UnsafePointer<CChar>?,
                                  _ limit: UInt32, _ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    nodeJSON(node, out) { n in
-        let page = try n.history(conversationID, before: try cursor.map { try string($0, "cursor") }, limit: Int(limit))
-        return page.json
-    }
+    nodeJSON(node, out) { n in try historyPage(n, conversationID, cursor, limit).json }
 }
 
 @c @implementation

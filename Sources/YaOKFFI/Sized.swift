@@ -7,10 +7,8 @@ import YaOK
 /// field) comes back as the bytes written, so a caller built against a later, longer struct
 /// can tell which of its fields this library filled in.
 func writeSized<T>(_ value: T, to out: UnsafeMutablePointer<T>, structSize: UInt32, minimum: Int, _ name: String) throws {
+    try checkStructSize(structSize, minimum: minimum, name)
     let size = Int(structSize)
-    guard size >= minimum else {
-        throw YaOKError(.invalidArgument, "\(name).struct_size must be set to sizeof(\(name)), got \(size)")
-    }
     var value = value
     withUnsafeBytes(of: &value) { bytes in
         guard let base = bytes.baseAddress else { return }
@@ -20,15 +18,27 @@ func writeSized<T>(_ value: T, to out: UnsafeMutablePointer<T>, structSize: UInt
     }
 }
 
-/// The `get` of a list handle into a caller-sized struct: the list (of kind `type`, named
-/// `kind` in messages), the required `out`, then the struct `make` builds from the list and
-/// the caller's `struct_size` (`make` checks the index), written up to that size.
+/// The caller's `struct_size` (the first field) must cover at least `minimum` bytes.
+func checkStructSize(_ structSize: UInt32, minimum: Int, _ name: String) throws {
+    guard Int(structSize) >= minimum else {
+        throw YaOKError(.invalidArgument, "\(name).struct_size must be set to sizeof(\(name)), got \(structSize)")
+    }
+}
+
 /// Only `struct_size` (the first field) is read from the caller's struct: `out.pointee`
 /// would copy the whole struct, reading past a shorter, older one.
-func sizedEntry<H: Handle, C>(_ list: OpaquePointer?, _ type: H.Type, _ kind: String, _ out: UnsafeMutablePointer<C>?,
-                              minimum: Int, _ structName: String, _ make: (H, UInt32) throws -> C) -> Int32 {
+func structSize<C>(_ out: UnsafeMutablePointer<C>) -> UInt32 {
+    UnsafeRawPointer(out).load(as: UInt32.self)
+}
+
+/// The `get` of a list handle into a caller-sized struct: the list (of kind `type`, named
+/// `kind` in messages), the required `out`, then entry `index` (notFound past the end),
+/// converted by `make`, written up to the caller's `struct_size`.
+func sizedEntry<H: SnapshotList, C>(_ list: OpaquePointer?, _ type: H.Type, _ kind: String, _ index: Int,
+                                    _ out: UnsafeMutablePointer<C>?, minimum: Int, _ structName: String,
+                                    _ make: (H.Entry) throws -> C) -> Int32 {
     fill({ try Handles.borrow(list, as: type, kind) }, out, "out") { list, out in
-        let structSize = UnsafeRawPointer(out).load(as: UInt32.self)
-        try writeSized(try make(list, structSize), to: out, structSize: structSize, minimum: minimum, structName)
+        let size = structSize(out)
+        try writeSized(try make(try list.entry(index)), to: out, structSize: size, minimum: minimum, structName)
     }
 }

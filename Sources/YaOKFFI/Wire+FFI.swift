@@ -9,41 +9,46 @@ import YaOK
 @c @implementation
 public func yaok_packet_decode(_ packet: UnsafePointer<UInt8>?, _ packetLength: Int,
                                _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let out = try required(outJSON, "out_json")
-        // An oversized buffer is refused from its first two bytes, read in place: copying it
-        // first cost its whole size in memory (a 100 MiB buffer, 111 MB peak).
-        if packetLength > Wire.maxPacketLength {
-            try Packet.checkPrefix(try bytes(packet, 2, "packet")[...], length: packetLength)
-        }
-        let input = try bytes(packet, packetLength, "packet")
-        try give(try Packet.decode(input).json.serialized, to: out)
+    giveString(outJSON, "out_json") { try Packet.decode(try packetBytes(packet, packetLength)).json.serialized }
+}
+
+/// The packet argument of yaok_packet_decode. An oversized buffer is refused from its first
+/// two bytes, read in place: copying it first cost its whole size in memory (a 100 MiB
+/// buffer, 111 MB peak).
+private func packetBytes(_ packet: UnsafePointer<UInt8>?, _ packetLength: Int) throws -> [UInt8] {
+    if packetLength > Wire.maxPacketLength {
+        try Packet.checkPrefix(try bytes(packet, 2, "packet")[...], length: packetLength)
     }
+    return try bytes(packet, packetLength, "packet")
 }
 
 @c @implementation
 public func yaok_frame_encode(_ packet: UnsafePointer<UInt8>?, _ packetLength: Int,
                               _ outFrame: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
                               _ outFrameLength: UnsafeMutablePointer<Int>?) -> Int32 {
-    boundary {
-        let out = try required(outFrame, "out_frame")
-        let outLength = try required(outFrameLength, "out_frame_len")
-        if packetLength > Frame.defaultMaxLength { try Frame.checkLength(packetLength) }  // before copying
-        try give(try Frame.encode(try bytes(packet, packetLength, "packet")), to: out, length: outLength)
-    }
+    giveBytes(outFrame, "out_frame", outFrameLength, "out_frame_len") { try Frame.encode(try frameBytes(packet, packetLength)) }
+}
+
+/// The packet argument of yaok_frame_encode, its length checked before it is copied.
+private func frameBytes(_ packet: UnsafePointer<UInt8>?, _ packetLength: Int) throws -> [UInt8] {
+    if packetLength > Frame.defaultMaxLength { try Frame.checkLength(packetLength) }
+    return try bytes(packet, packetLength, "packet")
 }
 
 @c @implementation
 public func yaok_fragment_split(_ packet: UnsafePointer<UInt8>?, _ packetLength: Int,
                                 _ mtu: UInt32, _ firstGroup: UInt16,
                                 _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
-    boundary {
-        let out = try required(outJSON, "out_json")
-        var fragmenter = try Fragmenter(mtu: Int(mtu), firstGroup: firstGroup)
-        if packetLength > Wire.maxPacketLength { try Fragmenter.checkLength(packetLength) }  // before copying
-        let input = try bytes(packet, packetLength, "packet")
-        try give(JSON.array(try fragmenter.split(input).map { .string(Hex.encode($0)) }).serialized, to: out)
-    }
+    giveString(outJSON, "out_json") { try fragments(packet, packetLength, mtu, firstGroup) }
+}
+
+/// yaok_fragment_split's JSON: the fragments in hex. The MTU is checked first, then the
+/// length (before copying the packet).
+private func fragments(_ packet: UnsafePointer<UInt8>?, _ packetLength: Int, _ mtu: UInt32, _ firstGroup: UInt16) throws -> String {
+    var fragmenter = try Fragmenter(mtu: Int(mtu), firstGroup: firstGroup)
+    if packetLength > Wire.maxPacketLength { try Fragmenter.checkLength(packetLength) }
+    let input = try bytes(packet, packetLength, "packet")
+    return JSON.array(try fragmenter.split(input).map { .string(Hex.encode($0)) }).serialized
 }
 
 extension Packet {

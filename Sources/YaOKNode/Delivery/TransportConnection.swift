@@ -2,8 +2,9 @@ import YaOKSupport
 
 /// Whether a transport can carry messages right now, as an app shows it: connected,
 /// connecting, or disconnected with the reason and the time of the next retry. A relay
-/// reports its own (a wrong pin is "disconnected: pin mismatch", not "running"); a
-/// transport that reports none (LAN, BLE, an app's own) is connected while it runs.
+/// reports its own (a wrong pin is "disconnected: pin mismatch", not "running"), as do
+/// Bluetooth LE (radio off, connecting while it starts) and the LAN (no network); a
+/// transport that reports none (an app's own) is connected while it runs.
 public struct TransportConnection: Sendable, Equatable {
     public enum State: String, Sendable, Equatable {
         case disconnected, connecting, connected
@@ -45,6 +46,9 @@ public struct TransportConnection: Sendable, Equatable {
         /// The radio is off or gone (a Bluetooth adapter powered off or removed): connects
         /// when it is back.
         case radioOff = "radio_off"
+        /// No network to be on (the LAN transport with no IPv4 interface up other than
+        /// loopback, or its address gone): connects when one is back.
+        case noNetwork = "no_network"
 
         /// Whether the other end answered (a TCP connection was made): a wrong pin or TLS
         /// failure still shows that the network works, a refusal or timeout does not.

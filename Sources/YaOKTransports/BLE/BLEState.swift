@@ -98,6 +98,11 @@ struct BLEState: ConnectionTableState {
     /// (with it on, the kernel makes outgoing LE connections in the peripheral role).
     var advertisingSettingCleared = false
     var discovering = false
+    /// A discovery run (ours, or another program's, whose results reach us too) has started
+    /// since the adapter was last powered on: until then, and until it advertises, the
+    /// transport reports connecting (`BLETransport.connection`). Not cleared when discovery
+    /// pauses for an outbound connect, which would make the state flap.
+    var scanStarted = false
     /// Monotonic ns of the last Start Discovery sent and not yet answered (0: none).
     var discoveryRequestedAt: UInt64 = 0
     /// Monotonic ns of the last Stop Discovery sent while a run was on (0: none pending).

@@ -54,6 +54,7 @@ extension BLETransport {
             if !on { s.discoveryOurs = false }
             s.discoveryStartedAt = on ? EventLoop.monotonicNanoseconds() : 0
             if on {
+                s.scanStarted = true
                 s.discoveryRuns += 1
                 s.discoveryRequestedAt = 0
                 if s.isConnecting { pauseDiscoveryLocked(&s) }
@@ -146,6 +147,7 @@ extension BLETransport {
         guard var adapter = s.adapter, adapter.powered != powered || (!powered && s.adapterGone) else { return [] }
         adapter.powered = powered
         s.adapter = adapter
+        s.scanStarted = false  // connecting again after a power-on until a scan starts
         var closed: [((any TransportLink)?, String)] = []
         if !powered {
             let reason = s.adapterGone ? "\(adapter.name) was removed" : "\(adapter.name) was powered off"

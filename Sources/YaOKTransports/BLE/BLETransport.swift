@@ -203,14 +203,21 @@ public final class BLETransport: Transport {
         return "Bluetooth: on \(adapter.name), \(open) \(open == 1 ? "link" : "links")"
     }
 
-    /// Connected while the adapter is powered and present; disconnected (radio off) while it
-    /// is off or removed. Reported to the node after each batch of mgmt events.
+    /// Disconnected (radio off) while the adapter is off or removed; connecting while it is
+    /// powered but not yet both advertising and scanning (a start, or a power-on, until the
+    /// kernel says a discovery run began); connected after. Reported to the node after each
+    /// batch of mgmt events.
     public var connection: TransportConnection? { state.withLock { connectionLocked($0) } }
 
-    private func connectionLocked(_ s: BLEState) -> TransportConnection? {
+    func connectionLocked(_ s: BLEState) -> TransportConnection? {
         guard s.running, s.unavailable == nil, let adapter = s.adapter else { return nil }
         if s.adapterGone || !adapter.powered {
             return TransportConnection(state: .disconnected, reason: .radioOff, detail: statusLocked(s))
+        }
+        guard s.advertising, s.scanStarted else {
+            let waiting = [s.advertising ? nil : "advertising", s.scanStarted ? nil : "scanning"].compactMap { $0 }
+            return TransportConnection(state: .connecting,
+                                       detail: "Bluetooth: \(adapter.name) starting (waiting for \(waiting.joined(separator: " and ")))")
         }
         return .connected
     }

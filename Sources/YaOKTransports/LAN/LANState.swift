@@ -121,6 +121,10 @@ struct LANState: ConnectionTableState {
     /// they were read (monotonic ns; read again at most once a second, when a source is not on them).
     var subnets: [BeaconSource.Subnet] = []
     var subnetsReadAt: UInt64 = 0
+    /// Why the transport has no network to be on, while it has none (`LANTransport+Network`),
+    /// and when the interfaces were last read for it (monotonic ns).
+    var noNetwork: String?
+    var networkReadAt: UInt64 = 0
     /// Beacons ignored for their source address (not on a subnet of ours, or not a unicast one).
     var beaconsIgnored = 0
     var closedCount = 0

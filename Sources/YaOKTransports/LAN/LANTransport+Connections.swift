@@ -326,10 +326,11 @@ extension LANTransport: ConnectionTransport {
     /// when the transport was stopped and started again, does nothing.
     func tick(run: UInt64) {
         refreshAuthentication()
-        let closed = state.withLock { s -> [((any TransportLink)?, String)] in
-            guard s.running, s.run == run, let loop = s.loop else { return [] }
+        let (closed, networkChanged) = state.withLock { s -> ([((any TransportLink)?, String)], Bool) in
+            guard s.running, s.run == run, let loop = s.loop else { return ([], false) }
             let now = EventLoop.monotonicNanoseconds()
             var closed: [((any TransportLink)?, String)] = []
+            let networkChanged = refreshNetworkLocked(&s)
             for c in s.connections.values.sorted(by: { $0.id < $1.id }) {
                 if let reason = expiryLocked(c, now: now) {
                     if reason.hasPrefix("its peer is not a contact") { s.strangersClosed += 1 }
@@ -357,9 +358,10 @@ extension LANTransport: ConnectionTransport {
             }
             discoveryTickLocked(&s, now: now)
             s.timer = loop.schedule(after: tickInterval) { [weak self] in self?.tick(run: run) }
-            return closed
+            return (closed, networkChanged)
         }
         for (link, reason) in closed { link?.close(reason: reason) }
+        if networkChanged { publishConnection() }
     }
 
     /// Why the connection has expired, if it has.

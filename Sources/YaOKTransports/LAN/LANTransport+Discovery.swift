@@ -39,7 +39,7 @@ extension LANTransport {
         let now = EventLoop.monotonicNanoseconds()
         guard s.subnetsReadAt == 0 || now &- s.subnetsReadAt >= LANTransport.nanoseconds(1) else { return false }
         s.subnetsReadAt = now
-        s.subnets = BeaconSource.localSubnets(interface: options.discovery?.interface)
+        s.subnets = interfaces(options.discovery?.interface)
         return BeaconSource.accepts(address, subnets: s.subnets, loopback: loopback)
     }
 

@@ -114,9 +114,18 @@ public final class LANTransport: Transport {
     let group: IPv4Endpoint?
     let tickInterval: Double
     let state = Locked(LANState())
+    /// The IPv4 subnets of the interfaces that are up, loopback excepted (of the one named,
+    /// if any): getifaddrs(3), or the tests' own (`LANTransport+Network`).
+    let interfaces: @Sendable (_ interface: String?) -> [BeaconSource.Subnet]
 
     /// Checks the options; opens nothing until `start`.
-    public init(options: Options = Options()) throws {
+    public convenience init(options: Options = Options()) throws {
+        try self.init(options: options, interfaces: { BeaconSource.localSubnets(interface: $0) })
+    }
+
+    /// `init(options:)` reading the interfaces through `interfaces` (tests).
+    init(options: Options, interfaces: @escaping @Sendable (_ interface: String?) -> [BeaconSource.Subnet]) throws {
+        self.interfaces = interfaces
         guard let listen = IPv4Endpoint.parseAddress(options.listenAddress) else {
             throw YaOKError(.invalidArgument, "LAN listen address \"\(options.listenAddress)\" is not an IPv4 address")
         }
@@ -201,6 +210,7 @@ public final class LANTransport: Transport {
             fresh.nextBeaconAt = now
             fresh.statics = peers.map { StaticPeer(text: $0.0, endpoint: $0.1, nextAttempt: now) }
             fresh.run = s.run &+ 1
+            _ = refreshNetworkLocked(&fresh, force: true)
             s = fresh
             // The first tick sends the first beacon and connects to static peers, on the loop.
             let run = s.run

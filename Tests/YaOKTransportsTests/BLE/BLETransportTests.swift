@@ -5,6 +5,7 @@ import Testing
 @testable import YaOKNode
 import YaOKCrypto
 @testable import YaOKTransports
+import YaOKWire
 
 /// What runs without Bluetooth: the unavailable path (this machine's kernel has none; on
 /// one that has, the adapter `hci99` does not exist), enable and disable, and the discovery
@@ -220,17 +221,61 @@ import YaOKCrypto
         t.state.withLock { s in
             s.running = true
             s.adapter = BLEAdapter(index: 0, address: address(100), powered: true, instance: 1)
+            s.advertising = true
+            s.scanStarted = true
         }
         #expect(t.connection == .connected)
         t.state.withLock { s in _ = t.poweredLocked(&s, false) }
         #expect(t.connection?.state == .disconnected && t.connection?.reason == .radioOff)
         #expect(t.connection?.detail?.contains("powered off") == true)
-        t.state.withLock { s in _ = t.poweredLocked(&s, true) }
+        t.state.withLock { s in
+            _ = t.poweredLocked(&s, true)
+            _ = t.handleLocked(&s, .commandComplete(index: 0, opcode: Mgmt.Op.addAdvertising.rawValue, status: 0, data: [1]))
+            _ = t.handleLocked(&s, .discovering(index: 0, type: 6, on: true))
+        }
         #expect(t.connection == .connected)
         t.state.withLock { s in
             s.adapterGone = true
             _ = t.poweredLocked(&s, false)
         }
         #expect(t.connection?.reason == .radioOff && t.connection?.detail?.contains("removed") == true)
+    }
+
+    /// An adapter that is starting is connecting, not connected, until it is powered,
+    /// advertising and a scan has started; a scan paused for an outbound connect does not
+    /// make it connecting again; a power cycle does, until the next scan starts (issue 21 §3).
+    @Test func aStartingAdapterIsConnectingUntilItAdvertisesAndScans() throws {
+        let t = try BLETransport()
+        func state() -> String {
+            guard let c = t.connection else { return "none" }
+            return c.reason.map { "\(c.state.rawValue):\($0.rawValue)" } ?? c.state.rawValue
+        }
+        var sequence = [state()]
+        // As `installLocked` leaves it: Add Advertising answered, Start Discovery only asked for.
+        t.state.withLock { s in
+            s.running = true
+            s.adapter = BLEAdapter(index: 0, address: address(100), powered: true, instance: 1)
+            s.advertising = true
+        }
+        sequence.append(state())
+        #expect(t.connection?.detail == "Bluetooth: hci0 starting (waiting for scanning)")
+        t.state.withLock { s in _ = t.handleLocked(&s, .discovering(index: 0, type: 6, on: true)) }
+        sequence.append(state())
+        t.state.withLock { s in _ = t.handleLocked(&s, .discovering(index: 0, type: 6, on: false)) }  // paused or run over
+        sequence.append(state())
+        t.state.withLock { s in _ = t.poweredLocked(&s, false) }
+        sequence.append(state())
+        t.state.withLock { s in
+            _ = t.poweredLocked(&s, true)
+            s.advertising = false  // a fresh token's Add Advertising not answered yet
+        }
+        sequence.append(state())
+        #expect(t.connection?.detail == "Bluetooth: hci0 starting (waiting for advertising and scanning)")
+        t.state.withLock { s in _ = t.handleLocked(&s, .discovering(index: 0, type: 6, on: true)) }
+        sequence.append(state())
+        t.state.withLock { s in _ = t.handleLocked(&s, .commandComplete(index: 0, opcode: Mgmt.Op.addAdvertising.rawValue, status: 0, data: [1])) }
+        sequence.append(state())
+        #expect(sequence == ["none", "connecting", "connected", "connected", "disconnected:radio_off",
+                             "connecting", "connecting", "connected"])
     }
 }

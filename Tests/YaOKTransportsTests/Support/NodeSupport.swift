@@ -49,6 +49,25 @@ final class LANPair {
     }
 }
 
+/// One node set up (cheap Argon2id) in a fresh temporary directory, with no transport.
+final class TempNode {
+    let dir = NSTemporaryDirectory() + "yaok-node-" + UUID().uuidString
+    let node: Node
+
+    init(name: String = "Alice") throws {
+        var options = Node.Options()
+        options.pinHashing = .insecureFastForTestsOnly
+        options.allowTestOnlyKDFCosts = true
+        node = try Node(dataDirectory: dir, options: options)
+        _ = try node.setup(name: name, pin: "246810", confirmation: "246810")
+    }
+
+    func remove() {
+        node.close()
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+}
+
 extension Node {
     func texts(_ conversation: Int64) throws -> [String] {
         try history(conversation, limit: 1000).messages.map(\.text)

@@ -135,3 +135,47 @@ def test_a_state_from_a_later_library_is_not_shown_as_connected(node, monkeypatc
     node.add_lan(listen="127.0.0.1", port=0, discovery=False)
     lan = next(c for c in node.transport_connections() if c.name == "lan")
     assert lan.state == Connectivity.DISCONNECTED
+
+
+def test_disconnect_reasons_have_the_headers_numbers():
+    # The binding reads a reason number as the enum's position (1 = the first): each member
+    # must stand where the header numbers it, NO_NETWORK (the LAN with no network) included.
+    from pathlib import Path
+
+    header = (Path(__file__).resolve().parents[3] / "include" / "yaok.h").read_text()
+    numbers = {m.group(1): int(m.group(2))
+               for m in re.finditer(r"^#define YAOK_DISCONNECT_(\w+) (\d+)u", header, re.M)}
+    del numbers["NONE"]
+    assert {r.name: i + 1 for i, r in enumerate(DisconnectReason)} == numbers
+    assert DisconnectReason.NO_NETWORK.value == "no_network" and numbers["NO_NETWORK"] == 17
+
+
+_NO_NETWORK_SCRIPT = """
+import sys, tempfile, yaok
+with tempfile.TemporaryDirectory() as d, yaok.Node.open(d + "/a", test_fast_kdf=True) as n:
+    n.setup("Alice", sys.argv[1], sys.argv[1])
+    n.add_lan(listen="0.0.0.0", port=0, discovery=False)
+    n.set_transport_enabled("lan", True)
+    lan = next(c for c in n.transport_connections() if c.name == "lan")
+    print(lan.state.value, lan.reason.value if lan.reason else None, lan.detail)
+"""
+
+
+def test_lan_in_a_network_namespace_without_interfaces_has_no_network():
+    # A fresh network namespace (unshare -n) has only its loopback, down: the LAN transport
+    # reads the real interfaces (getifaddrs) and says "no network", not "connected".
+    # Nothing leaves the namespace. Skipped where namespaces cannot be made.
+    import os
+    import shutil
+    import sys
+
+    import pytest
+
+    unshare = shutil.which("unshare")
+    if not unshare or subprocess.run([unshare, "-n", "true"], capture_output=True).returncode != 0:
+        pytest.skip("cannot create a network namespace (unshare -n)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([unshare, "-n", sys.executable, "-c", _NO_NETWORK_SCRIPT, PIN], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "disconnected no_network No network: no IPv4 interface is up (other than loopback)"

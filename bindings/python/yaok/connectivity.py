@@ -59,6 +59,7 @@ class DisconnectReason(TextEnum):
     IDLE = "idle"
     OTHER = "other"
     RADIO_OFF = "radio_off"
+    NO_NETWORK = "no_network"
 
 
 @dataclass(frozen=True)
