@@ -187,6 +187,8 @@ extension BLETransport {
                 rotateTokenLocked(&s)
             }
             s.advertisingStoredWhileOff = false
+            s.advertisingSince = EventLoop.monotonicNanoseconds()
+            s.reannouncedSinceAdvertising = false
             s.discoveryRetryAt = 0
             requestDiscoveryLocked(&s)
             connectNextLocked(&s, now: EventLoop.monotonicNanoseconds())
@@ -459,7 +461,8 @@ extension BLETransport {
     static let discoveryStopDeadline: Double = 4
 
     /// The tick's part in discovery: ends a run that has lasted `discoveryRunLength` (the
-    /// "Discovering off" that follows starts the next), and asks for a run when none is on.
+    /// "Discovering off" that follows starts the next), asks for a run when none is on, and
+    /// sets our advertising up again for a peer that may have missed it (`reannounceLocked`).
     /// A Stop Discovery whose "Discovering off" has not come within `discoveryStopDeadline`
     /// is taken as answered: discovery is assumed off and asked for again. Without that, one
     /// lost event left `discovering` true, and discovery stopped for good. (If the kernel was
@@ -484,6 +487,7 @@ extension BLETransport {
             mgmt.send(Mgmt.command(.stopDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE]))
         }
         requestDiscoveryLocked(&s)
+        reannounceLocked(&s, now: now)
     }
 
     /// `now - then`, 0 if `then` is later (times from different clocks in tests).
