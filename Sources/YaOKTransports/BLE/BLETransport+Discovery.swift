@@ -222,12 +222,12 @@ extension BLETransport {
     /// goes on the air under the old address first. PROTOCOL.md §9.3.
     func advertiseLocked(_ s: inout BLEState) {
         guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
-        if adapter.privacy, let code = mgmt.send(Mgmt.removeAdvertising(index: adapter.index, instance: adapter.instance)) {
-            s.advertisingError = "Remove Advertising: \(String(cString: strerror(code)))"
+        if adapter.privacy, let failure = mgmt.send(Mgmt.removeAdvertising(index: adapter.index, instance: adapter.instance)) {
+            s.advertisingError = "Remove Advertising: \(failure)"
         }
         let advert = BLEAdvert(token: s.token, psm: advertisedPSM(s))
-        if let code = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance, data: advert.encoded)) {
-            s.advertisingError = "Add Advertising: \(String(cString: strerror(code)))"
+        if let failure = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance, data: advert.encoded)) {
+            s.advertisingError = "Add Advertising: \(failure)"
         }
     }
 
@@ -252,8 +252,8 @@ extension BLETransport {
         guard s.discoveryRequestedAt == 0 || now &- s.discoveryRequestedAt > BLETransport.nanoseconds(5),
               now >= s.discoveryRetryAt else { return }
         s.discoveryRequestedAt = now
-        if let code = mgmt.send(Mgmt.command(.startDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE])) {
-            s.discoveryError = "Start Discovery: \(String(cString: strerror(code)))"
+        if let failure = mgmt.send(Mgmt.command(.startDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE])) {
+            s.discoveryError = "Start Discovery: \(failure)"
             s.discoveryRequestedAt = 0
             s.discoveryRetryAt = now + BLETransport.nanoseconds(2)
         }
