@@ -16,28 +16,29 @@ import YaOKLoop
 /// started advertising before the other scanned).
 extension BLETransport {
     /// Whether our advertising should be set up again now: never while an outbound connect
-    /// is in progress (the kernel moves advertising around it) nor within
-    /// `reannounceInterval` of the last time; then either a peer heard without a channel for
-    /// `reannounceAfter` (but less than `fallbackAfter`: then we connect ourselves) whose
-    /// token makes it the connector, or nobody heard and no channel `reannounceAfter` after
-    /// the adapter started advertising (once).
+    /// is in progress (the kernel moves advertising around it); then either a peer heard
+    /// without a channel for `reannounceAfter` (but less than `fallbackAfter`: then we
+    /// connect ourselves) whose token makes it the connector — at most once per
+    /// `reannounceInterval`, unless the last one was made before we heard it (it did not
+    /// serve it) — or nobody heard and no channel `reannounceAfter` after the adapter
+    /// started advertising (once).
     func reannounceDueLocked(_ s: BLEState, now: UInt64) -> Bool {
         guard s.running, s.advertising, let adapter = s.adapter, adapter.powered, !s.adapterGone, !s.isConnecting else { return false }
-        if let last = s.lastReannounceAt, BLETransport.elapsed(now, last) < BLETransport.nanoseconds(options.reannounceInterval) {
-            return false
-        }
         let after = BLETransport.nanoseconds(options.reannounceAfter)
         if s.discovered.isEmpty, s.connections.isEmpty, !s.reannouncedSinceAdvertising {
             return s.advertisingSince != 0 && BLETransport.elapsed(now, s.advertisingSince) >= after
         }
         let withChannels = Set(s.connections.values.map { $0.remote.bytes })
         let fallback = BLETransport.nanoseconds(options.fallbackAfter)
+        let interval = BLETransport.nanoseconds(options.reannounceInterval)
         return s.discovered.contains { address, peer in
             guard !withChannels.contains(address.bytes), !BLEAdvert.connects(own: s.token, peer: peer.token),
                   s.recentStrangers[address].map({ now >= $0 }) ?? true,
                   let since = peer.unconnectedSince else { return false }
             let waited = BLETransport.elapsed(now, since)
-            return waited >= after && waited < fallback
+            guard waited >= after, waited < fallback else { return false }
+            guard let last = s.lastReannounceAt, last >= since else { return true }
+            return BLETransport.elapsed(now, last) >= interval
         }
     }
 

@@ -122,4 +122,26 @@ import YaOKCrypto
         }
         #expect(try Self.addAdvertisings(kernel, after: mgmt).count == 1)
     }
+
+    /// A peer heard just after that one re-announcement (it started scanning just too late
+    /// for it) is re-announced to 2 s after it was heard, not only once the 4 s interval
+    /// since the last has passed.
+    @Test func aPeerHeardAfterTheLastReannouncementIsNotHeldUpByIt() throws {
+        let kernel = try FakeMgmtKernel()
+        defer { kernel.close() }
+        let mgmt = try kernel.open()
+        defer { mgmt.close() }
+        let t = try Self.running(kernel, mgmt)
+        t.state.withLock { s in
+            t.keepDiscoveringLocked(&s, now: Self.start + 2 * Self.second)
+            #expect(s.reannounces == 1)
+            let heard = Self.start + 2 * Self.second + Self.second / 10
+            t.heardLocked(&s, BLEAdvert(token: Self.smaller), from: BLEDiscoveryPolicyTests.address(1), rssi: -40, now: heard)
+            t.keepDiscoveringLocked(&s, now: heard + Self.second)
+            #expect(s.reannounces == 1)
+            t.keepDiscoveringLocked(&s, now: heard + 2 * Self.second)
+            #expect(s.reannounces == 2)
+        }
+        #expect(try Self.addAdvertisings(kernel, after: mgmt).count == 2)
+    }
 }
