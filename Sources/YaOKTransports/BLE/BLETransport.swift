@@ -33,7 +33,7 @@ public final class BLETransport: Transport {
         public var psm: UInt16 = BLETransport.defaultPSM
         /// The SDU size this side accepts (BT_RCVMTU); the peer's is our send MTU. The default,
         /// the largest there is, holds the largest link packet, so that no packet is fragmented
-        /// (§4.7): one SDU, one send(2) and one recv(2) per packet (the kernel still segments
+        /// (§4.7): one SDU and one recv(2) per packet, queued SDUs sent together by sendmmsg(2) (the kernel still segments
         /// SDUs into PDUs of the negotiated MPS). Linux grants the sender credits in proportion
         /// to it (MTU / MPS + 1 PDUs), so a large one keeps several packets in flight while
         /// this side is busy with the last one.
