@@ -110,7 +110,7 @@ public final class BLETransport: Transport {
         /// BLETransport+Reannounce.swift; PROTOCOL.md §9.2.
         public var reannounceAfter: Double = 2
         /// The least time between two such re-announcements.
-        public var reannounceInterval: Double = 4
+        public var reannounceInterval: Double = 2
         /// After a channel with a peer closes, its advertisement with the token it had
         /// meanwhile is ignored for this many seconds (a powered-off controller may go on
         /// advertising it: see `closeLocked`); a fresh token is heard at once.

@@ -17,8 +17,9 @@ import YaOKCrypto
 
     /// A running transport on the fake kernel, advertising since `start`, with a token larger
     /// than `smaller` (so a peer with that token is the one to connect).
-    static func running(_ kernel: FakeMgmtKernel, _ mgmt: MgmtSocket) throws -> BLETransport {
-        let t = try BLETransport(options: BLETransport.Options(), system: kernel.system)
+    static func running(_ kernel: FakeMgmtKernel, _ mgmt: MgmtSocket,
+                        _ options: BLETransport.Options = BLETransport.Options()) throws -> BLETransport {
+        let t = try BLETransport(options: options, system: kernel.system)
         t.state.withLock { s in
             BLEDiscoveryPolicyTests.running(t, &s)
             s.token = [UInt8](repeating: 0x80, count: 8)
@@ -44,7 +45,7 @@ import YaOKCrypto
 
     /// We heard the peer at `start`; it should connect and does not. Before: nothing until
     /// our own fallback connect at 30 s (the 31 s discovery of issue 20). Now: our
-    /// advertising, same token, is set up again 2 s after, then at most every 4 s.
+    /// advertising, same token, is set up again 2 s after, then at most every 2 s.
     @Test func aPeerThatShouldConnectAndDoesNotIsReannouncedTo() throws {
         let kernel = try FakeMgmtKernel()
         defer { kernel.close() }
@@ -60,7 +61,7 @@ import YaOKCrypto
             t.keepDiscoveringLocked(&s, now: Self.start + 2 * Self.second + Self.second / 2)
             #expect(s.reannounces == 1)
             t.keepDiscoveringLocked(&s, now: Self.start + 4 * Self.second)
-            #expect(s.reannounces == 1, "at most one per reannounceInterval")
+            #expect(s.reannounces == 1, "at most one per reannounceInterval (2 s)")
             t.keepDiscoveringLocked(&s, now: Self.start + 7 * Self.second)
             #expect(s.reannounces == 2)
             #expect(s.tokensDrawn == 0, "the same token: the peer keeps its role")
@@ -124,14 +125,16 @@ import YaOKCrypto
     }
 
     /// A peer heard just after that one re-announcement (it started scanning just too late
-    /// for it) is re-announced to 2 s after it was heard, not only once the 4 s interval
-    /// since the last has passed.
+    /// for it) is re-announced to 2 s after it was heard, not only once the interval since
+    /// the last (here 4 s) has passed.
     @Test func aPeerHeardAfterTheLastReannouncementIsNotHeldUpByIt() throws {
         let kernel = try FakeMgmtKernel()
         defer { kernel.close() }
         let mgmt = try kernel.open()
         defer { mgmt.close() }
-        let t = try Self.running(kernel, mgmt)
+        var options = BLETransport.Options()
+        options.reannounceInterval = 4
+        let t = try Self.running(kernel, mgmt, options)
         t.state.withLock { s in
             t.keepDiscoveringLocked(&s, now: Self.start + 2 * Self.second)
             #expect(s.reannounces == 1)
