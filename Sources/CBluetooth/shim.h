@@ -34,4 +34,30 @@ struct sockaddr_hci {
     unsigned short hci_channel;
 };
 
+/* sendmmsg(2): several messages (here SDUs, each whole or not at all) in one system call,
+ * so that a channel's queued SDUs leave together. A GNU extension that Glibc's Swift module
+ * does not declare; declared here under its own name, bound to the C library's symbol with
+ * an asm label (so it can never clash with <sys/socket.h>'s prototype), and with the
+ * kernel's struct mmsghdr spelled out (this header includes no system header, see above):
+ * yaok_msghdr is struct msghdr of LP64 Linux (socklen_t is unsigned int, size_t unsigned
+ * long), followed by msg_len, the bytes the kernel took of that message. */
+struct yaok_msghdr {
+    void *msg_name;
+    unsigned int msg_namelen;
+    void *msg_iov;                 /* struct iovec * */
+    unsigned long msg_iovlen;
+    void *msg_control;
+    unsigned long msg_controllen;
+    int msg_flags;
+};
+
+struct yaok_mmsghdr {
+    struct yaok_msghdr msg_hdr;
+    unsigned int msg_len;
+};
+
+_Static_assert(sizeof(void *) != 8 || sizeof(struct yaok_mmsghdr) == 64, "struct mmsghdr is 64 bytes on LP64 Linux");
+
+int yaok_sendmmsg(int fd, struct yaok_mmsghdr *messages, unsigned int count, int flags) __asm__("sendmmsg");
+
 #endif

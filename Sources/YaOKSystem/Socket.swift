@@ -169,6 +169,26 @@ package enum Socket {
         }
     }
 
+    /// write(2) of one whole packet (a Bluetooth mgmt command: the kernel takes it whole or
+    /// not at all); nil when it went whole, else why not (EIO for a short write).
+    package static func writePacket(_ fd: Int32, _ bytes: [UInt8]) -> Errno? {
+        while true {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n == bytes.count { return nil }
+            if n >= 0 { return Errno(EIO) }
+            let failure = Errno.current
+            if failure.code == EINTR { continue }
+            return failure
+        }
+    }
+
+    /// poll(2) for readability of one descriptor, up to `milliseconds`: true when readable
+    /// (or hung up: a read then says what happened).
+    package static func waitReadable(_ fd: Int32, milliseconds: Int32) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, milliseconds) > 0
+    }
+
     /// recvfrom(2) of one datagram (MSG_TRUNC: the count is the datagram's whole length even
     /// when the buffer was shorter); nil when none is waiting or on error.
     package static func receiveDatagram<Address: BitwiseCopyable>(_ fd: Int32, into buffer: inout [UInt8],

@@ -5,6 +5,21 @@ import Testing
 struct CLI {
     let home: String
     var pin = "123456"
+    /// Set by `temporary`: removes the home once the last copy of this CLI (the test's, a
+    /// `RunningPeer`'s) is gone, so that test runs leave no homes behind in /tmp.
+    private var owned: TemporaryHome?
+
+    init(home: String, pin: String = "123456") {
+        self.home = home
+        self.pin = pin
+    }
+
+    /// Removes its directory when released (shared by the copies of one `CLI`).
+    final class TemporaryHome: Sendable {
+        let path: String
+        init(_ path: String) { self.path = path }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
 
     static let executable: URL = {
         // The test bundle sits in the same build products directory as the executable.
@@ -95,7 +110,9 @@ struct CLI {
 
     static func temporary(_ name: String) -> CLI {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("yaok-cli-\(name)-\(UUID().uuidString)")
-        return CLI(home: dir.path)
+        var cli = CLI(home: dir.path)
+        cli.owned = TemporaryHome(dir.path)
+        return cli
     }
 }
 
@@ -161,6 +178,23 @@ struct CLI {
         // A file that is not there is said to be missing, not a bad card (issue 21 §4).
         let missing = try cli.run(["contacts", "add", "cards/bob.png"])
         #expect(missing.status != 0 && missing.stderr.contains("No such file: cards/bob.png"), "\(missing.stderr)")
+    }
+
+    /// The homes the tests make in /tmp go when the test is done with them (before: every
+    /// run left a few hundred `yaok-cli-*` directories behind).
+    @Test func aTemporaryHomeIsRemovedWhenTheTestIsDoneWithIt() throws {
+        var home = ""
+        var peer: String?
+        do {
+            let cli = CLI.temporary("cleanup")
+            home = cli.home
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let copy = cli  // a RunningPeer holds a copy: the home stays while any copy does
+            peer = copy.home
+            #expect(FileManager.default.fileExists(atPath: home))
+        }
+        #expect(peer == home)
+        #expect(!FileManager.default.fileExists(atPath: home), "\(home) was left behind")
     }
 
     @Test func anUnusableHomeIsAClearError() throws {

@@ -94,6 +94,14 @@ struct BLEState: ConnectionTableState {
     /// is stored then): at power-on the kernel advertises it by itself, and replacing it
     /// would stop and restart advertising just as peers connect to it (see `poweredLocked`).
     var advertisingStoredWhileOff = false
+    /// Monotonic ns when the adapter last started advertising for us (start, power-on); 0:
+    /// not advertising. With `reannouncedSinceAdvertising`: the one re-announcement made when
+    /// nobody was heard (BLETransport+Reannounce.swift).
+    var advertisingSince: UInt64 = 0
+    var reannouncedSinceAdvertising = false
+    /// Monotonic ns of the last re-announcement, and how many there were.
+    var lastReannounceAt: UInt64?
+    var reannounces = 0
     /// Set when the transport found the adapter's "advertising" setting on and turned it off
     /// (with it on, the kernel makes outgoing LE connections in the peripheral role).
     var advertisingSettingCleared = false

@@ -241,8 +241,9 @@ extension BLETransport: ConnectionTransport {
         closeLater(link, reason: reason)
     }
 
-    /// Sends queued SDUs until the kernel says EAGAIN (all of them in one go when it takes
-    /// them), then watches writability while any are left. Closes the channel when a send
+    /// Sends queued SDUs until the kernel says EAGAIN (up to `L2CAPSocket.maxBatch` per
+    /// sendmmsg(2): a backlog leaves in a few system calls, not one per SDU), then watches
+    /// writability while any are left. Closes the channel when a send
     /// fails or its socket cannot be watched.
     func flushLocked(_ s: inout BLEState, _ c: BLEConnection) -> ClosedChannel? {
         var sent = 0
@@ -253,13 +254,14 @@ extension BLETransport: ConnectionTransport {
             }
         }
         while sent < c.queue.count {
-            let unit = c.queue[sent]
-            switch L2CAPSocket.send(c.fd, unit) {
-            case .sent:
-                sent += 1
+            switch L2CAPSocket.send(c.fd, sdus: c.queue[sent...]) {
+            case .sent(let count):
                 c.writeCalls += 1
-                c.queuedBytes -= unit.count
-                c.bytesOut += unit.count
+                for unit in c.queue[sent..<sent + count] {
+                    c.queuedBytes -= unit.count
+                    c.bytesOut += unit.count
+                }
+                sent += count
             case .wouldBlock:
                 if let failure = watchWritesLocked(&s, c, true) {
                     return (closeLocked(&s, c.id, failure), failure)

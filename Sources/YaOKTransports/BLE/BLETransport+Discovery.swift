@@ -189,6 +189,8 @@ extension BLETransport {
                 rotateTokenLocked(&s)
             }
             s.advertisingStoredWhileOff = false
+            s.advertisingSince = EventLoop.monotonicNanoseconds()
+            s.reannouncedSinceAdvertising = false
             s.discoveryRetryAt = 0
             requestDiscoveryLocked(&s)
             connectNextLocked(&s, now: EventLoop.monotonicNanoseconds())
@@ -222,12 +224,12 @@ extension BLETransport {
     /// goes on the air under the old address first. PROTOCOL.md §9.3.
     func advertiseLocked(_ s: inout BLEState) {
         guard let adapter = s.adapter, let mgmt = s.mgmt else { return }
-        if adapter.privacy, let code = mgmt.send(Mgmt.removeAdvertising(index: adapter.index, instance: adapter.instance)) {
-            s.advertisingError = "Remove Advertising: \(String(cString: strerror(code)))"
+        if adapter.privacy, let failure = mgmt.send(Mgmt.removeAdvertising(index: adapter.index, instance: adapter.instance)) {
+            s.advertisingError = "Remove Advertising: \(failure)"
         }
         let advert = BLEAdvert(token: s.token, psm: advertisedPSM(s))
-        if let code = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance, data: advert.encoded)) {
-            s.advertisingError = "Add Advertising: \(String(cString: strerror(code)))"
+        if let failure = mgmt.send(Mgmt.addAdvertising(index: adapter.index, instance: adapter.instance, data: advert.encoded)) {
+            s.advertisingError = "Add Advertising: \(failure)"
         }
     }
 
@@ -252,8 +254,8 @@ extension BLETransport {
         guard s.discoveryRequestedAt == 0 || now &- s.discoveryRequestedAt > BLETransport.nanoseconds(5),
               now >= s.discoveryRetryAt else { return }
         s.discoveryRequestedAt = now
-        if let code = mgmt.send(Mgmt.command(.startDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE])) {
-            s.discoveryError = "Start Discovery: \(String(cString: strerror(code)))"
+        if let failure = mgmt.send(Mgmt.command(.startDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE])) {
+            s.discoveryError = "Start Discovery: \(failure)"
             s.discoveryRequestedAt = 0
             s.discoveryRetryAt = now + BLETransport.nanoseconds(2)
         }
@@ -461,7 +463,8 @@ extension BLETransport {
     static let discoveryStopDeadline: Double = 4
 
     /// The tick's part in discovery: ends a run that has lasted `discoveryRunLength` (the
-    /// "Discovering off" that follows starts the next), and asks for a run when none is on.
+    /// "Discovering off" that follows starts the next), asks for a run when none is on, and
+    /// sets our advertising up again for a peer that may have missed it (`reannounceLocked`).
     /// A Stop Discovery whose "Discovering off" has not come within `discoveryStopDeadline`
     /// is taken as answered: discovery is assumed off and asked for again. Without that, one
     /// lost event left `discovering` true, and discovery stopped for good. (If the kernel was
@@ -486,6 +489,7 @@ extension BLETransport {
             mgmt.send(Mgmt.command(.stopDiscovery, index: adapter.index, [Mgmt.discoveryTypeLE]))
         }
         requestDiscoveryLocked(&s)
+        reannounceLocked(&s, now: now)
     }
 
     /// `now - then`, 0 if `then` is later (times from different clocks in tests).

@@ -223,6 +223,7 @@ extension BLETransport {
         fresh.listener = setup.listener
         fresh.listenPSM = setup.psm
         fresh.tokenDrawnAt = now
+        fresh.advertisingSince = now
         fresh.startedAt = now
         fresh.startedAtMs = Clock.milliseconds()
         fresh.run = s.run &+ 1

@@ -33,7 +33,7 @@ public final class BLETransport: Transport {
         public var psm: UInt16 = BLETransport.defaultPSM
         /// The SDU size this side accepts (BT_RCVMTU); the peer's is our send MTU. The default,
         /// the largest there is, holds the largest link packet, so that no packet is fragmented
-        /// (§4.7): one SDU, one send(2) and one recv(2) per packet (the kernel still segments
+        /// (§4.7): one SDU and one recv(2) per packet, queued SDUs sent together by sendmmsg(2) (the kernel still segments
         /// SDUs into PDUs of the negotiated MPS). Linux grants the sender credits in proportion
         /// to it (MTU / MPS + 1 PDUs), so a large one keeps several packets in flight while
         /// this side is busy with the last one.
@@ -104,6 +104,13 @@ public final class BLETransport: Transport {
         /// starts (BlueZ's virtual controllers), a peer missed that way stayed unheard for
         /// the whole run. Short runs give it another chance soon.
         public var discoveryRunLength: Double = 3
+        /// A peer whose token makes it the connector but which has not connected this many
+        /// seconds after we heard it may not have heard us: our advertising is set up again
+        /// (and once, this long after a start or power-on at which we heard nobody). See
+        /// BLETransport+Reannounce.swift; PROTOCOL.md §9.2.
+        public var reannounceAfter: Double = 2
+        /// The least time between two such re-announcements.
+        public var reannounceInterval: Double = 2
         /// After a channel with a peer closes, its advertisement with the token it had
         /// meanwhile is ignored for this many seconds (a powered-off controller may go on
         /// advertising it: see `closeLocked`); a fresh token is heard at once.
@@ -161,7 +168,7 @@ public final class BLETransport: Transport {
                                        maxStrangers: options.maxStrangerChannels, maxDiscoveredPeers: options.maxDiscoveredPeers,
                                        maxWriteQueueBytes: options.maxWriteQueueBytes, unit: Wire.maxPacketLength + 64)
         let intervals = [options.tokenLifetime, options.connectTimeout, options.newcomerConnectTimeout,
-                         options.strangerGracePeriod, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.staleTokenHold,
+                         options.strangerGracePeriod, options.handshakeTimeout, options.writeStallTimeout, options.discoveryRunLength, options.reannounceAfter, options.reannounceInterval, options.staleTokenHold,
                          options.connectAttemptInterval, options.fallbackAfter, options.forgetAfter,
                          options.idleTimeout, options.maxConnectBackoff, options.handOverInterval]
         try TransportLimits.checkIntervals("BLE", intervals)
@@ -248,7 +255,7 @@ public final class BLETransport: Transport {
     ///                 "powered":true,"present":true} | null,
     ///      "psm":129,"receive_mtu":4096,
     ///      "advertising":{"active":true,"instance":1,"tokens_drawn":1,"error":null,
-    ///                     "advertising_setting_cleared":false,"privacy":false},
+    ///                     "advertising_setting_cleared":false,"privacy":false,"reannounced":0},
     ///      "discovery":{"active":true,"runs":3,"adverts_heard":2,"stale_adverts_ignored":0,
     ///                   "not_connectable_ignored":0,"peers_refused_table_full":0,
     ///                   "first_peer_after_ms":812,"error":null},
@@ -296,6 +303,7 @@ public final class BLETransport: Transport {
                     ("tokens_drawn", .int(Int64(s.tokensDrawn))), ("error", s.advertisingError.map { .string($0) } ?? .null),
                     ("advertising_setting_cleared", .bool(s.advertisingSettingCleared)),
                     ("privacy", s.adapter.map { .bool($0.privacy) } ?? .null),
+                    ("reannounced", .int(Int64(s.reannounces))),
                 ])),
                 ("discovery", .object([
                     ("active", .bool(s.discovering)), ("runs", .int(Int64(s.discoveryRuns))),

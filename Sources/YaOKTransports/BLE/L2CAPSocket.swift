@@ -86,14 +86,54 @@ enum L2CAPSocket {
         Socket.option(fd, SOL_BLUETOOTH, send ? BT_SNDMTU : BT_RCVMTU, as: UInt16(0)).map(Int.init)
     }
 
-    enum SendResult: Equatable { case sent, wouldBlock, failed(Int32) }
+    /// The most SDUs one `send(_:sdus:)` passes.
+    static let maxBatch = 64
 
-    /// send(2) of one SDU, whole or not at all.
-    static func send(_ fd: Int32, _ sdu: [UInt8]) -> SendResult {
-        switch sdu.withUnsafeBytes({ Socket.send(fd, $0) }) {
-        case .bytes(let n): return n == sdu.count ? .sent : .failed(EMSGSIZE)
-        case .wouldBlock, .endOfStream: return .wouldBlock
-        case .failed(let failure): return .failed(failure.code)
+    enum SendResult: Equatable {
+        /// The first `count` SDUs went, each whole.
+        case sent(count: Int)
+        /// None went: no credits or no room (EAGAIN).
+        case wouldBlock
+        case failed(Int32)
+    }
+
+    /// sendmmsg(2) of up to `maxBatch` SDUs in one system call, each its own message (an
+    /// SDU goes whole or not at all), with MSG_NOSIGNAL and MSG_DONTWAIT: a channel's queued
+    /// SDUs leave together instead of one send(2) each. The kernel stops at the first it
+    /// cannot take; the rest wait for writability. EINTR is retried; errno is read right
+    /// after the call.
+    static func send(_ fd: Int32, sdus: ArraySlice<[UInt8]>) -> SendResult {
+        let batch = sdus.prefix(maxBatch)
+        return withBuffers(batch, []) { buffers in
+            var vectors = buffers.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+            return vectors.withUnsafeMutableBufferPointer { v -> SendResult in
+                guard let first = v.baseAddress else { return .wouldBlock }
+                var messages = (0..<v.count).map { i in
+                    yaok_mmsghdr(msg_hdr: yaok_msghdr(msg_name: nil, msg_namelen: 0, msg_iov: UnsafeMutableRawPointer(first + i),
+                                                      msg_iovlen: 1, msg_control: nil, msg_controllen: 0, msg_flags: 0),
+                                 msg_len: 0)
+                }
+                while true {
+                    let n = Int(yaok_sendmmsg(fd, &messages, UInt32(messages.count), Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)))
+                    if n > 0 {
+                        // A packet socket takes a message whole; a part would be a broken SDU.
+                        guard (0..<n).allSatisfy({ Int(messages[$0].msg_len) == buffers[$0].count }) else { return .failed(EMSGSIZE) }
+                        return .sent(count: n)
+                    }
+                    if n == 0 { return .wouldBlock }
+                    let failure = Errno(errno)
+                    if failure.code == EINTR { continue }
+                    return failure.isWouldBlock ? .wouldBlock : .failed(failure.code)
+                }
+            }
         }
+    }
+
+    /// `body` with the bytes of every SDU (nested `withUnsafeBytes`, one level per SDU: at
+    /// most `maxBatch`), so that the pointers stay valid through the system call.
+    private static func withBuffers<R>(_ sdus: ArraySlice<[UInt8]>, _ taken: [UnsafeRawBufferPointer],
+                                       _ body: ([UnsafeRawBufferPointer]) -> R) -> R {
+        guard let first = sdus.first else { return body(taken) }
+        return first.withUnsafeBytes { withBuffers(sdus.dropFirst(), taken + [$0], body) }
     }
 }

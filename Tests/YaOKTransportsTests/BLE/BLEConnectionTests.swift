@@ -318,6 +318,37 @@ func bleAddress(_ n: Int) -> BLEAddress {
         #expect(h.transport.state.withLock { $0.closedCount } == 2)
     }
 
+    /// SDUs queued while the kernel had no room leave together once it has: one
+    /// sendmmsg(2) for the backlog, not one send(2) each (issue 20), each still one SDU, in
+    /// order. (8: a Unix socket pair, standing for the channel, queues 10 messages at most.)
+    @Test func aBacklogOfSDUsLeavesInOneSystemCall() throws {
+        let h = try BLEChannelHarness()
+        defer { h.close() }
+        let c = try #require(try h.accept(from: bleAddress(1)))
+        let connection = try #require(h.connection(c.id))
+        let units = (0..<8).map { [UInt8](repeating: UInt8($0), count: 500) }
+        let calls = h.transport.state.withLock { s -> Int in
+            // The backlog as EAGAIN left it; the kernel has room again.
+            for unit in units {
+                connection.queue.append(unit)
+                connection.queuedBytes += unit.count
+            }
+            let before = connection.writeCalls
+            #expect(h.transport.flushLocked(&s, connection) == nil)
+            #expect(connection.queue.isEmpty && connection.queuedBytes == 0 && connection.bytesOut == 8 * 500)
+            return connection.writeCalls - before
+        }
+        #expect(calls == 1, "\(calls) system calls for \(units.count) SDUs")
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var received: [[UInt8]] = []
+        while true {
+            let n = recv(c.peer, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+            guard n > 0 else { break }
+            received.append(Array(buffer[0..<n]))
+        }
+        #expect(received == units)
+    }
+
     /// The write queue's cap holds per SDU: the one that would pass it is refused (never
     /// queued, never sent) and the channel closed, its link told the peer is not reading.
     @Test func theWriteQueueNeverPassesItsCap() throws {
