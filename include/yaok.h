@@ -1015,9 +1015,12 @@ yaok_status yaok_event_link_peer(const yaok_event *event, uint32_t *out_peer);
  * retried); Bluetooth LE is CONNECTING while its adapter starts (until it is powered,
  * advertising and scanning) and DISCONNECTED with YAOK_DISCONNECT_RADIO_OFF while it is off
  * or removed; the LAN is DISCONNECTED with YAOK_DISCONNECT_NO_NETWORK while no IPv4
- * interface other than loopback is up (or its listen address is gone); a transport that
- * reports none (an app's own) is CONNECTED while it runs and DISCONNECTED (DISABLED or
- * FAILED) otherwise. */
+ * interface other than loopback is up (or its listen address is gone; listening on
+ * loopback, or with a static peer there, it always has one); a transport that reports none
+ * (an app's own) is CONNECTED while it runs and DISCONNECTED (DISABLED or FAILED)
+ * otherwise. Later versions may add states and reasons within this ABI: show a state you
+ * do not know as DISCONNECTED and a reason you do not know as YAOK_DISCONNECT_OTHER (the
+ * text says what); never index a table with either unchecked. */
 #define YAOK_CONNECTIVITY_DISCONNECTED 0u
 #define YAOK_CONNECTIVITY_CONNECTING 1u
 #define YAOK_CONNECTIVITY_CONNECTED 2u
