@@ -73,7 +73,10 @@ func nameText(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String
 func secret(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> SecureBytes {
     let p = try required(pointer, name)
     let length = strnlen(p, maxTextBytes + 1)
-    guard length <= maxTextBytes else { throw YaOKError(.invalidArgument, "\(name) is longer than \(maxTextBytes) bytes") }
+    guard length <= maxTextBytes else {
+        throw YaOKError(.invalidArgument,
+                        "\(name) is longer than \(maxTextBytes) bytes (a PIN or passphrase is at most \(SecretStrength.maximumBytes))")
+    }
     let bytes = UnsafeRawBufferPointer(start: p, count: length)
     var iterator = bytes.makeIterator()
     var decoder = UTF8()
