@@ -547,7 +547,8 @@ yaok_status yaok_node_profile(yaok_node *node, char **out_json);
  * `confirm` must be YAOK_RESET_CONFIRM, else YAOK_E_CONFIRMATION_REQUIRED. */
 yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
 
-/* Event kinds (yaok_event.kind). The JSON of each is in docs/ABI.md. */
+/* Event kinds (yaok_event.kind). The JSON of each is in docs/ABI.md. Later versions may add
+ * kinds within this ABI: ignore a kind you do not know. */
 #define YAOK_EVENT_LOCKED 1u                 /* {"reason": "manual"|"auto_lock"|"reset"} */
 #define YAOK_EVENT_UNLOCKED 2u               /* {"method": "pin"|"platform_key"|"setup"} */
 #define YAOK_EVENT_SECURITY 3u               /* a security log entry */
