@@ -547,7 +547,8 @@ yaok_status yaok_node_profile(yaok_node *node, char **out_json);
  * `confirm` must be YAOK_RESET_CONFIRM, else YAOK_E_CONFIRMATION_REQUIRED. */
 yaok_status yaok_node_reset(yaok_node *node, uint32_t confirm);
 
-/* Event kinds (yaok_event.kind). The JSON of each is in docs/ABI.md. */
+/* Event kinds (yaok_event.kind). The JSON of each is in docs/ABI.md. Later versions may add
+ * kinds within this ABI: ignore a kind you do not know. */
 #define YAOK_EVENT_LOCKED 1u                 /* {"reason": "manual"|"auto_lock"|"reset"} */
 #define YAOK_EVENT_UNLOCKED 2u               /* {"method": "pin"|"platform_key"|"setup"} */
 #define YAOK_EVENT_SECURITY 3u               /* a security log entry */
@@ -1015,9 +1016,12 @@ yaok_status yaok_event_link_peer(const yaok_event *event, uint32_t *out_peer);
  * retried); Bluetooth LE is CONNECTING while its adapter starts (until it is powered,
  * advertising and scanning) and DISCONNECTED with YAOK_DISCONNECT_RADIO_OFF while it is off
  * or removed; the LAN is DISCONNECTED with YAOK_DISCONNECT_NO_NETWORK while no IPv4
- * interface other than loopback is up (or its listen address is gone); a transport that
- * reports none (an app's own) is CONNECTED while it runs and DISCONNECTED (DISABLED or
- * FAILED) otherwise. */
+ * interface other than loopback is up (or its listen address is gone; listening on
+ * loopback, or with a static peer there, it always has one); a transport that reports none
+ * (an app's own) is CONNECTED while it runs and DISCONNECTED (DISABLED or FAILED)
+ * otherwise. Later versions may add states and reasons within this ABI: show a state you
+ * do not know as DISCONNECTED and a reason you do not know as YAOK_DISCONNECT_OTHER (the
+ * text says what); never index a table with either unchecked. */
 #define YAOK_CONNECTIVITY_DISCONNECTED 0u
 #define YAOK_CONNECTIVITY_CONNECTING 1u
 #define YAOK_CONNECTIVITY_CONNECTED 2u

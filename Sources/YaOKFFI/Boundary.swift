@@ -67,10 +67,17 @@ func nameText(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> String
 
 /// A borrowed NUL-terminated UTF-8 secret (a PIN or passphrase), copied straight into
 /// guarded memory: it never becomes a Swift String or array, which could not be wiped.
-/// Invalid UTF-8 is refused, checked in place.
+/// Invalid UTF-8 is refused, checked in place. Longer than `maxTextBytes` it is refused
+/// as any text argument is, without reading past the bound: copied whole first, a 64 MiB
+/// "PIN" cost 128 MiB of memory before the PIN rules refused it for its length.
 func secret(_ pointer: UnsafePointer<CChar>?, _ name: String) throws -> SecureBytes {
     let p = try required(pointer, name)
-    let bytes = UnsafeRawBufferPointer(start: p, count: strlen(p))
+    let length = strnlen(p, maxTextBytes + 1)
+    guard length <= maxTextBytes else {
+        throw YaOKError(.invalidArgument,
+                        "\(name) is longer than \(maxTextBytes) bytes (a PIN or passphrase is at most \(SecretStrength.maximumBytes))")
+    }
+    let bytes = UnsafeRawBufferPointer(start: p, count: length)
     var iterator = bytes.makeIterator()
     var decoder = UTF8()
     decoding: while true {

@@ -32,9 +32,27 @@ enum Handles {
             throw YaOKError(.invalidArgument, "\(name) is not a live handle (already freed, or not made by the library)")
         }
         guard let typed = object as? T else {
-            throw YaOKError(.invalidArgument, "\(name) is not a \(T.self) handle")
+            throw YaOKError(.invalidArgument, "\(name) is a \(cName(Swift.type(of: object))), not a \(cName(T.self))")
         }
         return typed
+    }
+
+    /// The header's name of a handle type: a C caller knows `yaok_link_list`, not the
+    /// class behind it.
+    static func cName(_ type: Handle.Type) -> String {
+        switch type {
+        case is NodeHandle.Type: return "yaok_node"
+        case is IdentityHandle.Type: return "yaok_identity"
+        case is CardHandle.Type: return "yaok_card"
+        case is LinkHandle.Type: return "yaok_link"
+        case is MessageHandle.Type: return "yaok_message"
+        case is ContactHandle.Type: return "yaok_contact"
+        case is DiagnosticsHandle.Type: return "yaok_diagnostics"
+        case is HistoryHandle.Type: return "yaok_history"
+        case is OutboxHandle.Type: return "yaok_outbox_list"
+        case is LinkListHandle.Type: return "yaok_link_list"
+        default: return "handle of another kind"
+        }
     }
 
     /// Ends a handle of type `T` and returns its object (the caller's reference is then the

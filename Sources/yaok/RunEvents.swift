@@ -28,8 +28,8 @@ final class EventPrinter: Sendable {
     /// Who was online at the last look, so that only changes are printed.
     private let online = Locked<[Int64: String]>([:])
     /// Each transport's last connection event, and the disconnect last printed: a connect is
-    /// printed after "connecting" (a relay) or a printed disconnect, not when a transport that
-    /// reports nothing starts (LAN); the same failure again on each retry is printed once.
+    /// printed after "connecting" (a relay) or a printed disconnect, not when a transport
+    /// starts connected (a LAN on a network); the same failure again on each retry is printed once.
     private let connections = Locked<[String: (state: TransportConnection.State, printed: TransportConnection?)]>([:])
 
     /// Call with the node unlocked (it reads the contacts' names).
@@ -122,7 +122,11 @@ final class EventPrinter: Sendable {
             case .connected: shown = before?.state == .connecting || before?.printed != nil
             case .disconnected:
                 let printed = before?.printed
-                shown = before != nil && before?.state != .disconnected && c.reason != .disabled && c.reason != .failed
+                // The first report is shown only when it is about the medium (a LAN with no
+                // network, a radio off): a relay's first is "connecting", and a transport
+                // switched off or failed has its own line.
+                let first = before == nil && (c.reason == .noNetwork || c.reason == .radioOff)
+                shown = (first || before != nil && before?.state != .disconnected) && c.reason != .disabled && c.reason != .failed
                     && (printed?.reason != c.reason || printed?.detail != c.detail)
             }
             seen[name] = (c.state, c.state == .connected ? nil : (shown ? c : before?.printed))

@@ -8,6 +8,19 @@ import YaOK
 /// security line). JSON keeps every event.
 @Suite struct RunEventsTextTests {
     func printed(json: Bool) throws -> [String] {
+        let detail = "The relay's certificate does not match the pinned key (expected 00…, got 99…)"
+        return try printed(json: json, [
+            .transportConnection(name: "relay", .connecting),
+            .transportConnection(name: "relay", TransportConnection(state: .disconnected, reason: .pinMismatch,
+                                                                    detail: detail, nextRetryMs: nil)),
+            .transportNotice(TransportNotice(transport: "relay", message: "Relay 127.0.0.1:1: \(detail). Retrying in 1 s.")),
+            // A notice that says something else still shows.
+            .transportNotice(TransportNotice(transport: "relay", message: "Rate limit reached. Try again in 12 minutes.")),
+        ])
+    }
+
+    /// The lines `yaok run` prints for `events`, from a fresh node.
+    func printed(json: Bool, _ events: [NodeEvent]) throws -> [String] {
         let dir = NSTemporaryDirectory() + "yaok-cli-events-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dir) }
         var options = Node.Options()
@@ -18,14 +31,25 @@ import YaOK
         _ = try node.setup(name: "Alice", pin: "246810", confirmation: "246810")
         let lines = Locked<[String]>([])
         let printer = try EventPrinter(node: node, out: EventOutput(json: json) { line in lines.withLock { $0.append(line) } })
-        let detail = "The relay's certificate does not match the pinned key (expected 00…, got 99…)"
-        printer.print(.transportConnection(name: "relay", .connecting))
-        printer.print(.transportConnection(name: "relay", TransportConnection(state: .disconnected, reason: .pinMismatch,
-                                                                            detail: detail, nextRetryMs: nil)))
-        printer.print(.transportNotice(TransportNotice(transport: "relay", message: "Relay 127.0.0.1:1: \(detail). Retrying in 1 s.")))
-        // A notice that says something else still shows.
-        printer.print(.transportNotice(TransportNotice(transport: "relay", message: "Rate limit reached. Try again in 12 minutes.")))
+        for event in events { printer.print(event) }
         return lines.withLock { $0 }
+    }
+
+    /// A LAN that starts with no network says so, though it is the first thing it reports
+    /// (before: `run` printed "WiFi: running (0 links)" and nothing else, on a machine with
+    /// no network), and says when the network is back; a transport switched off or failed
+    /// is not announced again as disconnected, and one that starts connected prints nothing.
+    @Test func aTransportThatStartsWithNoNetworkSaysSo() throws {
+        let noNetwork = TransportConnection(state: .disconnected, reason: .noNetwork,
+                                            detail: "No network: no IPv4 interface is up (other than loopback)")
+        let lines = try printed(json: false, [
+            .transportConnection(name: "lan", noNetwork),
+            .transportConnection(name: "lan", .connected),
+            .transportConnection(name: "ble", .connected),
+            .transportConnection(name: "relay", TransportConnection(state: .disconnected, reason: .disabled)),
+        ])
+        #expect(lines == ["lan: disconnected (no network): No network: no IPv4 interface is up (other than loopback)",
+                          "lan: connected"], "\(lines)")
     }
 
     @Test func aWrongPinIsOneLineInText() throws {

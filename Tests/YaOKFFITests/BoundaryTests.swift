@@ -16,7 +16,7 @@ private let invalidArgument = Int32(YAOK_E_INVALID_ARGUMENT)
         var json: UnsafeMutablePointer<CChar>?
         #expect(yaok_node_status(identity, &json) == invalidArgument)
         #expect(json == nil)
-        #expect(String(cString: yaok_last_error_message()).contains("NodeHandle"))
+        #expect(String(cString: yaok_last_error_message()) == "node is a yaok_identity, not a yaok_node")
         #expect(yaok_node_lock(identity) == invalidArgument)
         #expect(yaok_card_name(identity, &json) == invalidArgument)
 

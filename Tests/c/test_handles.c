@@ -66,6 +66,10 @@ int main(void) {
     CHECK(yaok_link_list_get(links, 0, &info) == YAOK_E_NOT_FOUND);
     /* A handle of another kind is refused, not misread. */
     CHECK(yaok_history_count((yaok_history *)(void *)links, &count) == YAOK_E_INVALID_ARGUMENT);
+    /* … and the message names both kinds as the header does, not the library's own types. */
+    CHECK(strcmp(yaok_last_error_message(), "history is a yaok_link_list, not a yaok_history") == 0);
+    CHECK(yaok_node_lock((yaok_node *)(void *)links) == YAOK_E_INVALID_ARGUMENT);
+    CHECK(strcmp(yaok_last_error_message(), "node is a yaok_link_list, not a yaok_node") == 0);
     yaok_link_list_free(links);
     yaok_link_list_free(links);
 

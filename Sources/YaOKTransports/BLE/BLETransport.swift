@@ -223,8 +223,12 @@ public final class BLETransport: Transport {
         }
         guard s.advertising, s.scanStarted else {
             let waiting = [s.advertising ? nil : "advertising", s.scanStarted ? nil : "scanning"].compactMap { $0 }
+            // What the kernel refused meanwhile (discovery is asked again in 2 s, advertising
+            // with the next token), so that an app showing "connecting" for long can say why.
+            let refused = [s.advertising ? nil : s.advertisingError, s.scanStarted ? nil : s.discoveryError].compactMap { $0 }
             return TransportConnection(state: .connecting,
-                                       detail: "Bluetooth: \(adapter.name) starting (waiting for \(waiting.joined(separator: " and ")))")
+                                       detail: "Bluetooth: \(adapter.name) starting (waiting for \(waiting.joined(separator: " and ")))"
+                                           + (refused.isEmpty ? "" : ": " + refused.joined(separator: "; ")))
         }
         return .connected
     }

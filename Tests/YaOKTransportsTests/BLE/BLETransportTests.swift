@@ -278,4 +278,25 @@ import YaOKWire
         #expect(sequence == ["none", "connecting", "connected", "connected", "disconnected:radio_off",
                              "connecting", "connecting", "connected"])
     }
+
+    /// Connecting for long says why: what the kernel refused while the adapter waited for
+    /// advertising or a scan (a refusal it no longer waits on is not shown).
+    @Test func aConnectingAdapterSaysWhatTheKernelRefused() throws {
+        let t = try BLETransport()
+        t.state.withLock { s in
+            s.running = true
+            s.adapter = BLEAdapter(index: 0, address: address(100), powered: true, instance: 1)
+            s.advertising = true
+            _ = t.handleLocked(&s, .commandComplete(index: 0, opcode: Mgmt.Op.startDiscovery.rawValue, status: 0x0a, data: [6]))
+        }
+        #expect(t.connection?.state == .connecting)
+        #expect(t.connection?.detail == "Bluetooth: hci0 starting (waiting for scanning): Start Discovery: busy")
+        t.state.withLock { s in
+            _ = t.handleLocked(&s, .commandComplete(index: 0, opcode: Mgmt.Op.addAdvertising.rawValue, status: 0x0a, data: [1]))
+        }
+        #expect(t.connection?.detail
+                == "Bluetooth: hci0 starting (waiting for advertising and scanning): Add Advertising: busy; Start Discovery: busy")
+        t.state.withLock { s in _ = t.handleLocked(&s, .discovering(index: 0, type: 6, on: true)) }
+        #expect(t.connection?.detail == "Bluetooth: hci0 starting (waiting for advertising): Add Advertising: busy")
+    }
 }

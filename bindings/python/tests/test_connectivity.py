@@ -179,3 +179,16 @@ def test_lan_in_a_network_namespace_without_interfaces_has_no_network():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "disconnected no_network No network: no IPv4 interface is up (other than loopback)"
+
+
+def test_the_readme_names_every_state_and_reason():
+    # What an app can be given must be in the binding's README (issue 21 §6: docs an app
+    # need not guess from): each Connectivity state and DisconnectReason by its name, in
+    # backquotes. It named five reasons and "…", and said the LAN and BLE report none,
+    # after both had reasons of their own (NO_NETWORK, RADIO_OFF, and BLE's CONNECTING).
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    named = set(re.findall(r"`(?:DisconnectReason\.|Connectivity\.)?([A-Z_]+)`", readme))
+    missing = [m.name for m in [*Connectivity, *DisconnectReason] if m.name not in named]
+    assert not missing, f"bindings/python/README.md does not name {missing}"

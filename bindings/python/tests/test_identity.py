@@ -214,7 +214,7 @@ def test_wrong_handle_kind_is_refused_by_the_library(alice_card):
     with alice_card._borrow() as card_pointer:
         as_identity = ctypes.cast(card_pointer, identity_module.IdentityPointer)
         out = ctypes.c_void_p()
-        with pytest.raises(yaok.InvalidArgument, match="identity is not a"):
+        with pytest.raises(yaok.InvalidArgument, match="identity is a yaok_card, not a yaok_identity"):
             identity_module._identity_name(as_identity, ctypes.byref(out))
         assert out.value is None
 
