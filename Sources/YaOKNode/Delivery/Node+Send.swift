@@ -36,7 +36,17 @@ extension Node {
     public func send(_ batch: [(contactID: Int64, text: String)]) throws -> [Message] {
         guard !batch.isEmpty else { return [] }
         for item in batch { try MessageText.validate(item.text) }
-        return try withUnlockedEngine { engine, store, keys in try engine.send(batch, store, keys) }
+        // Planned under the lock (sender times, keys, a ticket), sealed outside it on this
+        // thread, committed with every other send waiting at that moment: one disk sync for
+        // the group, and this returns once its rows are durable (DeliveryEngine+SendPlan).
+        let (ticket, planned, keys) = try withUnlockedEngine { engine, store, keys in
+            let (ticket, planned) = try engine.planSend(batch, store, keys)
+            return (ticket, planned, keys)
+        }
+        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        return try sendCommits.commit(ticket: ticket, sealed) { group in
+            try withUnlockedEngine { engine, store, keys in try engine.commitSends(group, store, keys) }
+        }.get()
     }
 
     /// Tries a pending, failed or sent message again now; it is `pending` again until a link

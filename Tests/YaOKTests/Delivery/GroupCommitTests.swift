@@ -1,0 +1,128 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
+
+/// `Node.send` seals outside the node's lock and commits in groups (SendCommitQueue,
+/// DeliveryEngine+SendPlan): concurrent senders each get durable rows, exactly once, in the
+/// order each sent them, while the inbound drain runs; a group whose commit fails tells
+/// every caller so, and stores nothing.
+@Suite struct GroupCommitTests {
+    struct Failure: Error {}
+
+    @Test func concurrentSendersGetDurableRowsExactlyOnceInOrderWhileADrainRuns() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { pipe.initiator.isAuthenticated && pipe.responder.isAuthenticated })
+        let threads = 4, each = 30
+        let returned = Mutex<[[Message]]>(Array(repeating: [], count: threads))
+        let failures = Mutex<[String]>([])
+        // Bob keeps Alice's inbound drain busy meanwhile.
+        let incoming = Thread {
+            for i in 0..<60 { _ = try? pair.bob.send(to: pair.aliceID, text: "from Bob \(i)") }
+        }
+        let senders = (0..<threads).map { t in
+            Thread {
+                var i = 0
+                while i < each {
+                    do {
+                        // Thread 3 sends batches of 3 (a batch is one send: one ticket).
+                        let batch = t == 3 ? (i..<i + 3).map { (pair.bobID, "t\(t) m\($0)") } : [(pair.bobID, "t\(t) m\(i)")]
+                        let messages = try pair.alice.send(batch)
+                        returned.withLock { $0[t] += messages }
+                        i += batch.count
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                        return
+                    }
+                }
+            }
+        }
+        incoming.start()
+        senders.forEach { $0.start() }
+        #expect(eventually { senders.allSatisfy(\.isFinished) && incoming.isFinished })
+        #expect(failures.withLock { $0 } == [])
+        let perThread = returned.withLock { $0 }
+        for (t, messages) in perThread.enumerated() {
+            // Each thread's messages came back in the order sent, with rising sender times.
+            #expect(messages.map(\.text) == (0..<each).map { "t\(t) m\($0)" })
+            #expect(zip(messages, messages.dropFirst()).allSatisfy { $0.senderTimestamp < $1.senderTimestamp })
+        }
+        // Stored in ticket order: row order and outbox order follow the sender times.
+        let (rowTimes, outboxIDs) = try pair.alice.withStore { store, _ in
+            (try store.db.rows("SELECT sender_ts_ms FROM messages WHERE direction = ? ORDER BY id",
+                               [.int(Int64(MessageDirection.outgoing.rawValue))]) { $0.int64(0) },
+             try store.db.rows("SELECT packet_id FROM outbox WHERE kind = ? ORDER BY seq",
+                               [.int(Int64(OutboxRow.Kind.message.rawValue))]) { $0.blob(0) })
+        }
+        #expect(rowTimes == rowTimes.sorted() && Set(rowTimes).count == rowTimes.count)
+        let byTime = perThread.joined().sorted { $0.senderTimestamp < $1.senderTimestamp }.map(\.messageID.bytes)
+        #expect(outboxIDs.isEmpty || byTime.filter(Set(outboxIDs).contains) == outboxIDs)
+        // Exactly once on both sides, and Alice got all of Bob's.
+        let sentTexts = perThread.joined().map(\.text)
+        #expect(eventually { ((try? pair.bob.texts(pair.aliceID)) ?? []).count == sentTexts.count })
+        #expect(Set(try pair.bob.texts(pair.aliceID)) == Set(sentTexts))
+        #expect(eventually { ((try? pair.alice.texts(pair.bobID)) ?? []).count == sentTexts.count + 60 })
+        // Durable: what the calls returned is in the store after a reopen.
+        pipe.close()
+        pair.alice.close()
+        let reopened = try Node(dataDirectory: pair.dirA.path, options: fastOptions())
+        defer { reopened.close() }
+        try reopened.unlock(pin: testPIN)
+        let outgoing = try reopened.history(pair.bobID, limit: 1000).messages.filter { $0.direction == .outgoing }
+        #expect(outgoing.count == threads * each)
+        #expect(Set(outgoing.map(\.messageID)) == Set(perThread.joined().map(\.messageID)))
+    }
+
+    /// Lines up a group of four sends behind a ticket held back, then fails its commit:
+    /// every caller gets the error, none a message, and nothing is stored.
+    @Test func aFailedGroupCommitFailsEveryCallerAndStoresNothing() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let outcomes = try lineUpGroup(pair, fault: Failure())
+        #expect(outcomes.count == 4)
+        #expect(outcomes.allSatisfy { $0 == "failed" })
+        #expect(try pair.alice.texts(pair.bobID) == [])
+        #expect(try pair.alice.outbox().isEmpty)
+        // The next group commits normally.
+        let later = try lineUpGroup(pair, fault: nil)
+        #expect(later.allSatisfy { $0 == "sent" })
+        #expect(try pair.alice.texts(pair.bobID).count == 4)
+        #expect(try pair.alice.outbox().count == 4)
+    }
+
+    /// Takes a ticket by planning a send by hand, lets three threads send behind it (they
+    /// wait: tickets commit in order), then hands it in: this thread commits all four in one
+    /// group. Returns each send's outcome, "sent" or "failed".
+    private func lineUpGroup(_ pair: Pair, fault: (any Error)?) throws -> [String] {
+        let node = pair.alice
+        try node.withStore { _, s in s.delivery.sendCommitFault = fault }
+        defer { _ = try? node.withStore { _, s in s.delivery.sendCommitFault = nil } }
+        let (ticket, planned, keys) = try node.withUnlockedEngine { engine, store, keys in
+            let (ticket, planned) = try engine.planSend([(pair.bobID, "held back")], store, keys)
+            return (ticket, planned, keys)
+        }
+        let outcomes = Mutex<[String]>([])
+        let threads = (0..<3).map { t in
+            Thread {
+                let outcome = (try? pair.alice.send(to: pair.bobID, text: "behind \(t)")) == nil ? "failed" : "sent"
+                outcomes.withLock { $0.append(outcome) }
+            }
+        }
+        threads.forEach { $0.start() }
+        #expect(eventually { node.sendCommits.waiting == 3 })
+        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        let mine = node.sendCommits.commit(ticket: ticket, sealed) { group in
+            #expect(group.count == 4)
+            return try node.withUnlockedEngine { engine, store, keys in try engine.commitSends(group, store, keys) }
+        }
+        #expect(eventually { threads.allSatisfy(\.isFinished) })
+        return outcomes.withLock { $0 } + [(try? mine.get()) == nil ? "failed" : "sent"]
+    }
+}
