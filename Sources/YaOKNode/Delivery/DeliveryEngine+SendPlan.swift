@@ -122,9 +122,10 @@ extension DeliveryEngine {
     }
 
     /// Step 3, under the lock, by the committer: every send of `sends` (in ticket order) in
-    /// one transaction, each all or nothing within it (a savepoint), then one pump. Returns
-    /// each send's result; throws when the transaction itself fails, and then nothing of any
-    /// send was stored (every caller gets the error: none is told a message was sent).
+    /// one transaction, each all or nothing within it (a savepoint: a send refused for
+    /// itself leaves the others), then one pump. Returns each send's result; throws when
+    /// the store fails (a write or the commit), and then nothing of any send was stored
+    /// (every caller gets the error: none is told a message was sent).
     mutating func commitSends(_ sends: [SealedSend], _ store: Store, _ keys: UnlockedKeys) throws -> [Result<[Message], any Error>] {
         var results: [Result<[Message], any Error>] = []
         try batch(store) { engine in
@@ -143,6 +144,10 @@ extension DeliveryEngine {
                     rings = tried
                     engine.effects.events += messages.map { .messageStored($0) }
                     results.append(.success(messages))
+                } catch let error as YaOKError where error.code == .storage || error.code == .diskFull {
+                    // The store failed, not this send: SQLite may have rolled the whole
+                    // transaction back (SQLITE_FULL does), so the group fails with it.
+                    throw error
                 } catch {
                     engine.effects.rollback(to: mark)
                     results.append(.failure(error))
