@@ -39,8 +39,10 @@ extension Node {
         // Planned under the lock (sender times, keys, a ticket), sealed outside it on this
         // thread, committed with every other send waiting at that moment: one disk sync for
         // the group, and this returns once its rows are durable (DeliveryEngine+SendPlan).
-        let (ticket, planned, keys) = try withUnlockedEngine { engine, store, keys in
-            let (ticket, planned) = try engine.planSend(batch, store, keys)
+        // (`withUnlocked`, not `withUnlockedEngine`: planning decides nothing to perform, and
+        // each section's end posts a flush to the event thread.)
+        let (ticket, planned, keys) = try withUnlocked { store, keys, s in
+            let (ticket, planned) = try s.delivery.planSend(batch, store, keys)
             return (ticket, planned, keys)
         }
         let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
