@@ -127,3 +127,66 @@ import Testing
         return outcomes.withLock { $0 } + [(try? mine.get()) == nil ? "failed" : "sent"]
     }
 }
+
+/// The key choice made when a send is planned is checked again at its commit: a receiver
+/// key announced in between (§13.5) wins, as it would have had the send run at once.
+@Suite struct GroupCommitKeyChoiceTests {
+    @Test func aKeyAnnouncedBetweenPlanAndCommitIsTheOneSealedTo() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let alice = pair.alice
+        // Planned while Alice knows no receiver key of Bob's: the long-term key.
+        let (ticket, planned, keys) = try alice.withUnlocked { store, keys, s in
+            let (ticket, planned) = try s.delivery.planSend([(pair.bobID, "planned before the key")], store, keys)
+            return (ticket, planned, keys)
+        }
+        #expect(planned.map(\.choice) == [.longTerm])
+        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        // Meanwhile Bob writes twice: Alice's ack of the first tells him her key, so his
+        // second is sealed to it and announces his.
+        let pipe = try MemoryPipe(alice, pair.bob)
+        defer { pipe.close() }
+        _ = try pair.bob.send(to: pair.aliceID, text: "one")
+        #expect(eventually { (try? pair.bob.state.withLock { s in try s.store!.receiverKeyRing(contactID: pair.aliceID, cipher: s.keys!.cipher).peerKey }) != nil })
+        _ = try pair.bob.send(to: pair.aliceID, text: "two")
+        let bobKey = { try? alice.state.withLock { s in try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher).peerKey } }
+        #expect(eventually { bobKey() != nil })
+        // The commit finds the choice stale and seals to Bob's key instead.
+        let messages = try alice.sendCommits.commit(ticket: ticket, sealed) { group in
+            try alice.withUnlockedEngine { engine, store, keys in try engine.commitSends(group, store, keys) }
+        }.get()
+        let id = try #require(messages.first?.messageID)
+        let (longTerm, pendingKey) = try alice.state.withLock { s in
+            (try s.store!.longTermSeals(contactID: pair.bobID, cipher: s.keys!.cipher),
+             try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher).pending[id.bytes]?.keyID)
+        }
+        #expect(longTerm == 0)
+        let delivered = try alice.status(of: id) == .delivered
+        #expect(pendingKey == bobKey()?.id || (pendingKey == nil && delivered))
+        #expect(eventually { ((try? pair.bob.texts(pair.aliceID)) ?? []).contains("planned before the key") })
+    }
+}
+
+/// The static-static secret cache (Identity+StaticShared): the same MAC as without it, and
+/// bounded whatever keys it is asked about.
+@Suite struct StaticSharedCacheTests {
+    @Test func cachedSecretsGiveTheSameAuthenticatorAndStayBounded() throws {
+        let alice = try Identity(name: "Alice"), bob = try Identity(name: "Bob")
+        let ad = [UInt8](repeating: 1, count: 40), body = [UInt8](repeating: 2, count: 100)
+        let direct = try alice.encryptionSecret.withUnsafeBytes {
+            try Envelope.authenticator(staticSecret: $0, peerKey: bob.publicIdentity.encryptionKey,
+                                       senderKey: alice.publicIdentity.encryptionKey,
+                                       recipientKey: bob.publicIdentity.encryptionKey, ad: ad, body: body[...])
+        }
+        for _ in 0..<2 {  // made, then from the cache
+            #expect(try Envelope.authenticator(alice, peerKey: bob.publicIdentity.encryptionKey,
+                                               senderKey: alice.publicIdentity.encryptionKey,
+                                               recipientKey: bob.publicIdentity.encryptionKey, ad: ad, body: body[...]) == direct)
+        }
+        for _ in 0...Identity.staticSharedCap {
+            let key = (0..<32).map { _ in UInt8.random(in: 0...255) }
+            _ = try? alice.withStaticShared(key) { $0.count }
+        }
+        #expect(alice.staticSharedCache.withLock { $0.count } <= Identity.staticSharedCap)
+    }
+}
