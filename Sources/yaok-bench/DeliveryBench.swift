@@ -62,8 +62,10 @@ enum DeliveryBench {
             }
             let elapsed = Measure.now() - t
             let got = sent.withLock { $0 }
+            let commits = sender.sendCommitStatistics
             Measure.report("Node.send\(batch == 1 ? "" : "(batch of \(batch))"), \(threads) threads", "\(Int(Double(got.count) / elapsed)) messages/s"
-                           + (got.count == n ? "" : " (\(n - got.count) FAILED)"),
+                           + (got.count == n ? "" : " (\(n - got.count) FAILED)")
+                           + ", \(Measure.format(Double(commits.sends) / Double(max(commits.groups, 1)), decimals: 1)) sends per commit",
                            target: batch == 1 ? "≥ 5,000/s" : "≥ 8,000/s")
         }
 

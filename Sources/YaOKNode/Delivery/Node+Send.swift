@@ -51,6 +51,9 @@ extension Node {
         }.get()
     }
 
+    /// How many group commits `send` made, holding how many sends (for yaok-bench).
+    package var sendCommitStatistics: (groups: Int, sends: Int) { sendCommits.statistics }
+
     /// Tries a pending, failed or sent message again now; it is `pending` again until a link
     /// or relay confirms it. `sent` is allowed (docs/PROTOCOL.md §6.1): a relay that stored it
     /// may have lost it, and its ack may never come. One whose packet expired is sealed

@@ -26,6 +26,8 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     /// The lowest ticket not committed yet.
     private var next: UInt64 = 0
     private var committing = false
+    /// Groups committed and the sends in them, for the benchmark's average group size.
+    private var groups = 0, sends = 0
 
     init() {
         mutex.initialize(to: pthread_mutex_t())
@@ -47,6 +49,13 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return handedIn.values.count { $0 != nil }
+    }
+
+    /// How many groups were committed, holding how many sends (yaok-bench prints them).
+    var statistics: (groups: Int, sends: Int) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return (groups, sends)
     }
 
     /// Hands in ticket `ticket`'s send and returns its result once committed. A failed
@@ -105,6 +114,10 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
             }
         }
         pthread_mutex_lock(mutex)
+        if !items.isEmpty {
+            groups += 1
+            sends += items.count
+        }
         for (ticket, result) in zip(tickets, outcome) { results[ticket] = result }
         committing = false
         pthread_cond_broadcast(condition)
