@@ -16,6 +16,9 @@ public final class Identity: Sendable {
     /// signature by that key of both public keys (docs/PROTOCOL.md §2). Public; it depends
     /// on the keys only, so it is made once.
     let keyProof: [UInt8]
+    /// The static-static X25519 secrets with contacts' keys, made once each
+    /// (Identity+StaticShared.swift): in memory only, wiped with the identity.
+    let staticSharedCache = Locked<[[UInt8]: SecureBytes]>([:])
 
     /// Length of `exportSecrets()`: X25519 secret (32) || Ed25519 seed (32).
     public static let secretsLength = 64

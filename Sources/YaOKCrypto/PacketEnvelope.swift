@@ -63,10 +63,8 @@ public enum PacketEnvelope {
     /// under the domain's message key. Returns E || ciphertext.
     static func sealAgreed(_ body: [UInt8], from sender: Identity, senderKey: [UInt8], to recipientKey: [UInt8],
                            ephemeral: [UInt8], shared: [UInt8], domain: [UInt8], ad: [UInt8]) throws -> [UInt8] {
-        let auth = try sender.encryptionSecret.withUnsafeBytes {
-            try Envelope.authenticator(staticSecret: $0, peerKey: recipientKey, senderKey: senderKey,
-                                       recipientKey: recipientKey, ad: ad, body: body[...])
-        }
+        let auth = try Envelope.authenticator(sender, peerKey: recipientKey, senderKey: senderKey,
+                                              recipientKey: recipientKey, ad: ad, body: body[...])
         var padded = try Padding.pad(body)
         defer { Sodium.wipe(&padded) }
         var inner: [UInt8] = []
@@ -136,10 +134,8 @@ public enum PacketEnvelope {
         guard body.count <= maxBodyLength, Padding.bucket(for: body.count) == padded.count else {
             throw YaOKError(.malformedEnvelope, "Body of \(body.count) bytes in a \(padded.count)-byte bucket")
         }
-        let expected = try? recipient.encryptionSecret.withUnsafeBytes {
-            try Envelope.authenticator(staticSecret: $0, peerKey: senderKey, senderKey: senderKey,
-                                       recipientKey: recipientKey, ad: ad, body: body)
-        }
+        let expected = try? Envelope.authenticator(recipient, peerKey: senderKey, senderKey: senderKey,
+                                                   recipientKey: recipientKey, ad: ad, body: body)
         guard let expected, Sodium.constantTimeEqual(auth, expected) else { throw YaOKError(.senderAuthFailed) }
         return Array(body)
     }

@@ -76,6 +76,8 @@ public final class Node: Sendable {
     /// "failed: disabled while starting" after the disable. Never the state lock (a start
     /// waits for a kernel or a network).
     let transportSwitching = Locked(())
+    /// Sends sealed outside the lock wait here for their group commit (SendCommitQueue).
+    let sendCommits = SendCommitQueue<SealedSend, [Message]>()
 
     /// Opens (creating if needed) the node stored in `dataDirectory`, locked.
     /// Migrates an older store; a newer or damaged one is `corruptStore`.

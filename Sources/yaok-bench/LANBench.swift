@@ -7,7 +7,7 @@ import YaOK
 /// executable started as `yaok-bench lan-peer …`.
 enum LANBench {
     static func run() throws {
-        let root = "/tmp/yaok-bench-lan-\(getpid())"
+        let root = Measure.scratchDirectory + "/yaok-bench-lan-\(getpid())"
         defer { _ = try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let peer = Process()

@@ -2,6 +2,13 @@ import Glibc
 
 /// Monotonic time and a few reporting helpers shared by all suites.
 enum Measure {
+    /// Where the suites keep their stores: YAOK_BENCH_DIR (e.g. /dev/shm, a tmpfs, to take
+    /// the disk's sync out of the figures), else /tmp. Printed at the start of a run.
+    static let scratchDirectory: String = {
+        guard let dir = getenv("YAOK_BENCH_DIR"), let path = String(validatingCString: dir), !path.isEmpty else { return "/tmp" }
+        return path
+    }()
+
     static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

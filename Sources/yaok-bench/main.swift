@@ -19,6 +19,7 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "lan-peer" {
 }
 
 let wanted = Array(CommandLine.arguments.dropFirst())
+print("stores in \(Measure.scratchDirectory) (YAOK_BENCH_DIR)")
 for suite in suites where wanted.isEmpty || wanted.contains(suite.name) {
     print("== \(suite.name)")
     try suite.run()

@@ -63,10 +63,8 @@ extension CarriedSeal {
         let ad = forwardSecretAD(senderKey: senderKey, recipientKey: recipientKey, receiverKey: receiverKey.publicKey,
                                  ephemeral: ephemeral, headerAD: headerAD)
         let announced = announce.encoded
-        let auth = try sender.encryptionSecret.withUnsafeBytes {
-            try Envelope.authenticator(staticSecret: $0, peerKey: recipientKey, senderKey: senderKey,
-                                       recipientKey: recipientKey, ad: ad + announced, body: body[...])
-        }
+        let auth = try Envelope.authenticator(sender, peerKey: recipientKey, senderKey: senderKey,
+                                              recipientKey: recipientKey, ad: ad + announced, body: body[...])
         var padded = try Padding.pad(body)
         defer { Sodium.wipe(&padded) }
         var inner = auth + announced + padded

@@ -70,10 +70,8 @@ public enum ForwardSecretEnvelope {
         let ad = associatedData(senderKey: senderKey, recipientKey: recipientKey, receiverKey: receiverKey.publicKey,
                                 messageID: messageID, timestamp: timestamp, ephemeral: ephemeral) + extra
         let announced = announce.encoded
-        let auth = try sender.encryptionSecret.withUnsafeBytes {
-            try Envelope.authenticator(staticSecret: $0, peerKey: recipientKey, senderKey: senderKey,
-                                       recipientKey: recipientKey, ad: ad + announced, body: body[...])
-        }
+        let auth = try Envelope.authenticator(sender, peerKey: recipientKey, senderKey: senderKey,
+                                              recipientKey: recipientKey, ad: ad + announced, body: body[...])
         var padded = try Padding.pad(body)
         defer { Sodium.wipe(&padded) }
         var inner = auth + announced + padded
@@ -155,10 +153,8 @@ public enum ForwardSecretEnvelope {
         guard body.count <= maxBodyLength, Padding.bucket(for: body.count) == padded.count else {
             throw YaOKError(.malformedEnvelope, "\(what) of \(body.count) bytes in a \(padded.count)-byte bucket")
         }
-        let expected = try? recipient.encryptionSecret.withUnsafeBytes {
-            try Envelope.authenticator(staticSecret: $0, peerKey: senderKey, senderKey: senderKey,
-                                       recipientKey: recipientKey, ad: ad + Array(announcedBytes), body: body)
-        }
+        let expected = try? Envelope.authenticator(recipient, peerKey: senderKey, senderKey: senderKey,
+                                                   recipientKey: recipientKey, ad: ad + Array(announcedBytes), body: body)
         guard let expected, Sodium.constantTimeEqual(auth, expected) else { throw YaOKError(.senderAuthFailed) }
         return (Array(body), try Announcement(encoded: announcedBytes))
     }

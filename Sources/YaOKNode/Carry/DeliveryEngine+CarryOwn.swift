@@ -27,10 +27,17 @@ extension DeliveryEngine {
         guard carry.mode != .off else { return }
         let content = try CarriedContent(kind: .message(text: text), id: messageID, createdMs: createdMs,
                                          claim: PurgeClaim.random())
-        let packet = try sealCarried(content, to: peer, store, keys)
+        try keepOwnCarried(try sealCarried(content, to: peer, store, keys), content, to: peer, store)
+    }
+
+    /// A carried copy of our message to `peer`, sealed, into the carry store and offered on
+    /// every meeting, its claim remembered for the delivery (`sealOwnCarried`, and the
+    /// group commit of sends, which sealed it outside the lock).
+    mutating func keepOwnCarried(_ packet: CarriedPacket, _ content: CarriedContent, to peer: PeerDirectory.Peer,
+                                 _ store: Store) throws {
         guard case .taken(let entry, _) = try store.takeCarried(packet.encode(), from: Self.ownDepositor, nowMs: now,
                                                                 policy: ownPolicy) else { return }
-        try store.rememberOwnCarried(Store.OwnCarried(messageID: messageID.bytes, contactID: peer.contactID,
+        try store.rememberOwnCarried(Store.OwnCarried(messageID: content.id.bytes, contactID: peer.contactID,
                                                       packetID: entry.id, claim: content.claim,
                                                       expiresAtMs: entry.expiresAtMs))
         try offerEverywhere(entry.id, store)

@@ -16,9 +16,9 @@ extension DeliveryEngine {
                               _ store: Store, _ keys: UnlockedKeys) throws -> (header: RoutedHeader, packet: [UInt8]) {
         if forwardSecrecy {
             var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
-            if let key = ring.peerKey {
+            if let (key, announce) = try sealingKey(to: peer, &ring) {
                 let sealed = try SealedMessage.sealForwardSecret(body, from: keys.identity, receiverKey: key,
-                                                                 announce: try ring.announcement(nowMs: now),
+                                                                 announce: announce,
                                                                  createdMs: createdMs, messageID: messageID,
                                                                  lifetimeMinutes: lifetimeMinutes, route: peer.route)
                 ring.sent(messageID: sealed.header.messageID.bytes, peerKeyID: key.id, expiresMs: sealed.header.expiresAtMs)
@@ -29,6 +29,15 @@ extension DeliveryEngine {
         }
         return try SealedMessage.seal(body, from: keys.identity, to: peer.identity.encryptionKey, createdMs: createdMs,
                                       messageID: messageID, lifetimeMinutes: lifetimeMinutes, route: peer.route)
+    }
+
+    /// The one choice of the key a message to `peer` is sealed to (§13.5): its newest
+    /// receiver key with our announcement (which may mint our first key and moves the
+    /// release in `ring`), or nil for its long-term key. `sealMessage` and the planned sends
+    /// of `Node.send` (DeliveryEngine+SendPlan) both ask it.
+    func sealingKey(to peer: PeerDirectory.Peer, _ ring: inout ReceiverKeyRing) throws -> (key: ReceiverKey, announce: Announcement)? {
+        guard let key = ring.peerKey else { return nil }
+        return (key, try ring.announcement(nowMs: now))
     }
 
     /// Opens a message from `peer`: as §13.2 when its selector names a receiver key we hold

@@ -73,6 +73,11 @@ struct DeliveryEngine {
     var invalidTexts = InvalidTextLog()
     /// The sender time of the last message sent (they strictly increase).
     var lastSentAt: Int64 = 0
+    /// The ticket the next planned send takes (DeliveryEngine+SendPlan, SendCommitQueue).
+    var nextSendTicket: UInt64 = 0
+    /// TEST ONLY: when set, a group commit of sends throws it after writing every row, as
+    /// a failing COMMIT (disk full, an I/O error) would.
+    package var sendCommitFault: (any Error)?
     /// docs/PROTOCOL.md §13, Node.Options.forwardSecrecy.
     var forwardSecrecy = false
     var lastKeyExpiry: Int64 = .min

@@ -1,0 +1,222 @@
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// `Node.send` in three steps, so that sealing runs outside the node's lock and one disk
+/// sync serves every send that waits for it (docs/ARCHITECTURE.md, "Sending"):
+///
+/// 1. `planSend`, under the lock: the contacts, strictly increasing sender times, message
+///    IDs, the key each message is sealed to (`sealingKey`, §13.5) and a ticket. No write.
+/// 2. `seal`, outside it, on the caller's thread: the routed packet and its carried copy.
+/// 3. `commitSends`, under the lock, for every send handed in since the last commit
+///    (SendCommitQueue): each key choice is checked against the contact's ring as it is
+///    now, the ring's record of what was sealed to which key and the long-term count are
+///    written in the same transaction as the rows, and a send whose choice went stale (an
+///    announcement arrived in between) is sealed again there. So what is stored is exactly
+///    what one send at a time under the lock would have stored.
+
+/// The key a send is sealed to: the contact's receiver key with our announcement, or its
+/// long-term key (§13.5).
+enum SealChoice: Sendable, Equatable {
+    case longTerm
+    case receiver(ReceiverKey, announce: Announcement)
+}
+
+/// One message of a send, planned under the lock.
+struct PlannedMessage: Sendable {
+    let text: String
+    let peer: PeerDirectory.Peer
+    let messageID: MessageID
+    let createdMs: Int64
+    let choice: SealChoice
+    /// Whether a carried copy goes with it (carrying on, §12.6).
+    let carried: Bool
+}
+
+/// One message sealed outside the lock.
+struct SealedOutgoing: Sendable {
+    let plan: PlannedMessage
+    let header: RoutedHeader
+    let packet: [UInt8]
+    let carried: (content: CarriedContent, packet: CarriedPacket)?
+}
+
+/// A send (one call: a message or a batch, all or nothing) sealed and waiting for its
+/// commit; `keys` are the keys it was planned with (a lock in between refuses it).
+struct SealedSend: Sendable {
+    let keys: UnlockedKeys
+    let messages: [SealedOutgoing]
+}
+
+extension DeliveryEngine {
+    /// Step 1, under the lock: plans `batch` and takes its ticket (the last thing, so that a
+    /// refused batch takes none). Writes nothing, but for a ring that had to mint our first
+    /// key to announce it: that one is kept at once (a key too many is harmless; one
+    /// announced and not kept would make the contact's replies unreadable).
+    mutating func planSend(_ batch: [(contactID: Int64, text: String)], _ store: Store,
+                           _ keys: UnlockedKeys) throws -> (ticket: UInt64, messages: [PlannedMessage]) {
+        let contacts = try directory(store, keys)
+        var rings: [Int64: ReceiverKeyRing] = [:]
+        let planned = try batch.map { item -> PlannedMessage in
+            guard let peer = contacts?.byContact[item.contactID] else {
+                throw YaOKError(.notFound, try store.conversationExists(item.contactID)
+                                ? "This contact was deleted and can no longer be messaged" : "No such contact")
+            }
+            var choice = SealChoice.longTerm
+            if forwardSecrecy {
+                var ring = try rings[peer.contactID] ?? store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
+                let minted = ring.lastID
+                choice = try sealChoice(to: peer, &ring)
+                if ring.lastID != minted { try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher) }
+                rings[peer.contactID] = ring
+            }
+            // Strictly increasing sender times: the recipient orders by them, so
+            // messages sent within one millisecond still show in the order written.
+            let t = max(now, lastSentAt + 1)
+            lastSentAt = t
+            return PlannedMessage(text: item.text, peer: peer, messageID: .random(), createdMs: t, choice: choice,
+                                  carried: carry.mode != .off)
+        }
+        defer { nextSendTicket += 1 }
+        return (nextSendTicket, planned)
+    }
+
+    /// `sealingKey` as a `SealChoice`.
+    func sealChoice(to peer: PeerDirectory.Peer, _ ring: inout ReceiverKeyRing) throws -> SealChoice {
+        guard let (key, announce) = try sealingKey(to: peer, &ring) else { return .longTerm }
+        return .receiver(key, announce: announce)
+    }
+
+    /// Step 2, outside the lock: seals `plan` (the routed packet, and its carried copy when
+    /// carrying is on) as `choice` says. Pure computation on the caller's thread.
+    static func seal(_ plan: PlannedMessage, as choice: SealChoice, carried: Bool, by identity: Identity) throws -> SealedOutgoing {
+        let body = Array(plan.text.utf8)
+        let peer = plan.peer
+        let routed: (header: RoutedHeader, packet: [UInt8])
+        switch choice {
+        case .longTerm:
+            routed = try SealedMessage.seal(body, from: identity, to: peer.identity.encryptionKey, createdMs: plan.createdMs,
+                                            messageID: plan.messageID, route: peer.route)
+        case .receiver(let key, let announce):
+            routed = try SealedMessage.sealForwardSecret(body, from: identity, receiverKey: key, announce: announce,
+                                                         createdMs: plan.createdMs, messageID: plan.messageID,
+                                                         route: peer.route)
+        }
+        var copy: (content: CarriedContent, packet: CarriedPacket)?
+        if carried {
+            let content = try CarriedContent(kind: .message(text: body), id: plan.messageID, createdMs: plan.createdMs,
+                                             claim: PurgeClaim.random())
+            switch choice {
+            case .longTerm: copy = (content, try CarriedSeal.seal(content, from: identity, route: peer.route))
+            case .receiver(let key, let announce):
+                copy = (content, try CarriedSeal.sealForwardSecret(content, from: identity, route: peer.route,
+                                                                   receiverKey: key, announce: announce))
+            }
+        }
+        return SealedOutgoing(plan: plan, header: routed.header, packet: routed.packet, carried: copy)
+    }
+
+    static func seal(_ plan: PlannedMessage, by identity: Identity) throws -> SealedOutgoing {
+        try seal(plan, as: plan.choice, carried: plan.carried, by: identity)
+    }
+
+    /// Step 3, under the lock, by the committer: every send of `sends` (in ticket order) in
+    /// one transaction, each all or nothing within it (a savepoint: a send refused for
+    /// itself leaves the others), then one pump. Returns each send's result; throws when
+    /// the store fails (a write or the commit), and then nothing of any send was stored
+    /// (every caller gets the error: none is told a message was sent).
+    mutating func commitSends(_ sends: [SealedSend], _ store: Store, _ keys: UnlockedKeys) throws -> [Result<[Message], any Error>] {
+        var results: [Result<[Message], any Error>] = []
+        try batch(store) { engine in
+            var rings = SendRings()
+            for send in sends {
+                guard send.keys === keys else {
+                    results.append(.failure(YaOKError(.locked, "The node was locked while the message was sealed")))
+                    continue
+                }
+                let mark = engine.effects.mark
+                var tried = rings  // a send that fails leaves the rings as they were
+                do {
+                    let messages = try store.db.transaction {
+                        try send.messages.map { try engine.commitOne($0, &tried, store, keys) }
+                    }
+                    rings = tried
+                    engine.effects.events += messages.map { .messageStored($0) }
+                    results.append(.success(messages))
+                } catch let error as YaOKError where error.code == .storage || error.code == .diskFull {
+                    // The store failed, not this send: SQLite may have rolled the whole
+                    // transaction back (SQLITE_FULL does), so the group fails with it.
+                    throw error
+                } catch {
+                    engine.effects.rollback(to: mark)
+                    results.append(.failure(error))
+                }
+            }
+            for contactID in rings.changed.sorted() {
+                if let ring = rings.byContact[contactID] {
+                    try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
+                }
+            }
+            if let fault = engine.sendCommitFault { throw fault }
+        }
+        // Stored: the sends succeeded whatever the pump does now (a store error there is
+        // retried by the delivery timer; telling the callers "failed" would make them send
+        // a second copy).
+        try? pump(store, keys)
+        return results
+    }
+
+    /// One message of a group: the key choice checked (sealed again under the lock if it
+    /// went stale), the ring told or the long-term seal counted, the rows written.
+    private mutating func commitOne(_ sealed: SealedOutgoing, _ rings: inout SendRings, _ store: Store,
+                                    _ keys: UnlockedKeys) throws -> Message {
+        let plan = sealed.plan
+        let contactID = plan.peer.contactID
+        var message = sealed
+        let carried = carry.mode != .off
+        if forwardSecrecy {
+            var ring = try rings.byContact[contactID] ?? store.receiverKeyRing(contactID: contactID, cipher: keys.cipher)
+            let choice = try sealChoice(to: plan.peer, &ring)
+            if choice != plan.choice || (carried && sealed.carried == nil) {
+                message = try Self.seal(plan, as: choice, carried: carried, by: keys.identity)
+            }
+            switch choice {
+            case .receiver(let key, _):
+                ring.sent(messageID: plan.messageID.bytes, peerKeyID: key.id, expiresMs: message.header.expiresAtMs)
+                if carried, let copy = message.carried {
+                    // Unsettled under that key until the carried copy's expiry too (§13.6).
+                    let expires = max(copy.packet.expiresAtMs, ring.pending[plan.messageID.bytes]?.expiresMs ?? .min)
+                    ring.sent(messageID: plan.messageID.bytes, peerKeyID: key.id, expiresMs: expires)
+                }
+                rings.changed.insert(contactID)
+            case .longTerm:
+                try store.countLongTermSeal(contactID: contactID, cipher: keys.cipher)
+            }
+            rings.byContact[contactID] = ring
+        } else if carried && sealed.carried == nil {
+            message = try Self.seal(plan, as: .longTerm, carried: true, by: keys.identity)
+        }
+        let t = plan.createdMs
+        guard let stored = try store.insertMessage(conversation: contactID, messageID: plan.messageID.bytes,
+                                                   direction: .outgoing, status: .pending, text: plan.text,
+                                                   senderTimestamp: t, createdAt: t, receivedAt: nil,
+                                                   unread: false, cipher: keys.cipher) else {
+            throw YaOKError(.internal, "A fresh message ID collided")
+        }
+        // Due now, every one: the sender times run ahead of the clock by a millisecond a
+        // message, and queued at those times a batch of n went out one a millisecond, the
+        // delivery timer bringing the next (LAN batches capped at ~1,000 messages/s).
+        try store.enqueue(.message, packetID: plan.messageID, contactID: contactID, packet: message.packet,
+                          now: now, expiresAt: message.header.expiresAtMs)
+        if carried, let copy = message.carried { try keepOwnCarried(copy.packet, copy.content, to: plan.peer, store) }
+        return stored
+    }
+}
+
+/// The rings of the contacts a group commit sealed to: read once, told of every message,
+/// written once at the end of the group.
+private struct SendRings {
+    var byContact: [Int64: ReceiverKeyRing] = [:]
+    var changed: Set<Int64> = []
+}

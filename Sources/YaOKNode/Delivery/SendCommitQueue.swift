@@ -1,0 +1,125 @@
+import Glibc
+import YaOKSupport
+
+/// Group commit for `Node.send` (docs/ARCHITECTURE.md, "Sending"): each send is planned
+/// under the node's lock and given a ticket, sealed outside it (on the caller's thread, so
+/// both cores seal), then handed here. One caller at a time, the *committer*, takes every
+/// sealed send that is next in ticket order and commits them all in one transaction (one
+/// disk sync), then wakes their callers with their own result; the others wait. A send
+/// still returns only once its rows are durable (or with the error that kept them out), so
+/// a killed process loses nothing that was reported sent.
+///
+/// Tickets commit in the order they were taken, which is the order of the sender times
+/// and of the outbox: a ticket still sealing holds back those after it. Every ticket taken
+/// must be handed in exactly once (`commit`), sealed or failed, or the ones after it wait
+/// for ever.
+///
+/// A pthread mutex and condition (not `Locked`, which has no condition) so that
+/// ThreadSanitizer sees the hand-over.
+final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Sends handed in and not committed yet, by ticket (nil: it failed before the commit).
+    private var handedIn: [UInt64: Item?] = [:]
+    /// The results of committed tickets whose callers have not picked them up yet.
+    private var results: [UInt64: Result<Output, any Error>] = [:]
+    /// The lowest ticket not committed yet.
+    private var next: UInt64 = 0
+    private var committing = false
+    /// Groups committed and the sends in them, for the benchmark's average group size.
+    private var groups = 0, sends = 0
+
+    init() {
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition.initialize(to: pthread_cond_t())
+        pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// How many sends are handed in and wait for their commit (for tests that line up a
+    /// group).
+    var waiting: Int {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return handedIn.values.count { $0 != nil }
+    }
+
+    /// How many groups were committed, holding how many sends (yaok-bench prints them).
+    var statistics: (groups: Int, sends: Int) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return (groups, sends)
+    }
+
+    /// Hands in ticket `ticket`'s send and returns its result once committed. A failed
+    /// `sealed` only releases the ticket (the ones after it go on) and is returned as is.
+    /// `commitGroup` is run by whichever caller commits, with the sealed sends in ticket
+    /// order, and returns one result per send, in that order (a thrown error is every one's).
+    func commit(ticket: UInt64, _ sealed: Result<Item, any Error>,
+                commitGroup: ([Item]) throws -> [Result<Output, any Error>]) -> Result<Output, any Error> {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let item: Item
+        switch sealed {
+        case .success(let sealedItem): item = sealedItem
+        case .failure(let error):
+            // Nothing to commit: the ticket is passed over by the next committer.
+            handedIn[ticket] = .some(nil)
+            pthread_cond_broadcast(condition)
+            return .failure(error)
+        }
+        handedIn[ticket] = .some(item)
+        pthread_cond_broadcast(condition)
+        while true {
+            if let result = results.removeValue(forKey: ticket) { return result }
+            if !committing, handedIn[next] != nil {
+                runOneGroup(commitGroup)
+                continue
+            }
+            pthread_cond_wait(condition, mutex)
+        }
+    }
+
+    /// Takes the handed-in run of tickets from `next`, commits it with the mutex released,
+    /// records the results and wakes every waiter. Called with the mutex held.
+    private func runOneGroup(_ commitGroup: ([Item]) throws -> [Result<Output, any Error>]) {
+        committing = true
+        var tickets: [UInt64] = []
+        var items: [Item] = []
+        while let entry = handedIn.removeValue(forKey: next) {
+            if let item = entry {
+                tickets.append(next)
+                items.append(item)
+            }
+            next += 1
+        }
+        pthread_mutex_unlock(mutex)
+        let outcome: [Result<Output, any Error>]
+        if items.isEmpty {
+            outcome = []
+        } else {
+            do {
+                let done = try commitGroup(items)
+                outcome = done.count == items.count ? done
+                    : Array(repeating: .failure(YaOKError(.internal, "A group commit returned \(done.count) results for \(items.count) sends")), count: items.count)
+            } catch {
+                outcome = Array(repeating: .failure(error), count: items.count)
+            }
+        }
+        pthread_mutex_lock(mutex)
+        if !items.isEmpty {
+            groups += 1
+            sends += items.count
+        }
+        for (ticket, result) in zip(tickets, outcome) { results[ticket] = result }
+        committing = false
+        pthread_cond_broadcast(condition)
+    }
+}
