@@ -107,7 +107,7 @@ struct CLI {
 
         let card = try #require(try bob.run(["card", "--json"]).json as? [String: Any])["card"] as? String
         let cardText = try #require(card)
-        #expect(cardText.hasPrefix("yaok:1:"))
+        #expect(cardText.hasPrefix("yaok:2:"))  // the node shows a version 2 card (§13.4)
         let human = try bob.run(["card"]).stdout
         #expect(human.contains("█") && human.contains(cardText))
         #expect(!(try bob.run(["card", "--no-qr"]).stdout.contains("█")))
