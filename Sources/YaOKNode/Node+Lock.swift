@@ -352,9 +352,11 @@ extension Node {
     /// app shows on a profile screen, without handing out anything secret. Needs the node
     /// unlocked (the name and keys are sealed in the vault while locked). The card is version
     /// 2, carrying the prekey of today (UTC), made and stored when there is none yet, so a
-    /// card shown today seals the first messages to a key erased 23 days later (§13.4).
+    /// card shown today seals the first messages to a key erased 23 days later (§13.4). With
+    /// `forwardSecrecy` off it is version 1: such a node opens nothing sealed to a prekey.
     public func profile() throws -> ContactCard {
         try withUnlocked { store, keys, s in
+            guard s.delivery.forwardSecrecy else { return keys.identity.card }
             let day = ReceiverKey.utcDay(ms: s.delivery.now)
             return keys.identity.card(prekey: try store.prekey(day: day, cipher: keys.cipher).key)
         }

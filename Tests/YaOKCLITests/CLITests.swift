@@ -157,7 +157,7 @@ struct CLI {
         #expect(try cli.run(["status", "--json"]).stdout.contains("\"meets_production_minimum\":true"))
         let bad = try cli.run(["contacts", "add", "https://example.com", "--json"])
         #expect(bad.status != 0)
-        #expect((bad.json as? [String: Any])?["error"] as? String == "Invalid Ya OK QR code: not a Ya OK card (Ya OK card text starts with yaok:1:)")
+        #expect((bad.json as? [String: Any])?["error"] as? String == "Invalid Ya OK QR code: not a Ya OK card (Ya OK card text starts with yaok:1: or yaok:2:)")
         // A file that is not there is said to be missing, not a bad card (issue 21 §4).
         let missing = try cli.run(["contacts", "add", "cards/bob.png"])
         #expect(missing.status != 0 && missing.stderr.contains("No such file: cards/bob.png"), "\(missing.stderr)")

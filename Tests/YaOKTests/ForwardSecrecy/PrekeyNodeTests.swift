@@ -151,6 +151,20 @@ import Testing
         #expect(try count(pair.bob, "SELECT count(*) FROM prekeys") == 0)
     }
 
+    /// A node with forward secrecy off shows a version 1 card: it would open nothing sealed
+    /// to a prekey, so it publishes none (and keeps none).
+    @Test func aNodeWithForwardSecrecyOffShowsAVersion1Card() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        var options = fastOptions()
+        options.forwardSecrecy = false
+        let node = try Node(dataDirectory: dir.path, options: options)
+        defer { node.close() }
+        _ = try node.setup(name: "Dora", pin: testPIN, confirmation: testPIN)
+        #expect(try node.profile().text == node.identity().card.text)
+        #expect(try node.state.withLock { try $0.store!.db.rows("SELECT count(*) FROM prekeys") { $0.int64(0) } } == [0])
+    }
+
     func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard haystack.count >= 16 else { return false }
         let windows = stride(from: 0, to: needle.count - 15, by: 16).map { Array(needle[$0..<($0 + 16)]) }
