@@ -38,7 +38,7 @@ extension Node {
                     return .exists("This card shares a key with \(existing.name), who is already in your contacts")
                 }
                 var ring = try store.receiverKeyRing(contactID: existing.id, cipher: keys.cipher)
-                if let prekey = card.prekey, ring.learnPrekey(prekey) {
+                if let prekey = card.prekey, ring.learnPrekey(prekey, nowMs: engine.now) {
                     try store.saveReceiverKeyRing(ring, contactID: existing.id, cipher: keys.cipher)
                     return .exists("\(existing.name) is already in your contacts; their card's newer prekey was saved")
                 }
@@ -48,7 +48,7 @@ extension Node {
             if let prekey = card.prekey {
                 // The first messages go to this prekey, not the long-term key (§13.4).
                 var ring = try store.receiverKeyRing(contactID: id, cipher: keys.cipher)
-                ring.learnPrekey(prekey)
+                ring.learnPrekey(prekey, nowMs: engine.now)
                 try store.saveReceiverKeyRing(ring, contactID: id, cipher: keys.cipher)
             }
             engine.effects.events.append(.contactsChanged(contactID: id))

@@ -53,9 +53,12 @@ public enum Prekey {
     /// The owner erases a prekey this many days after its day.
     public static let retentionDays: Int64 = 7 + 15 + 1
 
-    /// Whether a sender at `nowMs` may still seal to `key` (a prekey of day D: today ≤ D + 7).
+    /// Whether a sender at `nowMs` may seal to `key`: a prekey of day D with D − 1 ≤ today ≤
+    /// D + 7. One dated further ahead (its owner's clock was wrong) is not used: it would be
+    /// sealed to, and kept, for longer than the bounds state.
     public static func isFresh(_ key: ReceiverKey, nowMs: Int64) -> Bool {
-        key.isPrekey && ReceiverKey.utcDay(ms: nowMs) <= ReceiverKey.prekeyDay(id: key.id) + sealDays
+        let today = ReceiverKey.utcDay(ms: nowMs), day = ReceiverKey.prekeyDay(id: key.id)
+        return key.isPrekey && today >= day - 1 && today <= day + sealDays
     }
 
     /// Until when (ms, exclusive) a message sealed to `key` may open at its owner: the start

@@ -64,10 +64,17 @@ public struct ReceiverKeyRing: Sendable {
     }
 
     /// The prekey of the contact's (version 2) card: taken when the contact has announced
-    /// nothing newer (none yet, or an older prekey). Returns whether it was taken.
+    /// nothing (none yet, or only a prekey) and it is newer than the held prekey, or the held
+    /// one is not usable at `nowMs` while this one is (a prekey dated ahead by a wrong
+    /// clock must not block a correct one). Returns whether it was taken.
     @discardableResult
-    public mutating func learnPrekey(_ key: ReceiverKey) -> Bool {
-        guard key.isPrekey, peerKey.map({ Self.order(key.id) > Self.order($0.id) }) ?? true else { return false }
+    public mutating func learnPrekey(_ key: ReceiverKey, nowMs: Int64) -> Bool {
+        guard key.isPrekey else { return false }
+        if let held = peerKey {
+            let replaces = held.isPrekey && (Self.order(key.id) > Self.order(held.id)
+                || (!Prekey.isFresh(held, nowMs: nowMs) && Prekey.isFresh(key, nowMs: nowMs)))
+            guard replaces, key != held else { return false }
+        }
         peerKey = key
         return true
     }

@@ -91,6 +91,26 @@ import Testing
         #expect(!Prekey.isExpired(id: key.id, nowMs: 20_023 * day - 1))
         #expect(Prekey.isExpired(id: key.id, nowMs: 20_023 * day))
         #expect(Prekey.exposureEndMs(key) == 20_023 * day)
+        // Dated more than a day ahead of the sender's clock: not used (falls back visibly).
+        #expect(Prekey.isFresh(key, nowMs: 19_999 * day))
+        #expect(!Prekey.isFresh(key, nowMs: 19_999 * day - 1))
+    }
+
+    /// A ring takes a card's prekey only while the contact announced nothing newer; a later
+    /// prekey replaces an earlier one, and a usable one replaces one dated ahead.
+    @Test func whichPrekeyTheRingKeeps() throws {
+        let day: Int64 = 86_400_000, now = 20_000 * day
+        func prekey(_ d: Int64) throws -> ReceiverKey { try ReceiverKeyPair.generate(id: ReceiverKey.prekeyID(day: d)).key }
+        var ring = ReceiverKeyRing()
+        let today = try prekey(20_000), yesterday = try prekey(19_999), ahead = try prekey(20_400)
+        #expect(ring.learnPrekey(yesterday, nowMs: now) && ring.peerKey == yesterday)
+        #expect(ring.learnPrekey(today, nowMs: now) && ring.peerKey == today)
+        #expect(!ring.learnPrekey(yesterday, nowMs: now) && !ring.learnPrekey(today, nowMs: now))
+        #expect(ring.learnPrekey(ahead, nowMs: now) && ring.sealingKey(nowMs: now) == nil)  // newer, but not used
+        #expect(ring.learnPrekey(try prekey(20_001), nowMs: now) && ring.sealingKey(nowMs: now) != nil)
+        try ring.opened(with: today.id, announced: Announcement(key: try ReceiverKey(id: 1, publicKey: today.publicKey), release: 0),
+                        nowMs: now)
+        #expect(!ring.learnPrekey(try prekey(20_002), nowMs: now) && ring.peerKey?.id == 1)
     }
 
     func message(_ text: String) -> String {
