@@ -667,6 +667,9 @@ yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_js
 #define YAOK_FORWARD_SECRECY_OFF 0u     /* the node's option is off: every message to the long-term key */
 #define YAOK_FORWARD_SECRECY_NOT_YET 1u /* no receiver key from this contact yet: to its long-term key */
 #define YAOK_FORWARD_SECRECY_ON 2u      /* messages to this contact go to its newest receiver key */
+#define YAOK_FORWARD_SECRECY_PREKEY 3u  /* no receiver key yet: to the prekey of its version 2 card, exposed
+                                           until yaok_contact_prekey_exposure's time (PROTOCOL.md §13.4);
+                                           a caller that does not know this value reads it as NOT_YET */
 
 /* Forward secrecy with contact `contact_id`: *out_state one of YAOK_FORWARD_SECRECY_*,
  * *out_long_term_seals the messages sealed to its long-term key since it was added (kept in the store),
@@ -675,6 +678,13 @@ yaok_status yaok_contact_keys(yaok_node *node, int64_t contact_id, char **out_js
  * (YAOK_E_LOCKED); no such contact: YAOK_E_NOT_FOUND. */
 yaok_status yaok_contact_forward_secrecy(yaok_node *node, int64_t contact_id, uint32_t *out_state,
                                          uint64_t *out_long_term_seals, uint32_t *out_receiver_keys);
+
+/* While messages to contact `contact_id` are sealed to its card's prekey
+ * (YAOK_FORWARD_SECRECY_PREKEY): *out_until_ms the Unix time (ms, exclusive) until which they
+ * open with the contact's seized device, when it erases that prekey; 0 in every other state.
+ * Required output, written only on success; locked: YAOK_E_LOCKED; no such contact:
+ * YAOK_E_NOT_FOUND. */
+yaok_status yaok_contact_prekey_exposure(yaok_node *node, int64_t contact_id, int64_t *out_until_ms);
 
 /* ---- messages ----
  * Stored messages (US-020, US-023). Text crosses as UTF-8 bytes with their length, so it

@@ -75,4 +75,6 @@ public final class Identity: Sendable {
 
     /// This identity's signed contact card (the QR payload, US-001 AC-001-04).
     public var card: ContactCard { ContactCard(signedBy: self) }
+    /// The version 2 card carrying `prekey` (an ID made by `ReceiverKey.prekeyID(day:)`, §13.4).
+    public func card(prekey: ReceiverKey) -> ContactCard { ContactCard(signedBy: self, prekey: prekey) }
 }

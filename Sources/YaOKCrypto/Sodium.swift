@@ -47,6 +47,13 @@ package enum Sodium {
         return out
     }
 
+    /// Whether `publicKey` is of low order (X25519 with any secret gives all zeros): nothing
+    /// can be sealed to it, so a card carrying one (as its key or its prekey) is invalid.
+    static func isLowOrderX25519(_ publicKey: [UInt8]) -> Bool {
+        let probe = [UInt8](repeating: 0x5A, count: 32)  // any secret: clamping makes it a multiple of 8
+        return (try? probe.withUnsafeBytes { try x25519(secret: $0, publicKey: publicKey) }) == nil
+    }
+
     /// crypto_generichash_init/update/final: unkeyed BLAKE2b-512 over the concatenation of
     /// `parts`, without first copying them into one buffer (some of them are secrets).
     static func blake2b512(_ parts: [UnsafeRawBufferPointer]) -> [UInt8] {

@@ -6,7 +6,8 @@ import YaOK
 /// YAOK_FORWARD_SECRECY_* in include/yaok.h: the C numbering of a contact's state. Never renumbered.
 private func forwardSecrecyState(_ status: ForwardSecrecyStatus) -> UInt32 {
     guard status.enabled else { return YAOK_FORWARD_SECRECY_OFF }
-    return status.active ? YAOK_FORWARD_SECRECY_ON : YAOK_FORWARD_SECRECY_NOT_YET
+    if status.active { return YAOK_FORWARD_SECRECY_ON }
+    return status.prekeyExposureUntilMs != nil ? YAOK_FORWARD_SECRECY_PREKEY : YAOK_FORWARD_SECRECY_NOT_YET
 }
 
 @c @implementation
@@ -21,4 +22,13 @@ public func yaok_contact_forward_secrecy(_ node: OpaquePointer?, _ contactID: In
 /// receiver keys.
 private func forwardSecrecyFields(_ status: ForwardSecrecyStatus) -> (UInt32, UInt64, UInt32) {
     (forwardSecrecyState(status), UInt64(clamping: status.longTermSeals), UInt32(clamping: status.receiverKeys))
+}
+
+@c @implementation
+public func yaok_contact_prekey_exposure(_ node: OpaquePointer?, _ contactID: Int64,
+                                         _ outUntilMs: UnsafeMutablePointer<Int64>?) -> Int32 {
+    withNode(node) { n in
+        let out = try required(outUntilMs, "out_until_ms")
+        out.pointee = try n.forwardSecrecy(contactID).prekeyExposureUntilMs ?? 0
+    }
 }

@@ -24,22 +24,49 @@ extension Node {
     /// name one contact at most: already a contact, or a card that shares a key with one,
     /// is `contactExists` ("<name> is already in your contacts"), and nothing changes. One's
     /// own card (or one sharing a key with it) is `invalidArgument`.
+    ///
+    /// A version 2 card of an existing contact with the same keys whose prekey is newer than
+    /// the one held (and the contact has announced no receiver key yet) refreshes the prekey
+    /// its first messages are sealed to (§13.4): still `contactExists`, its message saying
+    /// "…; their card's newer prekey was saved". Nothing else changes (not the name).
     public func addContact(card text: String) throws -> Contact {
         let card = try ContactCard(text: text)
-        return try withUnlockedEngine { engine, store, keys -> Contact in
+        let outcome = try withUnlockedEngine { engine, store, keys -> AddOutcome in
             try Node.refuseOwnCard(card, keys)
             if let existing = try contactHoldingKeys(of: card, store, keys) {
                 guard existing.publicIdentity == card.publicIdentity else {
-                    throw YaOKError(.contactExists, "This card shares a key with \(existing.name), who is already in your contacts")
+                    return .exists("This card shares a key with \(existing.name), who is already in your contacts")
                 }
-                throw YaOKError(.contactExists, "\(existing.name) is already in your contacts")
+                var ring = try store.receiverKeyRing(contactID: existing.id, cipher: keys.cipher)
+                if let prekey = card.prekey, ring.learnPrekey(prekey, nowMs: engine.now) {
+                    try store.saveReceiverKeyRing(ring, contactID: existing.id, cipher: keys.cipher)
+                    return .exists("\(existing.name) is already in your contacts; their card's newer prekey was saved")
+                }
+                return .exists("\(existing.name) is already in your contacts")
             }
             let id = try store.insertContact(card, lookup: Node.lookup(card.publicIdentity, keys), cipher: keys.cipher, now: now)
+            if let prekey = card.prekey {
+                // The first messages go to this prekey, not the long-term key (§13.4).
+                var ring = try store.receiverKeyRing(contactID: id, cipher: keys.cipher)
+                ring.learnPrekey(prekey, nowMs: engine.now)
+                try store.saveReceiverKeyRing(ring, contactID: id, cipher: keys.cipher)
+            }
             engine.effects.events.append(.contactsChanged(contactID: id))
             // A link from this person may already be open: it now counts as theirs.
             engine.contactsChanged(store, keys)
-            return try loadContact(id, store, keys, engine.online)
+            return .added(try loadContact(id, store, keys, engine.online))
         }
+        switch outcome {
+        case .added(let contact): return contact
+        case .exists(let message): throw YaOKError(.contactExists, message)
+        }
+    }
+
+    /// What `addContact` did: a refresh of a held prekey is committed even though the add
+    /// is refused, so the refusal is returned out of the transaction, not thrown in it.
+    private enum AddOutcome: Sendable {
+        case added(Contact)
+        case exists(String)
     }
 
     /// Every contact, by name (case-insensitive), then id.

@@ -350,9 +350,16 @@ extension Node {
 
     /// The public side of the identity (name, user ID, fingerprint, contact card): what an
     /// app shows on a profile screen, without handing out anything secret. Needs the node
-    /// unlocked (the name and keys are sealed in the vault while locked).
+    /// unlocked (the name and keys are sealed in the vault while locked). The card is version
+    /// 2, carrying the prekey of today (UTC), made and stored when there is none yet, so a
+    /// card shown today seals the first messages to a key erased 23 days later (§13.4). With
+    /// `forwardSecrecy` off it is version 1: such a node opens nothing sealed to a prekey.
     public func profile() throws -> ContactCard {
-        try identity().card
+        try withUnlocked { store, keys, s in
+            guard s.delivery.forwardSecrecy else { return keys.identity.card }
+            let day = ReceiverKey.utcDay(ms: s.delivery.now)
+            return keys.identity.card(prekey: try store.prekey(day: day, cipher: keys.cipher).key)
+        }
     }
 
     // MARK: - Auto-lock
@@ -454,7 +461,7 @@ extension Node {
             let wasUnlocked = s.dropKeys(loop: loop)
             // Zero the sealed keys in the file first (secure_delete), then remove the files:
             // without the vault the rest is ciphertext under a key that no longer exists.
-            try? store.db.execute("DELETE FROM vault; PRAGMA wal_checkpoint(TRUNCATE);")
+            try? store.db.execute("DELETE FROM vault; DELETE FROM prekeys; PRAGMA wal_checkpoint(TRUNCATE);")
             store.close()
             s.store = nil
             try Store.deleteFiles(in: dataDirectory)

@@ -246,6 +246,16 @@ enum Schema {
             sealed BLOB NOT NULL
         );
         """,
+        // 16: the node's prekeys (docs/PROTOCOL.md §13.4), one per UTC day at most, published
+        // in its version 2 card. Not per contact (every contact seals to the same prekey), so
+        // nothing cascades from a contact; each is its own sealed row, deleted (and zeroed by
+        // secure_delete) 23 days after its day, and by a reset with the rest.
+        """
+        CREATE TABLE prekeys (
+            key_id INTEGER PRIMARY KEY NOT NULL CHECK (key_id BETWEEN 2147483648 AND 4294967295),
+            sealed BLOB NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

@@ -44,6 +44,11 @@ enum CryptoBench {
         Measure.report("  raw X25519 + Ed25519 key pairs", "\(Measure.format(raw * 1e3, decimals: 3)) ms")
         Measure.report("  3 guarded allocations (sodium_malloc)", "\(Measure.format(guarded * 1e3, decimals: 3)) ms")
         Measure.report("  card (sign) + decode (verify)", "\(Measure.format(try cardTime() * 1e3, decimals: 3)) ms")
+        // Card version 2 adds a 36-byte prekey (docs/PROTOCOL.md §2, §13.4).
+        let alice = try Identity(name: "Alice")
+        let v1 = alice.card, v2 = alice.card(prekey: try ReceiverKeyPair.generate(id: ReceiverKey.prekeyID(day: 20_000)).key)
+        Measure.report("  card size v1 / v2 (\"Alice\")",
+                       "\(v1.payload.count) / \(v2.payload.count) bytes, \(v1.text.count) / \(v2.text.count) characters")
     }
 
     static func cardTime() throws -> Double {

@@ -2,7 +2,7 @@ import Foundation
 import QRCode
 import YaOK
 
-/// Where `contacts add` takes a card from: its text (yaok:1:…), a PNG or JPEG photo of the
+/// Where `contacts add` takes a card from: its text (yaok:2:…), a PNG or JPEG photo of the
 /// QR code (read with libpng/libjpeg, decoded with ZBar), or a text file holding the card.
 struct CardSource {
     /// The card text, not yet checked (the node checks it when previewing).
@@ -42,7 +42,7 @@ struct CardSource {
                .first(where: { $0.hasPrefix("yaok:") }) {
             return CardSource(text: line, origin: argument)
         }
-        throw CLIError("\(argument) is neither a PNG or JPEG photo of a QR code nor a file holding a card (yaok:1:…)",
+        throw CLIError("\(argument) is neither a PNG or JPEG photo of a QR code nor a file holding a card (yaok:2:…)",
                        status: .invalidCard)
     }
 

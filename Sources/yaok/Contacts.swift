@@ -14,13 +14,13 @@ struct Contacts: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a contact from their card: its text, or a photo of its QR code.",
             discussion: """
-                The card is the text `yaok card` prints (yaok:1:…), a PNG or JPEG photo or \
+                The card is the text `yaok card` prints (yaok:2:…), a PNG or JPEG photo or \
                 screenshot of its QR code, or a text file holding the card text. The contact's \
                 name and fingerprint are shown first; in a terminal you are asked before the \
                 contact is added (--yes adds without asking).
                 """)
         @OptionGroup var options: GlobalOptions
-        @Argument(help: "The card text (yaok:1:…), or a PNG/JPEG photo of the QR code, or a file holding the card text.")
+        @Argument(help: "The card text (yaok:2:…), or a PNG/JPEG photo of the QR code, or a file holding the card text.")
         var card: String
         @Flag(help: "Only show the preview (name and fingerprint); add nothing.") var preview = false
         @Flag(name: .shortAndLong, help: "Add without asking, even in a terminal.") var yes = false

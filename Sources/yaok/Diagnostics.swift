@@ -56,7 +56,10 @@ enum Diagnostics {
         let sealed = seals == 0 ? "" : ", \(seals) sealed to the long-term key"
         switch f["state"]?.string {
         case "on": return "  forward secrecy: on" + sealed
-        case "not_yet": return "  forward secrecy: not yet (no receiver key from this contact" + sealed + ")"
+        case "prekey":
+            let until = (f["prekey_exposure_until_ms"]?.int).map { ForwardSecrecyStatus.utcDate($0) } ?? "?"
+            return "  forward secrecy: prekey (exposure until \(until)" + sealed + ")"
+        case "not_yet": return "  forward secrecy: not yet (long-term key: no receiver key from this contact" + sealed + ")"
         case "off": return "  forward secrecy: off"
         case let other: return "  forward secrecy: \(other ?? "?")"
         }

@@ -124,7 +124,7 @@ struct CLI {
 
         let card = try #require(try bob.run(["card", "--json"]).json as? [String: Any])["card"] as? String
         let cardText = try #require(card)
-        #expect(cardText.hasPrefix("yaok:1:"))
+        #expect(cardText.hasPrefix("yaok:2:"))  // the node shows a version 2 card (§13.4)
         let human = try bob.run(["card"]).stdout
         #expect(human.contains("█") && human.contains(cardText))
         #expect(!(try bob.run(["card", "--no-qr"]).stdout.contains("█")))
@@ -174,7 +174,7 @@ struct CLI {
         #expect(try cli.run(["status", "--json"]).stdout.contains("\"meets_production_minimum\":true"))
         let bad = try cli.run(["contacts", "add", "https://example.com", "--json"])
         #expect(bad.status != 0)
-        #expect((bad.json as? [String: Any])?["error"] as? String == "Invalid Ya OK QR code: not a Ya OK card (Ya OK card text starts with yaok:1:)")
+        #expect((bad.json as? [String: Any])?["error"] as? String == "Invalid Ya OK QR code: not a Ya OK card (Ya OK card text starts with yaok:1: or yaok:2:)")
         // A file that is not there is said to be missing, not a bad card (issue 21 §4).
         let missing = try cli.run(["contacts", "add", "cards/bob.png"])
         #expect(missing.status != 0 && missing.stderr.contains("No such file: cards/bob.png"), "\(missing.stderr)")

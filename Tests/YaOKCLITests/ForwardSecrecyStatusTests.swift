@@ -12,25 +12,27 @@ import Testing
         let card = try #require((try bob.run(["card", "--json"]).json as? [String: Any])?["card"] as? String)
         #expect(try alice.run(["contacts", "add", card]).status == 0)
 
-        // Nothing heard from Bob: his first message would go to his long-term key.
+        // Nothing heard from Bob: a message would go to his card's prekey (version 2,
+        // §13.4), exposed until the day the status names.
+        #expect(card.hasPrefix("yaok:2:"))
         let text = try alice.run(["status"]).stdout
         let line = try #require(text.split(separator: "\n").first { $0.contains("Bob") })
-        #expect(line.contains("forward secrecy: not yet (no receiver key from this contact)"))
+        #expect(line.contains("forward secrecy: prekey (exposure until 20"))
 
         let json = try #require(try alice.run(["status", "--json"]).json as? [String: Any])
         let contacts = try #require((json["diagnostics"] as? [String: Any])?["contacts"] as? [[String: Any]])
         let fs = try #require(contacts.first?["forward_secrecy"] as? [String: Any])
-        #expect(fs["state"] as? String == "not_yet")
+        #expect(fs["state"] as? String == "prekey")
+        let until = try #require(fs["prekey_exposure_until_ms"] as? Int)
+        #expect(until > Int(Date().timeIntervalSince1970 * 1000) + 22 * 86_400_000)
         #expect(fs["long_term_seals"] as? Int == 0)
         #expect(fs["receiver_keys"] as? Int == 0)
 
-        // A send (one process) is counted in what `status` (another process) shows: the
-        // count is kept in the store, not in the memory of the node that sealed it.
+        // A send goes to the prekey: nothing is counted as sealed to the long-term key.
         #expect(try alice.run(["send", "Bob", "before any key"]).status == 0)
         let after = try #require(try alice.run(["status", "--json"]).json as? [String: Any])
         let afterContacts = try #require((after["diagnostics"] as? [String: Any])?["contacts"] as? [[String: Any]])
         let afterFS = try #require(afterContacts.first?["forward_secrecy"] as? [String: Any])
-        #expect(afterFS["long_term_seals"] as? Int == 1)
-        #expect(try alice.run(["status"]).stdout.contains("1 sealed to the long-term key"))
+        #expect(afterFS["long_term_seals"] as? Int == 0 && afterFS["state"] as? String == "prekey")
     }
 }

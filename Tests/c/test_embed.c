@@ -184,7 +184,7 @@ static void test_first_run_and_card(void) {
 
     CHECK(yaok_node_card(node, &card) == YAOK_OK && card != NULL);
     char *text = NULL, *fingerprint = NULL, *name = NULL;
-    CHECK(yaok_card_text(card, &text) == YAOK_OK && strncmp(text, "yaok:1:", 7) == 0);
+    CHECK(yaok_card_text(card, &text) == YAOK_OK && strncmp(text, "yaok:2:", 7) == 0);  /* the node's card has a prekey (PROTOCOL.md §13.4) */
     CHECK(yaok_card_fingerprint(card, YAOK_FINGERPRINT_GROUPED, &fingerprint) == YAOK_OK && strlen(fingerprint) == 79);
     CHECK(yaok_card_name(card, &name) == YAOK_OK && strcmp(name, "Carol") == 0);
     yaok_string_free(text);

@@ -1,5 +1,7 @@
 /* Forward secrecy per contact from C (include/yaok.h, "forward secrecy"; docs/PROTOCOL.md
- * §13): Alice's first message to Bob goes to his long-term key (NOT_YET, counted once);
+ * §13): Alice's first message to Bob (added by his identity's version 1 card) goes to his
+ * long-term key (NOT_YET, counted once); Carol's, by his node's version 2 card, to his
+ * prekey (PREKEY, with yaok_contact_prekey_exposure);
  * after it is delivered over a memory link, Bob's ack has announced a receiver key and
  * Alice's state is ON, with the count unchanged. Then misuse: NULL outputs, an unknown
  * contact, a locked node. Compiled strictly under ASan/UBSan. Prints "N passed, N failed". */
@@ -76,6 +78,33 @@ int main(void) {
     CHECK(json && strstr(json, "\"forward_secrecy\":{\"state\":\"on\"") != NULL &&
           json_int(json, "long_term_seals") == 1 && json_int(json, "receiver_keys") == 0);
     yaok_string_free(json);
+
+    /* A version 2 card (yaok_node_card): Carol's first messages to Bob go to his prekey,
+     * stated as PREKEY with the time its exposure ends (PROTOCOL.md §13.4). */
+    char carol_dir[64];
+    yaok_node *carol = new_node(carol_dir, sizeof carol_dir, "Carol");
+    yaok_card *bob_card = NULL;
+    char *bob_text = NULL;
+    CHECK(yaok_node_card(bob, &bob_card) == YAOK_OK && yaok_card_text(bob_card, &bob_text) == YAOK_OK);
+    CHECK(bob_text && strncmp(bob_text, "yaok:2:", 7) == 0);
+    yaok_contact *contact = NULL;
+    CHECK(yaok_contact_add_v2(carol, bob_text, &contact) == YAOK_OK);
+    int64_t bob_at_carol = 0;
+    CHECK(yaok_contact_id(contact, &bob_at_carol) == YAOK_OK);
+    yaok_contact_free(contact);
+    yaok_string_free(bob_text);
+    yaok_card_free(bob_card);
+    CHECK(yaok_message_send(carol, bob_at_carol, (const uint8_t *)text, strlen(text), &json) == YAOK_OK);
+    yaok_string_free(json);
+    CHECK(yaok_contact_forward_secrecy(carol, bob_at_carol, &state, &seals, &keys) == YAOK_OK);
+    CHECK(state == YAOK_FORWARD_SECRECY_PREKEY && seals == 0);
+    int64_t until = -1;
+    CHECK(yaok_contact_prekey_exposure(carol, bob_at_carol, &until) == YAOK_OK && until > 23LL * 86400000);
+    CHECK(yaok_contact_prekey_exposure(alice, bob_id, &until) == YAOK_OK && until == 0);  /* ON: no prekey */
+    CHECK(yaok_contact_prekey_exposure(carol, bob_at_carol, NULL) == YAOK_E_NULL_ARGUMENT);
+    CHECK(yaok_contact_prekey_exposure(carol, 999, &until) == YAOK_E_NOT_FOUND);
+    yaok_node_free(carol);
+    remove_dir(carol_dir);
 
     /* Misuse: every output required; an unknown contact; a locked node. */
     CHECK(yaok_contact_forward_secrecy(alice, bob_id, NULL, &seals, &keys) == YAOK_E_NULL_ARGUMENT);

@@ -149,7 +149,7 @@ static void test_delivery(void) {
     yaok_string_free(json);
     CHECK(yaok_contact_keys(alice, bob_id, &json) == YAOK_OK && strstr(json, "\"name\":\"Bob\"") &&
           strstr(json, "\"encryption_key\":\"") && strstr(json, "\"signing_key\":\"") &&
-          strstr(json, "\"card\":\"yaok:1:"));
+          strstr(json, "\"card\":\"yaok:2:"));
     yaok_string_free(json);
     CHECK(yaok_contact_keys(alice, 999, &json) == YAOK_E_NOT_FOUND);
     CHECK(yaok_transport_set_enabled(alice, "lan", 1) == YAOK_E_NOT_FOUND);

@@ -7,7 +7,7 @@
  *   cc -std=c11 -Iinclude examples/c/peer.c -Lbuild/lib -lyaok -lpthread \
  *      -Wl,-rpath,$PWD/build/lib -o build/peer
  *   YAOK_PIN=246810 build/peer --data /tmp/alice --name Alice \
- *       --relay 127.0.0.1:7443 --relay-pin <64 hex> --add 'yaok:1:…'      (or --add card.txt)
+ *       --relay 127.0.0.1:7443 --relay-pin <64 hex> --add 'yaok:2:…'      (or --add card.txt)
  *
  * Lines typed on stdin are messages to the current contact; lines starting with "/" are
  * commands (/help). The same commands make it scriptable (the interop test and the demo
@@ -153,7 +153,7 @@ static char *card_argument(const char *value) {
     if (strncmp(value, "yaok:", 5) == 0) return strdup(value);
     FILE *f = fopen(value, "r");
     if (!f) {
-        fprintf(stderr, "peer: %s is neither card text (yaok:1:…) nor a readable file: %s\n", value, strerror(errno));
+        fprintf(stderr, "peer: %s is neither card text (yaok:2:…) nor a readable file: %s\n", value, strerror(errno));
         exit(2);
     }
     char *line = NULL;

@@ -121,7 +121,7 @@ def card_argument(value: str) -> str:
         with open(value, encoding="utf-8") as f:
             return f.readline().strip()
     except OSError as e:
-        sys.exit(f"peer: {value} is neither card text (yaok:1:…) nor a readable file: {e.strerror}")
+        sys.exit(f"peer: {value} is neither card text (yaok:2:…) nor a readable file: {e.strerror}")
 
 
 def wait_for(what: str, n: int, seconds: float) -> None:

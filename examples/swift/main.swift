@@ -136,7 +136,7 @@ func parse(_ arguments: [String]) -> Options {
 /// Card text, or the name of a file holding it (its first line).
 func cardArgument(_ value: String) -> String {
     if value.hasPrefix("yaok:") { return value }
-    guard let f = fopen(value, "r") else { fail("\(value) is neither card text (yaok:1:…) nor a readable file") }
+    guard let f = fopen(value, "r") else { fail("\(value) is neither card text (yaok:2:…) nor a readable file") }
     defer { fclose(f) }
     var line: UnsafeMutablePointer<CChar>?
     var size = 0

@@ -4,7 +4,7 @@ import YaOKSupport
 /// gave it (u32, big-endian) and the X25519 public key, 36 bytes. A contact seals its next
 /// messages to the newest one it has heard of, so a seized device opens only what is sealed
 /// to keys it still holds.
-public struct ReceiverKey: Sendable, Equatable {
+public struct ReceiverKey: Sendable, Hashable {
     public static let encodedLength = 4 + 32
     /// IDs with the top bit set are prekeys (published in a card, §13.4); the others are
     /// per-contact receiver keys, numbered from 1 by their owner.
@@ -34,6 +34,43 @@ public struct ReceiverKey: Sendable, Equatable {
 
     public var isPrekey: Bool { Self.isPrekey(id: id) }
     public static func isPrekey(id: UInt32) -> Bool { id & prekeyBit != 0 }
+
+    /// The prekey ID for UTC day `day` (days since 1970-01-01): the top bit and the day.
+    public static func prekeyID(day: Int64) -> UInt32 { prekeyBit | UInt32(truncatingIfNeeded: day) & ~prekeyBit }
+    /// The UTC day of a prekey ID (meaningless for a per-contact key).
+    public static func prekeyDay(id: UInt32) -> Int64 { Int64(id & ~prekeyBit) }
+    /// The UTC day (days since 1970-01-01) of a Unix time in milliseconds.
+    public static func utcDay(ms: Int64) -> Int64 { ms >= 0 ? ms / 86_400_000 : (ms + 1) / 86_400_000 - 1 }
+}
+
+/// The prekey rules (docs/PROTOCOL.md §13.4), in UTC days: a sender seals to a prekey of day
+/// D while its own day is at most D + 7; the owner erases the prekey's secret when its day
+/// reaches D + 23 (the last seal, before day D + 8 ends, plus a packet's 14-day life, plus
+/// a day for clocks that disagree).
+public enum Prekey {
+    /// A sender seals to a prekey for at most this many days after the prekey's day.
+    public static let sealDays: Int64 = 7
+    /// The owner erases a prekey this many days after its day.
+    public static let retentionDays: Int64 = 7 + 15 + 1
+
+    /// Whether a sender at `nowMs` may seal to `key`: a prekey of day D with D − 1 ≤ today ≤
+    /// D + 7. One dated further ahead (its owner's clock was wrong) is not used: it would be
+    /// sealed to, and kept, for longer than the bounds state.
+    public static func isFresh(_ key: ReceiverKey, nowMs: Int64) -> Bool {
+        let today = ReceiverKey.utcDay(ms: nowMs), day = ReceiverKey.prekeyDay(id: key.id)
+        return key.isPrekey && today >= day - 1 && today <= day + sealDays
+    }
+
+    /// Until when (ms, exclusive) a message sealed to `key` may open at its owner: the start
+    /// of day D + 23, when the owner erases it.
+    public static func exposureEndMs(_ key: ReceiverKey) -> Int64 {
+        (ReceiverKey.prekeyDay(id: key.id) + retentionDays) * 86_400_000
+    }
+
+    /// Whether the owner erases a prekey with ID `id` at `nowMs`.
+    public static func isExpired(id: UInt32, nowMs: Int64) -> Bool {
+        ReceiverKey.utcDay(ms: nowMs) >= ReceiverKey.prekeyDay(id: id) + retentionDays
+    }
 }
 
 /// A receiver key with its secret, held by its owner (in guarded memory; the store keeps it

@@ -51,8 +51,33 @@ public struct ReceiverKeyRing: Sendable {
         self.releasedPeer = releasedPeer
     }
 
-    /// The own key pairs a message from this contact may be sealed to.
+    /// The own key pairs a message from this contact may be sealed to (the node adds its
+    /// prekeys, which are not per contact, §13.4).
     public var openingKeys: [ReceiverKeyPair] { own.map(\.pair) }
+
+    /// The key to seal the next message to at `nowMs` (§13.5): the contact's newest announced
+    /// key, or the prekey of its card while that is at most 7 days past its day; nil: the
+    /// long-term key (counted and shown, never silent).
+    public func sealingKey(nowMs: Int64) -> ReceiverKey? {
+        guard let peerKey else { return nil }
+        return !peerKey.isPrekey || Prekey.isFresh(peerKey, nowMs: nowMs) ? peerKey : nil
+    }
+
+    /// The prekey of the contact's (version 2) card: taken when the contact has announced
+    /// nothing (none yet, or only a prekey) and it is newer than the held prekey, or the held
+    /// one is not usable at `nowMs` while this one is (a prekey dated ahead by a wrong
+    /// clock must not block a correct one). Returns whether it was taken.
+    @discardableResult
+    public mutating func learnPrekey(_ key: ReceiverKey, nowMs: Int64) -> Bool {
+        guard key.isPrekey else { return false }
+        if let held = peerKey {
+            let replaces = held.isPrekey && (Self.order(key.id) > Self.order(held.id)
+                || (!Prekey.isFresh(held, nowMs: nowMs) && Prekey.isFresh(key, nowMs: nowMs)))
+            guard replaces, key != held else { return false }
+        }
+        peerKey = key
+        return true
+    }
 
     /// What to put in the next message or ack to the contact: the newest own key (minted
     /// on first use) and the release (§13.3).
@@ -93,6 +118,9 @@ public struct ReceiverKeyRing: Sendable {
     /// Marks older own keys superseded, mints a new key when the newest was used (that is
     /// what heals, §13.3), and takes the announcement.
     public mutating func opened(with keyID: UInt32, announced: Announcement, nowMs: Int64) throws {
+        // A prekey is the node's, not this contact's: it supersedes no per-contact key; the
+        // ack's announcement (minted on first use) moves the contact onto per-contact keys.
+        guard !ReceiverKey.isPrekey(id: keyID) else { return try heard(announced, nowMs: nowMs) }
         for index in own.indices where own[index].pair.key.id < keyID && own[index].supersededMs == nil {
             own[index].supersededMs = nowMs
         }

@@ -7,8 +7,9 @@ import YaOKStore
 /// contact's key ring is read from the store, changed and written back within the engine's
 /// transaction, so a rolled-back batch leaves it as it was.
 extension DeliveryEngine {
-    /// Seals a message to `peer`: to its newest receiver key when it has announced one,
-    /// else to its long-term key (§13.5), counted per contact in the store so diagnostics can
+    /// Seals a message to `peer`: to its newest receiver key when it has announced one, else
+    /// to its card's prekey while that is at most 7 days past its day (§13.4), else to its
+    /// long-term key (§13.5), counted per contact in the store so diagnostics can
     /// say so, also after a restart.
     mutating func sealMessage(_ body: [UInt8], to peer: PeerDirectory.Peer, createdMs: Int64,
                               messageID: MessageID = .random(),
@@ -36,20 +37,26 @@ extension DeliveryEngine {
     /// release in `ring`), or nil for its long-term key. `sealMessage` and the planned sends
     /// of `Node.send` (DeliveryEngine+SendPlan) both ask it.
     func sealingKey(to peer: PeerDirectory.Peer, _ ring: inout ReceiverKeyRing) throws -> (key: ReceiverKey, announce: Announcement)? {
-        guard let key = ring.peerKey else { return nil }
+        guard let key = ring.sealingKey(nowMs: now) else { return nil }
         return (key, try ring.announcement(nowMs: now))
     }
 
     /// Opens a message from `peer`: as §13.2 when its selector names a receiver key we hold
-    /// for `peer` (then the ring learns the announcement, and may mint), else as §3.1.
+    /// for `peer` or one of our prekeys (§13.4) (then the ring learns the announcement, and may mint), else as §3.1.
     mutating func openMessage(_ header: RoutedHeader, _ payload: [UInt8], from peer: PeerDirectory.Peer,
                               _ store: Store, _ keys: UnlockedKeys) throws -> Envelope.Opened {
         if forwardSecrecy {
             var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
-            if SealedMessage.isForwardSecret(payload, receiverKeys: ring.openingKeys) {
+            var openingKeys = ring.openingKeys
+            // The prekeys (§13.4) only when no per-contact key matches: reading them costs a
+            // row and an X25519 base multiplication each, for the rare first messages.
+            if !SealedMessage.isForwardSecret(payload, receiverKeys: openingKeys) {
+                openingKeys += try store.prekeys(cipher: keys.cipher)
+            }
+            if SealedMessage.isForwardSecret(payload, receiverKeys: openingKeys) {
                 let opened = try SealedMessage.openForwardSecret(header, payload: payload, by: keys.identity,
                                                                  matchedSender: peer.identity.encryptionKey,
-                                                                 receiverKeys: ring.openingKeys)
+                                                                 receiverKeys: openingKeys)
                 try ring.opened(with: opened.openedWith, announced: opened.announced, nowMs: now)
                 ring.enforceCap()
                 try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
@@ -68,7 +75,7 @@ extension DeliveryEngine {
                               _ store: Store, _ keys: UnlockedKeys) throws -> CarriedPacket {
         if forwardSecrecy {
             var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
-            if let key = ring.peerKey {
+            if let key = ring.sealingKey(nowMs: now) {
                 let packet = try CarriedSeal.sealForwardSecret(content, from: keys.identity, route: peer.route,
                                                                receiverKey: key,
                                                                announce: try ring.announcement(nowMs: now))
@@ -90,10 +97,14 @@ extension DeliveryEngine {
                               _ store: Store, _ keys: UnlockedKeys) throws -> CarriedContent {
         if forwardSecrecy {
             var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
-            if CarriedSeal.isForwardSecret(packet, receiverKeys: ring.openingKeys) {
+            var openingKeys = ring.openingKeys
+            if !CarriedSeal.isForwardSecret(packet, receiverKeys: openingKeys) {
+                openingKeys += try store.prekeys(cipher: keys.cipher)  // as for a routed message
+            }
+            if CarriedSeal.isForwardSecret(packet, receiverKeys: openingKeys) {
                 let opened = try CarriedSeal.openForwardSecret(packet, by: keys.identity,
                                                                senderKey: peer.identity.encryptionKey,
-                                                               receiverKeys: ring.openingKeys)
+                                                               receiverKeys: openingKeys)
                 try ring.opened(with: opened.openedWith, announced: opened.announced, nowMs: now)
                 ring.enforceCap()
                 try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
@@ -169,11 +180,13 @@ extension DeliveryEngine {
     }
 
     /// §13.3 rule 5, at most hourly (the delivery sweep, which at an unlock runs after the
-    /// held packets were opened): erases every contact's receiver keys past their retention.
+    /// held packets were opened): erases every contact's receiver keys past their retention,
+    /// and the prekeys 23 days after their day (§13.4).
     mutating func expireReceiverKeysIfDue(_ store: Store, _ keys: UnlockedKeys) throws {
         let t = now
         guard lastKeyExpiry == .min || t - lastKeyExpiry >= 3_600_000 || t < lastKeyExpiry else { return }
         lastKeyExpiry = t
+        try store.expirePrekeys(nowMs: t)
         for contactID in try store.contactsWithReceiverKeys() {
             var ring = try store.receiverKeyRing(contactID: contactID, cipher: keys.cipher)
             if !ring.expire(nowMs: t).isEmpty {

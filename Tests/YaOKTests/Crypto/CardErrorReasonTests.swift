@@ -26,7 +26,7 @@ import Testing
         let i = chars.count - 5
         altered[i] = altered[i] == "A" ? "B" : "A"
         #expect(message(String(altered)).hasPrefix("Invalid Ya OK QR code: bad signature"))
-        #expect(message("yaok:2:" + text.dropFirst(7)) .hasPrefix("Invalid Ya OK QR code: unsupported card version 2"))
+        #expect(message("yaok:3:" + text.dropFirst(7)) .hasPrefix("Invalid Ya OK QR code: unsupported card version 3"))
         #expect(message("https://example.com/qr").hasPrefix("Invalid Ya OK QR code: not a Ya OK card"))
         #expect(message("yaok:1:!!!!").hasPrefix("Invalid Ya OK QR code: damaged"))
         #expect(message("yaok:1:" + Base64URL.encode(Array(alice.card.payload.prefix(80)))).hasPrefix("Invalid Ya OK QR code: damaged"))

@@ -19,7 +19,7 @@ import Testing
     }
 
     @Test(arguments: ["", "hello", "https://example.com/qr", "WIFI:S:home;T:WPA;P:secret;;",
-                      "yaok:1:", "yaok:1:!!!!", "yaok:2:AAAA", "YAOK:1:AAAA", "yaok:1:A"])
+                      "yaok:1:", "yaok:1:!!!!", "yaok:3:AAAA", "YAOK:1:AAAA", "yaok:1:A"])
     func foreignOrBrokenTextIsInvalid(text: String) {
         #expect(throws: YaOKError(.invalidCard)) { try ContactCard(text: text) }
     }

@@ -78,14 +78,15 @@ import Testing
 
     @Test func cardRejectVectors() throws {
         let vectors = try ProtocolVector.named("card-reject-")
-        #expect(vectors.count == 2)
+        #expect(vectors.count == 4)
         for v in vectors {
             #expect(try v.string("error") == "invalidCard")
-            // A well-formed card, validly signed by its signer: only its X25519 key is wrong.
+            // A well-formed card, validly signed by its signer: only its X25519 key (or, in
+            // version 2, its prekey) is wrong.
             let (signer, _) = try identity(try v.string("signer"))
             let payload = try #require(Base64URL.decode(String(try v.string("text").dropFirst(ContactCard.scheme.count))))
             let signed = Array(payload.dropLast(64))
-            #expect(Sodium.verify(signature: Array(payload.suffix(64)), message: ContactCard.signatureContext + signed,
+            #expect(Sodium.verify(signature: Array(payload.suffix(64)), message: ContactCard.context(payload[0]) + signed,
                                   publicKey: signer.publicIdentity.signingKey))
             #expect(throws: YaOKError(.invalidCard)) { try ContactCard(text: try v.string("text")) }
         }

@@ -109,7 +109,8 @@ import Testing
         let (identity, seized) = try seize(m, "Carol", contact: aliceAtCarol)
         #expect(!seized.isEmpty)
         #expect(recorded.map { opens($0, by: identity, keys: seized, sender: aliceKey) } == [false, false, false])
-        #expect(try m["Alice"].forwardSecrecy(carolAtAlice).longTermSeals == 1)
+        // The first message went to Carol's card prekey (§13.4), none to her long-term key.
+        #expect(try m["Alice"].forwardSecrecy(carolAtAlice).longTermSeals == 0)
         // Nor do the recorded acks open with Alice's seized state.
         let (aliceIdentity, aliceSeized) = try seize(m, "Alice", contact: carolAtAlice)
         #expect(!aliceSeized.isEmpty)

@@ -19,7 +19,7 @@ import Testing
         _ = try alice.setup(name: "Alice", pin: testPIN, confirmation: testPIN)
         let bob = try Node(dataDirectory: dirB.path, options: options)
         _ = try bob.setup(name: "Bob", pin: testPIN, confirmation: testPIN)
-        let bobID = try alice.addContact(card: bob.profile().text).id
+        let bobID = try alice.addContact(card: bob.identity().card.text).id  // version 1: no prekey
         bob.close()
         _ = try alice.send(to: bobID, text: "first")
         _ = try alice.send(to: bobID, text: "second")

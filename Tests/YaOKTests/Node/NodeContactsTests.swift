@@ -24,7 +24,9 @@ import Testing
         #expect(try node.contacts().count == 1)
         #expect(throws: YaOKError(.invalidCard)) { try node.addContact(card: "https://example.com") }
         #expect(throws: YaOKError(.invalidArgument)) { try node.addContact(card: try node.identity().card.text) }
-        #expect(try node.profile().text == node.identity().card.text)
+        // The node's card is version 2 (with today's prekey, §13.4), of the same keys and name.
+        let shown = try node.profile(), plain = try node.identity().card
+        #expect(shown.version == 2 && shown.prekey != nil && shown.publicIdentity == plain.publicIdentity && shown.name == plain.name)
 
         _ = try node.addContact(card: try cardText("alice b"))
         #expect(try node.contacts().map(\.name) == ["alice b", "Bob"])

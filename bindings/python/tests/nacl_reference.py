@@ -26,6 +26,9 @@ USER_ID_KEY = b"YaOK-user-id-v1"
 CARD_CONTEXT = b"YaOK-card-v1"
 CARD_KEY_CONTEXT = b"YaOK-card-key-v1"
 CARD_SCHEME = "yaok:1:"
+CARD_CONTEXT_V2 = b"YaOK-card-v2"
+CARD_SCHEME_V2 = "yaok:2:"
+PREKEY_BIT = 0x8000_0000
 BUCKETS = [64 << k for k in range(9)]  # 64 … 16384
 
 
@@ -130,6 +133,7 @@ class ParsedCard(NamedTuple):
     key_proof: bytes
     signed: bytes      # every byte before the signature
     signature: bytes
+    prekey: Optional[Tuple[int, bytes]] = None  # version 2: (key_id, X25519 public key)
 
 
 def b64url_decode(text: str) -> bytes:
@@ -146,42 +150,59 @@ def key_proof_message(encryption_key: bytes, signing_key: bytes) -> bytes:
 
 def parse_card(text: str) -> ParsedCard:
     """`yaok:1:` + base64url(version || X25519 (32) || Ed25519 (32) || u16 BE name length ||
-    name || key proof (64) || Ed25519 signature (64))."""
-    assert text.startswith(CARD_SCHEME)
+    name || key proof (64) || Ed25519 signature (64)); `yaok:2:` (version 2) has the prekey,
+    key_id (u32 BE, top bit set) || X25519 public key (32), between the name and the proof."""
+    version = 1 if text.startswith(CARD_SCHEME) else 2
+    assert text.startswith(CARD_SCHEME if version == 1 else CARD_SCHEME_V2)
     raw = b64url_decode(text[len(CARD_SCHEME):])
+    assert raw[0] == version
     name_length = int.from_bytes(raw[65:67], "big")
     end = 67 + name_length
+    prekey = None
+    if version == 2:
+        prekey = (int.from_bytes(raw[end:end + 4], "big"), raw[end + 4:end + 36])
+        end += 36
     assert len(raw) == end + 128
-    return ParsedCard(raw[0], raw[1:33], raw[33:65], raw[67:end].decode("utf-8"), raw[end:end + 64],
-                      raw[:end + 64], raw[end + 64:])
+    return ParsedCard(raw[0], raw[1:33], raw[33:65], raw[67:67 + name_length].decode("utf-8"), raw[end:end + 64],
+                      raw[:end + 64], raw[end + 64:], prekey)
+
+
+def card_context(version: int) -> bytes:
+    return CARD_CONTEXT if version == 1 else CARD_CONTEXT_V2
 
 
 def card_is_valid(text: str) -> bool:
     """The checks of PROTOCOL.md §2 but the display-name rules: version, lengths, the
-    Ed25519 signature, the X25519 key (not of low order) and its key proof."""
+    Ed25519 signature, the prekey (version 2: top bit set, not of low order), the X25519
+    key (not of low order) and its key proof."""
     try:
         card = parse_card(text)
-        nb.crypto_sign_open(card.signature + CARD_CONTEXT + card.signed, card.signing_key)
+        nb.crypto_sign_open(card.signature + card_context(card.version) + card.signed, card.signing_key)
     except (AssertionError, ValueError, nacl.exceptions.BadSignatureError):
         return False
-    return (card.version == 1 and not is_low_order(card.encryption_key)
+    if card.prekey is not None and (not card.prekey[0] & PREKEY_BIT or is_low_order(card.prekey[1])):
+        return False
+    return (card.version in (1, 2) and not is_low_order(card.encryption_key)
             and xeddsa_verify(card.encryption_key, key_proof_message(card.encryption_key, card.signing_key),
                               card.key_proof))
 
 
 def make_card(keys: Keys, name: str, version: int = 1, encryption_key: Optional[bytes] = None,
-              key_proof: Optional[bytes] = None) -> str:
-    """A card signed over "YaOK-card-v1" || signed part; the key proof is made with the
-    X25519 secret of `keys` unless given. `encryption_key` replaces the card's X25519 key
-    (for cards that must be refused)."""
+              key_proof: Optional[bytes] = None, prekey: Optional[Tuple[int, bytes]] = None) -> str:
+    """A card signed over "YaOK-card-v1" || signed part (with `prekey` (key_id, public key):
+    version 2, "YaOK-card-v2"); the key proof is made with the X25519 secret of `keys`
+    unless given. `encryption_key` replaces the card's X25519 key (for cards that must be
+    refused)."""
+    if prekey is not None:
+        version = 2
     encryption_key = encryption_key if encryption_key is not None else keys.x25519_public
     if key_proof is None:
         key_proof = xeddsa_sign(keys.x25519_secret, key_proof_message(encryption_key, keys.ed25519_public))
     name_bytes = name.encode("utf-8")
     signed = (bytes([version]) + encryption_key + keys.ed25519_public + len(name_bytes).to_bytes(2, "big")
-              + name_bytes + key_proof)
-    signature = nb.crypto_sign(CARD_CONTEXT + signed, keys.ed25519_secret)[:64]  # detached: first 64 bytes
-    return CARD_SCHEME + b64url_encode(signed + signature)
+              + name_bytes + (prekey[0].to_bytes(4, "big") + prekey[1] if prekey is not None else b"") + key_proof)
+    signature = nb.crypto_sign(card_context(version) + signed, keys.ed25519_secret)[:64]  # detached: first 64 bytes
+    return (CARD_SCHEME_V2 if prekey is not None else CARD_SCHEME) + b64url_encode(signed + signature)
 
 
 # ---- envelope

@@ -45,7 +45,7 @@ def test_own_card_is_public_and_adds_as_a_contact(tmp_path):
         bob.setup("Bob", PIN, PIN)
         with alice.card() as card:
             assert isinstance(card, yaok.Card)
-            assert card.name == "Alice" and card.text.startswith("yaok:1:")
+            assert card.name == "Alice" and card.text.startswith("yaok:2:")  # with a prekey (PROTOCOL.md §13.4)
             assert card.fingerprint == alice.profile().fingerprint
             assert bob.add_contact(card.text).name == "Alice"
 
@@ -162,8 +162,8 @@ def test_a_bad_card_says_which_defect(alice):
     altered = text[:i] + ("B" if text[i] == "A" else "A") + text[i + 1:]
     with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code: bad signature"):
         yaok.Card.decode(altered)
-    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code: unsupported card version 2"):
-        yaok.Card.decode("yaok:2:" + text[7:])
+    with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code: unsupported card version 3"):
+        yaok.Card.decode("yaok:3:" + text[7:])
     with pytest.raises(yaok.InvalidCard, match="^Invalid Ya OK QR code: not a Ya OK card"):
         yaok.Card.decode("https://example.com/menu")
 

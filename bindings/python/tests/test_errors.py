@@ -88,7 +88,7 @@ def test_invalid_name_message():
 def test_invalid_card_message():
     with pytest.raises(yaok.InvalidCard) as info:
         yaok.Card.decode("https://example.com/not-a-card")
-    assert info.value.message == "Invalid Ya OK QR code: not a Ya OK card (Ya OK card text starts with yaok:1:)"
+    assert info.value.message == "Invalid Ya OK QR code: not a Ya OK card (Ya OK card text starts with yaok:1: or yaok:2:)"
     assert info.value.status == 201
 
 

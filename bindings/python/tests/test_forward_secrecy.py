@@ -1,7 +1,10 @@
 """Forward secrecy per contact through the binding (Node.forward_secrecy over
-yaok_contact_forward_secrecy; docs/PROTOCOL.md §13): the first message to a contact goes to
-its long-term key (NOT_YET, counted); once the contact's ack has announced a receiver key
-over a memory link, ON."""
+yaok_contact_forward_secrecy; docs/PROTOCOL.md §13): the first message to a contact added
+by its version 1 card goes to its long-term key (NOT_YET, counted); by its version 2 card,
+to its prekey (PREKEY, with the exposure end); once the contact's ack has announced a
+receiver key over a memory link, ON."""
+
+import time
 
 import pytest
 
@@ -17,8 +20,8 @@ def test_forward_secrecy_is_reported_per_contact(tmp_path):
             yaok.Node.open(tmp_path / "b", test_fast_kdf=True) as bob:
         alice.setup("Alice", PIN, PIN)
         bob.setup("Bob", PIN, PIN)
-        bob_id = alice.add_contact(bob.profile().card).id
-        alice_id = bob.add_contact(alice.profile().card).id
+        bob_id = alice.add_contact(bob.identity().card).id  # version 1: no prekey
+        alice_id = bob.add_contact(alice.identity().card).id
         assert alice.forward_secrecy(bob_id) == yaok.ForwardSecrecy(ForwardSecrecyState.NOT_YET, 0, 0)
 
         message = alice.send(bob_id, "first")
@@ -50,3 +53,23 @@ def test_forward_secrecy_is_reported_per_contact(tmp_path):
         alice.lock()
         with pytest.raises(yaok.Locked):
             alice.forward_secrecy(bob_id)
+
+
+def test_a_version_2_card_seals_the_first_messages_to_its_prekey(tmp_path):
+    with yaok.Node.open(tmp_path / "a", test_fast_kdf=True) as alice, \
+            yaok.Node.open(tmp_path / "b", test_fast_kdf=True) as bob:
+        alice.setup("Alice", PIN, PIN)
+        bob.setup("Bob", PIN, PIN)
+        card = bob.profile().card
+        assert card.startswith("yaok:2:")
+        bob_id = alice.add_contact(card).id
+        alice.send(bob_id, "first")
+        status = alice.forward_secrecy(bob_id)
+        assert status.state is ForwardSecrecyState.PREKEY and status.long_term_seals == 0
+        day = 86_400_000
+        today = int(time.time() * 1000) // day
+        assert status.prekey_exposure_until_ms in ((today + 23) * day, (today + 24) * day)
+        assert alice.diagnostics()["contacts"][0]["forward_secrecy"]["prekey_exposure_until_ms"] == \
+            status.prekey_exposure_until_ms
+        with pytest.raises(yaok.ContactExists, match="^Bob is already in your contacts$"):
+            alice.add_contact(card)

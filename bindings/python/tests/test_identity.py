@@ -86,7 +86,7 @@ def test_card_decode_trims_white_space(alice):
 
 
 @pytest.mark.parametrize("text", [
-    "", "hello", "https://example.com/not-a-card", "yaok:1:", "yaok:1:!!!!", "yaok:2:AAAA",
+    "", "hello", "https://example.com/not-a-card", "yaok:1:", "yaok:1:!!!!", "yaok:3:AAAA", "yaok:2:AAAA",
     "WIFI:S:network;T:WPA;P:secret;;", "yaok:1:" + "A" * 200,
 ])
 def test_invalid_cards(text):
@@ -94,8 +94,8 @@ def test_invalid_cards(text):
         yaok.Card.decode(text)
     # The status is the same for every defect; the message says which (issue 21 §4).
     assert info.value.message.startswith("Invalid Ya OK QR code: ")
-    expected = ("unsupported card version 2" if text.startswith("yaok:2:")
-                else "damaged" if text.startswith("yaok:1:") else "not a Ya OK card")
+    expected = ("unsupported card version 3" if text.startswith("yaok:3:")
+                else "damaged" if text.startswith(("yaok:1:", "yaok:2:")) else "not a Ya OK card")
     assert expected in info.value.message
 
 

@@ -37,7 +37,7 @@ def test_each_thread_sees_its_own_error_message():
     cases = [
         (lambda: yaok.Identity.new("A"), yaok.InvalidName, "Name must be 2-50 characters"),
         (lambda: yaok.Card.decode("not a card"), yaok.InvalidCard,
-         "Invalid Ya OK QR code: not a Ya OK card (Ya OK card text starts with yaok:1:)"),
+         "Invalid Ya OK QR code: not a Ya OK card (Ya OK card text starts with yaok:1: or yaok:2:)"),
         (lambda: yaok.Identity.restore("Alice", bytes(3)), yaok.InvalidArgument, "secrets must be 64 bytes"),
         (lambda: yaok.Identity.new("Al\udcff"), yaok.InvalidUTF8, "name is not valid UTF-8"),
     ]
