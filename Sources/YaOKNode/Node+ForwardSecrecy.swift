@@ -65,7 +65,8 @@ extension Node {
             guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
             let ring = try store.receiverKeyRing(contactID: id, cipher: keys.cipher)
             let enabled = s.delivery.forwardSecrecy
-            let key = ring.sealingKey(nowMs: s.delivery.now)
+            // With the option off nothing is sealed to a key the contact holds: no prekey state.
+            let key = enabled ? ring.sealingKey(nowMs: s.delivery.now) : nil
             return ForwardSecrecyStatus(enabled: enabled, active: enabled && key.map { !$0.isPrekey } ?? false,
                                         prekeyExposureUntilMs: key.flatMap { $0.isPrekey ? Prekey.exposureEndMs($0) : nil },
                                         longTermSeals: Int(clamping: try store.longTermSeals(contactID: id, cipher: keys.cipher)), receiverKeys: ring.own.count)

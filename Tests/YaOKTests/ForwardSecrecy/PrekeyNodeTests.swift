@@ -165,6 +165,25 @@ import Testing
         #expect(try node.state.withLock { try $0.store!.db.rows("SELECT count(*) FROM prekeys") { $0.int64(0) } } == [0])
     }
 
+    /// With the option off the state is "off" and nothing else: no prekey exposure (in the
+    /// status, the diagnostics JSON, or C's yaok_contact_prekey_exposure, which documents 0
+    /// in every other state), although the contact's prekey is still held.
+    @Test func withTheOptionOffAHeldPrekeyIsNotShown() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let bobID = try pair.alice.addContact(card: pair.bob.profile().text).id
+        #expect(try pair.alice.forwardSecrecy(bobID).state == "prekey")
+        pair.alice.close()
+        var options = fastOptions(clock: pair.clock)
+        options.forwardSecrecy = false
+        let alice = try Node(dataDirectory: pair.dirA.path, options: options)
+        defer { alice.close() }
+        try alice.unlock(pin: testPIN)
+        let status = try alice.forwardSecrecy(bobID)
+        #expect(status.state == "off" && status.prekeyExposureUntilMs == nil)
+        #expect(status.json.serialized == #"{"state":"off","long_term_seals":0,"receiver_keys":0}"#)
+    }
+
     func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard haystack.count >= 16 else { return false }
         let windows = stride(from: 0, to: needle.count - 15, by: 16).map { Array(needle[$0..<($0 + 16)]) }
