@@ -36,7 +36,9 @@ public struct ForwardSecrecyStatus: Sendable, Equatable {
         guard enabled else { return "forward secrecy: off (messages sealed to the long-term key)" }
         if active { return "forward secrecy: on (\(receiverKeys) receiver keys held)" }
         if let until = prekeyExposureUntilMs {
-            return "forward secrecy: prekey (exposure until \(Self.utcDate(until)); \(longTermSeals) sealed to the long-term key)"
+            // The exposure ends at the start of that day: "until 2026-12-20" alone reads as
+            // including the 20th.
+            return "forward secrecy: prekey (exposure until \(Self.utcDate(until)) 00:00 UTC; \(longTermSeals) sealed to the long-term key)"
         }
         return "forward secrecy: not yet (no receiver key from this contact; \(longTermSeals) sealed to the long-term key)"
     }

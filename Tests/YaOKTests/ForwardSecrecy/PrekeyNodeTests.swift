@@ -66,7 +66,7 @@ import Testing
         let status = try pair.alice.forwardSecrecy(bobID)
         #expect(status.state == "prekey" && status.longTermSeals == 0)
         #expect(status.prekeyExposureUntilMs == (ReceiverKey.utcDay(ms: pair.clock.now) + 23) * day)
-        #expect(status.summary.hasPrefix("forward secrecy: prekey (exposure until 20"))
+        #expect(status.summary == "forward secrecy: prekey (exposure until \(ForwardSecrecyStatus.utcDate(status.prekeyExposureUntilMs ?? 0)) 00:00 UTC; 0 sealed to the long-term key)")
 
         // Bob has never spoken: Alice's messages, recorded from her outbox as a relay or a
         // carrier would see them, go to his prekey.
