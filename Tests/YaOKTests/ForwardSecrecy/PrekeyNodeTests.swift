@@ -165,6 +165,31 @@ import Testing
         #expect(try node.state.withLock { try $0.store!.db.rows("SELECT count(*) FROM prekeys") { $0.int64(0) } } == [0])
     }
 
+    /// A node locked at day D + 23 erases the prekey on time all the same (its ID is its
+    /// day: no key is needed to know it has expired), from the file too. Waiting for the
+    /// unlock would keep it for as long as the node stays locked, and gain nothing: every
+    /// packet sealed to it has expired by then (made before D + 8, living 14 days), so no
+    /// held packet needs it.
+    @Test func aLockedNodeErasesAPrekeyOnTime() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let prekey = try #require(try pair.bob.profile().prekey)
+        let sealedRows = try pair.prekeyRows()
+        try pair.bob.lock()
+        pair.clock.advance(seconds: (Prekey.exposureEndMs(prekey) - pair.clock.now) / 1000 - 3_600)
+        pair.bob.runDeliveryTimers()
+        #expect(try pair.prekeyRows().count == 1)
+        pair.clock.advance(seconds: 3_600 + 60)
+        pair.bob.runDeliveryTimers()
+        #expect(try pair.prekeyRows().isEmpty)
+        let files = try FileManager.default.contentsOfDirectory(atPath: pair.dirB.path).map {
+            Array(try Data(contentsOf: URL(fileURLWithPath: pair.dirB.path + "/" + $0)))
+        }
+        #expect(!files.contains { file in sealedRows.contains { contains(file, $0) } })
+        try pair.bob.unlock(pin: testPIN)
+        #expect(try pair.bob.profile().prekey?.id == ReceiverKey.prekeyID(day: ReceiverKey.utcDay(ms: pair.clock.now)))
+    }
+
     /// With the option off the state is "off" and nothing else: no prekey exposure (in the
     /// status, the diagnostics JSON, or C's yaok_contact_prekey_exposure, which documents 0
     /// in every other state), although the contact's prekey is still held.
