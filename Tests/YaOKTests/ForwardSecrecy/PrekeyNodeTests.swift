@@ -190,6 +190,17 @@ import Testing
         #expect(try pair.bob.profile().prekey?.id == ReceiverKey.prekeyID(day: ReceiverKey.utcDay(ms: pair.clock.now)))
     }
 
+    /// A clock before 1970 (or past the 31 bits of a key_id's day) makes no prekey: its day
+    /// would wrap into one some five million years ahead, never used by a sender and never
+    /// erased. The card is version 1 then (stated fallback, §13.5).
+    @Test func aClockOutsideTheKeyIDsDaysMakesNoPrekey() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        pair.clock.moveWallClock(seconds: -pair.clock.now / 1000 - 86_400)
+        #expect(try pair.bob.profile().version == 1)
+        #expect(try pair.prekeyRows().isEmpty)
+    }
+
     /// With the option off the state is "off" and nothing else: no prekey exposure (in the
     /// status, the diagnostics JSON, or C's yaok_contact_prekey_exposure, which documents 0
     /// in every other state), although the contact's prekey is still held.
