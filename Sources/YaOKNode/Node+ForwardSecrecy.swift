@@ -36,7 +36,9 @@ public struct ForwardSecrecyStatus: Sendable, Equatable {
         guard enabled else { return "forward secrecy: off (messages sealed to the long-term key)" }
         if active { return "forward secrecy: on (\(receiverKeys) receiver keys held)" }
         if let until = prekeyExposureUntilMs {
-            return "forward secrecy: prekey (exposure until \(Self.utcDate(until)); \(longTermSeals) sealed to the long-term key)"
+            // The exposure ends at the start of that day: "until 2026-12-20" alone reads as
+            // including the 20th.
+            return "forward secrecy: prekey (exposure until \(Self.utcDate(until)) 00:00 UTC; \(longTermSeals) sealed to the long-term key)"
         }
         return "forward secrecy: not yet (no receiver key from this contact; \(longTermSeals) sealed to the long-term key)"
     }
@@ -65,7 +67,8 @@ extension Node {
             guard try store.contactExists(id) else { throw YaOKError(.notFound, "No such contact") }
             let ring = try store.receiverKeyRing(contactID: id, cipher: keys.cipher)
             let enabled = s.delivery.forwardSecrecy
-            let key = ring.sealingKey(nowMs: s.delivery.now)
+            // With the option off nothing is sealed to a key the contact holds: no prekey state.
+            let key = enabled ? ring.sealingKey(nowMs: s.delivery.now) : nil
             return ForwardSecrecyStatus(enabled: enabled, active: enabled && key.map { !$0.isPrekey } ?? false,
                                         prekeyExposureUntilMs: key.flatMap { $0.isPrekey ? Prekey.exposureEndMs($0) : nil },
                                         longTermSeals: Int(clamping: try store.longTermSeals(contactID: id, cipher: keys.cipher)), receiverKeys: ring.own.count)

@@ -356,8 +356,10 @@ extension Node {
     /// `forwardSecrecy` off it is version 1: such a node opens nothing sealed to a prekey.
     public func profile() throws -> ContactCard {
         try withUnlocked { store, keys, s in
-            guard s.delivery.forwardSecrecy else { return keys.identity.card }
             let day = ReceiverKey.utcDay(ms: s.delivery.now)
+            // A day a key_id cannot hold (a clock before 1970) would wrap into one never
+            // used and never erased: no prekey then (a version 1 card, the stated fallback).
+            guard s.delivery.forwardSecrecy, (0..<Int64(ReceiverKey.prekeyBit)).contains(day) else { return keys.identity.card }
             return keys.identity.card(prekey: try store.prekey(day: day, cipher: keys.cipher).key)
         }
     }

@@ -248,8 +248,9 @@ enum Schema {
         """,
         // 16: the node's prekeys (docs/PROTOCOL.md §13.4), one per UTC day at most, published
         // in its version 2 card. Not per contact (every contact seals to the same prekey), so
-        // nothing cascades from a contact; each is its own sealed row, deleted (and zeroed by
-        // secure_delete) 23 days after its day, and by a reset with the rest.
+        // nothing cascades from a contact; each is its own sealed row (secret || public key),
+        // deleted (and zeroed by secure_delete) 23 days after its day, also while locked (the
+        // key_id, in clear, is the day), and by a reset with the rest.
         """
         CREATE TABLE prekeys (
             key_id INTEGER PRIMARY KEY NOT NULL CHECK (key_id BETWEEN 2147483648 AND 4294967295),

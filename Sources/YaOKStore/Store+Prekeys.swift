@@ -5,7 +5,10 @@ import YaOKCrypto
 /// card publishes, one per UTC day at most, for every contact's first messages. Each secret
 /// is sealed by the unlocked node's field cipher in its own row, so that erasing one deletes
 /// the row and, with `secure_delete` and the log checkpoint (Store+ReceiverKeys), leaves no
-/// copy in the file.
+/// copy in the file. The row seals secret || public key (64 bytes): a packet that matches
+/// no per-contact key reads every prekey to compare selectors, and recomputing 23 public
+/// keys (an X25519 base multiplication each) for each such packet, junk included, would
+/// let whoever replays a routing tag make the node do 23 times the work of one open.
 extension Store {
     /// Every prekey held, oldest first.
     package func prekeys(cipher: FieldCipher) throws -> [ReceiverKeyPair] {
@@ -14,8 +17,9 @@ extension Store {
             let keyID = UInt32(truncatingIfNeeded: row.int64(0))
             var plain = try cipher.open(row.blob(1), ad: RowAD.prekey(keyID: keyID))
             defer { Sodium.wipe(&plain) }
-            guard plain.count == 32 else { throw FieldCipher.failure }
-            out.append(try ReceiverKeyPair(id: keyID, secret: SecureBytes(copying: plain)))
+            guard plain.count == 64 else { throw FieldCipher.failure }
+            out.append(try ReceiverKeyPair(id: keyID, secret: SecureBytes(copying: Array(plain[0..<32])),
+                                           publicKey: Array(plain[32...])))
         }
         return out
     }
@@ -25,7 +29,7 @@ extension Store {
         let id = ReceiverKey.prekeyID(day: day)
         if let held = try prekeys(cipher: cipher).first(where: { $0.key.id == id }) { return held }
         let pair = try ReceiverKeyPair.generate(id: id)
-        var plain = pair.secret.withUnsafeBytes { Array($0) }
+        var plain = pair.secret.withUnsafeBytes { Array($0) } + pair.key.publicKey  // secret || public (64)
         defer { Sodium.wipe(&plain) }
         let sealed = try cipher.seal(plain, ad: RowAD.prekey(keyID: id))
         try db.query("INSERT INTO prekeys (key_id, sealed) VALUES (?, ?)", [.int(Int64(id)), .blob(sealed)])

@@ -58,7 +58,7 @@ enum Diagnostics {
         case "on": return "  forward secrecy: on" + sealed
         case "prekey":
             let until = (f["prekey_exposure_until_ms"]?.int).map { ForwardSecrecyStatus.utcDate($0) } ?? "?"
-            return "  forward secrecy: prekey (exposure until \(until)" + sealed + ")"
+            return "  forward secrecy: prekey (exposure until \(until) 00:00 UTC" + sealed + ")"
         case "not_yet": return "  forward secrecy: not yet (long-term key: no receiver key from this contact" + sealed + ")"
         case "off": return "  forward secrecy: off"
         case let other: return "  forward secrecy: \(other ?? "?")"

@@ -17,7 +17,7 @@ import Testing
         #expect(card.hasPrefix("yaok:2:"))
         let text = try alice.run(["status"]).stdout
         let line = try #require(text.split(separator: "\n").first { $0.contains("Bob") })
-        #expect(line.contains("forward secrecy: prekey (exposure until 20"))
+        #expect(line.contains("forward secrecy: prekey (exposure until 20") && line.contains(" 00:00 UTC)"))
 
         let json = try #require(try alice.run(["status", "--json"]).json as? [String: Any])
         let contacts = try #require((json["diagnostics"] as? [String: Any])?["contacts"] as? [[String: Any]])

@@ -87,6 +87,14 @@ public struct ReceiverKeyPair: Sendable {
         self.secret = secret
     }
 
+    /// A pair whose public key the caller already holds (read back from the vault, which
+    /// authenticates it): no base multiplication, so loading many costs no X25519.
+    package init(id: UInt32, secret: SecureBytes, publicKey: [UInt8]) throws {
+        guard secret.count == 32 else { throw YaOKError(.invalidArgument, "A receiver key secret is 32 bytes") }
+        self.key = try ReceiverKey(id: id, publicKey: publicKey)
+        self.secret = secret
+    }
+
     /// A fresh key pair under `id`.
     public static func generate(id: UInt32) throws -> ReceiverKeyPair {
         try ReceiverKeyPair(id: id, secret: try SecureBytes.random(count: 32))

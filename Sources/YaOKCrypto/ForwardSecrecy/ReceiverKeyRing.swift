@@ -64,15 +64,18 @@ public struct ReceiverKeyRing: Sendable {
     }
 
     /// The prekey of the contact's (version 2) card: taken when the contact has announced
-    /// nothing (none yet, or only a prekey) and it is newer than the held prekey, or the held
-    /// one is not usable at `nowMs` while this one is (a prekey dated ahead by a wrong
-    /// clock must not block a correct one). Returns whether it was taken.
+    /// nothing (none yet, or only a prekey) and it is usable at `nowMs` while the held one
+    /// is not, or both are usable (or both not) and it is newer. A prekey dated ahead by a
+    /// wrong clock must not block a correct one, and must not displace one either: a card
+    /// made by a clock set ahead would otherwise send the first messages to the long-term
+    /// key again. Returns whether it was taken.
     @discardableResult
     public mutating func learnPrekey(_ key: ReceiverKey, nowMs: Int64) -> Bool {
         guard key.isPrekey else { return false }
         if let held = peerKey {
-            let replaces = held.isPrekey && (Self.order(key.id) > Self.order(held.id)
-                || (!Prekey.isFresh(held, nowMs: nowMs) && Prekey.isFresh(key, nowMs: nowMs)))
+            let usable = Prekey.isFresh(key, nowMs: nowMs), heldUsable = Prekey.isFresh(held, nowMs: nowMs)
+            let replaces = held.isPrekey && (usable && !heldUsable
+                || usable == heldUsable && Self.order(key.id) > Self.order(held.id))
             guard replaces, key != held else { return false }
         }
         peerKey = key

@@ -38,6 +38,9 @@ extension DeliveryEngine {
                 }
             }
         }
+        // A prekey's ID is its day, so it is erased on time while locked too (§13.4 rule 5):
+        // every packet sealed to it has expired by then, so no held packet needs it.
+        if sweep, keys == nil { try store.expirePrekeys(nowMs: t) }
         // When one link is due a keepalive, every link half-way there gets one too: one
         // timer wake-up serves them all, not one per link every 20 s.
         if sweep, links.values.contains(where: { $0.isOpen && t - $0.lastSent >= Node.linkKeepaliveMs }) {

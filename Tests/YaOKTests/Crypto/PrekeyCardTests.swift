@@ -97,7 +97,8 @@ import Testing
     }
 
     /// A ring takes a card's prekey only while the contact announced nothing newer; a later
-    /// prekey replaces an earlier one, and a usable one replaces one dated ahead.
+    /// prekey replaces an earlier one, a usable one replaces one dated ahead, and one dated
+    /// ahead never replaces a usable one.
     @Test func whichPrekeyTheRingKeeps() throws {
         let day: Int64 = 86_400_000, now = 20_000 * day
         func prekey(_ d: Int64) throws -> ReceiverKey { try ReceiverKeyPair.generate(id: ReceiverKey.prekeyID(day: d)).key }
@@ -106,7 +107,12 @@ import Testing
         #expect(ring.learnPrekey(yesterday, nowMs: now) && ring.peerKey == yesterday)
         #expect(ring.learnPrekey(today, nowMs: now) && ring.peerKey == today)
         #expect(!ring.learnPrekey(yesterday, nowMs: now) && !ring.learnPrekey(today, nowMs: now))
-        #expect(ring.learnPrekey(ahead, nowMs: now) && ring.sealingKey(nowMs: now) == nil)  // newer, but not used
+        // Newer but dated ahead (a wrong clock): it does not displace the usable one.
+        #expect(!ring.learnPrekey(ahead, nowMs: now) && ring.sealingKey(nowMs: now) == today)
+        // Held while unusable, it gives way to a usable one, older or newer.
+        var aheadRing = ReceiverKeyRing()
+        #expect(aheadRing.learnPrekey(ahead, nowMs: now) && aheadRing.sealingKey(nowMs: now) == nil)
+        #expect(aheadRing.learnPrekey(yesterday, nowMs: now) && aheadRing.sealingKey(nowMs: now) == yesterday)
         #expect(ring.learnPrekey(try prekey(20_001), nowMs: now) && ring.sealingKey(nowMs: now) != nil)
         try ring.opened(with: today.id, announced: Announcement(key: try ReceiverKey(id: 1, publicKey: today.publicKey), release: 0),
                         nowMs: now)

@@ -66,7 +66,7 @@ import Testing
         let status = try pair.alice.forwardSecrecy(bobID)
         #expect(status.state == "prekey" && status.longTermSeals == 0)
         #expect(status.prekeyExposureUntilMs == (ReceiverKey.utcDay(ms: pair.clock.now) + 23) * day)
-        #expect(status.summary.hasPrefix("forward secrecy: prekey (exposure until 20"))
+        #expect(status.summary == "forward secrecy: prekey (exposure until \(ForwardSecrecyStatus.utcDate(status.prekeyExposureUntilMs ?? 0)) 00:00 UTC; 0 sealed to the long-term key)")
 
         // Bob has never spoken: Alice's messages, recorded from her outbox as a relay or a
         // carrier would see them, go to his prekey.
@@ -163,6 +163,61 @@ import Testing
         _ = try node.setup(name: "Dora", pin: testPIN, confirmation: testPIN)
         #expect(try node.profile().text == node.identity().card.text)
         #expect(try node.state.withLock { try $0.store!.db.rows("SELECT count(*) FROM prekeys") { $0.int64(0) } } == [0])
+    }
+
+    /// A node locked at day D + 23 erases the prekey on time all the same (its ID is its
+    /// day: no key is needed to know it has expired), from the file too. Waiting for the
+    /// unlock would keep it for as long as the node stays locked, and gain nothing: every
+    /// packet sealed to it has expired by then (made before D + 8, living 14 days), so no
+    /// held packet needs it.
+    @Test func aLockedNodeErasesAPrekeyOnTime() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let prekey = try #require(try pair.bob.profile().prekey)
+        let sealedRows = try pair.prekeyRows()
+        try pair.bob.lock()
+        pair.clock.advance(seconds: (Prekey.exposureEndMs(prekey) - pair.clock.now) / 1000 - 3_600)
+        pair.bob.runDeliveryTimers()
+        #expect(try pair.prekeyRows().count == 1)
+        pair.clock.advance(seconds: 3_600 + 60)
+        pair.bob.runDeliveryTimers()
+        #expect(try pair.prekeyRows().isEmpty)
+        let files = try FileManager.default.contentsOfDirectory(atPath: pair.dirB.path).map {
+            Array(try Data(contentsOf: URL(fileURLWithPath: pair.dirB.path + "/" + $0)))
+        }
+        #expect(!files.contains { file in sealedRows.contains { contains(file, $0) } })
+        try pair.bob.unlock(pin: testPIN)
+        #expect(try pair.bob.profile().prekey?.id == ReceiverKey.prekeyID(day: ReceiverKey.utcDay(ms: pair.clock.now)))
+    }
+
+    /// A clock before 1970 (or past the 31 bits of a key_id's day) makes no prekey: its day
+    /// would wrap into one some five million years ahead, never used by a sender and never
+    /// erased. The card is version 1 then (stated fallback, §13.5).
+    @Test func aClockOutsideTheKeyIDsDaysMakesNoPrekey() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        pair.clock.moveWallClock(seconds: -pair.clock.now / 1000 - 86_400)
+        #expect(try pair.bob.profile().version == 1)
+        #expect(try pair.prekeyRows().isEmpty)
+    }
+
+    /// With the option off the state is "off" and nothing else: no prekey exposure (in the
+    /// status, the diagnostics JSON, or C's yaok_contact_prekey_exposure, which documents 0
+    /// in every other state), although the contact's prekey is still held.
+    @Test func withTheOptionOffAHeldPrekeyIsNotShown() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let bobID = try pair.alice.addContact(card: pair.bob.profile().text).id
+        #expect(try pair.alice.forwardSecrecy(bobID).state == "prekey")
+        pair.alice.close()
+        var options = fastOptions(clock: pair.clock)
+        options.forwardSecrecy = false
+        let alice = try Node(dataDirectory: pair.dirA.path, options: options)
+        defer { alice.close() }
+        try alice.unlock(pin: testPIN)
+        let status = try alice.forwardSecrecy(bobID)
+        #expect(status.state == "off" && status.prekeyExposureUntilMs == nil)
+        #expect(status.json.serialized == #"{"state":"off","long_term_seals":0,"receiver_keys":0}"#)
     }
 
     func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

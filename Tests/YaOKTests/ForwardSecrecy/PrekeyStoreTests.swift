@@ -30,4 +30,27 @@ import Testing
         #expect(try store.expirePrekeys(nowMs: 20_024 * day) == 1)
         #expect(try store.prekeys(cipher: cipher).isEmpty)
     }
+
+    /// Reading the prekeys costs no X25519: the row keeps the public key beside the secret
+    /// (both sealed), so a packet from a contact that matches no per-contact key (every
+    /// long-term seal, and junk a relay made under a replayed routing tag) costs 23 AEAD
+    /// opens and selector hashes, not 23 base multiplications. A row whose sealed public key
+    /// is not the secret's shows that it is read, not recomputed.
+    @Test func readingThePrekeysComputesNoPublicKey() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let store = try Store(directory: dir.path)
+        defer { store.close() }
+        let made = try store.prekey(day: 20_000, cipher: cipher)
+        let stored = try store.db.rows("SELECT sealed FROM prekeys") { $0.blob(0) }
+        #expect(try stored.map { try cipher.open($0, ad: RowAD.prekey(keyID: made.key.id)).count } == [64])
+        let id = ReceiverKey.prekeyID(day: 20_001)
+        let marker = [UInt8](repeating: 0x42, count: 32)
+        let plain = [UInt8](repeating: 7, count: 32) + marker
+        try store.db.query("INSERT INTO prekeys (key_id, sealed) VALUES (?, ?)",
+                           [.int(Int64(id)), .blob(try cipher.seal(plain, ad: RowAD.prekey(keyID: id)))])
+        let read = try store.prekeys(cipher: cipher)
+        #expect(read.map(\.key) == [made.key, try ReceiverKey(id: id, publicKey: marker)])
+    }
 }
