@@ -135,21 +135,25 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         let alice = pair.alice
-        // Planned while Alice knows no receiver key of Bob's: the long-term key.
+        // Planned while Alice knows no receiver key Bob announced: his card's prekey
+        // (§13.4: a key id with the top bit set), or the long-term key for a card without one.
         let (ticket, planned, keys) = try alice.withUnlocked { store, keys, s in
             let (ticket, planned) = try s.delivery.planSend([(pair.bobID, "planned before the key")], store, keys)
             return (ticket, planned, keys)
         }
-        #expect(planned.map(\.choice) == [.longTerm])
+        #expect(planned.count == 1)
+        var plannedKey: ReceiverKey?
+        if case .receiver(let key, _) = planned.first?.choice { plannedKey = key }
+        #expect(plannedKey?.isPrekey ?? true)
         let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
-        // Meanwhile Bob writes twice: Alice's ack of the first tells him her key, so his
+        // Meanwhile Bob writes twice (a contact's prekey is not an announced key): Alice's ack of the first tells him her key, so his
         // second is sealed to it and announces his.
         let pipe = try MemoryPipe(alice, pair.bob)
         defer { pipe.close() }
         _ = try pair.bob.send(to: pair.aliceID, text: "one")
-        #expect(eventually { (try? pair.bob.state.withLock { s in try s.store!.receiverKeyRing(contactID: pair.aliceID, cipher: s.keys!.cipher).peerKey }) != nil })
+        #expect(eventually { (try? pair.bob.state.withLock { s in try s.store!.receiverKeyRing(contactID: pair.aliceID, cipher: s.keys!.cipher).peerKey }).map { !$0.isPrekey } == true })
         _ = try pair.bob.send(to: pair.aliceID, text: "two")
-        let bobKey = { try? alice.state.withLock { s in try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher).peerKey } }
+        let bobKey = { try? alice.state.withLock { s in try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher).peerKey }.flatMap { $0.isPrekey ? nil : $0 } }
         #expect(eventually { bobKey() != nil })
         // The commit finds the choice stale and seals to Bob's key instead.
         let messages = try alice.sendCommits.commit(ticket: ticket, sealed) { group in
@@ -161,6 +165,7 @@ import Testing
              try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher).pending[id.bytes]?.keyID)
         }
         #expect(longTerm == 0)
+        #expect(bobKey() != nil && bobKey()?.id != plannedKey?.id)
         let delivered = try alice.status(of: id) == .delivered
         #expect(pendingKey == bobKey()?.id || (pendingKey == nil && delivered))
         #expect(eventually { ((try? pair.bob.texts(pair.aliceID)) ?? []).contains("planned before the key") })
