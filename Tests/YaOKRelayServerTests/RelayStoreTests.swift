@@ -356,6 +356,89 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(try store.commit([write], nowMs: now, quota: quota), [.duplicate])
     }
 
+    /// Schema 8 drops the index of packets by poster (a random page of a third tree for
+    /// every POST and DELETE, kept only for `revoke`). On a database of schema 7, `revoke`
+    /// still deletes exactly what the pseudonym posted, before the migration and after, and
+    /// gives the mailboxes' and the address's totals back.
+    func testMigrationDropsThePosterIndexAndRevokeStillPurges() throws {
+        guard backend == .sqlite else { return }
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+        try Store.makeDirectory(directory)
+        let box = mailbox(try SigningKey.random()), other = mailbox(try SigningKey.random())
+        let mallory = Sodium.randomBytes(32), alice = Sodium.randomBytes(32)
+        // A packet of mallory's stored under schema 7 (with its poster tag, no holder tags).
+        do {
+            let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+            defer { db.close() }
+            try db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (7)")
+            for migration in RelaySchema.migrations.prefix(7) { try db.execute(migration) }
+            var key: [UInt8] = []
+            try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
+            try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster) VALUES (?, ?, ?, ?, ?, ?)",
+                         [.blob(box.bytes), .blob(MessageID.random().bytes), .int(now + 60_000), .int(now),
+                          .blob(Sodium.randomBytes(100)), .blob(PosterTag.of(mallory, key: key))])
+            try db.execute("INSERT INTO mailboxes VALUES (x'\(Hex.encode(box.bytes))', 1, 100)")
+        }
+        store = try reopen()
+        var indexes: [String] = []
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'packets' AND sql IS NOT NULL ORDER BY name") {
+            indexes.append($0.text(0))
+        }
+        XCTAssertEqual(indexes, ["packets_by_expiry", "packets_by_mailbox"], "no packets_by_poster")
+        let quota = MailboxQuota(packets: 3, bytes: 1000, addressBytes: 400, prefixBytes: 1000)
+        func posted(by poster: [UInt8], to mailbox: MailboxID) -> RelayStoreWrite {
+            var p = RelayPost(mailbox: mailbox, messageID: .random(), expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100))
+            p.poster = poster
+            p.address = [10, 0, 0, 1]
+            return .post(p)
+        }
+        func stored(_ outcomes: [RelayStoreOutcome]) -> [Bool] { outcomes.map { if case .stored = $0 { true } else { false } } }
+        // box: mallory's old one and two more; other: two. The address holds 400, its quota.
+        XCTAssertEqual(stored(try store.commit([posted(by: mallory, to: box), posted(by: alice, to: box),
+                                                posted(by: mallory, to: other), posted(by: alice, to: other)], nowMs: now, quota: quota)),
+                       [true, true, true, true])
+        XCTAssertEqual(try store.commit([posted(by: alice, to: box)], nowMs: now, quota: quota), [.mailboxFull])
+        XCTAssertEqual(try store.commit([posted(by: alice, to: other)], nowMs: now, quota: quota), [.overQuota(prefix: false)])
+        try store.revoke(pseudonym: mallory, nowMs: now)
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 2, "alice's two are left; the old packet went too")
+        XCTAssertEqual(try store.storedBytes(), 200)
+        // The mailboxes' totals and the address's followed the purge.
+        XCTAssertEqual(stored(try store.commit([posted(by: alice, to: box), posted(by: alice, to: box)], nowMs: now, quota: quota)),
+                       [true, true], "box: 1 left, room for 2")
+        XCTAssertEqual(try store.commit([posted(by: alice, to: other)], nowMs: now, quota: quota), [.overQuota(prefix: false)],
+                       "the address holds 400 again")
+    }
+
+    /// A commit's changes to the totals are written once at its end: within the commit, a
+    /// DELETE makes room in a full mailbox for a POST after it, and the holder row of an
+    /// address whose packets all went is dropped.
+    func testADeleteMakesRoomForAPostInTheSameCommit() throws {
+        let box = mailbox(try SigningKey.random())
+        let quota = MailboxQuota(packets: 2, bytes: 1000, addressBytes: 200, prefixBytes: 1000)
+        func from(_ address: [UInt8], id: MessageID = .random()) -> RelayStoreWrite {
+            var p = RelayPost(mailbox: box, messageID: id, expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100))
+            p.address = address
+            return .post(p)
+        }
+        let first = MessageID.random(), second = MessageID.random()
+        XCTAssertEqual(try store.commit([from([10, 0, 0, 1], id: first), from([10, 0, 0, 1], id: second)], nowMs: now, quota: quota).count, 2)
+        XCTAssertEqual(try store.commit([from([10, 0, 0, 2])], nowMs: now, quota: quota), [.mailboxFull])
+        let outcomes = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: first)]), from([10, 0, 0, 1]),
+                                         from([10, 0, 0, 2])], nowMs: now, quota: quota)
+        XCTAssertEqual(outcomes.first, .deleted(count: 1, bytes: 100))
+        guard case .stored = outcomes[1] else { return XCTFail("the DELETE's room was not seen: \(outcomes)") }
+        XCTAssertEqual(outcomes[2], .mailboxFull)
+        XCTAssertEqual(try store.storedBytes(), 200)
+        _ = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: second)])], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.storedBytes(), 100)
+        guard backend == .sqlite else { return }
+        var rows = -1
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT COUNT(*) FROM holders WHERE bytes <= 0") { rows = $0.int(0) }
+        XCTAssertEqual(rows, 0, "no holder row at zero")
+    }
+
     func testPagesFollowTheCursorAndBudget() throws {
         let box = mailbox(try SigningKey.random())
         let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
