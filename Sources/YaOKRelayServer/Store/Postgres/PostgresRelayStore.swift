@@ -95,12 +95,14 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                         var outcomes = [RelayStoreOutcome](repeating: .duplicate, count: writes.count)
                         var holders = HolderLedger()
                         var notes = PendingNotes()
+                        var stored: [MailboxID] = []
                         for i in order {
                             switch writes[i] {
                             case .post(let post):
                                 // A re-post of what this batch deleted must see its note.
                                 if notes.mailboxes.contains(post.mailbox) { try write(&notes, c) }
                                 outcomes[i] = try store(post, c, nowMs: nowMs, quota: quota, holders: &holders)
+                                if case .stored = outcomes[i], stored.last != post.mailbox { stored.append(post.mailbox) }
                             case .delete(let refs):
                                 let (count, bytes) = try delete(refs, c, holders: &holders, notes: &notes)
                                 outcomes[i] = .deleted(count: count, bytes: bytes)
@@ -109,6 +111,7 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                         try write(&notes, c)
                         // Last, after every mailbox lock: holder rows are locked in tag order.
                         try account(holders, c)
+                        try notify(stored, c)
                         return outcomes
                     }
                 }
@@ -194,6 +197,30 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         return (deleted, bytes)
     }
 
+    /// The mailboxes a commit stored into, for the other relays' live push: one
+    /// notification per commit (delivered by PostgreSQL at COMMIT, dropped on ROLLBACK)
+    /// whose payload is their IDs in hex joined by commas, split where it would pass
+    /// PostgreSQL's 8,000-byte payload limit (`PostgresListener` reads both this and the
+    /// single ID that relay_post sent before schema 8). `mailboxes` is in key order, so a
+    /// mailbox named twice in a row is named once.
+    private func notify(_ mailboxes: [MailboxID], _ c: PostgresConnection) throws {
+        var payload = ""
+        func send() throws {
+            guard !payload.isEmpty else { return }
+            try c.query("notify", "SELECT pg_notify('\(PostgresListener.mailboxChannel)', $1)", types: [PostgresType.text], [.text(payload)])
+            payload = ""
+        }
+        for mailbox in mailboxes {
+            let hex = Hex.encode(mailbox.bytes)
+            if payload.utf8.count + hex.utf8.count + 1 > Self.notifyPayloadBytes { try send() }
+            payload += payload.isEmpty ? hex : "," + hex
+        }
+        try send()
+    }
+
+    /// Below PostgreSQL's limit on a notification's payload (8,000 bytes by default).
+    static let notifyPayloadBytes = 7_900
+
     /// Inserts the pending deletion notes in one statement (one round trip for a batch's
     /// DELETEs, not one per packet) and empties `notes`.
     private func write(_ notes: inout PendingNotes, _ c: PostgresConnection) throws {
@@ -274,6 +301,74 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
             return pages
         }
     }
+
+    /// Every read of a disk round in one statement (a statement per mailbox was a round trip
+    /// each, and with a shared store every delivery is a read): the mailboxes' pages come
+    /// from one LATERAL query over arrays, at most `batchedPagePackets` packets per mailbox
+    /// (a mailbox with more comes back not complete and is read on after its last), in
+    /// chunks of `batchedRequests` mailboxes; each read's budget is then applied in order
+    /// as `packets` does.
+    public func packets(reads: [[RelayPageRequest]], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [[RelayPage]] {
+        let all = reads.flatMap { $0 }
+        guard !all.isEmpty else { return reads.map { _ in [] } }
+        let perMailbox = max(1, min(maxPackets, Self.batchedPagePackets))
+        var fetched = [[StoredRelayPacket]](repeating: [], count: all.count)
+        try pool.withConnection { c in
+            for start in stride(from: 0, to: all.count, by: Self.batchedRequests) {
+                let chunk = all[start..<min(start + Self.batchedRequests, all.count)]
+                // One more row than the limit tells whether the mailbox has more.
+                let rows = try c.query("pages", """
+                    SELECT r.i, p.seq, p.packet
+                    FROM unnest($1::bytea[], $2::int8[]) WITH ORDINALITY AS r(mailbox, after, i)
+                    CROSS JOIN LATERAL (SELECT seq, packet FROM packets
+                                        WHERE mailbox = r.mailbox AND seq > r.after AND expires_ms > $3
+                                        ORDER BY seq LIMIT $4) p
+                    ORDER BY r.i, p.seq
+                    """, types: [PostgresType.byteaArray, PostgresType.int8Array, PostgresType.int8, PostgresType.int8], [
+                        .text("{" + chunk.map { "\"\\\\x\(Hex.encode($0.mailbox.bytes))\"" }.joined(separator: ",") + "}"),
+                        .text("{" + chunk.map { String($0.after) }.joined(separator: ",") + "}"),
+                        .int(nowMs), .int(Int64(perMailbox + 1)),
+                    ])
+                for row in 0..<rows.count {
+                    let i = start + rows.int(row, 0) - 1
+                    guard i >= start, i < start + chunk.count else { continue }
+                    fetched[i].append(StoredRelayPacket(sequence: rows.int64(row, 1), packet: rows.bytes(row, 2)))
+                }
+            }
+        }
+        var next = 0
+        return reads.map { requests in
+            var pages: [RelayPage] = []
+            var packetBudget = maxPackets, byteBudget = maxBytes
+            for request in requests {
+                let candidates = fetched[next]
+                next += 1
+                guard packetBudget > 0, byteBudget > 0 else {
+                    pages.append(RelayPage(mailbox: request.mailbox, packets: [], complete: false))
+                    continue
+                }
+                var found: [StoredRelayPacket] = []
+                var complete = candidates.count <= perMailbox
+                for packet in candidates.prefix(perMailbox) {
+                    guard found.count < packetBudget, byteBudget - packet.packet.count >= 0 || found.isEmpty else {
+                        complete = false
+                        break
+                    }
+                    found.append(packet)
+                    byteBudget -= packet.packet.count
+                }
+                packetBudget -= found.count
+                pages.append(RelayPage(mailbox: request.mailbox, packets: found, complete: complete))
+            }
+            return pages
+        }
+    }
+
+    /// A batched read's packets per mailbox: a page of many mailboxes costs at most this many
+    /// packets each in memory at once (a backlog is read on, page after page).
+    static let batchedPagePackets = 16
+    /// Mailboxes per statement of a batched read.
+    static let batchedRequests = 256
 
     public func storedPacketCount(nowMs: Int64) throws -> Int {
         try pool.withConnection { c in
