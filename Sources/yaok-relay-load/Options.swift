@@ -35,6 +35,9 @@ struct Options {
     var batch = 100
     var inflight = 8000
     var postgres: String?
+    /// `store --reads`: read each commit's packets back; `--server-pid`: count its CPU.
+    var reads = false
+    var serverPid: pid_t?
 
     static let usage = """
         usage: yaok-relay-load [load|steady] [options]
@@ -45,7 +48,9 @@ struct Options {
           store   the relay's store alone (no TLS, no sessions), in the load's pattern: CPU and
                   bytes written per message; --batch N writes per commit (100), --inflight N
                   stored at a time (8000), --data DIR (default: a new one under TMPDIR),
-                  --postgres CONNINFO for PostgreSQL instead of SQLite
+                  --postgres CONNINFO for PostgreSQL instead of SQLite, --reads to read each
+                  commit's packets back as a relay on a shared store delivers them,
+                  --server-pid PID to count the database server's CPU (PID and its children)
 
         the relay (one of):
           --relay-binary PATH     start yaok-relay (--self-signed) and own it
@@ -92,6 +97,8 @@ struct Options {
             case "--batch": o.batch = try number(Int.self)
             case "--inflight": o.inflight = try number(Int.self)
             case "--postgres": o.postgres = try value()
+            case "--reads": o.reads = true
+            case "--server-pid": o.serverPid = try number(pid_t.self)
             case "--clients": o.clients = try number(Int.self)
             case "--messages": o.messages = try number(Int.self)
             case "--window": o.window = try number(Int.self)

@@ -29,7 +29,11 @@ struct StoreBench {
         var inflight: [StoredPacketRef] = []
         var head = 0
         let half = max(1, options.batch / 2)
-        var posted = 0, deleted = 0, commits = 0
+        var posted = 0, deleted = 0, commits = 0, delivered = 0
+        // --reads: each commit's new packets are then read as a relay on a shared store
+        // delivers them (one read per subscriber session, after its cursor).
+        var cursors: [MailboxID: Int64] = [:]
+        let serverAtStart = options.serverPid.map(Self.treeCPUSeconds) ?? 0
         let start = (cpu: Self.cpuSeconds(), written: ProcessFigures.writtenBytes(getpid()), wall: Self.seconds())
         var mark = start
         var lines: [String] = []
@@ -58,10 +62,21 @@ struct StoreBench {
             for ref in refs { writes.append(.delete([ref])) }
             let outcomes = try store.commit(writes, nowMs: nowMs, quota: quota)
             commits += 1
-            for outcome in outcomes {
+            var stored: [MailboxID] = []
+            for (write, outcome) in zip(writes, outcomes) {
                 switch outcome {
-                case .stored, .deleted(count: 1, bytes: _): break
+                case .stored: if case .post(let post) = write { stored.append(post.mailbox) }
+                case .deleted(count: 1, bytes: _): break
                 default: throw ToolError("store: unexpected outcome \(outcome)")
+                }
+            }
+            if options.reads {
+                let boxes = Array(Set(stored))
+                let reads = boxes.map { [RelayPageRequest(mailbox: $0, after: cursors[$0] ?? 0)] }
+                let pages = try store.packets(reads: reads, maxPackets: 64, maxBytes: 256 << 10, nowMs: nowMs)
+                for page in pages.joined() {
+                    if let last = page.packets.last { cursors[page.mailbox] = last.sequence }
+                    delivered += page.packets.count
                 }
             }
             deleted += refs.count
@@ -82,11 +97,29 @@ struct StoreBench {
         let cpuUs = (end.cpu - start.cpu) * 1e6 / n, wallUs = (end.wall - start.wall) * 1e6 / n
         let kib = Double(end.written - start.written) / 1024 / n
         let left = try store.storedPacketCount(nowMs: nowMs)
+        let serverUs = options.serverPid.map { (Self.treeCPUSeconds($0) - serverAtStart) * 1e6 / n }
         print("== yaok-relay-load store: \(options.postgres == nil ? "SQLite" : "PostgreSQL"), \(options.messages) messages (POST + DELETE), \(options.clients) mailboxes, \(options.inflight) stored at a time, \(options.batch) writes per commit")
-        print("per message: CPU \(Self.fmt(cpuUs)) µs (this process), wall \(Self.fmt(wallUs)) µs, written \(Self.fmt(kib, 2)) KiB; \(commits) commits")
+        print("per message: CPU \(Self.fmt(cpuUs)) µs (this process)\(serverUs.map { ", \(Self.fmt($0)) µs (database server)" } ?? ""), wall \(Self.fmt(wallUs)) µs, written \(Self.fmt(kib, 2)) KiB; \(commits) commits\(options.reads ? ", \(delivered) read back" : "")")
         print("per tenth of the run (CPU, written per message): " + lines.joined(separator: "; "))
-        print("summary mode=store messages=\(options.messages) cpu_us_per_msg=\(Self.fmt(cpuUs)) wall_us_per_msg=\(Self.fmt(wallUs)) written_kib_per_msg=\(Self.fmt(kib, 2)) commits=\(commits) left=\(left)")
-        return left == 0
+        print("summary mode=store messages=\(options.messages) cpu_us_per_msg=\(Self.fmt(cpuUs)) wall_us_per_msg=\(Self.fmt(wallUs)) written_kib_per_msg=\(Self.fmt(kib, 2)) server_cpu_us_per_msg=\(serverUs.map { Self.fmt($0) } ?? "-") commits=\(commits) read_back=\(delivered) left=\(left)")
+        return left == 0 && (!options.reads || delivered == options.messages)
+    }
+
+    /// CPU seconds of a process and its children (a PostgreSQL server: the postmaster and
+    /// its backends).
+    private static func treeCPUSeconds(_ pid: pid_t) -> Double {
+        var total = ProcessFigures.cpuSeconds(pid)
+        guard let dir = opendir("/proc") else { return total }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let child = pid_t(name), child != pid else { continue }
+            let stat = readFile("/proc/\(child)/stat")
+            guard let close = stat.lastIndex(of: ")") else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == pid { total += ProcessFigures.cpuSeconds(child) }
+        }
+        return total
     }
 
     private func makeTemporaryDirectory() -> String {
