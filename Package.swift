@@ -92,7 +92,7 @@ let package = Package(
         ),
         // The relay's load test and benchmark (scripts/test-relay-load, scripts/bench-relay):
         // many raw protocol clients on one epoll thread; starts, SIGKILLs and restarts the relay.
-        .executableTarget(name: "yaok-relay-load", dependencies: ["YaOKSupport", "YaOKSystem", "YaOKWire", "YaOKCrypto", "YaOKTLS", "CLinux"]),
+        .executableTarget(name: "yaok-relay-load", dependencies: ["YaOKSupport", "YaOKSystem", "YaOKWire", "YaOKCrypto", "YaOKTLS", "CLinux", "YaOKRelayServer"]),
         // Depends on the executable so that the real-process test finds it built.
         .testTarget(name: "YaOKRelayServerTests", dependencies: ["YaOKRelayServer", "YaOKSupport", "YaOKLoop", "YaOKWire", "YaOKCrypto", "YaOKStore", "YaOKTLS", "yaok-relay"]),
         // Loopback only; peers that misbehave (TLS 1.2, no ALPN) are raw OpenSSL.

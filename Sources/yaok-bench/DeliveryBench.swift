@@ -9,8 +9,10 @@ enum DeliveryBench {
     static func run() throws {
         let root = Measure.scratchDirectory + "/yaok-bench-delivery-\(getpid())"
         defer { _ = system("rm -rf '\(root)'") }
+        mkdir(root, 0o700)
 
-        let raw = try rawInsertRates(path: root + "-raw.db")
+        // Inside `root`, so that it goes with it (beside it, its -wal and -shm stayed in /tmp).
+        let raw = try rawInsertRates(path: root + "/raw.db")
         Measure.report("raw SQLite insert, one commit each", "\(Int(raw.single)) rows/s")
         Measure.report("raw SQLite insert, 100 per commit", "\(Int(raw.batched)) rows/s")
 

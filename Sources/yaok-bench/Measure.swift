@@ -51,10 +51,11 @@ enum Measure {
         return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
     }
 
-    /// Deletes a benchmark's store (the database and its WAL files) and its directory.
+    /// Removes a benchmark's store directory and all it holds (the database, its -wal and
+    /// -shm, and the store's lock file, which stayed behind in /tmp when only the database
+    /// files were unlinked).
     static func removeStore(_ dir: String) {
-        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(dir + "/yaok.db" + suffix) }
-        rmdir(dir)
+        _ = system("rm -rf '\(dir)'")
     }
 
     static func ms(_ seconds: Double) -> String { format(seconds * 1000, decimals: 3) + " ms" }

@@ -1,7 +1,7 @@
 import Glibc
 
 struct Options {
-    enum Mode: String { case load, steady }
+    enum Mode: String { case load, steady, store }
     var mode: Mode = .load
     var clients = 1000
     var messages = 100_000
@@ -31,6 +31,13 @@ struct Options {
     var relayPids: [pid_t] = []
     var seed: UInt64 = 0
     var quiet = false
+    /// `store`: writes per commit, packets stored at a time, and a PostgreSQL database.
+    var batch = 100
+    var inflight = 8000
+    var postgres: String?
+    /// `store --reads`: read each commit's packets back; `--server-pid`: count its CPU.
+    var reads = false
+    var serverPid: pid_t?
 
     static let usage = """
         usage: yaok-relay-load [load|steady] [options]
@@ -38,6 +45,12 @@ struct Options {
                   --window unanswered POSTs each; receivers DELETE what they get; checks that
                   each message is delivered, none lost, none twice in a session
           steady  --rate messages/s for --duration s from random clients; latency percentiles
+          store   the relay's store alone (no TLS, no sessions), in the load's pattern: CPU and
+                  bytes written per message; --batch N writes per commit (100), --inflight N
+                  stored at a time (8000), --data DIR (default: a new one under TMPDIR),
+                  --postgres CONNINFO for PostgreSQL instead of SQLite, --reads to read each
+                  commit's packets back as a relay on a shared store delivers them,
+                  --server-pid PID to count the database server's CPU (PID and its children)
 
         the relay (one of):
           --relay-binary PATH     start yaok-relay (--self-signed) and own it
@@ -80,6 +93,12 @@ struct Options {
             switch a {
             case "load": o.mode = .load
             case "steady": o.mode = .steady
+            case "store": o.mode = .store
+            case "--batch": o.batch = try number(Int.self)
+            case "--inflight": o.inflight = try number(Int.self)
+            case "--postgres": o.postgres = try value()
+            case "--reads": o.reads = true
+            case "--server-pid": o.serverPid = try number(pid_t.self)
             case "--clients": o.clients = try number(Int.self)
             case "--messages": o.messages = try number(Int.self)
             case "--window": o.window = try number(Int.self)
@@ -129,6 +148,10 @@ struct Options {
         }
         guard o.clients >= 2 else { throw ToolError("--clients must be at least 2") }
         guard o.window >= 1 else { throw ToolError("--window must be at least 1") }
+        if o.mode == .store {
+            guard o.batch >= 2, o.inflight >= 0, o.messages >= 1 else { throw ToolError("store needs --batch ≥ 2 and --messages ≥ 1") }
+            return o
+        }
         guard (o.relayBinary == nil) != (o.connect == nil) else {
             throw ToolError("Give either --relay-binary or --connect HOST:PORT --pin HEX\n\(usage)")
         }

@@ -40,6 +40,15 @@ func printError(_ text: String) {
     _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }
 
+if options.mode == .store {
+    do {
+        exit(try StoreBench(options: options).run() ? 0 : 1)
+    } catch {
+        print("FAILED: \(error)")
+        exit(1)
+    }
+}
+
 let runner = Runner(options: options)
 var ok = false
 do {

@@ -356,6 +356,91 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(try store.commit([write], nowMs: now, quota: quota), [.duplicate])
     }
 
+    /// Schema 8 drops the index of packets by poster (a random page of a third tree for
+    /// every POST and DELETE, kept only for `revoke`). On a database of schema 7, `revoke`
+    /// still deletes exactly what the pseudonym posted, before the migration and after, and
+    /// gives the mailboxes' and the address's totals back.
+    func testMigrationDropsThePosterIndexAndRevokeStillPurges() throws {
+        guard backend == .sqlite else { return }
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+        try Store.makeDirectory(directory)
+        let box = mailbox(try SigningKey.random()), other = mailbox(try SigningKey.random())
+        let mallory = Sodium.randomBytes(32), alice = Sodium.randomBytes(32)
+        // A packet of mallory's stored under schema 7 (with its poster tag, no holder tags).
+        do {
+            let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+            defer { db.close() }
+            try db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (7)")
+            for migration in RelaySchema.migrations.prefix(7) { try db.execute(migration) }
+            var key: [UInt8] = []
+            try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
+            try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster) VALUES (?, ?, ?, ?, ?, ?)",
+                         [.blob(box.bytes), .blob(MessageID.random().bytes), .int(now + 60_000), .int(now),
+                          .blob(Sodium.randomBytes(100)), .blob(PosterTag.of(mallory, key: key))])
+            try db.execute("INSERT INTO mailboxes VALUES (x'\(Hex.encode(box.bytes))', 1, 100)")
+        }
+        store = try reopen()
+        var indexes: [String] = []
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'packets' AND sql IS NOT NULL ORDER BY name") {
+            indexes.append($0.text(0))
+        }
+        XCTAssertEqual(indexes, ["packets_by_expiry", "packets_by_mailbox"], "no packets_by_poster")
+        let quota = MailboxQuota(packets: 3, bytes: 1000, addressBytes: 400, prefixBytes: 1000)
+        func posted(by poster: [UInt8], to mailbox: MailboxID) -> RelayStoreWrite {
+            var p = RelayPost(mailbox: mailbox, messageID: .random(), expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100))
+            p.poster = poster
+            p.address = [10, 0, 0, 1]
+            return .post(p)
+        }
+        func stored(_ outcomes: [RelayStoreOutcome]) -> [Bool] { outcomes.map { if case .stored = $0 { true } else { false } } }
+        // box: mallory's old one and two more; other: two. The address holds 400, its quota.
+        XCTAssertEqual(stored(try store.commit([posted(by: mallory, to: box), posted(by: alice, to: box),
+                                                posted(by: mallory, to: other), posted(by: alice, to: other)], nowMs: now, quota: quota)),
+                       [true, true, true, true])
+        XCTAssertEqual(try store.commit([posted(by: alice, to: box)], nowMs: now, quota: quota), [.mailboxFull])
+        XCTAssertEqual(try store.commit([posted(by: alice, to: other)], nowMs: now, quota: quota), [.overQuota(prefix: false)])
+        try store.revoke(pseudonym: mallory, nowMs: now)
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 2, "alice's two are left; the old packet went too")
+        XCTAssertEqual(try store.storedBytes(), 200)
+        // The mailboxes' totals and the address's followed the purge.
+        XCTAssertEqual(stored(try store.commit([posted(by: alice, to: box), posted(by: alice, to: box)], nowMs: now, quota: quota)),
+                       [true, true], "box: 1 left, room for 2")
+        XCTAssertEqual(try store.commit([posted(by: alice, to: other)], nowMs: now, quota: quota), [.overQuota(prefix: false)],
+                       "the address holds 400 again")
+    }
+
+    /// A commit's changes to the totals are written once at its end (SQLite): within the
+    /// commit, a DELETE makes room in a full mailbox for a POST after it, and the holder
+    /// row of an address whose packets all went is dropped.
+    func testADeleteMakesRoomForAPostInTheSameCommit() throws {
+        let box = mailbox(try SigningKey.random())
+        // The address quota stays out of it: PostgreSQL counts a transaction's DELETEs
+        // toward it only at the end (on the safe side).
+        let quota = MailboxQuota(packets: 2, bytes: 1000)
+        func from(_ address: [UInt8], id: MessageID = .random()) -> RelayStoreWrite {
+            var p = RelayPost(mailbox: box, messageID: id, expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100))
+            p.address = address
+            return .post(p)
+        }
+        let first = MessageID.random(), second = MessageID.random()
+        XCTAssertEqual(try store.commit([from([10, 0, 0, 1], id: first), from([10, 0, 0, 1], id: second)], nowMs: now, quota: quota).count, 2)
+        XCTAssertEqual(try store.commit([from([10, 0, 0, 2])], nowMs: now, quota: quota), [.mailboxFull])
+        let outcomes = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: first)]), from([10, 0, 0, 1]),
+                                         from([10, 0, 0, 2])], nowMs: now, quota: quota)
+        XCTAssertEqual(outcomes.first, .deleted(count: 1, bytes: 100))
+        guard case .stored = outcomes[1] else { return XCTFail("the DELETE's room was not seen: \(outcomes)") }
+        XCTAssertEqual(outcomes[2], .mailboxFull)
+        XCTAssertEqual(try store.storedBytes(), 200)
+        _ = try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: second)])], nowMs: now, quota: quota)
+        XCTAssertEqual(try store.storedBytes(), 100)
+        guard backend == .sqlite else { return }
+        var rows = -1
+        try Database(path: directory + "/" + SQLiteRelayStore.fileName).query("SELECT COUNT(*) FROM holders WHERE bytes <= 0") { rows = $0.int(0) }
+        XCTAssertEqual(rows, 0, "no holder row at zero")
+    }
+
     func testPagesFollowTheCursorAndBudget() throws {
         let box = mailbox(try SigningKey.random())
         let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
@@ -370,6 +455,50 @@ class RelayStoreTests: XCTestCase {
         let small = try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 100, maxBytes: 250, nowMs: now)
         XCTAssertEqual(small[0].packets.count, 2)
         XCTAssertFalse(small[0].complete)
+    }
+
+    /// Several reads served at once (the disk thread's round; PostgreSQL in one statement)
+    /// keep each read's budget and, read on after each page's last packet until complete,
+    /// give every packet of every mailbox once, in order.
+    func testBatchedReadsFollowTheCursorsAndBudgets() throws {
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
+        let a = mailbox(try SigningKey.random()), b = mailbox(try SigningKey.random()), empty = mailbox(try SigningKey.random())
+        func sequences(_ outcomes: [RelayStoreOutcome]) -> [Int64] {
+            outcomes.compactMap { if case .stored(let s) = $0 { return s } else { return nil } }
+        }
+        let inA = sequences(try store.commit((0..<40).map { _ in post(a, length: 50) }, nowMs: now, quota: quota))
+        let inB = sequences(try store.commit((0..<3).map { _ in post(b, length: 50) }, nowMs: now, quota: quota))
+        // A budget of 5 packets: a's first five, then b not reached (not complete).
+        let small = try store.packets(reads: [[RelayPageRequest(mailbox: a, after: 0), RelayPageRequest(mailbox: b, after: 0)]],
+                                      maxPackets: 5, maxBytes: 1 << 20, nowMs: now)
+        XCTAssertEqual(small[0][0].packets.map(\.sequence), Array(inA.prefix(5)))
+        XCTAssertFalse(small[0][0].complete)
+        XCTAssertEqual(small[0][1].packets, [])
+        XCTAssertFalse(small[0][1].complete)
+        // Two reads (two sessions) at once, each read on until complete.
+        var cursors: [[MailboxID: Int64]] = [[a: 0, b: 0, empty: 0], [b: inB[0]]]
+        var seen: [[MailboxID: [Int64]]] = [[:], [:]]
+        var open = [[a, b, empty], [b]]
+        var rounds = 0
+        while open.contains(where: { !$0.isEmpty }) && rounds < 50 {
+            rounds += 1
+            let reads = open.enumerated().map { i, boxes in boxes.map { RelayPageRequest(mailbox: $0, after: cursors[i][$0] ?? 0) } }
+            let pages = try store.packets(reads: reads, maxPackets: 64, maxBytes: 1 << 20, nowMs: now)
+            XCTAssertEqual(pages.map(\.count), reads.map(\.count))
+            for (i, read) in pages.enumerated() {
+                var again: [MailboxID] = []
+                for page in read {
+                    seen[i][page.mailbox, default: []] += page.packets.map(\.sequence)
+                    if let last = page.packets.last { cursors[i][page.mailbox] = last.sequence }
+                    if !page.complete { again.append(page.mailbox) }
+                }
+                open[i] = again
+            }
+        }
+        XCTAssertEqual(seen[0][a], inA)
+        XCTAssertEqual(seen[0][b], inB)
+        XCTAssertEqual(seen[0][empty] ?? [], [])
+        XCTAssertEqual(seen[1][b], Array(inB.dropFirst()))
     }
 
     func testExpiredPacketsAreNotServedAndAreSwept() throws {
@@ -462,6 +591,65 @@ final class PostgresRelayStoreTests: RelayStoreTests {
         }
         XCTAssertFalse(keys.isEmpty)
         XCTAssertFalse(keys.contains(pseudonym), "rate_log holds the pseudonym in clear")
+    }
+
+    /// One notification per commit for the other relays' live push, naming every mailbox
+    /// the commit stored into (before schema 8, relay_post sent one per POST). Read up to
+    /// a second commit's notification: PostgreSQL delivers them in commit order.
+    func testOneNotificationPerCommitNamesItsMailboxes() throws {
+        let listener = try PostgresConnection(conninfo: conninfo ?? "")
+        try listener.execute("LISTEN \(PostgresListener.mailboxChannel)")
+        let boxes = try (0..<3).map { _ in mailbox(try SigningKey.random()) }
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
+        _ = try store.commit([post(boxes[0]), post(boxes[1]), post(boxes[0]), post(boxes[2])], nowMs: now, quota: quota)
+        let sentinel = mailbox(try SigningKey.random())
+        _ = try store.commit([post(sentinel)], nowMs: now, quota: quota)
+        var payloads: [String] = []
+        var poller = pollfd(fd: listener.socket, events: Int16(POLLIN), revents: 0)
+        var waits = 0
+        while !payloads.contains(Hex.encode(sentinel.bytes)) && waits < 100 {
+            _ = poll(&poller, 1, 100)
+            payloads += try listener.notifications().map(\.payload)
+            waits += 1
+        }
+        XCTAssertEqual(payloads.last, Hex.encode(sentinel.bytes))
+        XCTAssertEqual(payloads.count, 2, "one notification per commit: \(payloads)")
+        XCTAssertEqual(Set(payloads.first?.split(separator: ",").map(String.init) ?? []), Set(boxes.map { Hex.encode($0.bytes) }))
+    }
+
+    /// Schema 8 on PostgreSQL: no index by poster, the notes keyed by (expiry, note); a note
+    /// made under schema 7 still answers a re-post of the same bytes, and revoke still purges.
+    func testMigrationToSchema8KeepsNotesAndPurges() throws {
+        store.close()
+        conninfo = try TestPostgres.freshDatabase()
+        let c = try PostgresConnection(conninfo: conninfo ?? "")
+        try c.execute("CREATE TABLE yaok_relay_schema (version INT NOT NULL); INSERT INTO yaok_relay_schema VALUES (7)")
+        for migration in PostgresRelaySchema.migrations.prefix(7) { try c.execute(migration) }
+        let key = try c.query("key", "SELECT key FROM relay_secret", types: [], []).bytes(0, 0)
+        let box = mailbox(try SigningKey.random())
+        let packet = Sodium.randomBytes(100), expires = now + 60_000
+        try c.query("old_note", "INSERT INTO deleted (digest, expires_ms) VALUES ($1, $2)", types: [PostgresType.bytea, PostgresType.int8],
+                    [.bytes(DeletionNote.of(mailbox: box, packet: packet, key: key)), .int(expires)])
+        store = try reopen()
+        let indexes = try c.query("indexes", "SELECT indexname FROM pg_indexes WHERE tablename IN ('packets', 'deleted') ORDER BY indexname",
+                                  types: [], [])
+        let names = (0..<indexes.count).map { indexes.text($0, 0) }
+        XCTAssertFalse(names.contains("packets_by_poster"), "\(names)")
+        XCTAssertFalse(names.contains("deleted_by_expiry"), "\(names)")
+        let key2 = try c.query("pk", """
+            SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+            WHERE i.indrelid = 'deleted'::regclass AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)
+            """, types: [], [])
+        XCTAssertEqual((0..<key2.count).map { key2.text($0, 0) }, ["expires_ms", "digest"])
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20)
+        let write = RelayStoreWrite.post(RelayPost(mailbox: box, messageID: .random(), expiresAtMs: expires, packet: packet))
+        XCTAssertEqual(try store.commit([write], nowMs: now, quota: quota), [.duplicate], "the old note still holds")
+        let mallory = Sodium.randomBytes(32)
+        var p = RelayPost(mailbox: box, messageID: .random(), expiresAtMs: expires, packet: Sodium.randomBytes(100))
+        p.poster = mallory
+        XCTAssertEqual(try store.commit([.post(p), post(box)], nowMs: now, quota: quota).count, 2)
+        try store.revoke(pseudonym: mallory, nowMs: now)
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 1)
     }
 
     func testConcurrentBatchesFromTwoRelaysKeepEachMailboxInOrder() throws {

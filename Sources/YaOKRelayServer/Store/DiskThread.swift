@@ -141,11 +141,15 @@ final class DiskThread: @unchecked Sendable {
             let (writes, reads, stopping) = waitForWork(until: nextMaintenance)
             var round = Round()
             commit(writes, into: &round)
-            for read in reads {
-                round.reads.append((read.token, Result {
-                    try store.packets(read.requests, maxPackets: configuration.backlogPagePackets,
+            // Every read of the round at once (PostgreSQL: one round trip for all of them).
+            if !reads.isEmpty {
+                let pages = Result {
+                    try store.packets(reads: reads.map(\.requests), maxPackets: configuration.backlogPagePackets,
                                       maxBytes: configuration.backlogPageBytes, nowMs: Clock.milliseconds())
-                }.mapError(Self.yaokError)))
+                }.mapError(Self.yaokError)
+                for (i, read) in reads.enumerated() {
+                    round.reads.append((read.token, pages.map { $0[i] }))
+                }
             }
             let now = Self.now()
             if queue.withLock({ q -> Bool in defer { q.revocations = false }; return q.revocations }) {

@@ -106,6 +106,14 @@ enum RelaySchema {
         DROP TABLE deleted;
         ALTER TABLE deleted_by_expiry_v7 RENAME TO deleted;
         """,
+        // 8: no index of packets by poster. Each packet's entry in it went to a random page
+        // (the key is a keyed hash) at its POST and came out at its DELETE: a third tree
+        // keyed at random touched for every message, on the busiest path, to serve `revoke`,
+        // which an operator runs rarely. `revoke` now reads the packets table once instead
+        // (one scan, in its own transaction).
+        """
+        DROP INDEX packets_by_poster;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

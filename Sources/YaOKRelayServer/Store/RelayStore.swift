@@ -14,6 +14,11 @@ public protocol RelayStore: AnyObject {
     /// Mailboxes are served in order; one the budget did not reach comes back not complete.
     func packets(_ requests: [RelayPageRequest], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [RelayPage]
 
+    /// Several reads at once, each with its own budget, as `packets` would serve them one
+    /// by one (a store may return a mailbox's page shorter and not complete, to be read on
+    /// after it). PostgreSQL serves them in one round trip.
+    func packets(reads: [[RelayPageRequest]], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [[RelayPage]]
+
     /// Deletes expired packets; returns how many, and their bytes.
     @discardableResult
     func deleteExpired(nowMs: Int64) throws -> (packets: Int, bytes: Int)
@@ -55,6 +60,10 @@ public protocol RelayStore: AnyObject {
 }
 
 extension RelayStore {
+    public func packets(reads: [[RelayPageRequest]], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [[RelayPage]] {
+        try reads.map { try packets($0, maxPackets: maxPackets, maxBytes: maxBytes, nowMs: nowMs) }
+    }
+
     public var isShared: Bool { false }
     public func watch(_ onChange: @escaping @Sendable (RelayStoreChange) -> Void) throws -> RelayStoreWatch? { nil }
     public var health: RelayStoreHealth? { nil }

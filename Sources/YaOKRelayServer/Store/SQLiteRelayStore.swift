@@ -30,6 +30,13 @@ public final class SQLiteRelayStore: RelayStore {
         Glibc.close(fd)
         db = try Database(path: path)
         for suffix in ["", "-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
+        // A checkpoint (every page of the WAL read back and copied into the database file)
+        // at 4,000 pages of WAL (16 MiB) rather than 1,000: the same hot pages (the indexes
+        // by mailbox, the mailbox totals) are dirtied by nearly every commit, and each
+        // checkpoint writes them again. Measured with `yaok-relay-load store` (50 POSTs and
+        // 50 DELETEs a commit): 25.7 → 21.3 KiB written per message, CPU 63 → 57 µs. The WAL
+        // file stays at up to about 16 MiB.
+        try db.execute("PRAGMA wal_autocheckpoint = 4000")
         try RelaySchema.migrate(db)
         var key: [UInt8] = []
         try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
@@ -50,18 +57,43 @@ public final class SQLiteRelayStore: RelayStore {
     public func commit(_ writes: [RelayStoreWrite], nowMs: Int64, quota: MailboxQuota) throws -> [RelayStoreOutcome] {
         guard !writes.isEmpty else { return [] }
         return try db.transaction {
-            try writes.map { write in
+            var ledger = CommitLedger()
+            let outcomes = try writes.map { write in
                 switch write {
-                case .post(let post): return try store(post, nowMs: nowMs, quota: quota)
+                case .post(let post): return try store(post, nowMs: nowMs, quota: quota, ledger: &ledger)
                 case .delete(let refs):
-                    let (count, bytes) = try delete(refs)
+                    let (count, bytes) = try delete(refs, ledger: &ledger)
                     return .deleted(count: count, bytes: bytes)
                 }
             }
+            try apply(ledger)
+            return outcomes
         }
     }
 
-    private func store(_ post: RelayPost, nowMs: Int64, quota: MailboxQuota) throws -> RelayStoreOutcome {
+    /// What one transaction changes in the mailboxes' and the holders' totals, written once
+    /// per mailbox and per tag at its end (`apply`) rather than by each POST and DELETE: in
+    /// a commit of many writes from one address (a NAT, the load test) its two holder rows
+    /// were updated twice per message. Quota checks read the table plus what is pending.
+    private struct CommitLedger {
+        var mailboxes: [[UInt8]: (packets: Int, bytes: Int)] = [:]
+        var holders: [[UInt8]: Int] = [:]
+        /// Holder totals as the table had them when this transaction first read them.
+        var heldAtStart: [[UInt8]: Int] = [:]
+
+        mutating func count(_ mailbox: [UInt8], packets: Int, bytes: Int) {
+            let old = mailboxes[mailbox] ?? (0, 0)
+            mailboxes[mailbox] = (old.packets + packets, old.bytes + bytes)
+        }
+
+        /// A NULL tag (a packet stored before schema 6) counts against nobody.
+        mutating func account(_ tag: SQLValue, bytes: Int) {
+            guard case .blob(let bytesOfTag) = tag else { return }
+            holders[bytesOfTag, default: 0] += bytes
+        }
+    }
+
+    private func store(_ post: RelayPost, nowMs: Int64, quota: MailboxQuota, ledger: inout CommitLedger) throws -> RelayStoreOutcome {
         let mailbox = SQLValue.blob(post.mailbox.bytes)
         var exists = false
         try db.query("SELECT 1 FROM packets WHERE mailbox = ? AND message_id = ?",
@@ -77,11 +109,15 @@ public final class SQLiteRelayStore: RelayStore {
             packets = row.int(0)
             bytes = row.int(1)
         }
+        if let pending = ledger.mailboxes[post.mailbox.bytes] {
+            packets += pending.packets
+            bytes += pending.bytes
+        }
         guard packets < quota.packets, bytes + post.packet.count <= quota.bytes else { return .mailboxFull }
         let tags = post.address.map { (HolderTag.address($0, key: addressKey), HolderTag.prefix($0, key: addressKey)) }
         if let (address, prefix) = tags {
-            if try held(address) > quota.addressBytes - post.packet.count { return .overQuota(prefix: false) }
-            if try held(prefix) > quota.prefixBytes - post.packet.count { return .overQuota(prefix: true) }
+            if try held(address, &ledger) > quota.addressBytes - post.packet.count { return .overQuota(prefix: false) }
+            if try held(prefix, &ledger) > quota.prefixBytes - post.packet.count { return .overQuota(prefix: true) }
         }
         try db.query("""
             INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster, address_tag, prefix_tag)
@@ -90,49 +126,55 @@ public final class SQLiteRelayStore: RelayStore {
                   post.poster.map { .blob(PosterTag.of($0, key: noteKey)) } ?? .null,
                   tags.map { .blob($0.0) } ?? .null, tags.map { .blob($0.1) } ?? .null])
         let sequence = db.lastInsertRowID
-        try db.query("""
-            INSERT INTO mailboxes (mailbox, packets, bytes) VALUES (?, 1, ?)
-            ON CONFLICT (mailbox) DO UPDATE SET packets = packets + 1, bytes = bytes + excluded.bytes
-            """, [mailbox, .int(Int64(post.packet.count))])
+        ledger.count(post.mailbox.bytes, packets: 1, bytes: post.packet.count)
         if let (address, prefix) = tags {
-            for tag in [address, prefix] { try account(tag, bytes: post.packet.count) }
+            for tag in [address, prefix] { ledger.account(.blob(tag), bytes: post.packet.count) }
         }
         return .stored(sequence: sequence)
     }
 
-    /// The bytes stored under a holder tag (`HolderTag`).
-    private func held(_ tag: [UInt8]) throws -> Int {
-        var bytes = 0
-        try db.query("SELECT bytes FROM holders WHERE tag = ?", [.blob(tag)]) { bytes = $0.int(0) }
-        return bytes
+    /// The bytes stored under a holder tag (`HolderTag`), this transaction's changes included.
+    private func held(_ tag: [UInt8], _ ledger: inout CommitLedger) throws -> Int {
+        if ledger.heldAtStart[tag] == nil {
+            var bytes = 0
+            try db.query("SELECT bytes FROM holders WHERE tag = ?", [.blob(tag)]) { bytes = $0.int(0) }
+            ledger.heldAtStart[tag] = bytes
+        }
+        return (ledger.heldAtStart[tag] ?? 0) + (ledger.holders[tag] ?? 0)
     }
 
-    /// Adds `bytes` (negative: gives them back) to a holder tag's total, dropping the row
-    /// at zero. A NULL tag (a packet stored before schema 6) counts against nobody.
-    private func account(_ tag: SQLValue, bytes: Int) throws {
-        guard case .blob = tag else { return }
-        try db.query("""
-            INSERT INTO holders (tag, bytes) VALUES (?, ?)
-            ON CONFLICT (tag) DO UPDATE SET bytes = bytes + excluded.bytes
-            """, [tag, .int(Int64(bytes))])
-        if bytes < 0 { try db.query("DELETE FROM holders WHERE tag = ? AND bytes <= 0", [tag]) }
+    /// Writes a transaction's changes to the totals: one statement per mailbox and per
+    /// holder tag, a row dropped when it reaches zero (rows exist only while they hold).
+    private func apply(_ ledger: CommitLedger) throws {
+        for (mailbox, change) in ledger.mailboxes where change.packets != 0 || change.bytes != 0 {
+            try db.query("""
+                INSERT INTO mailboxes (mailbox, packets, bytes) VALUES (?, ?, ?)
+                ON CONFLICT (mailbox) DO UPDATE SET packets = packets + excluded.packets, bytes = bytes + excluded.bytes
+                """, [.blob(mailbox), .int(Int64(change.packets)), .int(Int64(change.bytes))])
+            if change.packets < 0 { try db.query("DELETE FROM mailboxes WHERE mailbox = ? AND packets <= 0", [.blob(mailbox)]) }
+        }
+        for (tag, change) in ledger.holders where change != 0 {
+            try db.query("""
+                INSERT INTO holders (tag, bytes) VALUES (?, ?)
+                ON CONFLICT (tag) DO UPDATE SET bytes = bytes + excluded.bytes
+                """, [.blob(tag), .int(Int64(change))])
+            if change < 0 { try db.query("DELETE FROM holders WHERE tag = ? AND bytes <= 0", [.blob(tag)]) }
+        }
     }
-
-    private func account(_ tag: [UInt8], bytes: Int) throws { try account(.blob(tag), bytes: bytes) }
 
     /// Gives back the holder bytes of the packets `condition` is about to delete (their
     /// address and /24 tags), a GROUP BY each.
     private func release(where condition: String, _ values: [SQLValue]) throws {
+        var ledger = CommitLedger()
         for column in ["address_tag", "prefix_tag"] {
-            var held: [(SQLValue, Int)] = []
             try db.query("""
                 SELECT \(column), SUM(length(packet)) FROM packets WHERE \(condition) AND \(column) IS NOT NULL GROUP BY \(column)
-                """, values) { held.append((.blob($0.blob(0)), $0.int(1))) }
-            for (tag, bytes) in held { try account(tag, bytes: -bytes) }
+                """, values) { ledger.account(.blob($0.blob(0)), bytes: -$0.int(1)) }
         }
+        try apply(ledger)
     }
 
-    private func delete(_ refs: [StoredPacketRef]) throws -> (Int, Int) {
+    private func delete(_ refs: [StoredPacketRef], ledger: inout CommitLedger) throws -> (Int, Int) {
         var deleted = 0, bytes = 0
         for ref in refs {
             let mailbox = SQLValue.blob(ref.mailbox.bytes)
@@ -148,35 +190,30 @@ public final class SQLiteRelayStore: RelayStore {
             }
             guard let packet else { continue }
             let length = packet.count
-            for tag in tags { try account(tag, bytes: -length) }
+            for tag in tags { ledger.account(tag, bytes: -length) }
             try db.query("INSERT OR IGNORE INTO deleted (expires_ms, digest) VALUES (?, ?)",
                          [.int(expires), .blob(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey))])
             deleted += 1
             bytes += length
-            try uncount(mailbox, packets: 1, bytes: length)
+            ledger.count(ref.mailbox.bytes, packets: -1, bytes: -length)
         }
         return (deleted, bytes)
-    }
-
-    /// Takes packets off a mailbox's totals, dropping the row at zero.
-    private func uncount(_ mailbox: SQLValue, packets: Int, bytes: Int) throws {
-        try db.query("UPDATE mailboxes SET packets = packets - ?, bytes = bytes - ? WHERE mailbox = ?",
-                     [.int(Int64(packets)), .int(Int64(bytes)), mailbox])
-        try db.query("DELETE FROM mailboxes WHERE mailbox = ? AND packets <= 0", [mailbox])
     }
 
     @discardableResult
     public func deleteExpired(nowMs: Int64) throws -> (packets: Int, bytes: Int) {
         try db.transaction {
-            var expired: [(SQLValue, Int, Int)] = []
+            var expired: [([UInt8], Int, Int)] = []
             try db.query("""
                 SELECT mailbox, COUNT(*), SUM(length(packet)) FROM packets WHERE expires_ms <= ? GROUP BY mailbox
-                """, [.int(nowMs)]) { expired.append((.blob($0.blob(0)), $0.int(1), $0.int(2))) }
+                """, [.int(nowMs)]) { expired.append(($0.blob(0), $0.int(1), $0.int(2))) }
             try db.query("DELETE FROM deleted WHERE expires_ms <= ?", [.int(nowMs)])
             guard !expired.isEmpty else { return (0, 0) }
             try release(where: "expires_ms <= ?", [.int(nowMs)])
             try db.query("DELETE FROM packets WHERE expires_ms <= ?", [.int(nowMs)])
-            for (mailbox, packets, bytes) in expired { try uncount(mailbox, packets: packets, bytes: bytes) }
+            var ledger = CommitLedger()
+            for (mailbox, packets, bytes) in expired { ledger.count(mailbox, packets: -packets, bytes: -bytes) }
+            try apply(ledger)
             return (expired.reduce(0) { $0 + $1.1 }, expired.reduce(0) { $0 + $1.2 })
         }
     }
@@ -232,12 +269,18 @@ public final class SQLiteRelayStore: RelayStore {
         try db.transaction {
             try db.query("INSERT INTO revoked (pseudonym, revoked_ms) VALUES (?, ?) ON CONFLICT (pseudonym) DO NOTHING",
                          [.blob(pseudonym), .int(nowMs)])
-            var posted: [(SQLValue, Int, Int)] = []
-            try db.query("SELECT mailbox, COUNT(*), SUM(length(packet)) FROM packets WHERE poster = ? GROUP BY mailbox",
-                         [poster]) { posted.append((.blob($0.blob(0)), $0.int(1), $0.int(2))) }
-            try release(where: "poster = ?", [poster])
-            try db.query("DELETE FROM packets WHERE poster = ?", [poster])
-            for (mailbox, packets, bytes) in posted { try uncount(mailbox, packets: packets, bytes: bytes) }
+            // No index by poster (schema 8): one scan of the table finds what it stored.
+            var ledger = CommitLedger()
+            var sequences: [Int64] = []
+            try db.query("SELECT seq, mailbox, length(packet), address_tag, prefix_tag FROM packets WHERE poster = ?",
+                         [poster]) { row in
+                sequences.append(row.int64(0))
+                let length = row.int(2)
+                ledger.count(row.blob(1), packets: -1, bytes: -length)
+                for column in [Int32(3), 4] where !row.isNull(column) { ledger.account(.blob(row.blob(column)), bytes: -length) }
+            }
+            for sequence in sequences { try db.query("DELETE FROM packets WHERE seq = ?", [.int(sequence)]) }
+            try apply(ledger)
         }
     }
 

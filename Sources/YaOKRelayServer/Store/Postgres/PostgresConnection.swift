@@ -189,6 +189,141 @@ final class PostgresConnection {
         return PostgresRows(result)
     }
 
+    /// One statement of a pipeline (`pipeline`).
+    struct Statement {
+        let name: String
+        let sql: String
+        let types: [UInt32]
+        let parameters: [PostgresValue]
+    }
+
+    /// Sends `statements` at once in libpq's pipeline mode and returns their rows in order:
+    /// one round trip, and one wake-up of the server, for all of them, where `query` costs
+    /// one each. They run in order as if sent one by one; after a failure the rest are not
+    /// run, and the first failure is thrown (inside a transaction, the caller rolls back).
+    func pipeline(_ statements: [Statement], timeout: Double = defaultTimeoutSeconds) throws -> [PostgresRows] {
+        guard !statements.isEmpty else { return [] }
+        for s in statements where !prepared.contains(s.name) {
+            let result = try run(s.sql, timeout: timeout) {
+                s.types.withUnsafeBufferPointer { PQsendPrepare(conn, s.name, s.sql, Int32(s.types.count), $0.baseAddress) }
+            }
+            defer { PQclear(result) }
+            try check(result, s.sql)
+            prepared.insert(s.name)
+        }
+        guard !broken else { throw YaOKError(.relayUnavailable, "PostgreSQL: the connection is broken") }
+        let deadline = Self.nowMs() + Int64(timeout * 1000)
+        func lost(_ why: String) -> YaOKError {
+            broken = true
+            return YaOKError(.relayUnavailable, "PostgreSQL: \(why)")
+        }
+        func wait(_ events: Int32) throws {
+            while true {
+                let left = deadline - Self.nowMs()
+                guard left > 0 else { throw lost("no answer within \(Int(timeout)) s (server frozen or unreachable); connection dropped") }
+                var p = pollfd(fd: PQsocket(conn), events: Int16(events), revents: 0)
+                let ready = poll(&p, 1, Int32(min(left, 1000)))
+                if ready > 0 { return }
+                if ready < 0 && errno != EINTR { throw lost("poll: \(String(cString: strerror(errno)))") }
+            }
+        }
+        // Non-blocking while in the pipeline: the server's results are read while the rest
+        // is still being sent, so that neither side waits on a full socket buffer.
+        guard PQsetnonblocking(conn, 1) == 0, PQenterPipelineMode(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+        defer {
+            if !broken {
+                _ = PQexitPipelineMode(conn)
+                _ = PQsetnonblocking(conn, 0)
+            }
+        }
+        for s in statements {
+            let sent = Self.withParameters(s.parameters) { values, lengths, formats in
+                PQsendQueryPrepared(conn, s.name, Int32(s.parameters.count), values, lengths, formats, 1)
+            }
+            guard sent == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+        }
+        guard PQpipelineSync(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+        while true {
+            let flushed = PQflush(conn)
+            if flushed == 0 { break }
+            if flushed < 0 { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+            try wait(Int32(POLLIN | POLLOUT))
+            guard PQconsumeInput(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+        }
+        func next() throws -> OpaquePointer? {
+            while PQisBusy(conn) == 1 {
+                try wait(Int32(POLLIN))
+                guard PQconsumeInput(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+            }
+            return PQgetResult(conn)
+        }
+        var rows: [PostgresRows] = []
+        var failure: Error?
+        for s in statements {
+            // Each statement's result, then NULL.
+            var kept: OpaquePointer?
+            while let result = try next() {
+                if kept == nil { kept = result } else { PQclear(result) }
+            }
+            guard let result = kept else { throw lost("a pipelined statement returned no result") }
+            if failure == nil {
+                let status = PQresultStatus(result)
+                if status == PGRES_PIPELINE_ABORTED {
+                    failure = YaOKError(.storage, "PostgreSQL: a pipelined statement was not run")
+                    PQclear(result)
+                } else {
+                    do {
+                        try check(result, s.sql)
+                        rows.append(PostgresRows(result))
+                    } catch {
+                        failure = error
+                        PQclear(result)
+                    }
+                }
+            } else {
+                PQclear(result)
+            }
+        }
+        // The sync's own result ends the pipeline.
+        while let result = try next() {
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if let failure { throw failure }
+        return rows
+    }
+
+    /// Binary parameters (8-byte big-endian integers, raw bytes) and text ones (UTF-8,
+    /// NUL-terminated: libpq reads text-format parameters as C strings), for libpq's calls.
+    private static func withParameters<T>(_ parameters: [PostgresValue],
+                                          _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> T) -> T {
+        let encoded: [[UInt8]] = parameters.map {
+            switch $0 {
+            case .int(let v): return withUnsafeBytes(of: v.bigEndian) { Array($0) }
+            case .bytes(let b): return b
+            case .text(let t): return Array(t.utf8)
+            }
+        }
+        let copies = encoded.map { bytes -> UnsafeMutablePointer<CChar> in
+            let p = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            p[bytes.count] = 0
+            bytes.withUnsafeBytes { raw in
+                if let base = raw.baseAddress { UnsafeMutableRawPointer(p).copyMemory(from: base, byteCount: raw.count) }
+            }
+            return p
+        }
+        defer { copies.forEach { $0.deallocate() } }
+        let values: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) }
+        let lengths: [Int32] = encoded.map { Int32($0.count) }
+        let formats: [Int32] = parameters.map { if case .text = $0 { return 0 } else { return 1 } }
+        return values.withUnsafeBufferPointer { v in
+            lengths.withUnsafeBufferPointer { l in
+                formats.withUnsafeBufferPointer { f in body(v.baseAddress, l.baseAddress, f.baseAddress) }
+            }
+        }
+    }
+
     /// Reads what arrived on the socket and returns the notifications among it:
     /// (channel, payload, notifying server pid).
     func notifications() throws -> [(channel: String, payload: String, pid: Int32)] {

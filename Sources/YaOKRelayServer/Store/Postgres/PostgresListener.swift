@@ -3,8 +3,9 @@ import YaOKSupport
 import YaOKWire
 
 /// Live push across relay processes: one dedicated connection per relay, on its own
-/// thread, that LISTENs on `yaok_relay_mailbox` (payload: the mailbox ID in hex, sent by
-/// `relay_post` at commit) and `yaok_relay_revoked`. Notifications from this relay's own
+/// thread, that LISTENs on `yaok_relay_mailbox` (payload: the IDs in hex, comma-separated,
+/// of the mailboxes a commit stored into, sent once per commit by `PostgresRelayStore`)
+/// and `yaok_relay_revoked`. Notifications from this relay's own
 /// pool connections are dropped (the relay already knows what it stored).
 ///
 /// The connection has TCP keepalives and is pinged (`SELECT 1`) every 10 s when idle.
@@ -112,9 +113,14 @@ final class PostgresListener: RelayStoreWatch, @unchecked Sendable {
             for note in notes {
                 if note.channel == Self.revokedChannel {
                     revoked = true
-                } else if !own.contains(note.pid), let bytes = Hex.decode(note.payload),
-                          let mailbox = try? MailboxID(bytes: bytes), seen.insert(mailbox).inserted {
-                    mailboxes.append(mailbox)
+                } else if !own.contains(note.pid) {
+                    // One commit's mailboxes, comma-separated (one ID alone from a relay
+                    // before schema 8); a part that is not a mailbox ID is skipped.
+                    for part in note.payload.split(separator: ",") {
+                        guard let bytes = Hex.decode(String(part)), let mailbox = try? MailboxID(bytes: bytes),
+                              seen.insert(mailbox).inserted else { continue }
+                        mailboxes.append(mailbox)
+                    }
                 }
             }
             if !mailboxes.isEmpty { onChange(.stored(mailboxes)) }

@@ -480,6 +480,66 @@ enum PostgresRelaySchema {
         );
         CREATE INDEX relay_carry_purges_eviction ON relay_carry_purges (held, expires_ms);
         """,
+        // 8: relay_post no longer notifies: the relay sends one notification per commit
+        // naming every mailbox the commit stored into (`PostgresRelayStore.notify`), not
+        // one per POST (PostgreSQL queues each distinct payload of a transaction and every
+        // listener wakes for each). And fewer pages written per message, as SQLite's
+        // migrations 7 and 8: no index of packets by poster (a random page of a third tree
+        // for every POST and DELETE, kept only for relay_purge, which now scans), and the
+        // deletion notes keyed by (expiry, note), so that a commit's notes land on the pages
+        // at the end of one tree instead of each on a random page of the note's key plus
+        // one of the expiry index. A note's expiry is the packet's (its header is in the
+        // hashed bytes), so relay_post looks a re-post's note up by both.
+        """
+        DROP INDEX packets_by_poster;
+        ALTER TABLE deleted DROP CONSTRAINT deleted_pkey;
+        ALTER TABLE deleted ADD PRIMARY KEY (expires_ms, digest);
+        DROP INDEX deleted_by_expiry;
+        CREATE OR REPLACE FUNCTION relay_post(p_mailbox BYTEA, p_message_id BYTEA, p_expires BIGINT, p_now BIGINT,
+                                   p_packet BYTEA, p_max_packets BIGINT, p_max_bytes BIGINT,
+                                   p_pseudonym BYTEA, p_kind SMALLINT, p_rate_limit BIGINT, p_window BIGINT, p_note BYTEA, p_poster BYTEA,
+                                   p_address_tag BYTEA, p_prefix_tag BYTEA, p_address_room BIGINT, p_prefix_room BIGINT,
+                                   OUT outcome INT, OUT value BIGINT)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            n BIGINT; b BIGINT; used BIGINT; oldest BIGINT;
+        BEGIN
+            INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (p_mailbox, 0, 0)
+                ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                RETURNING m.packets, m.bytes INTO n, b;
+            -- Under the lock, each statement sees what committed before it was taken.
+            IF EXISTS (SELECT 1 FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id)
+               OR EXISTS (SELECT 1 FROM deleted WHERE expires_ms = p_expires AND digest = p_note) THEN
+                outcome := 1; value := 0; RETURN;
+            END IF;
+            IF p_rate_limit > 0 THEN
+                SELECT count(*), min(at_ms) INTO used, oldest FROM rate_log
+                    WHERE pseudonym = p_pseudonym AND kind = p_kind AND at_ms > p_now - p_window;
+                IF used >= p_rate_limit THEN
+                    outcome := 3; value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN;
+                END IF;
+            END IF;
+            IF n >= p_max_packets OR b + length(p_packet) > p_max_bytes THEN
+                outcome := 2; value := 0; RETURN;
+            END IF;
+            IF p_address_tag <> ''::bytea THEN
+                IF COALESCE((SELECT bytes FROM holders WHERE tag = p_address_tag), 0) + length(p_packet) > p_address_room THEN
+                    outcome := 4; value := 0; RETURN;
+                END IF;
+                IF COALESCE((SELECT bytes FROM holders WHERE tag = p_prefix_tag), 0) + length(p_packet) > p_prefix_room THEN
+                    outcome := 4; value := 1; RETURN;
+                END IF;
+            END IF;
+            INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster, address_tag, prefix_tag)
+                VALUES (p_mailbox, p_message_id, p_expires, p_now, p_packet, NULLIF(p_poster, ''::bytea),
+                        NULLIF(p_address_tag, ''::bytea), NULLIF(p_prefix_tag, ''::bytea)) RETURNING seq INTO value;
+            UPDATE mailboxes SET packets = packets + 1, bytes = bytes + length(p_packet) WHERE mailbox = p_mailbox;
+            IF p_rate_limit > 0 THEN
+                INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (p_pseudonym, p_kind, p_now);
+            END IF;
+            outcome := 0;
+        END $$;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }

@@ -95,20 +95,53 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                         var outcomes = [RelayStoreOutcome](repeating: .duplicate, count: writes.count)
                         var holders = HolderLedger()
                         var notes = PendingNotes()
+                        var stored: [MailboxID] = []
+                        // The writes go in pipelines (one round trip for many statements),
+                        // cut where a POST follows a DELETE of its mailbox in this batch: the
+                        // DELETE's note must be written before the POST looks for it.
+                        var pipeline = PostPipeline()
+                        func flush() throws {
+                            let rows = try c.pipeline(pipeline.statements)
+                            for (entry, result) in zip(pipeline.entries, rows) {
+                                switch entry {
+                                case .post(let i, let post, let tags):
+                                    outcomes[i] = Self.outcome(result, post, tags, &holders)
+                                    if case .stored = outcomes[i], stored.last != post.mailbox { stored.append(post.mailbox) }
+                                case .delete(let i, let ref):
+                                    guard case .deleted(let count, let bytes) = outcomes[i] else { continue }
+                                    guard result.count == 1, !result.isNull(0, 0) else { continue }
+                                    let packet = result.bytes(0, 0)
+                                    // Written in this transaction (`write(_:_:)`), under the
+                                    // mailbox's lock that relay_delete took: a re-post through
+                                    // another relay waits for it and then sees the note.
+                                    notes.add(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey),
+                                              expires: result.int64(0, 1), mailbox: ref.mailbox)
+                                    for column in [2, 3] where !result.isNull(0, column) { holders.release(result.bytes(0, column), packet.count) }
+                                    outcomes[i] = .deleted(count: count + 1, bytes: bytes + packet.count)
+                                }
+                            }
+                            pipeline = PostPipeline()
+                        }
                         for i in order {
                             switch writes[i] {
                             case .post(let post):
                                 // A re-post of what this batch deleted must see its note.
+                                if pipeline.deleted.contains(post.mailbox) { try flush() }
                                 if notes.mailboxes.contains(post.mailbox) { try write(&notes, c) }
-                                outcomes[i] = try store(post, c, nowMs: nowMs, quota: quota, holders: &holders)
+                                pipeline.add(post, i, statement: postStatement(post, nowMs: nowMs, quota: quota, holders: holders,
+                                                                              pending: pipeline.added))
                             case .delete(let refs):
-                                let (count, bytes) = try delete(refs, c, holders: &holders, notes: &notes)
-                                outcomes[i] = .deleted(count: count, bytes: bytes)
+                                outcomes[i] = .deleted(count: 0, bytes: 0)
+                                for ref in refs.sorted(by: { $0.mailbox.bytes.lexicographicallyPrecedes($1.mailbox.bytes) }) {
+                                    pipeline.add(ref, i)
+                                }
                             }
                         }
+                        try flush()
                         try write(&notes, c)
                         // Last, after every mailbox lock: holder rows are locked in tag order.
                         try account(holders, c)
+                        try notify(stored, c)
                         return outcomes
                     }
                 }
@@ -125,18 +158,23 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         }
     }
 
-    private func store(_ post: RelayPost, _ c: PostgresConnection, nowMs: Int64, quota: MailboxQuota,
-                       holders: inout HolderLedger) throws -> RelayStoreOutcome {
+    /// relay_post for one POST. The room left under its address and /24 tags is the quota
+    /// less what this transaction stored under them already and (`pending`) what the POSTs
+    /// before it in the same pipeline would store (their outcomes are not known yet: on
+    /// the safe side).
+    private func postStatement(_ post: RelayPost, nowMs: Int64, quota: MailboxQuota, holders: HolderLedger,
+                               pending: [[UInt8]: Int]) -> (PostgresConnection.Statement, ([UInt8], [UInt8])?) {
         let t = PostgresType.self
-        let tags = post.address.map { (HolderTag.address($0, key: addressKey), HolderTag.prefix($0, key: addressKey)) }
+        let tags = self.tags(post)
         // Deleted already (the same bytes re-posted after the DELETE: its `DeletionNote`) is a
         // duplicate: relay_post checks that under the mailbox's lock (migrations 3 and 4), so a
         // DELETE from another relay cannot slip in.
         let charge = post.charge
-        let rows = try c.query("post", """
+        func used(_ tag: [UInt8]) -> Int { (holders.added[tag] ?? 0) + (pending[tag] ?? 0) }
+        return (PostgresConnection.Statement(name: "post", sql: """
             SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11, $12, $13, $14, $15, $16, $17)
             """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8, t.bytea, t.bytea,
-                         t.bytea, t.bytea, t.int8, t.int8], [
+                         t.bytea, t.bytea, t.int8, t.int8], parameters: [
                 .bytes(post.mailbox.bytes), .bytes(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs),
                 .bytes(post.packet), .int(Int64(quota.packets)), .int(Int64(quota.bytes)),
                 // rate_log is keyed by the poster tag, never the pseudonym: a copy of the
@@ -144,12 +182,19 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                 .bytes(charge.map { PosterTag.of($0.pseudonym, key: noteKey) } ?? []), .int(charge?.isAck == true ? 1 : 0), .int(Int64(charge?.limit ?? 0)),
                 .int(RateLimiter.windowMs), .bytes(DeletionNote.of(mailbox: post.mailbox, packet: post.packet, key: noteKey)),
                 .bytes(post.poster.map { PosterTag.of($0, key: noteKey) } ?? []),  // empty: NULL, none known
-                // Empty: no address known, counted against nobody. The room left is the
-                // quota less what this transaction stored under the tag already.
+                // Empty: no address known, counted against nobody.
                 .bytes(tags?.0 ?? []), .bytes(tags?.1 ?? []),
-                .int(Int64(quota.addressBytes - (tags.flatMap { holders.added[$0.0] } ?? 0))),
-                .int(Int64(quota.prefixBytes - (tags.flatMap { holders.added[$0.1] } ?? 0))),
-            ])
+                .int(Int64(quota.addressBytes - (tags.map { used($0.0) } ?? 0))),
+                .int(Int64(quota.prefixBytes - (tags.map { used($0.1) } ?? 0))),
+            ]), tags)
+    }
+
+    private func tags(_ post: RelayPost) -> ([UInt8], [UInt8])? {
+        post.address.map { (HolderTag.address($0, key: addressKey), HolderTag.prefix($0, key: addressKey)) }
+    }
+
+    private static func outcome(_ rows: PostgresRows, _ post: RelayPost, _ tags: ([UInt8], [UInt8])?,
+                                _ holders: inout HolderLedger) -> RelayStoreOutcome {
         let value = rows.int64(0, 1)
         switch rows.int(0, 0) {
         case 0:
@@ -174,25 +219,29 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
         ])
     }
 
-    private func delete(_ refs: [StoredPacketRef], _ c: PostgresConnection, holders: inout HolderLedger,
-                        notes: inout PendingNotes) throws -> (Int, Int) {
-        var deleted = 0, bytes = 0
-        for ref in refs.sorted(by: { $0.mailbox.bytes.lexicographicallyPrecedes($1.mailbox.bytes) }) {
-            let rows = try c.query("delete", "SELECT p_packet, p_expires, p_address_tag, p_prefix_tag FROM relay_delete($1, $2)",
-                                   types: [PostgresType.bytea, PostgresType.bytea], [.bytes(ref.mailbox.bytes), .bytes(ref.messageID.bytes)])
-            guard rows.count == 1, !rows.isNull(0, 0) else { continue }
-            let packet = rows.bytes(0, 0)
-            // Written in this transaction (`write(_:_:)`), under the mailbox's lock that
-            // relay_delete took: a re-post through another relay waits for it and then sees
-            // the note.
-            notes.add(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey), expires: rows.int64(0, 1),
-                      mailbox: ref.mailbox)
-            for column in [2, 3] where !rows.isNull(0, column) { holders.release(rows.bytes(0, column), packet.count) }
-            deleted += 1
-            bytes += packet.count
+    /// The mailboxes a commit stored into, for the other relays' live push: one
+    /// notification per commit (delivered by PostgreSQL at COMMIT, dropped on ROLLBACK)
+    /// whose payload is their IDs in hex joined by commas, split where it would pass
+    /// PostgreSQL's 8,000-byte payload limit (`PostgresListener` reads both this and the
+    /// single ID that relay_post sent before schema 8). `mailboxes` is in key order, so a
+    /// mailbox named twice in a row is named once.
+    private func notify(_ mailboxes: [MailboxID], _ c: PostgresConnection) throws {
+        var payload = ""
+        func send() throws {
+            guard !payload.isEmpty else { return }
+            try c.query("notify", "SELECT pg_notify('\(PostgresListener.mailboxChannel)', $1)", types: [PostgresType.text], [.text(payload)])
+            payload = ""
         }
-        return (deleted, bytes)
+        for mailbox in mailboxes {
+            let hex = Hex.encode(mailbox.bytes)
+            if payload.utf8.count + hex.utf8.count + 1 > Self.notifyPayloadBytes { try send() }
+            payload += payload.isEmpty ? hex : "," + hex
+        }
+        try send()
     }
+
+    /// Below PostgreSQL's limit on a notification's payload (8,000 bytes by default).
+    static let notifyPayloadBytes = 7_900
 
     /// Inserts the pending deletion notes in one statement (one round trip for a batch's
     /// DELETEs, not one per packet) and empties `notes`.
@@ -274,6 +323,74 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
             return pages
         }
     }
+
+    /// Every read of a disk round in one statement (a statement per mailbox was a round trip
+    /// each, and with a shared store every delivery is a read): the mailboxes' pages come
+    /// from one LATERAL query over arrays, at most `batchedPagePackets` packets per mailbox
+    /// (a mailbox with more comes back not complete and is read on after its last), in
+    /// chunks of `batchedRequests` mailboxes; each read's budget is then applied in order
+    /// as `packets` does.
+    public func packets(reads: [[RelayPageRequest]], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [[RelayPage]] {
+        let all = reads.flatMap { $0 }
+        guard !all.isEmpty else { return reads.map { _ in [] } }
+        let perMailbox = max(1, min(maxPackets, Self.batchedPagePackets))
+        var fetched = [[StoredRelayPacket]](repeating: [], count: all.count)
+        try pool.withConnection { c in
+            for start in stride(from: 0, to: all.count, by: Self.batchedRequests) {
+                let chunk = all[start..<min(start + Self.batchedRequests, all.count)]
+                // One more row than the limit tells whether the mailbox has more.
+                let rows = try c.query("pages", """
+                    SELECT r.i, p.seq, p.packet
+                    FROM unnest($1::bytea[], $2::int8[]) WITH ORDINALITY AS r(mailbox, after, i)
+                    CROSS JOIN LATERAL (SELECT seq, packet FROM packets
+                                        WHERE mailbox = r.mailbox AND seq > r.after AND expires_ms > $3
+                                        ORDER BY seq LIMIT $4) p
+                    ORDER BY r.i, p.seq
+                    """, types: [PostgresType.byteaArray, PostgresType.int8Array, PostgresType.int8, PostgresType.int8], [
+                        .text("{" + chunk.map { "\"\\\\x\(Hex.encode($0.mailbox.bytes))\"" }.joined(separator: ",") + "}"),
+                        .text("{" + chunk.map { String($0.after) }.joined(separator: ",") + "}"),
+                        .int(nowMs), .int(Int64(perMailbox + 1)),
+                    ])
+                for row in 0..<rows.count {
+                    let i = start + rows.int(row, 0) - 1
+                    guard i >= start, i < start + chunk.count else { continue }
+                    fetched[i].append(StoredRelayPacket(sequence: rows.int64(row, 1), packet: rows.bytes(row, 2)))
+                }
+            }
+        }
+        var next = 0
+        return reads.map { requests in
+            var pages: [RelayPage] = []
+            var packetBudget = maxPackets, byteBudget = maxBytes
+            for request in requests {
+                let candidates = fetched[next]
+                next += 1
+                guard packetBudget > 0, byteBudget > 0 else {
+                    pages.append(RelayPage(mailbox: request.mailbox, packets: [], complete: false))
+                    continue
+                }
+                var found: [StoredRelayPacket] = []
+                var complete = candidates.count <= perMailbox
+                for packet in candidates.prefix(perMailbox) {
+                    guard found.count < packetBudget, byteBudget - packet.packet.count >= 0 || found.isEmpty else {
+                        complete = false
+                        break
+                    }
+                    found.append(packet)
+                    byteBudget -= packet.packet.count
+                }
+                packetBudget -= found.count
+                pages.append(RelayPage(mailbox: request.mailbox, packets: found, complete: complete))
+            }
+            return pages
+        }
+    }
+
+    /// A batched read's packets per mailbox: a page of many mailboxes costs at most this many
+    /// packets each in memory at once (a backlog is read on, page after page).
+    static let batchedPagePackets = 16
+    /// Mailboxes per statement of a batched read.
+    static let batchedRequests = 256
 
     public func storedPacketCount(nowMs: Int64) throws -> Int {
         try pool.withConnection { c in
@@ -397,5 +514,36 @@ struct PendingNotes {
         digests.append(digest)
         expiries.append(expires)
         mailboxes.insert(mailbox)
+    }
+}
+
+/// The statements of one pipeline of a commit and what each is for.
+private struct PostPipeline {
+    enum Entry {
+        case post(Int, RelayPost, ([UInt8], [UInt8])?)
+        case delete(Int, StoredPacketRef)
+    }
+    private(set) var statements: [PostgresConnection.Statement] = []
+    private(set) var entries: [Entry] = []
+    /// Mailboxes this pipeline DELETEs from.
+    private(set) var deleted = Set<MailboxID>()
+    /// Bytes this pipeline's POSTs would store per holder tag.
+    private(set) var added: [[UInt8]: Int] = [:]
+
+    mutating func add(_ post: RelayPost, _ index: Int, statement: (PostgresConnection.Statement, ([UInt8], [UInt8])?)) {
+        statements.append(statement.0)
+        entries.append(.post(index, post, statement.1))
+        if let (address, prefix) = statement.1 {
+            added[address, default: 0] += post.packet.count
+            added[prefix, default: 0] += post.packet.count
+        }
+    }
+
+    mutating func add(_ ref: StoredPacketRef, _ index: Int) {
+        statements.append(PostgresConnection.Statement(
+            name: "delete", sql: "SELECT p_packet, p_expires, p_address_tag, p_prefix_tag FROM relay_delete($1, $2)",
+            types: [PostgresType.bytea, PostgresType.bytea], parameters: [.bytes(ref.mailbox.bytes), .bytes(ref.messageID.bytes)]))
+        entries.append(.delete(index, ref))
+        deleted.insert(ref.mailbox)
     }
 }
