@@ -41,7 +41,8 @@ public final class Node: Sendable {
         /// Forward secrecy for messages that wait (docs/PROTOCOL.md §13): seal messages and
         /// their carried copies to the contacts' announced receiver keys and announce ours.
         /// On by default; off, every message is sealed to the long-term key as before §13
-        /// (everything recorded then opens with a seized device).
+        /// (everything recorded then opens with a seized device). Off still opens what
+        /// contacts sealed to keys announced while it was on: turning it off loses nothing.
         public var forwardSecrecy = true
 
         public init() {}

@@ -45,7 +45,9 @@ extension DeliveryEngine {
     /// for `peer` or one of our prekeys (§13.4) (then the ring learns the announcement, and may mint), else as §3.1.
     mutating func openMessage(_ header: RoutedHeader, _ payload: [UInt8], from peer: PeerDirectory.Peer,
                               _ store: Store, _ keys: UnlockedKeys) throws -> Envelope.Opened {
-        if forwardSecrecy {
+        // Whatever `forwardSecrecy` says: off stops sealing and announcing, not opening
+        // what contacts sealed to keys announced while it was on (§13.5: nothing is lost).
+        do {
             var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
             var openingKeys = ring.openingKeys
             // The prekeys (§13.4) only when no per-contact key matches: reading them costs a
@@ -95,7 +97,7 @@ extension DeliveryEngine {
     /// routed message), else as §10.4.
     mutating func openCarried(_ packet: CarriedPacket, from peer: PeerDirectory.Peer,
                               _ store: Store, _ keys: UnlockedKeys) throws -> CarriedContent {
-        if forwardSecrecy {
+        do {  // whatever the option says, as openMessage
             var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
             var openingKeys = ring.openingKeys
             if !CarriedSeal.isForwardSecret(packet, receiverKeys: openingKeys) {
@@ -169,7 +171,7 @@ extension DeliveryEngine {
     mutating func openAck(_ header: RoutedHeader, _ payload: [UInt8], from peer: PeerDirectory.Peer,
                           _ store: Store, _ keys: UnlockedKeys?) throws -> [MessageID]? {
         if let ids = DeliveryAck.open(header, payload: payload, key: peer.incomingAckKey) { return ids }
-        guard forwardSecrecy, let keys,
+        guard let keys,  // whatever the option says, as openMessage
               let (ids, announcement) = ForwardSecretAck.open(header, payload: payload, key: peer.incomingAckKey) else { return nil }
         var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
         try ring.acknowledged(ids.map(\.bytes), announced: announcement, nowMs: now)

@@ -83,6 +83,32 @@ import Testing
         #expect(opened == [true, false, false, false])
     }
 
+    /// Reopening with the option off stops sealing to receiver keys and announcing, not
+    /// opening (§13.5): a message a contact sealed to a key announced while it was on, and
+    /// the contact's forward-secret acks, still open, so turning it off loses nothing in
+    /// flight. (Before, the message never opened and the reply was never acknowledged.)
+    @Test func turningItOffLosesNothingInFlight() throws {
+        let pair = try FSPair()
+        defer { pair.close() }
+        _ = try exchange(pair.alice, to: pair.bobID, "hello", pair)
+        _ = try exchange(pair.bob, to: pair.aliceID, "hi", pair)
+        let m = try pair.alice.send(to: pair.bobID, text: "sealed to your receiver key")
+        #expect(try pair.alice.forwardSecrecy(pair.bobID).active)
+        pair.bob.close()
+        var options = fastOptions()
+        options.forwardSecrecy = false
+        let bob = try Node(dataDirectory: pair.dirB.path, options: options)
+        defer { bob.close() }
+        try bob.unlock(pin: testPIN)
+        let pipe = try MemoryPipe(pair.alice, bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? bob.texts(pair.aliceID))?.contains("sealed to your receiver key") == true })
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        // Bob's reply goes to Alice's long-term key; her ack to him is forward-secret.
+        let reply = try bob.send(to: pair.aliceID, text: "off now")
+        #expect(eventually { (try? bob.status(of: reply.messageID)) == .delivered })
+    }
+
     /// With a version 1 card (no prekey) the first message goes to the long-term key, and
     /// says so (§13.5).
     @Test func aFirstMessageSaysItWentToTheLongTermKey() throws {
