@@ -246,6 +246,14 @@ enum Schema {
             sealed BLOB NOT NULL
         );
         """,
+        // 17 (16 is the prekeys table; the two land in that order): the carry store's eviction
+        // reads (Store+CarryEviction, docs/PROTOCOL.md §10.9) through indexes instead of every
+        // row: the depositors present in a budget and each one's oldest packet there, and the
+        // packets each depositor holds.
+        """
+        CREATE INDEX carried_by_class ON carried_packets (copy_budget, depositor, taken_ms, id);
+        CREATE INDEX carried_by_depositor ON carried_packets (depositor, expires_ms);
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }
