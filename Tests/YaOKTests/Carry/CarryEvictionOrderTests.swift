@@ -26,7 +26,7 @@ import Testing
                 let newcomer = try bench.packet(lifetimeMs: Int64.random(in: 1...20, using: &rng) * 3_600_000,
                                                 budget: UInt8.random(in: 1...8, using: &rng),
                                                 payloadLength: Int.random(in: 10...6_000, using: &rng))
-                let depositor = Bool.random(using: &rng) ? depositors.randomElement(using: &rng)! : CarryDepositor.random()
+                let depositor = Bool.random(using: &rng) ? depositors.randomElement(using: &rng) ?? .random() : .random()
                 let usage = try bench.store.carryUsage()
                 let policy = CarryPolicy(maxPackets: max(1, usage.packets + Int.random(in: -4...1, using: &rng)),
                                          maxBytes: max(Wire.maxPacketLength, usage.bytes + Int.random(in: -20_000...3_000, using: &rng)),
@@ -49,6 +49,9 @@ import Testing
                 case let other:
                     Issue.record("unexpected \(other.message)")
                 }
+                // The usage the triggers keep is the sum over the rows.
+                let kept = try bench.store.carryUsage(), summed = try summedUsage(bench.store)
+                #expect(kept.packets == summed.packets && kept.bytes == summed.bytes)
                 compared += 1
             }
         }
@@ -80,11 +83,15 @@ import Testing
         return pool
     }
 
+    private func summedUsage(_ store: Store) throws -> (packets: Int, bytes: Int) {
+        try store.db.rows("SELECT count(*), coalesce(sum(size), 0) FROM carried_packets") { ($0.int(0), $0.int(1)) }.first ?? (0, 0)
+    }
+
     /// §10.9 read plainly (the store's first algorithm): all rows, classes by budget, and in
     /// each the row whose depositor holds the most, the first such in (taken, id).
     private func referenceVictims(_ store: Store, toFit entry: CarriedEntry, nowMs: Int64,
                                   policy: CarryPolicy) throws -> [[UInt8]]? {
-        var usage = try store.carryUsage()
+        var usage = try summedUsage(store)
         func fits() -> Bool { usage.packets + 1 <= policy.maxPackets && usage.bytes + entry.size <= policy.maxBytes }
         if fits() { return [] }
         var victims: [[UInt8]] = []
