@@ -257,6 +257,32 @@ enum Schema {
             sealed BLOB NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 17: the carry store's eviction reads (Store+CarryEviction, docs/PROTOCOL.md §10.9)
+        // through indexes instead of every row: the depositors present in a budget and each one's oldest packet there, and the
+        // packets each depositor holds. The usage (packets, bytes) that every take checks
+        // against the caps is kept by triggers in one row instead of summed over the store
+        // (the sweep recounts it, so a file edited by hand cannot skew it for long). DELETE
+        // without WHERE still fires the triggers (SQLite skips its truncation when a table
+        // has triggers); nothing writes carried_packets with REPLACE, whose deletes would not.
+        """
+        CREATE INDEX carried_by_class ON carried_packets (copy_budget, depositor, taken_ms, id);
+        CREATE INDEX carried_by_depositor ON carried_packets (depositor, expires_ms);
+        CREATE TABLE carry_usage (
+            only INTEGER PRIMARY KEY NOT NULL CHECK (only = 0),
+            packets INTEGER NOT NULL,
+            bytes INTEGER NOT NULL
+        );
+        INSERT INTO carry_usage SELECT 0, count(*), coalesce(sum(size), 0) FROM carried_packets;
+        CREATE TRIGGER carry_usage_insert AFTER INSERT ON carried_packets BEGIN
+            UPDATE carry_usage SET packets = packets + 1, bytes = bytes + NEW.size;
+        END;
+        CREATE TRIGGER carry_usage_delete AFTER DELETE ON carried_packets BEGIN
+            UPDATE carry_usage SET packets = packets - 1, bytes = bytes - OLD.size;
+        END;
+        CREATE TRIGGER carry_usage_resize AFTER UPDATE OF size ON carried_packets BEGIN
+            UPDATE carry_usage SET bytes = bytes - OLD.size + NEW.size;
+        END;
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

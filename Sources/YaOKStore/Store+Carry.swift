@@ -58,64 +58,18 @@ extension Store {
         }
     }
 
-    /// The identities to evict so that `entry` fits the caps, in the eviction order
-    /// (§10.9): every expired packet first, then by copy budget, lowest first; within a
-    /// budget, the packets of the depositor that holds the most go first (so one stranger's
-    /// flood, within its quota, pushes out its own packets before anyone else's), then the
-    /// one taken longest ago, then by identity. nil when room would need a packet that ranks
-    /// above `entry` for keeping (a higher budget: the newcomer, taken now, is the newest of
-    /// its budget), so a full store of valuable copies refuses a wait-phase copy instead of
-    /// churning. "Taken" is the wall clock at the take: after the clock is set back, packets
-    /// taken since count as older than they are (a misordering within one budget, no loss).
-    private func carryVictims(toFit entry: CarriedEntry, nowMs: Int64, policy: CarryPolicy) throws -> [[UInt8]]? {
-        var usage = try carryUsage()
-        func fits() -> Bool { usage.packets + 1 <= policy.maxPackets && usage.bytes + entry.size <= policy.maxBytes }
-        if fits() { return [] }
-        var victims: [[UInt8]] = []
-        // The order index (expires_ms, id) finds the expired.
-        try db.query("SELECT id, size FROM carried_packets WHERE expires_ms <= ?", [.int(nowMs)]) { row in
-            victims.append(row.blob(0))
-            usage.packets -= 1
-            usage.bytes -= row.int(1)
-        }
-        if fits() { return victims }
-        let expired = Set(victims)
-        // Packets held per depositor (the newcomer counts for its own).
-        var held: [[UInt8]: Int] = [entry.depositor.bytes: 1]
-        try db.query("SELECT depositor, count(*) FROM carried_packets WHERE expires_ms > ? GROUP BY depositor",
-                     [.int(nowMs)]) { row in held[row.blob(0), default: 0] += row.int(1) }
-        // Candidates by budget, each class in the order (taken, id).
-        var classes: [(budget: Int, rows: [(id: [UInt8], size: Int, depositor: [UInt8])])] = []
-        try db.query("SELECT id, copy_budget, size, depositor FROM carried_packets ORDER BY copy_budget, taken_ms, id") { row in
-            let id = row.blob(0)
-            guard !expired.contains(id) else { return }
-            let budget = row.int(1)
-            if classes.last?.budget != budget { classes.append((budget, [])) }
-            classes[classes.count - 1].rows.append((id, row.int(2), row.blob(3)))
-        }
-        for var cls in classes {
-            guard !fits() else { break }
-            guard cls.budget <= Int(entry.copyBudget) else { return nil }
-            while !fits(), !cls.rows.isEmpty {
-                // The depositor holding the most; among its packets the first in the order.
-                var pick = 0
-                for i in cls.rows.indices.dropFirst() where held[cls.rows[i].depositor, default: 0] > held[cls.rows[pick].depositor, default: 0] {
-                    pick = i
-                }
-                let victim = cls.rows.remove(at: pick)
-                held[victim.depositor, default: 1] -= 1
-                victims.append(victim.id)
-                usage.packets -= 1
-                usage.bytes -= victim.size
-            }
-        }
-        return fits() ? victims : nil
+    /// Packets held and their bytes (as encoded): one row the triggers of migration 17 keep,
+    /// not a sum over the store, since every take reads it.
+    package func carryUsage() throws -> (packets: Int, bytes: Int) {
+        try db.rows("SELECT packets, bytes FROM carry_usage") { (packets: $0.int(0), bytes: $0.int(1)) }.first ?? (0, 0)
     }
 
-    /// Packets held and their bytes (as encoded).
-    package func carryUsage() throws -> (packets: Int, bytes: Int) {
-        try db.rows("SELECT count(*), coalesce(sum(size), 0) FROM carried_packets") { (packets: $0.int(0), bytes: $0.int(1)) }
-            .first ?? (0, 0)
+    /// Counts the usage afresh (the sweep): only a hand-edited file could have skewed it.
+    private func recountCarryUsage() throws {
+        try db.query("""
+            UPDATE carry_usage SET packets = (SELECT count(*) FROM carried_packets),
+                                   bytes = (SELECT coalesce(sum(size), 0) FROM carried_packets)
+            """)
     }
 
     package func carriedEntry(_ id: [UInt8]) throws -> CarriedEntry? {
@@ -194,7 +148,10 @@ extension Store {
     /// past their packet's expiry, and quota counters of past hours, in one transaction.
     package func sweepCarried(nowMs: Int64) throws -> (packets: Int, purgeRecords: Int, quotaRows: Int) {
         try db.transaction {
-            (try deleteExpiredCarried(nowMs: nowMs), try forgetExpiredPurges(nowMs: nowMs), try forgetOldCarryQuota(nowMs: nowMs))
+            let swept = (try deleteExpiredCarried(nowMs: nowMs), try forgetExpiredPurges(nowMs: nowMs),
+                         try forgetOldCarryQuota(nowMs: nowMs))
+            try recountCarryUsage()
+            return swept
         }
     }
 

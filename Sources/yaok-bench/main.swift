@@ -7,6 +7,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
     ("fs", ForwardSecrecyBench.run),
     ("store", StoreBench.run),
     ("carry", CarryStoreBench.run),
+    ("carry-evict", CarryEvictionBench.run),
     ("wire", WireBench.run),
     ("delivery", DeliveryBench.run),
     ("kdf", KDFBench.run),

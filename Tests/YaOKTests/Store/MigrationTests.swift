@@ -28,6 +28,9 @@ import Testing
         if version >= 4 {
             try db.execute("INSERT INTO wire_seen_ids VALUES (x'000102030405060708090a0b0c0d0e0f', 42)")
         }
+        if version >= 12 {
+            try db.execute("INSERT INTO carried_packets VALUES (x'01010101010101010101010101010101', 1, 1, 0, 50, 0, x'01', zeroblob(16), x'00')")
+        }
         if version >= 2 {
             try db.execute("""
                 INSERT INTO conversations (id, peer_lookup, title) VALUES (7, x'01', x'02');
@@ -72,6 +75,9 @@ import Testing
             INSERT INTO carry_quota VALUES (x'01', 0, 1, 34);
             INSERT INTO carry_purges VALUES (zeroblob(16), zeroblob(16), 1, 0);
             """)
+        // 17: the usage row counts the packets carried before it and follows the new one.
+        #expect(try db.rows("SELECT packets, bytes FROM carry_usage") { [$0.int(0), $0.int(1)] }
+                == [version >= 12 ? [2, 84] : [1, 34]])
         if version >= 2 {
             // 15: the long-term seal count, and it goes with its contact.
             try db.execute("INSERT INTO long_term_seals VALUES (7, x'01')")
