@@ -152,29 +152,10 @@ final class PostgresConnection {
             try check(result, sql)
             prepared.insert(name)
         }
-        // Binary parameters: 8-byte big-endian integers, raw bytes, UTF-8 text.
-        let encoded: [[UInt8]] = parameters.map {
-            switch $0 {
-            case .int(let v): return withUnsafeBytes(of: v.bigEndian) { Array($0) }
-            case .bytes(let b): return b
-            case .text(let t): return Array(t.utf8)
+        let sent = try Self.withParameters(parameters) { values, lengths, formats in
+            try run(sql, timeout: timeout) {
+                PQsendQueryPrepared(conn, name, Int32(parameters.count), values, lengths, formats, 1)
             }
-        }
-        // NUL-terminated: libpq reads text-format parameters as C strings.
-        let copies = encoded.map { bytes -> UnsafeMutablePointer<CChar> in
-            let p = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
-            p[bytes.count] = 0
-            bytes.withUnsafeBytes { raw in
-                if let base = raw.baseAddress { UnsafeMutableRawPointer(p).copyMemory(from: base, byteCount: raw.count) }
-            }
-            return p
-        }
-        defer { copies.forEach { $0.deallocate() } }
-        var values: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) }
-        var lengths: [Int32] = encoded.map { Int32($0.count) }
-        var formats: [Int32] = parameters.map { if case .text = $0 { return 0 } else { return 1 } }
-        let sent = try run(sql, timeout: timeout) {
-            PQsendQueryPrepared(conn, name, Int32(parameters.count), &values, &lengths, &formats, 1)
         }
         guard let result = sent else {
             broken = PQstatus(conn) != CONNECTION_OK
@@ -297,7 +278,7 @@ final class PostgresConnection {
     /// Binary parameters (8-byte big-endian integers, raw bytes) and text ones (UTF-8,
     /// NUL-terminated: libpq reads text-format parameters as C strings), for libpq's calls.
     private static func withParameters<T>(_ parameters: [PostgresValue],
-                                          _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> T) -> T {
+                                          _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> T) rethrows -> T {
         let encoded: [[UInt8]] = parameters.map {
             switch $0 {
             case .int(let v): return withUnsafeBytes(of: v.bigEndian) { Array($0) }
@@ -317,9 +298,9 @@ final class PostgresConnection {
         let values: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) }
         let lengths: [Int32] = encoded.map { Int32($0.count) }
         let formats: [Int32] = parameters.map { if case .text = $0 { return 0 } else { return 1 } }
-        return values.withUnsafeBufferPointer { v in
-            lengths.withUnsafeBufferPointer { l in
-                formats.withUnsafeBufferPointer { f in body(v.baseAddress, l.baseAddress, f.baseAddress) }
+        return try values.withUnsafeBufferPointer { v in
+            try lengths.withUnsafeBufferPointer { l in
+                try formats.withUnsafeBufferPointer { f in try body(v.baseAddress, l.baseAddress, f.baseAddress) }
             }
         }
     }
