@@ -1,7 +1,7 @@
 import Glibc
 
 struct Options {
-    enum Mode: String { case load, steady, store }
+    enum Mode: String { case load, steady, store, carry }
     var mode: Mode = .load
     var clients = 1000
     var messages = 100_000
@@ -51,6 +51,8 @@ struct Options {
                   --postgres CONNINFO for PostgreSQL instead of SQLite, --reads to read each
                   commit's packets back as a relay on a shared store delivers them,
                   --server-pid PID to count the database server's CPU (PID and its children)
+          carry   a take into a full carry store on PostgreSQL (--postgres CONNINFO, required):
+                  µs per take at the 2,000-packet cap, three shapes of store
 
         the relay (one of):
           --relay-binary PATH     start yaok-relay (--self-signed) and own it
@@ -94,6 +96,7 @@ struct Options {
             case "load": o.mode = .load
             case "steady": o.mode = .steady
             case "store": o.mode = .store
+            case "carry": o.mode = .carry
             case "--batch": o.batch = try number(Int.self)
             case "--inflight": o.inflight = try number(Int.self)
             case "--postgres": o.postgres = try value()
@@ -148,6 +151,10 @@ struct Options {
         }
         guard o.clients >= 2 else { throw ToolError("--clients must be at least 2") }
         guard o.window >= 1 else { throw ToolError("--window must be at least 1") }
+        if o.mode == .carry {
+            guard o.postgres != nil else { throw ToolError("carry needs --postgres CONNINFO") }
+            return o
+        }
         if o.mode == .store {
             guard o.batch >= 2, o.inflight >= 0, o.messages >= 1 else { throw ToolError("store needs --batch ≥ 2 and --messages ≥ 1") }
             return o

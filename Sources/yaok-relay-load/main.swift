@@ -49,6 +49,16 @@ if options.mode == .store {
     }
 }
 
+if options.mode == .carry, let conninfo = options.postgres {
+    do {
+        try CarryBench.run(conninfo: conninfo)
+        exit(0)
+    } catch {
+        print("FAILED: \(error)")
+        exit(1)
+    }
+}
+
 let runner = Runner(options: options)
 var ok = false
 do {

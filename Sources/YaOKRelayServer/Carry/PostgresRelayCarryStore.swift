@@ -9,18 +9,18 @@ import YaOKStore
 /// `relay_carry_purges`). Every write transaction first takes one advisory lock, so two
 /// relays never evict against each other's half-written state; carried traffic is small
 /// next to routed mail, so the serialisation costs little.
-final class PostgresRelayCarryStore: RelayCarryStore {
+package final class PostgresRelayCarryStore: RelayCarryStore {
     private let pool: PostgresPool
     /// pg_advisory_xact_lock key of carry writes ("YaOKcarr" as an integer).
     static let writeLock: Int64 = 0x59614f4b_63617272
 
     /// Connects and migrates the relay schema (which holds the carry tables).
-    init(conninfo: String) throws {
+    package init(conninfo: String) throws {
         pool = PostgresPool(conninfo: conninfo, size: 1)
         try pool.withConnection { try PostgresRelaySchema.migrate($0) }
     }
 
-    func close() { pool.close() }
+    package func close() { pool.close() }
 
     private func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try pool.withConnection { c in
@@ -37,7 +37,7 @@ final class PostgresRelayCarryStore: RelayCarryStore {
         }
     }
 
-    func takeCarried(_ bytes: [UInt8], from depositor: CarryDepositor, nowMs: Int64, policy: CarryPolicy) throws -> RelayCarryTake {
+    package func takeCarried(_ bytes: [UInt8], from depositor: CarryDepositor, nowMs: Int64, policy: CarryPolicy) throws -> RelayCarryTake {
         try policy.validate()
         let offered = try CarriedPacket.decode(bytes, nowMs: nowMs)
         let packet = try CarriedPacket(hopLimit: min(offered.hopLimit, HopLimit.maximum),
@@ -225,7 +225,7 @@ final class PostgresRelayCarryStore: RelayCarryStore {
         return rows.count == 0 ? (0, 0) : (rows.int(0, 0), rows.int(0, 1))
     }
 
-    func sweepCarried(nowMs: Int64) throws -> Int {
+    package func sweepCarried(nowMs: Int64) throws -> Int {
         try transaction { c in
             let gone = try c.query("carry_sweep", "DELETE FROM relay_carried WHERE expires_ms <= $1 RETURNING 1",
                                    types: [PostgresType.int8], [.int(nowMs)]).count
@@ -235,7 +235,7 @@ final class PostgresRelayCarryStore: RelayCarryStore {
         }
     }
 
-    func carryUsage() throws -> (packets: Int, bytes: Int) {
+    package func carryUsage() throws -> (packets: Int, bytes: Int) {
         try pool.withConnection { c in
             let rows = try c.query("carry_usage", "SELECT count(*), coalesce(sum(size), 0)::BIGINT FROM relay_carried", types: [], [])
             return (rows.int(0, 0), rows.int(0, 1))

@@ -30,7 +30,7 @@ protocol RelayCarryStore: AnyObject {
 }
 
 /// What a take did (the node's `CarryTake`, without the entry).
-enum RelayCarryTake: Equatable {
+package enum RelayCarryTake: Equatable {
     case taken(evicted: Int)
     case duplicate
     case purged
