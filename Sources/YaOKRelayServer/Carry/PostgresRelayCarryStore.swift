@@ -58,8 +58,8 @@ package final class PostgresRelayCarryStore: RelayCarryStore {
             guard used.packets + 1 <= policy.depositorPacketsPerHour, used.bytes + encoded.count <= policy.depositorBytesPerHour else {
                 return .overQuota
             }
-            guard let victims = try victims(c, size: encoded.count, budget: Int(packet.copyBudget), depositor: depositor,
-                                            nowMs: nowMs, policy: policy) else { return .full }
+            guard let victims = try PostgresCarryEviction.victims(c, size: encoded.count, budget: Int(packet.copyBudget),
+                                                                  depositor: depositor, nowMs: nowMs, policy: policy) else { return .full }
             for victim in victims {
                 try c.query("carry_delete", "DELETE FROM relay_carried WHERE id = $1", types: [PostgresType.bytea], [.bytes(victim)])
             }
@@ -78,59 +78,6 @@ package final class PostgresRelayCarryStore: RelayCarryStore {
                 [.bytes(depositor.bytes), .int(Self.hour(nowMs)), .int(Int64(encoded.count))])
             return .taken(evicted: victims.count)
         }
-    }
-
-    /// §10.9's eviction order, as `Store.carryVictims`: expired first; then by budget, lowest
-    /// first, and within a budget the biggest depositor's packets first, then the oldest
-    /// taken, then by identity; nil when room would need a packet of a higher budget.
-    private func victims(_ c: PostgresConnection, size: Int, budget: Int, depositor: CarryDepositor, nowMs: Int64,
-                         policy: CarryPolicy) throws -> [[UInt8]]? {
-        let usageRows = try c.query("carry_usage", "SELECT count(*), coalesce(sum(size), 0)::BIGINT FROM relay_carried", types: [], [])
-        var packets = usageRows.int(0, 0)
-        var bytes = usageRows.int(0, 1)
-        func fits() -> Bool { packets + 1 <= policy.maxPackets && bytes + size <= policy.maxBytes }
-        if fits() { return [] }
-        var victims: [[UInt8]] = []
-        let expired = try c.query("carry_expired", "SELECT id, size FROM relay_carried WHERE expires_ms <= $1",
-                                  types: [PostgresType.int8], [.int(nowMs)])
-        for r in 0..<expired.count {
-            victims.append(expired.bytes(r, 0))
-            packets -= 1
-            bytes -= expired.int(r, 1)
-        }
-        if fits() { return victims }
-        let expiredSet = Set(victims)
-        var held: [[UInt8]: Int] = [depositor.bytes: 1]
-        let byDepositor = try c.query("carry_by_depositor",
-                                      "SELECT depositor, count(*) FROM relay_carried WHERE expires_ms > $1 GROUP BY depositor",
-                                      types: [PostgresType.int8], [.int(nowMs)])
-        for r in 0..<byDepositor.count { held[byDepositor.bytes(r, 0), default: 0] += byDepositor.int(r, 1) }
-        let ranked = try c.query("carry_ranked", "SELECT id, copy_budget, size, depositor FROM relay_carried ORDER BY copy_budget, taken_ms, id",
-                                 types: [], [])
-        var classes: [(budget: Int, rows: [(id: [UInt8], size: Int, depositor: [UInt8])])] = []
-        for r in 0..<ranked.count {
-            let id = ranked.bytes(r, 0)
-            guard !expiredSet.contains(id) else { continue }
-            let b = ranked.int(r, 1)
-            if classes.last?.budget != b { classes.append((b, [])) }
-            classes[classes.count - 1].rows.append((id, ranked.int(r, 2), ranked.bytes(r, 3)))
-        }
-        for var cls in classes {
-            guard !fits() else { break }
-            guard cls.budget <= budget else { return nil }
-            while !fits(), !cls.rows.isEmpty {
-                var pick = 0
-                for i in cls.rows.indices.dropFirst() where held[cls.rows[i].depositor, default: 0] > held[cls.rows[pick].depositor, default: 0] {
-                    pick = i
-                }
-                let victim = cls.rows.remove(at: pick)
-                held[victim.depositor, default: 1] -= 1
-                victims.append(victim.id)
-                packets -= 1
-                bytes -= victim.size
-            }
-        }
-        return fits() ? victims : nil
     }
 
     func carriedKeys(nowMs: Int64, limit: Int) throws -> [CarryKey] {
@@ -231,15 +178,17 @@ package final class PostgresRelayCarryStore: RelayCarryStore {
                                    types: [PostgresType.int8], [.int(nowMs)]).count
             try c.query("carry_sweep_claims", "DELETE FROM relay_carry_purges WHERE expires_ms <= $1", types: [PostgresType.int8], [.int(nowMs)])
             try c.query("carry_sweep_quota", "DELETE FROM relay_carry_quota WHERE hour < $1", types: [PostgresType.int8], [.int(Self.hour(nowMs))])
+            // The usage the trigger keeps, counted afresh: only a TRUNCATE or a hand edit skews it.
+            try c.query("carry_recount", """
+                UPDATE relay_carry_usage SET packets = (SELECT count(*) FROM relay_carried),
+                                             bytes = (SELECT coalesce(sum(size), 0) FROM relay_carried)
+                """, types: [], [])
             return gone
         }
     }
 
     package func carryUsage() throws -> (packets: Int, bytes: Int) {
-        try pool.withConnection { c in
-            let rows = try c.query("carry_usage", "SELECT count(*), coalesce(sum(size), 0)::BIGINT FROM relay_carried", types: [], [])
-            return (rows.int(0, 0), rows.int(0, 1))
-        }
+        try pool.withConnection { try PostgresCarryEviction.usage($0) }
     }
 
     /// The clock hour of `nowMs`, floored (as the node's quota, `Store.quotaHour`).

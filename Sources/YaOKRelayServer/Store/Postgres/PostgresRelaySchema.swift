@@ -540,6 +540,36 @@ enum PostgresRelaySchema {
             outcome := 0;
         END $$;
         """,
+        // 9: the carry store's eviction (`PostgresCarryEviction`, docs/PROTOCOL.md §10.9)
+        // reads through indexes instead of every row, as the node's migration 17: the
+        // depositors present in a budget and each one's oldest packet there, and the packets
+        // each depositor holds. The usage (packets, bytes) every take checks against the caps
+        // is one row kept by a trigger, not a sum over the store; writes to relay_carried
+        // all take the carry write lock, so the row is no point of contention. A DELETE
+        // fires the trigger; TRUNCATE would not (the sweep recounts, so the row heals).
+        """
+        CREATE INDEX relay_carried_by_class ON relay_carried (copy_budget, depositor, taken_ms, id);
+        CREATE INDEX relay_carried_by_depositor ON relay_carried (depositor, expires_ms);
+        CREATE TABLE relay_carry_usage (
+            singleton BOOLEAN PRIMARY KEY DEFAULT true CHECK (singleton),
+            packets BIGINT NOT NULL,
+            bytes BIGINT NOT NULL
+        );
+        INSERT INTO relay_carry_usage (packets, bytes) SELECT count(*), coalesce(sum(size), 0) FROM relay_carried;
+        CREATE FUNCTION relay_carry_count() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                UPDATE relay_carry_usage SET packets = packets + 1, bytes = bytes + NEW.size;
+            ELSIF TG_OP = 'DELETE' THEN
+                UPDATE relay_carry_usage SET packets = packets - 1, bytes = bytes - OLD.size;
+            ELSE
+                UPDATE relay_carry_usage SET bytes = bytes - OLD.size + NEW.size;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER relay_carry_count AFTER INSERT OR DELETE OR UPDATE OF size ON relay_carried
+            FOR EACH ROW EXECUTE FUNCTION relay_carry_count();
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
