@@ -72,6 +72,29 @@ final class PostgresCarryEvictionOrderTests: XCTestCase {
         XCTAssertTrue(kept == summed, "kept \(kept), summed \(summed)")
     }
 
+    /// A database at schema 8 holding carried packets migrates to 9 with the usage row
+    /// counting them, and the trigger follows the next take.
+    func testMigrationNineCountsWhatIsCarried() throws {
+        let conninfo = try TestPostgres.freshDatabase()
+        let c = try PostgresConnection(conninfo: conninfo)
+        try c.execute("CREATE TABLE yaok_relay_schema (version INT NOT NULL); INSERT INTO yaok_relay_schema VALUES (8)")
+        for migration in PostgresRelaySchema.migrations.prefix(8) { try c.execute(migration) }
+        var rng = SeededRandom(seed: 9)
+        let now = Clock.milliseconds()
+        _ = try randomStore(c, now: now, &rng)
+        let before = try summedUsage(c)
+        try PostgresRelaySchema.migrate(c)
+        let store = try PostgresRelayCarryStore(conninfo: conninfo)
+        defer { store.close() }
+        let migrated = try store.carryUsage()
+        XCTAssertTrue(migrated == before, "\(migrated) for \(before)")
+        XCTAssertGreaterThan(before.packets, 0)
+        let packet = try carriedPacket(nowMs: now).packet
+        let policy = CarryPolicy(maxPackets: 1_000, maxBytes: 1 << 30, depositorPacketsPerHour: 10, depositorBytesPerHour: 1 << 20)
+        XCTAssertEqual(try store.takeCarried(packet.encode(), from: .random(), nowMs: now, policy: policy), .taken(evicted: 0))
+        XCTAssertTrue(try store.carryUsage() == (before.packets + 1, before.bytes + packet.encode().count))
+    }
+
     /// 0 to 70 rows straight into the table: depositors from a pool of 1, 2 to 6, or one
     /// per row; budgets from all of 1...8 or two of them; sizes 100 to 6,000; times taken in
     /// a narrow window (ties); a quarter already expired. Returns the pool.
