@@ -77,14 +77,35 @@ extension Store {
 
     /// last ID (u32) || released (u32) || peer key present (u8) [|| peer key (36)] ||
     /// pending count (u32) || count × (message ID (16) || key ID (u32) || expiry (i64)).
+    ///
+    /// Pending entries in message-ID order, so equal rings encode alike. A sender's ring holds
+    /// up to 4,096 of them and is written at every send: the order is taken on the IDs' two
+    /// big-endian halves (the same order as comparing the 16 bytes, without a byte-by-byte
+    /// comparison of arrays), and the output is sized once.
     static func encodeRingState(_ ring: ReceiverKeyRing) -> [UInt8] {
-        var out = ring.lastID.bigEndianBytes + ring.releasedPeer.bigEndianBytes
-        if let peer = ring.peerKey { out += [1] + peer.encoded } else { out += [0] }
+        var out: [UInt8] = []
+        out.reserveCapacity(9 + ReceiverKey.encodedLength + 4 + ring.pending.count * 28)
+        out += ring.lastID.bigEndianBytes
+        out += ring.releasedPeer.bigEndianBytes
+        if let peer = ring.peerKey { out.append(1); out += peer.encoded } else { out.append(0) }
         out += UInt32(ring.pending.count).bigEndianBytes
-        for (id, entry) in ring.pending.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-            out += id + entry.keyID.bigEndianBytes + entry.expiresMs.bigEndianBytes
+        let ordered = ring.pending.map { (order: Self.orderKey($0.key), id: $0.key, entry: $0.value) }
+            .sorted { $0.order < $1.order }
+        for (_, id, entry) in ordered {
+            out += id
+            out += entry.keyID.bigEndianBytes
+            out += entry.expiresMs.bigEndianBytes
         }
         return out
+    }
+
+    /// A message ID (16 bytes) as two big-endian integers: tuples of them order as the bytes do.
+    private static func orderKey(_ id: [UInt8]) -> (UInt64, UInt64) {
+        var hi: UInt64 = 0, lo: UInt64 = 0
+        for (i, byte) in id.prefix(16).enumerated() {
+            if i < 8 { hi = hi << 8 | UInt64(byte) } else { lo = lo << 8 | UInt64(byte) }
+        }
+        return (hi, lo)
     }
 
     static func decodeRingState(_ bytes: ArraySlice<UInt8>, own: [ReceiverKeyRing.OwnKey]) throws -> ReceiverKeyRing {
@@ -97,7 +118,10 @@ extension Store {
         let lastID = UInt32(bigEndianBytes: try take(4)), released = UInt32(bigEndianBytes: try take(4))
         let peer: ReceiverKey? = try take(1).first == 1 ? try ReceiverKey(encoded: try take(ReceiverKey.encodedLength)) : nil
         var pending: [[UInt8]: (keyID: UInt32, expiresMs: Int64)] = [:]
-        for _ in 0..<UInt32(bigEndianBytes: try take(4)) {
+        let count = UInt32(bigEndianBytes: try take(4))
+        guard Int(count) <= rest.count / 28 else { throw FieldCipher.failure }
+        pending.reserveCapacity(Int(count))
+        for _ in 0..<count {
             let id = Array(try take(16))
             pending[id] = (UInt32(bigEndianBytes: try take(4)), Int64(bigEndianBytes: try take(8)))
         }
