@@ -222,7 +222,9 @@ enum Schema {
         """,
         // 14: forward-secrecy key state (docs/PROTOCOL.md §13.3), per contact and deleted with
         // it. Each own receiver key is its own row, sealed (its secret, created and superseded
-        // times), so erasing one deletes the row and secure_delete zeroes it in the file;
+        // times, then its public key so that loading a ring needs no X25519; rows written
+        // before the public key was kept still read), so erasing one deletes the row and
+        // secure_delete zeroes it in the file;
         // the rest of the ring (the contact's newest key, counters, unsettled sends) is one
         // sealed blob.
         """

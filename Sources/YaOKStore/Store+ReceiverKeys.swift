@@ -12,6 +12,10 @@ extension Store {
         try db.rows("SELECT DISTINCT contact_id FROM receiver_keys ORDER BY contact_id") { $0.int64(0) }
     }
 
+    /// An own receiver key's sealed row: secret, created and superseded times, public key.
+    /// Rows of 48 bytes (without the public key) written before it was kept still read.
+    static let ownKeyRowLength = 80
+
     /// The ring for `contactID`, or an empty one.
     package func receiverKeyRing(contactID: Int64, cipher: FieldCipher) throws -> ReceiverKeyRing {
         var own: [ReceiverKeyRing.OwnKey] = []
@@ -19,10 +23,18 @@ extension Store {
             let keyID = UInt32(truncatingIfNeeded: row.int64(0))
             var plain = try cipher.open(row.blob(1), ad: RowAD.receiverKey(contactID: contactID, keyID: keyID))
             defer { Sodium.wipe(&plain) }
-            guard plain.count == 32 + 16 else { throw FieldCipher.failure }
+            // secret (32) || created (8) || superseded (8) [|| public key (32)]: rows written
+            // since the public key was kept need no base multiplication to load (a ring is
+            // loaded for every packet from the contact: up to 32 X25519s each before).
+            guard plain.count == Self.ownKeyRowLength || plain.count == Self.ownKeyRowLength - 32 else {
+                throw FieldCipher.failure
+            }
             let superseded = Int64(bigEndianBytes: plain[40..<48])
-            own.append(ReceiverKeyRing.OwnKey(pair: try ReceiverKeyPair(id: keyID, secret: SecureBytes(copying: Array(plain[0..<32]))),
-                                              createdMs: Int64(bigEndianBytes: plain[32..<40]),
+            let secret = try SecureBytes(copying: Array(plain[0..<32]))
+            let pair = plain.count == Self.ownKeyRowLength
+                ? try ReceiverKeyPair(id: keyID, secret: secret, publicKey: Array(plain[48..<80]))
+                : try ReceiverKeyPair(id: keyID, secret: secret)
+            own.append(ReceiverKeyRing.OwnKey(pair: pair, createdMs: Int64(bigEndianBytes: plain[32..<40]),
                                               supersededMs: superseded < 0 ? nil : superseded))
         }
         let state = try db.rows("SELECT sealed FROM receiver_key_state WHERE contact_id = ?", [.int(contactID)]) { $0.blob(0) }.first
@@ -45,7 +57,9 @@ extension Store {
                 let keyID = row.int64(0)
                 var plain = try cipher.open(row.blob(1), ad: RowAD.receiverKey(contactID: contactID, keyID: UInt32(truncatingIfNeeded: keyID)))
                 defer { Sodium.wipe(&plain) }
-                guard plain.count == 48 else { throw FieldCipher.failure }
+                guard plain.count == Self.ownKeyRowLength || plain.count == Self.ownKeyRowLength - 32 else {
+                    throw FieldCipher.failure
+                }
                 stored[keyID] = Int64(bigEndianBytes: plain[40..<48])
             }
             let gone = stored.keys.filter { !held.contains($0) }.sorted()
@@ -53,7 +67,8 @@ extension Store {
                 try db.query("DELETE FROM receiver_keys WHERE contact_id = ? AND key_id = ?", [.int(contactID), .int(keyID)])
             }
             for key in ring.own where stored[Int64(key.pair.key.id)] != (key.supersededMs ?? -1) {
-                var plain = key.pair.secret.withUnsafeBytes { Array($0) } + key.createdMs.bigEndianBytes + (key.supersededMs ?? -1).bigEndianBytes
+                var plain = key.pair.secret.withUnsafeBytes { Array($0) } + key.createdMs.bigEndianBytes
+                    + (key.supersededMs ?? -1).bigEndianBytes + key.pair.key.publicKey
                 defer { Sodium.wipe(&plain) }
                 let sealed = try cipher.seal(plain, ad: RowAD.receiverKey(contactID: contactID, keyID: key.pair.key.id))
                 try db.query("INSERT OR REPLACE INTO receiver_keys (contact_id, key_id, sealed) VALUES (?, ?, ?)",

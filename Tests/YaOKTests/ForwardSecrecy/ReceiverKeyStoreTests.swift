@@ -27,6 +27,36 @@ import Testing
         return ring
     }
 
+    /// An own key's row keeps its public key (80 bytes), so loading a ring, which happens for
+    /// every packet from the contact, computes no X25519 (a row planted with another public
+    /// key reads back with that one: nothing was computed); a 48-byte row written before
+    /// still reads, its public key computed from the secret.
+    @Test func loadingARingComputesNoPublicKeyAndOldRowsStillRead() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let store = try Store(directory: dir.path)
+        defer { store.close() }
+        let id = try contact(store, cipher)
+        try store.saveReceiverKeyRing(try ring(), contactID: id, cipher: cipher)
+        let rows = try store.db.rows("SELECT key_id, sealed FROM receiver_keys WHERE contact_id = ?", [.int(id)]) {
+            ($0.int64(0), $0.blob(1))
+        }
+        let lengths = try rows.map { try cipher.open($0.1, ad: RowAD.receiverKey(contactID: id, keyID: UInt32($0.0))).count }
+        #expect(!lengths.isEmpty && lengths.allSatisfy { $0 == 80 })
+        let secret = [UInt8](repeating: 7, count: 32), times = Int64(t0).bigEndianBytes + Int64(-1).bigEndianBytes
+        let marker = [UInt8](repeating: 0x42, count: 32)
+        for (keyID, plain) in [(UInt32(10), secret + times + marker), (UInt32(11), secret + times)] {
+            try store.db.query("INSERT INTO receiver_keys (contact_id, key_id, sealed) VALUES (?, ?, ?)",
+                               [.int(id), .int(Int64(keyID)),
+                                .blob(try cipher.seal(plain, ad: RowAD.receiverKey(contactID: id, keyID: keyID)))])
+        }
+        let own = try store.receiverKeyRing(contactID: id, cipher: cipher).own
+        let computed = try ReceiverKeyPair(id: 11, secret: SecureBytes(copying: secret)).key
+        #expect(own.first { $0.pair.key.id == 10 }?.pair.key.publicKey == marker)
+        #expect(own.first { $0.pair.key.id == 11 }?.pair.key == computed)
+    }
+
     @Test func aRingSurvivesAReopen() throws {
         let dir = TempDir()
         defer { dir.remove() }
