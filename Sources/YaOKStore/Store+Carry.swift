@@ -31,11 +31,7 @@ extension Store {
     package func takeCarried(_ bytes: [UInt8], from depositor: CarryDepositor, nowMs: Int64,
                              policy: CarryPolicy = .default) throws -> CarryTake {
         try policy.validate()
-        let offered = try CarriedPacket.decode(bytes, nowMs: nowMs)
-        let packet = try CarriedPacket(hopLimit: min(offered.hopLimit, HopLimit.maximum),
-                                       copyBudget: min(offered.copyBudget, CopyBudget.maximum),
-                                       expiryHour: offered.expiryHour, routingTag: offered.routingTag,
-                                       claimHash: offered.claimHash, payload: offered.payload)
+        let packet = try CarriedPacket.offeredToCarry(bytes, nowMs: nowMs)
         let encoded = packet.encode()
         let entry = CarriedEntry(id: packet.identity, expiresAtMs: packet.expiresAtMs, copyBudget: packet.copyBudget,
                                  hopLimit: packet.hopLimit, size: encoded.count, takenAtMs: nowMs, depositor: depositor,
@@ -155,21 +151,17 @@ extension Store {
         }
     }
 
-    /// Evicts, in the eviction order, until the store fits `policy` (after a lowered cap).
-    /// Returns the identities evicted.
+    /// Evicts until the store fits `policy` (after a lowered cap), choosing as a take would
+    /// (§10.9: expired, then lowest budget, the depositor holding the most, its oldest), so a
+    /// lowered cap cannot be used to push out a few packets of one depositor while another's
+    /// flood stays. Expired packets are deleted whether or not the store fits. Returns the
+    /// live identities evicted.
     @discardableResult
     package func shrinkCarried(to policy: CarryPolicy, nowMs: Int64) throws -> [[UInt8]] {
         try policy.validate()
         return try db.transaction {
             try deleteExpiredCarried(nowMs: nowMs)
-            var usage = try carryUsage()
-            var victims: [[UInt8]] = []
-            try db.query("SELECT id, size FROM carried_packets ORDER BY copy_budget, taken_ms, id") { row in
-                guard usage.packets > policy.maxPackets || usage.bytes > policy.maxBytes else { return }
-                victims.append(row.blob(0))
-                usage.packets -= 1
-                usage.bytes -= row.int(1)
-            }
+            let victims = try carryVictimsToShrink(to: policy, nowMs: nowMs)
             for victim in victims { try removeCarried(victim) }
             return victims
         }
@@ -208,5 +200,18 @@ extension Store {
             values += [.int(upper.expiresAtMs), .blob(upper.id)]
         }
         return (filter, values)
+    }
+}
+
+extension CarriedPacket {
+    /// `bytes` offered to a carry store at `nowMs`, decoded strictly and time-checked
+    /// (`decode(_:nowMs:)` throws what it refuses), with the copy budget clamped to 8 and the
+    /// hop limit to 10: a depositor cannot buy copies or reach (§10.9).
+    package static func offeredToCarry(_ bytes: [UInt8], nowMs: Int64) throws -> CarriedPacket {
+        let offered = try decode(bytes, nowMs: nowMs)
+        return try CarriedPacket(hopLimit: min(offered.hopLimit, HopLimit.maximum),
+                                 copyBudget: min(offered.copyBudget, CopyBudget.maximum),
+                                 expiryHour: offered.expiryHour, routingTag: offered.routingTag,
+                                 claimHash: offered.claimHash, payload: offered.payload)
     }
 }

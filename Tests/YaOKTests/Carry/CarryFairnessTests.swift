@@ -61,4 +61,27 @@ import Testing
         }
         #expect(evicted == [ids[0]])
     }
+
+    /// A lowered cap evicts what takes would: the flooder's packets, though the honest
+    /// carrier's are older (it used to go by budget and age alone, so the honest ones went).
+    @Test func aLoweredCapEvictsTheFloodFirst() throws {
+        let bench = try CarryBench()
+        defer { bench.finish() }
+        let honest = CarryDepositor.random(), flooder = CarryDepositor.random()
+        var honestIDs: [[UInt8]] = []
+        for _ in 0..<2 {
+            bench.now += 1_000
+            honestIDs.append(try bench.mustTake(try bench.packet(), from: honest, policy: caps).id)
+        }
+        var flooderIDs: [[UInt8]] = []
+        for _ in 0..<6 {
+            bench.now += 1_000
+            flooderIDs.append(try bench.mustTake(try bench.packet(), from: flooder, policy: caps).id)
+        }
+        var lowered = caps
+        lowered.maxPackets = 4
+        let evicted = try bench.store.shrinkCarried(to: lowered, nowMs: bench.now)
+        #expect(evicted == Array(flooderIDs.prefix(4)))
+        #expect(try bench.heldIDs() == Set(honestIDs + flooderIDs.suffix(2)))
+    }
 }
