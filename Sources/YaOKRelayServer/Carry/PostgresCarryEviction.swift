@@ -25,34 +25,89 @@ enum PostgresCarryEviction {
     /// The identities to evict so that a packet of `size` bytes and `budget`, from
     /// `depositor`, fits the caps, in the eviction order (`CarryEviction.victims`); nil when
     /// room would need a packet of a higher budget than the newcomer's. `usage`: the store's,
-    /// when already read in this transaction.
+    /// when already read in this transaction; `prefetched`: the walk's first reads, when
+    /// they came with it (`prefetchStatements`).
     static func victims(_ c: PostgresConnection, size: Int, budget: Int, depositor: CarryDepositor, nowMs: Int64,
-                        policy: CarryPolicy, usage known: (packets: Int, bytes: Int)? = nil) throws -> [[UInt8]]? {
-        try CarryEviction.victims(Queries(c: c), usage: try known ?? usage(c),
+                        policy: CarryPolicy, usage known: (packets: Int, bytes: Int)? = nil,
+                        prefetched: Prefetched? = nil) throws -> [[UInt8]]? {
+        try CarryEviction.victims(Queries(c: c, prefetched: prefetched), usage: try known ?? usage(c),
                                   adding: CarryNewcomer(size: size, budget: budget, depositor: depositor.bytes),
                                   nowMs: nowMs, policy: policy)
     }
 
+    /// The walk's first two reads (the expired packets, the lowest live budget), read with
+    /// the take's other reads in one pipeline, so a take into a full store costs no round
+    /// trip for them.
+    struct Prefetched {
+        let expired: [(id: [UInt8], size: Int)]
+        let lowest: CarryBudgetSpan?
+    }
+
+    /// Statements for a take's pipeline: the usage, whether a packet of `size` overflows the
+    /// caps, and only then (the store full) the walk's first reads; not full, they read no
+    /// row. `prefetched` reads their answers.
+    static func prefetchStatements(size: Int, nowMs: Int64, policy: CarryPolicy) -> [PostgresConnection.Statement] {
+        let caps: [PostgresValue] = [.int(Int64(size)), .int(Int64(policy.maxPackets)), .int(Int64(policy.maxBytes))]
+        let full = "EXISTS (SELECT 1 FROM relay_carry_usage WHERE packets + 1 > $3 OR bytes + $2 > $4)"
+        return [
+            PostgresConnection.Statement(name: "carry_usage_full", sql: """
+                SELECT packets, bytes, packets + 1 > $2 OR bytes + $1 > $3 FROM relay_carry_usage
+                """, types: [PostgresType.int8, PostgresType.int8, PostgresType.int8], parameters: caps),
+            PostgresConnection.Statement(name: "carry_expired_if_full", sql: """
+                SELECT id, size FROM relay_carried WHERE expires_ms <= $1 AND \(full) ORDER BY expires_ms, id
+                """, types: [PostgresType.int8, PostgresType.int8, PostgresType.int8, PostgresType.int8],
+                parameters: [.int(nowMs)] + caps),
+            PostgresConnection.Statement(name: "carry_lowest_budget_if_full", sql: lowestBudgetSQL(above: "0", live: "$1", and: full),
+                                         types: [PostgresType.int8, PostgresType.int8, PostgresType.int8, PostgresType.int8],
+                                         parameters: [.int(nowMs)] + caps),
+        ]
+    }
+
+    /// The usage, and the walk's first reads when the store was full, from the rows of
+    /// `prefetchStatements`.
+    static func prefetched(_ rows: ArraySlice<PostgresRows>) -> (usage: (packets: Int, bytes: Int), prefetched: Prefetched?) {
+        let usageRows = rows[rows.startIndex], full = usageRows.count == 1 && usageRows.int(0, 2) == 1
+        return (usage(usageRows), full ? Prefetched(expired: expired(rows[rows.startIndex + 1]),
+                                                    lowest: lowestBudget(rows[rows.startIndex + 2])) : nil)
+    }
+
+    /// The lowest budget above `above` that a packet live at `live` has, with its least and
+    /// greatest depositor (the same: only one), where `condition` holds.
+    private static func lowestBudgetSQL(above: String, live: String, and condition: String = "TRUE") -> String {
+        """
+        SELECT b.copy_budget,
+               (SELECT depositor FROM relay_carried r WHERE r.copy_budget = b.copy_budget ORDER BY depositor LIMIT 1),
+               (SELECT depositor FROM relay_carried r WHERE r.copy_budget = b.copy_budget ORDER BY depositor DESC LIMIT 1)
+        FROM (SELECT copy_budget FROM relay_carried WHERE copy_budget > \(above) AND expires_ms > \(live) AND \(condition)
+              ORDER BY copy_budget LIMIT 1) b
+        """
+    }
+
+    private static func expired(_ rows: PostgresRows) -> [(id: [UInt8], size: Int)] {
+        (0..<rows.count).map { (id: rows.bytes($0, 0), size: rows.int($0, 1)) }
+    }
+
+    private static func lowestBudget(_ rows: PostgresRows) -> CarryBudgetSpan? {
+        guard rows.count == 1 else { return nil }
+        let least = rows.bytes(0, 1), greatest = rows.bytes(0, 2)
+        return CarryBudgetSpan(budget: rows.int(0, 0), onlyDepositor: least == greatest ? least : nil)
+    }
+
     private struct Queries: CarryEvictionQueries {
         let c: PostgresConnection
+        let prefetched: Prefetched?
 
         func expiredCarried(nowMs: Int64) throws -> [(id: [UInt8], size: Int)] {
-            let rows = try c.query("carry_expired_ordered", "SELECT id, size FROM relay_carried WHERE expires_ms <= $1 ORDER BY expires_ms, id",
-                                   types: [PostgresType.int8], [.int(nowMs)])
-            return (0..<rows.count).map { (id: rows.bytes($0, 0), size: rows.int($0, 1)) }
+            if let prefetched { return prefetched.expired }
+            return PostgresCarryEviction.expired(try c.query("carry_expired_ordered", "SELECT id, size FROM relay_carried WHERE expires_ms <= $1 ORDER BY expires_ms, id",
+                                       types: [PostgresType.int8], [.int(nowMs)]))
         }
 
         func lowestLiveBudget(above budget: Int, nowMs: Int64) throws -> CarryBudgetSpan? {
-            let rows = try c.query("carry_lowest_budget", """
-                SELECT b.copy_budget,
-                       (SELECT depositor FROM relay_carried r WHERE r.copy_budget = b.copy_budget ORDER BY depositor LIMIT 1),
-                       (SELECT depositor FROM relay_carried r WHERE r.copy_budget = b.copy_budget ORDER BY depositor DESC LIMIT 1)
-                FROM (SELECT copy_budget FROM relay_carried WHERE copy_budget > $1 AND expires_ms > $2
-                      ORDER BY copy_budget LIMIT 1) b
-                """, types: [PostgresType.int8, PostgresType.int8], [.int(Int64(budget)), .int(nowMs)])
-            guard rows.count == 1 else { return nil }
-            let least = rows.bytes(0, 1), greatest = rows.bytes(0, 2)
-            return CarryBudgetSpan(budget: rows.int(0, 0), onlyDepositor: least == greatest ? least : nil)
+            if budget == 0, let prefetched { return prefetched.lowest }
+            return PostgresCarryEviction.lowestBudget(try c.query("carry_lowest_budget", PostgresCarryEviction.lowestBudgetSQL(above: "$1", live: "$2"),
+                                                                  types: [PostgresType.int8, PostgresType.int8],
+                                                                  [.int(Int64(budget)), .int(nowMs)]))
         }
 
         func liveCounts(ofDepositorsIn budget: Int, nowMs: Int64) throws -> [(depositor: [UInt8], packets: Int)] {

@@ -26,7 +26,7 @@ package final class PostgresRelayCarryStore: RelayCarryStore {
         try pool.withConnection { c in
             try c.execute("BEGIN")
             do {
-                try c.query("carry_lock", "SELECT pg_advisory_xact_lock($1)", types: [PostgresType.int8], [.int(Self.writeLock)])
+                try c.query(Self.lock.name, Self.lock.sql, types: Self.lock.types, Self.lock.parameters)
                 let value = try body(c)
                 try c.execute("COMMIT")
                 return value
@@ -39,46 +39,76 @@ package final class PostgresRelayCarryStore: RelayCarryStore {
 
     package func takeCarried(_ bytes: [UInt8], from depositor: CarryDepositor, nowMs: Int64, policy: CarryPolicy) throws -> RelayCarryTake {
         try policy.validate()
-        let offered = try CarriedPacket.decode(bytes, nowMs: nowMs)
-        let packet = try CarriedPacket(hopLimit: min(offered.hopLimit, HopLimit.maximum),
-                                       copyBudget: min(offered.copyBudget, CopyBudget.maximum),
-                                       expiryHour: offered.expiryHour, routingTag: offered.routingTag,
-                                       claimHash: offered.claimHash, payload: offered.payload)
+        let packet = try CarriedPacket.offeredToCarry(bytes, nowMs: nowMs)
         let encoded = packet.encode()
         let id = packet.identity
-        return try transaction { c in
-            if try c.query("carry_held", "SELECT 1 FROM relay_carried WHERE id = $1", types: [PostgresType.bytea], [.bytes(id)]).count > 0 {
-                return .duplicate
+        let hour = Self.hour(nowMs)
+        // Two round trips when no eviction is needed (nine when each statement waited for its
+        // answer): the lock and every read the decision needs in one pipeline, the eviction's
+        // first reads included (they read nothing unless the store is full), then the
+        // deletes, the writes and the commit in another; a full store adds only the reads
+        // that depend on what the first ones found (one round trip for one depositor's copies).
+        return try pool.withConnection { c in
+            do {
+                let read = try c.pipeline([
+                    Self.begin, Self.lock,
+                    PostgresConnection.Statement(name: "carry_held", sql: "SELECT 1 FROM relay_carried WHERE id = $1",
+                                                 types: [PostgresType.bytea], parameters: [.bytes(id)]),
+                    PostgresConnection.Statement(name: "carry_purged", sql: "SELECT 1 FROM relay_carry_purges WHERE claim_hash = $1 AND expires_ms > $2",
+                                                 types: [PostgresType.bytea, PostgresType.int8],
+                                                 parameters: [.bytes(packet.claimHash), .int(nowMs)]),
+                    Self.quotaStatement(depositor, hour),
+                ] + PostgresCarryEviction.prefetchStatements(size: encoded.count, nowMs: nowMs, policy: policy))
+                let used = Self.quotaUsed(read[4])
+                let refusal: RelayCarryTake? = read[2].count > 0 ? .duplicate
+                    : read[3].count > 0 ? .purged
+                    : used.packets + 1 > policy.depositorPacketsPerHour || used.bytes + encoded.count > policy.depositorBytesPerHour ? .overQuota
+                    : nil
+                if let refusal {
+                    try c.execute("COMMIT")
+                    return refusal
+                }
+                let (usage, prefetched) = PostgresCarryEviction.prefetched(read[5...])
+                guard let victims = try PostgresCarryEviction.victims(c, size: encoded.count, budget: Int(packet.copyBudget),
+                                                                      depositor: depositor, nowMs: nowMs, policy: policy,
+                                                                      usage: usage, prefetched: prefetched) else {
+                    try c.execute("COMMIT")
+                    return .full
+                }
+                let deletes = victims.map {
+                    PostgresConnection.Statement(name: "carry_delete", sql: "DELETE FROM relay_carried WHERE id = $1",
+                                                 types: [PostgresType.bytea], parameters: [.bytes($0)])
+                }
+                _ = try c.pipeline(deletes + [
+                    PostgresConnection.Statement(name: "carry_insert", sql: """
+                        INSERT INTO relay_carried (id, expires_ms, copy_budget, hop_limit, size, taken_ms, depositor, claim_hash, packet)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                        """, types: [PostgresType.bytea, PostgresType.int8, PostgresType.int8, PostgresType.int8, PostgresType.int8,
+                                     PostgresType.int8, PostgresType.bytea, PostgresType.bytea, PostgresType.bytea],
+                        parameters: [.bytes(id), .int(packet.expiresAtMs), .int(Int64(packet.copyBudget)), .int(Int64(packet.hopLimit)),
+                                     .int(Int64(encoded.count)), .int(nowMs), .bytes(depositor.bytes), .bytes(packet.claimHash),
+                                     .bytes(encoded)]),
+                    PostgresConnection.Statement(name: "carry_charge", sql: """
+                        INSERT INTO relay_carry_quota (depositor, hour, packets, bytes) VALUES ($1, $2, 1, $3)
+                        ON CONFLICT (depositor, hour) DO UPDATE SET packets = relay_carry_quota.packets + 1,
+                            bytes = relay_carry_quota.bytes + excluded.bytes
+                        """, types: [PostgresType.bytea, PostgresType.int8, PostgresType.int8],
+                        parameters: [.bytes(depositor.bytes), .int(hour), .int(Int64(encoded.count))]),
+                    Self.commit,
+                ])
+                return .taken(evicted: victims.count)
+            } catch {
+                if !c.broken { try? c.execute("ROLLBACK") }
+                throw error
             }
-            if try c.query("carry_purged", "SELECT 1 FROM relay_carry_purges WHERE claim_hash = $1 AND expires_ms > $2",
-                           types: [PostgresType.bytea, PostgresType.int8], [.bytes(packet.claimHash), .int(nowMs)]).count > 0 {
-                return .purged
-            }
-            let used = try quotaUsed(c, depositor, nowMs)
-            guard used.packets + 1 <= policy.depositorPacketsPerHour, used.bytes + encoded.count <= policy.depositorBytesPerHour else {
-                return .overQuota
-            }
-            guard let victims = try PostgresCarryEviction.victims(c, size: encoded.count, budget: Int(packet.copyBudget),
-                                                                  depositor: depositor, nowMs: nowMs, policy: policy) else { return .full }
-            for victim in victims {
-                try c.query("carry_delete", "DELETE FROM relay_carried WHERE id = $1", types: [PostgresType.bytea], [.bytes(victim)])
-            }
-            try c.query("carry_insert", """
-                INSERT INTO relay_carried (id, expires_ms, copy_budget, hop_limit, size, taken_ms, depositor, claim_hash, packet)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                """, types: [PostgresType.bytea, PostgresType.int8, PostgresType.int8, PostgresType.int8, PostgresType.int8,
-                             PostgresType.int8, PostgresType.bytea, PostgresType.bytea, PostgresType.bytea],
-                [.bytes(id), .int(packet.expiresAtMs), .int(Int64(packet.copyBudget)), .int(Int64(packet.hopLimit)),
-                 .int(Int64(encoded.count)), .int(nowMs), .bytes(depositor.bytes), .bytes(packet.claimHash), .bytes(encoded)])
-            try c.query("carry_charge", """
-                INSERT INTO relay_carry_quota (depositor, hour, packets, bytes) VALUES ($1, $2, 1, $3)
-                ON CONFLICT (depositor, hour) DO UPDATE SET packets = relay_carry_quota.packets + 1,
-                    bytes = relay_carry_quota.bytes + excluded.bytes
-                """, types: [PostgresType.bytea, PostgresType.int8, PostgresType.int8],
-                [.bytes(depositor.bytes), .int(Self.hour(nowMs)), .int(Int64(encoded.count))])
-            return .taken(evicted: victims.count)
         }
     }
+
+    /// The transaction's start and end, and its lock, as statements of a pipeline.
+    private static let begin = PostgresConnection.Statement(name: "carry_begin", sql: "BEGIN", types: [], parameters: [])
+    private static let commit = PostgresConnection.Statement(name: "carry_commit", sql: "COMMIT", types: [], parameters: [])
+    private static let lock = PostgresConnection.Statement(name: "carry_lock", sql: "SELECT pg_advisory_xact_lock($1)",
+                                                           types: [PostgresType.int8], parameters: [.int(writeLock)])
 
     func carriedKeys(nowMs: Int64, limit: Int) throws -> [CarryKey] {
         try pool.withConnection { c in
@@ -167,9 +197,18 @@ package final class PostgresRelayCarryStore: RelayCarryStore {
     }
 
     private func quotaUsed(_ c: PostgresConnection, _ depositor: CarryDepositor, _ nowMs: Int64) throws -> (packets: Int, bytes: Int) {
-        let rows = try c.query("carry_quota", "SELECT packets, bytes FROM relay_carry_quota WHERE depositor = $1 AND hour = $2",
-                               types: [PostgresType.bytea, PostgresType.int8], [.bytes(depositor.bytes), .int(Self.hour(nowMs))])
-        return rows.count == 0 ? (0, 0) : (rows.int(0, 0), rows.int(0, 1))
+        let s = Self.quotaStatement(depositor, Self.hour(nowMs))
+        return Self.quotaUsed(try c.query(s.name, s.sql, types: s.types, s.parameters))
+    }
+
+    /// What `depositor` had taken in `hour`: one row, or none.
+    private static func quotaStatement(_ depositor: CarryDepositor, _ hour: Int64) -> PostgresConnection.Statement {
+        PostgresConnection.Statement(name: "carry_quota", sql: "SELECT packets, bytes FROM relay_carry_quota WHERE depositor = $1 AND hour = $2",
+                                     types: [PostgresType.bytea, PostgresType.int8], parameters: [.bytes(depositor.bytes), .int(hour)])
+    }
+
+    private static func quotaUsed(_ rows: PostgresRows) -> (packets: Int, bytes: Int) {
+        rows.count == 0 ? (0, 0) : (rows.int(0, 0), rows.int(0, 1))
     }
 
     package func sweepCarried(nowMs: Int64) throws -> Int {
