@@ -11,20 +11,23 @@ import Testing
     private let caps = CarryPolicy(maxPackets: 8, maxBytes: 1 << 30, depositorPacketsPerHour: 10_000,
                                    depositorBytesPerHour: 1 << 30)
 
+    /// Fills the store (8 packets): an honest carrier's 2, then a flooder's 6; their ids.
+    private func fill(_ bench: CarryBench) throws -> (honest: [[UInt8]], flooder: [[UInt8]]) {
+        let honest = CarryDepositor.random(), flooder = CarryDepositor.random()
+        var ids: (honest: [[UInt8]], flooder: [[UInt8]]) = ([], [])
+        for i in 0..<8 {
+            bench.now += 1_000
+            let id = try bench.mustTake(try bench.packet(), from: i < 2 ? honest : flooder, policy: caps).id
+            if i < 2 { ids.honest.append(id) } else { ids.flooder.append(id) }
+        }
+        return ids
+    }
+
     @Test func theDepositorHoldingTheMostLosesFirst() throws {
         let bench = try CarryBench()
         defer { bench.finish() }
-        let honest = CarryDepositor.random(), flooder = CarryDepositor.random(), newcomer = CarryDepositor.random()
-        var honestIDs: [[UInt8]] = []
-        for _ in 0..<2 {
-            bench.now += 1_000
-            honestIDs.append(try bench.mustTake(try bench.packet(), from: honest, policy: caps).id)
-        }
-        var flooderIDs: [[UInt8]] = []
-        for _ in 0..<6 {
-            bench.now += 1_000
-            flooderIDs.append(try bench.mustTake(try bench.packet(), from: flooder, policy: caps).id)
-        }
+        let newcomer = CarryDepositor.random()
+        let (honestIDs, flooderIDs) = try fill(bench)
         // Full. Before fairness the honest carrier's oldest packet went first.
         bench.now += 1_000
         guard case .taken(_, let evicted) = try bench.take(try bench.packet(), from: newcomer, policy: caps) else {
@@ -67,17 +70,7 @@ import Testing
     @Test func aLoweredCapEvictsTheFloodFirst() throws {
         let bench = try CarryBench()
         defer { bench.finish() }
-        let honest = CarryDepositor.random(), flooder = CarryDepositor.random()
-        var honestIDs: [[UInt8]] = []
-        for _ in 0..<2 {
-            bench.now += 1_000
-            honestIDs.append(try bench.mustTake(try bench.packet(), from: honest, policy: caps).id)
-        }
-        var flooderIDs: [[UInt8]] = []
-        for _ in 0..<6 {
-            bench.now += 1_000
-            flooderIDs.append(try bench.mustTake(try bench.packet(), from: flooder, policy: caps).id)
-        }
+        let (honestIDs, flooderIDs) = try fill(bench)
         var lowered = caps
         lowered.maxPackets = 4
         let evicted = try bench.store.shrinkCarried(to: lowered, nowMs: bench.now)
