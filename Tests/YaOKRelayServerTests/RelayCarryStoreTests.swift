@@ -63,6 +63,27 @@ class RelayCarryStoreTests: XCTestCase {
         XCTAssertEqual(try store.takeCarried(carriedPacket(nowMs: later).packet.encode(), from: alice, nowMs: later, policy: p), .taken(evicted: 0))
     }
 
+    /// A take into a full store evicts every expired packet, however many (PostgreSQL reads
+    /// them a page of 256 at a time: three pages here), and nothing live.
+    func testEveryExpiredPacketGoesInOneTake() throws {
+        let p = policy(packets: 531, bytes: 1 << 30, perHour: 10_000)
+        var expiring: Set<[UInt8]> = []
+        for _ in 0..<530 {
+            let packet = try carriedPacket(nowMs: now, lifetimeMs: CarriedPacket.hourMs, payloadLength: 16).packet
+            expiring.insert(packet.identity)
+            XCTAssertEqual(try store.takeCarried(packet.encode(), from: alice, nowMs: now, policy: p), .taken(evicted: 0))
+        }
+        let live = try carriedPacket(nowMs: now, budget: 1, lifetimeMs: 4 * CarriedPacket.hourMs).packet
+        XCTAssertEqual(try store.takeCarried(live.encode(), from: bob, nowMs: now, policy: p), .taken(evicted: 0))
+        let later = now + 3 * CarriedPacket.hourMs
+        let newcomer = try carriedPacket(nowMs: later).packet
+        XCTAssertEqual(try store.takeCarried(newcomer.encode(), from: carol, nowMs: later, policy: p), .taken(evicted: 530))
+        XCTAssertTrue(try store.holdsCarried(live.identity))
+        XCTAssertTrue(try store.holdsCarried(newcomer.identity))
+        XCTAssertFalse(try expiring.contains { try store.holdsCarried($0) })
+        XCTAssertTrue(try store.carryUsage().packets == 2)
+    }
+
     /// Full: the biggest depositor's packets go first within a budget; a packet ranking
     /// below everything held is refused rather than churn the store.
     func testEvictionIsTheNodes() throws {

@@ -39,9 +39,23 @@ enum PostgresCarryEviction {
     /// the take's other reads in one pipeline, so a take into a full store costs no round
     /// trip for them.
     struct Prefetched {
-        let expired: [(id: [UInt8], size: Int)]
+        /// The first page of the expired packets.
+        let expired: ExpiredPage
         let lowest: CarryBudgetSpan?
     }
+
+    /// Up to `expiredPageSize` expired packets, in the order (expiry, identity). A limit, so
+    /// that even a cached generic plan (which guesses that a third of the table matches
+    /// `expires_ms <= $1`) walks the order index and stops, rather than reading every dead
+    /// row a sweep left behind: a bitmap scan does not mark them dead, so it would read them
+    /// again on every take until a vacuum.
+    struct ExpiredPage {
+        let packets: [(id: [UInt8], size: Int)]
+        /// Where the next page starts, when this one was full.
+        let next: CarryKey?
+    }
+
+    static let expiredPageSize = 256
 
     /// Statements for a take's pipeline: the usage, whether a packet of `size` overflows the
     /// caps, and only then (the store full) the walk's first reads; not full, they read no
@@ -54,7 +68,8 @@ enum PostgresCarryEviction {
                 SELECT packets, bytes, packets + 1 > $2 OR bytes + $1 > $3 FROM relay_carry_usage
                 """, types: [PostgresType.int8, PostgresType.int8, PostgresType.int8], parameters: caps),
             PostgresConnection.Statement(name: "carry_expired_if_full", sql: """
-                SELECT id, size FROM relay_carried WHERE expires_ms <= $1 AND \(full) ORDER BY expires_ms, id
+                SELECT id, size, expires_ms FROM relay_carried WHERE expires_ms <= $1 AND \(full)
+                ORDER BY expires_ms, id LIMIT \(expiredPageSize)
                 """, types: [PostgresType.int8, PostgresType.int8, PostgresType.int8, PostgresType.int8],
                 parameters: [.int(nowMs)] + caps),
             PostgresConnection.Statement(name: "carry_lowest_budget_if_full", sql: lowestBudgetSQL(above: "0", live: "$1", and: full),
@@ -83,8 +98,10 @@ enum PostgresCarryEviction {
         """
     }
 
-    private static func expired(_ rows: PostgresRows) -> [(id: [UInt8], size: Int)] {
-        (0..<rows.count).map { (id: rows.bytes($0, 0), size: rows.int($0, 1)) }
+    private static func expired(_ rows: PostgresRows) -> ExpiredPage {
+        let last = rows.count - 1
+        return ExpiredPage(packets: (0..<rows.count).map { (id: rows.bytes($0, 0), size: rows.int($0, 1)) },
+                           next: rows.count == expiredPageSize ? CarryKey(expiresAtMs: rows.int64(last, 2), id: rows.bytes(last, 0)) : nil)
     }
 
     private static func lowestBudget(_ rows: PostgresRows) -> CarryBudgetSpan? {
@@ -98,9 +115,21 @@ enum PostgresCarryEviction {
         let prefetched: Prefetched?
 
         func expiredCarried(nowMs: Int64) throws -> [(id: [UInt8], size: Int)] {
-            if let prefetched { return prefetched.expired }
-            return PostgresCarryEviction.expired(try c.query("carry_expired_ordered", "SELECT id, size FROM relay_carried WHERE expires_ms <= $1 ORDER BY expires_ms, id",
-                                       types: [PostgresType.int8], [.int(nowMs)]))
+            var page = try prefetched?.expired ?? self.page(after: CarryKey(expiresAtMs: .min, id: []), nowMs: nowMs)
+            var all = page.packets
+            while let next = page.next {
+                page = try self.page(after: next, nowMs: nowMs)
+                all += page.packets
+            }
+            return all
+        }
+
+        private func page(after key: CarryKey, nowMs: Int64) throws -> ExpiredPage {
+            PostgresCarryEviction.expired(try c.query("carry_expired_page", """
+                SELECT id, size, expires_ms FROM relay_carried WHERE expires_ms <= $1 AND (expires_ms, id) > ($2, $3)
+                ORDER BY expires_ms, id LIMIT \(expiredPageSize)
+                """, types: [PostgresType.int8, PostgresType.int8, PostgresType.bytea],
+                [.int(nowMs), .int(key.expiresAtMs), .bytes(key.id)]))
         }
 
         func lowestLiveBudget(above budget: Int, nowMs: Int64) throws -> CarryBudgetSpan? {
