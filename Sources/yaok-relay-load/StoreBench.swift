@@ -62,6 +62,8 @@ struct StoreBench {
             for ref in refs { writes.append(.delete([ref])) }
             let outcomes = try store.commit(writes, nowMs: nowMs, quota: quota)
             commits += 1
+            // As the relay's disk thread does after each round.
+            try store.checkpointIfDue()
             var stored: [MailboxID] = []
             for (write, outcome) in zip(writes, outcomes) {
                 switch outcome {
