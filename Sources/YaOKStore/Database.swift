@@ -148,6 +148,41 @@ public final class Database {
         checkpointAfterCommit = busy != 0
     }
 
+    /// Frames in the write-ahead log as the last commit left it, once `checkpointByOwner`
+    /// has been called (before that SQLite checkpoints by itself, inside COMMIT, and this
+    /// stays 0). A complete checkpoint lets the next commit restart the log from its start.
+    package private(set) var walFrames = 0
+
+    /// Takes the checkpoints from SQLite's automatic one, which runs inside the COMMIT that
+    /// passes its threshold (so that commit returns only after every page of the log was
+    /// copied into the database and synced). The owner then calls `checkpointPassive` when
+    /// `walFrames` says, at a moment of its choosing.
+    package func checkpointByOwner() throws {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        // Replaces the automatic checkpoint's hook (sqlite3_wal_autocheckpoint is one).
+        sqlite3_wal_hook(try db, { context, _, _, frames in
+            guard let context else { return SQLITE_OK }
+            Unmanaged<Database>.fromOpaque(context).takeUnretainedValue().walFrames = Int(frames)
+            return SQLITE_OK
+        }, context)
+    }
+
+    /// A PASSIVE checkpoint: copies what it can of the log into the database without waiting
+    /// for readers. Returns whether the whole log was copied (it then restarts at the next
+    /// commit).
+    @discardableResult
+    package func checkpointPassive() throws -> Bool {
+        var busy = 1, frames = -1, copied = -2
+        try query("PRAGMA wal_checkpoint(PASSIVE)") {
+            busy = $0.int(0)
+            frames = $0.int(1)
+            copied = $0.int(2)
+        }
+        let complete = busy == 0 && frames == copied
+        if complete { walFrames = 0 }
+        return complete
+    }
+
     /// How many transactions (or nested savepoints) have rolled back on this connection:
     /// in-memory state that assumed a write stuck can tell that it may not have.
     public private(set) var rollbacks = 0

@@ -41,6 +41,7 @@ struct Serve: ParsableCommand {
     @Option(help: "Seconds a session may stay READY without a SUBSCRIBE or POST.") var activityGrace = 30.0
     @Option(help: "Most connections from one IPv4 address still in TLS or AUTH (not yet READY).") var maxPendingPerAddress = 32
     @Option(help: "Seconds of silence before a connection is closed.") var idleTimeout = 120.0
+    @Option(help: "DELETE refs all sessions of one IPv4 address may send per second, with a burst of four seconds' worth (default 4,096); past it their connections are not read from until the budget refills.") var addressDeletesPerSecond = 4_096
     @Option(help: "Bytes of packets the relay stores in all; beyond, POSTs get ERROR unavailable (default 8 GiB).") var maxStoredBytes = 8 << 30
     @Option(help: "Bytes of stored packets one IPv4 address may hold, over all its pseudonyms, until deleted or expired; beyond, its POSTs get ERROR unavailable (default: a 32nd of --max-stored-bytes, clamped to --prefix-stored-bytes).") var addressStoredBytes: Int?
     @Option(help: "The same for all IPv4 addresses of one /24 together (default: an 8th of --max-stored-bytes, clamped to it).") var prefixStoredBytes: Int?
@@ -58,7 +59,7 @@ struct Serve: ParsableCommand {
         guard selfSigned != (cert != nil || key != nil), selfSigned || (cert != nil && key != nil) else {
             throw ValidationError("Give either --cert FILE --key FILE or --self-signed")
         }
-        guard rateLimit >= 1, mailboxQuota >= 1, addressBytesPerHour >= 1, prefixBytesPerHour >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxConnectionsPerPrefix >= 1, activityGrace >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1,
+        guard rateLimit >= 1, mailboxQuota >= 1, addressBytesPerHour >= 1, prefixBytesPerHour >= 1, sessionLifetime >= 1, maxConnections >= 1, maxConnectionsPerAddress >= 1, maxConnectionsPerPrefix >= 1, activityGrace >= 1, maxPendingPerAddress >= 1, idleTimeout >= 1, addressDeletesPerSecond >= 1,
               maxStoredBytes >= 1, minFreeBytes >= 0, poolSize >= 1, carryHandedBytesPerHour >= 1, (addressStoredBytes ?? 1) >= 1, (prefixStoredBytes ?? 1) >= 1 else {
             throw ValidationError("Limits and timeouts must be at least 1")
         }
@@ -87,6 +88,8 @@ struct Serve: ParsableCommand {
         configuration.activityGraceSeconds = activityGrace
         configuration.maxPendingPerAddress = maxPendingPerAddress
         configuration.idleTimeoutSeconds = idleTimeout
+        configuration.deleteRefsPerSecondPerAddress = Double(addressDeletesPerSecond)
+        configuration.deleteRefsBurstPerAddress = 4 * Double(addressDeletesPerSecond)
         configuration.maxStoredBytes = maxStoredBytes
         configuration.addressStoredBytes = addressStoredBytes
         configuration.prefixStoredBytes = prefixStoredBytes

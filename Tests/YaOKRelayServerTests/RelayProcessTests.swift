@@ -155,6 +155,20 @@ final class RelayProcessTests: XCTestCase {
         XCTAssertTrue(try run(["--help"]).stdout.contains("yaok-relay serve --help"))
     }
 
+    /// `--address-deletes-per-second` (the per-address DELETE budget a benchmark with all
+    /// its clients on 127.0.0.1 lifts, RELAY.md): listed by `serve --help`, at least 1, and
+    /// a relay given a value starts.
+    func testAddressDeleteBudgetOption() throws {
+        XCTAssertTrue(try run(["serve", "--help"]).stdout.contains("--address-deletes-per-second"))
+        let zero = try run(["--listen", "127.0.0.1:0", "--data", directory + "/data", "--self-signed",
+                            "--address-deletes-per-second", "0"])
+        XCTAssertNotEqual(zero.status, 0)
+        XCTAssertFalse(zero.stdout.contains("pin:"), zero.stdout)
+        let relay = try RelayProcess(directory: directory, extra: ["--address-deletes-per-second", "1000000000"])
+        XCTAssertNotEqual(relay.port, 0)
+        XCTAssertEqual(relay.kill(SIGTERM), 0)
+    }
+
     func testStatsAndRevokeCommands() throws {
         let relay = try RelayProcess(directory: directory, extra: ["--log-sessions"])
         let key = try SigningKey.random()

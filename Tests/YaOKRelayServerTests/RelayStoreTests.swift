@@ -386,7 +386,7 @@ class RelayStoreTests: XCTestCase {
             "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'packets' AND sql IS NOT NULL ORDER BY name") {
             indexes.append($0.text(0))
         }
-        XCTAssertEqual(indexes, ["packets_by_expiry", "packets_by_mailbox"], "no packets_by_poster")
+        XCTAssertEqual(indexes, ["packets_by_expiry"], "no packets_by_poster (nor, since schema 9, packets_by_mailbox)")
         let quota = MailboxQuota(packets: 3, bytes: 1000, addressBytes: 400, prefixBytes: 1000)
         func posted(by poster: [UInt8], to mailbox: MailboxID) -> RelayStoreWrite {
             var p = RelayPost(mailbox: mailbox, messageID: .random(), expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100))
@@ -409,6 +409,89 @@ class RelayStoreTests: XCTestCase {
                        [true, true], "box: 1 left, room for 2")
         XCTAssertEqual(try store.commit([posted(by: alice, to: other)], nowMs: now, quota: quota), [.overQuota(prefix: false)],
                        "the address holds 400 again")
+    }
+
+    /// Schema 9 drops the index of packets by (mailbox, seq): reads take the seqs from the
+    /// unique (mailbox, message ID) index, which orders them by message ID, and sort them.
+    /// A database of schema 8 migrates, and its packets are read in seq order, a page at a
+    /// time, expired ones skipped (here two at the head of the first chunk the read sorts),
+    /// with the same pages and `complete` as before.
+    func testMigrationDropsTheMailboxIndexAndReadsKeepSeqOrder() throws {
+        guard backend == .sqlite else { return }
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+        try Store.makeDirectory(directory)
+        let box = mailbox(try SigningKey.random()), other = mailbox(try SigningKey.random())
+        // Message IDs falling as seqs rise, so the index's order is the reverse of seq order;
+        // the first two packets of box have expired.
+        let ids = (0..<8).map { i in try! MessageID(bytes: [UInt8](repeating: UInt8(200 - i), count: 16)) }
+        do {
+            let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+            defer { db.close() }
+            try db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (8)")
+            for migration in RelaySchema.migrations.prefix(8) { try db.execute(migration) }
+            for (i, id) in ids.enumerated() {
+                for target in i == 3 ? [box, other] : [box] {
+                    try db.query("INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet) VALUES (?, ?, ?, ?, ?)",
+                                 [.blob(target.bytes), .blob(id.bytes), .int(i < 2 ? now - 1 : now + 60_000), .int(now),
+                                  .blob([UInt8](repeating: UInt8(i), count: 100))])
+                }
+            }
+            try db.execute("INSERT INTO mailboxes VALUES (x'\(Hex.encode(box.bytes))', 8, 800), (x'\(Hex.encode(other.bytes))', 1, 100)")
+        }
+        store = try reopen()
+        let db = try Database(path: directory + "/" + SQLiteRelayStore.fileName)
+        defer { db.close() }
+        var indexes: [String] = []
+        try db.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'packets' AND sql IS NOT NULL ORDER BY name") {
+            indexes.append($0.text(0))
+        }
+        XCTAssertEqual(indexes, ["packets_by_expiry"], "no packets_by_mailbox")
+        var version = 0
+        try db.query("SELECT version FROM schema_version") { version = $0.int(0) }
+        XCTAssertEqual(version, 9)
+        // box holds seqs 1, 2 (expired), 3, 4, 6, 7, 8, 9; other holds 5 (the same ID as box's 4).
+        let first = try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 2, maxBytes: 1 << 20, nowMs: now)[0]
+        XCTAssertEqual(first.packets.map(\.sequence), [3, 4])
+        XCTAssertEqual(first.packets.map { $0.packet.first }, [2, 3])
+        XCTAssertFalse(first.complete)
+        let rest = try store.packets([RelayPageRequest(mailbox: box, after: 4)], maxPackets: 64, maxBytes: 1 << 20, nowMs: now)[0]
+        XCTAssertEqual(rest.packets.map(\.sequence), [6, 7, 8, 9])
+        XCTAssertTrue(rest.complete)
+        let exact = try store.packets([RelayPageRequest(mailbox: box, after: 4)], maxPackets: 4, maxBytes: 1 << 20, nowMs: now)[0]
+        XCTAssertEqual(exact.packets.map(\.sequence), [6, 7, 8, 9])
+        XCTAssertTrue(exact.complete, "nothing after the page's last")
+        let bytes = try store.packets([RelayPageRequest(mailbox: box, after: 0)], maxPackets: 64, maxBytes: 250, nowMs: now)[0]
+        XCTAssertEqual(bytes.packets.map(\.sequence), [3, 4])
+        XCTAssertFalse(bytes.complete)
+        XCTAssertEqual(try store.packets([RelayPageRequest(mailbox: other, after: 0)], maxPackets: 64, maxBytes: 1 << 20,
+                                         nowMs: now)[0].packets.map(\.sequence), [5])
+        // The unique index still answers a re-post and a DELETE by (mailbox, message ID).
+        XCTAssertEqual(try store.commit([.post(RelayPost(mailbox: box, messageID: ids[5], expiresAtMs: now + 60_000,
+                                                         packet: [1]))], nowMs: now, quota: MailboxQuota(packets: 100, bytes: 1 << 20)),
+                       [.duplicate])
+        XCTAssertEqual(try store.commit([.delete([StoredPacketRef(mailbox: box, messageID: ids[5])])], nowMs: now, quota: quota),
+                       [.deleted(count: 1, bytes: 100)])
+        var cache = 0
+        try (store as? SQLiteRelayStore)?.db.query("PRAGMA cache_size") { cache = $0.int(0) }
+        XCTAssertEqual(cache, -SQLiteRelayStore.cacheKiB, "the page cache's bound (RELAY.md)")
+    }
+
+    /// SQLite: the WAL is checkpointed when the disk thread asks (`checkpointIfDue`, after
+    /// it handed a round's results back), never inside the COMMIT that passes the threshold
+    /// (SQLite's automatic checkpoint did, holding that round's ACCEPTEDs); once it ran,
+    /// the next commit restarts the log from its start.
+    func testTheCheckpointRunsWhenTheDiskThreadAsks() throws {
+        guard let sqlite = store as? SQLiteRelayStore else { return }
+        sqlite.checkpointPages = 8
+        let box = mailbox(try SigningKey.random())
+        let quota = MailboxQuota(packets: 1000, bytes: 1 << 30)
+        for _ in 0..<5 { _ = try store.commit((0..<4).map { _ in post(box, length: 3000) }, nowMs: now, quota: quota) }
+        XCTAssertGreaterThanOrEqual(sqlite.db.walFrames, 20, "no checkpoint inside the commits")
+        try sqlite.checkpointIfDue()
+        _ = try store.commit([post(box)], nowMs: now, quota: quota)
+        XCTAssertLessThan(sqlite.db.walFrames, 8, "the log restarted after the checkpoint")
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 21)
     }
 
     /// A commit's changes to the totals are written once at its end (SQLite): within the

@@ -184,6 +184,10 @@ final class DiskThread: @unchecked Sendable {
             }
             if !round.writes.isEmpty || !round.reads.isEmpty || round.revoked != nil || round.expiredBytes > 0
                 || round.storedBytes != nil { deliver(round) }
+            // After the hand-back: the ACCEPTEDs and DELIVERs go out while the checkpoint
+            // copies the WAL, and the POSTs they free queue for the next round. A failure
+            // (a full disk) leaves the WAL to grow until one succeeds; commits report their own.
+            try? store.checkpointIfDue()
             if stopping && queue.withLock({ $0.writes.isEmpty && $0.reads.isEmpty }) { return }
         }
     }

@@ -57,12 +57,19 @@ public protocol RelayStore: AnyObject {
 
     /// The database server's state, for stats and diagnostics (nil: embedded, no server).
     var health: RelayStoreHealth? { get }
+
+    /// Housekeeping of the store's own log that the disk thread runs after it has handed a
+    /// round's results back rather than inside a commit (SQLite: the WAL checkpoint).
+    func checkpointIfDue() throws
 }
 
 extension RelayStore {
     public func packets(reads: [[RelayPageRequest]], maxPackets: Int, maxBytes: Int, nowMs: Int64) throws -> [[RelayPage]] {
         try reads.map { try packets($0, maxPackets: maxPackets, maxBytes: maxBytes, nowMs: nowMs) }
     }
+
+    /// Nothing to do on a store without a write-ahead log of its own.
+    public func checkpointIfDue() throws {}
 
     public var isShared: Bool { false }
     public func watch(_ onChange: @escaping @Sendable (RelayStoreChange) -> Void) throws -> RelayStoreWatch? { nil }

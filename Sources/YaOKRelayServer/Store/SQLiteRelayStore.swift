@@ -9,6 +9,10 @@ import YaOKStore
 /// by the relay's disk thread only; `yaok-relay stats` and `revoke` open their own.
 public final class SQLiteRelayStore: RelayStore {
     public static let fileName = "relay.db"
+    /// The page cache's bound (KiB): RELAY.md, "What is stored".
+    static let cacheKiB = 65_536
+    /// WAL pages (4 KiB) past which `checkpointIfDue` checkpoints.
+    var checkpointPages = 4_000
     let db: Database
     /// The key of the deletion notes (`DeletionNote`), made at the first open.
     private let noteKey: [UInt8]
@@ -35,8 +39,16 @@ public final class SQLiteRelayStore: RelayStore {
         // by mailbox, the mailbox totals) are dirtied by nearly every commit, and each
         // checkpoint writes them again. Measured with `yaok-relay-load store` (50 POSTs and
         // 50 DELETEs a commit): 25.7 → 21.3 KiB written per message, CPU 63 → 57 µs. The WAL
-        // file stays at up to about 16 MiB.
-        try db.execute("PRAGMA wal_autocheckpoint = 4000")
+        // file stays at up to about 16 MiB. The disk thread runs it (`checkpointIfDue`)
+        // after it has handed a round's results back, not inside that round's COMMIT: the
+        // ACCEPTEDs go out while it copies, and the POSTs they free queue for the next round.
+        try db.checkpointByOwner()
+        // A page cache of up to 64 MiB (SQLite's default is 2 MiB): the trees every commit
+        // touches (the packets' index by mailbox, the mailbox and holder totals, the newest
+        // packets and notes) outgrow 2 MiB once a few thousand packets are stored, and each
+        // page missing from the cache is a pread of the file (or a WAL lookup) in the commit
+        // path. Pages are allocated as used: an idle or small relay stays small.
+        try db.execute("PRAGMA cache_size = -\(Self.cacheKiB)")
         try RelaySchema.migrate(db)
         var key: [UInt8] = []
         try db.query("SELECT key FROM relay_secret") { key = $0.blob(0) }
@@ -51,6 +63,12 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func close() { db.close() }
+
+    /// A checkpoint once the WAL holds `checkpointPages` pages (PASSIVE: a `stats` reading
+    /// meanwhile is not waited for; what it holds back is copied next time).
+    public func checkpointIfDue() throws {
+        if db.walFrames >= checkpointPages { try db.checkpointPassive() }
+    }
 
     // MARK: - Writes
 
@@ -237,19 +255,32 @@ public final class SQLiteRelayStore: RelayStore {
             var found: [StoredRelayPacket] = []
             var complete = true
             let limit = packetBudget
-            // One more row than the budget tells whether the mailbox has more.
-            try db.query("""
-                SELECT seq, packet FROM packets WHERE mailbox = ? AND seq > ? AND expires_ms > ? ORDER BY seq LIMIT ?
-                """, [.blob(request.mailbox.bytes), .int(request.after), .int(nowMs), .int(Int64(limit + 1))]) { row in
-                guard complete else { return }
-                let packet = row.blob(1)
-                guard found.count < limit, byteBudget - packet.count >= 0 || found.isEmpty else {
-                    complete = false
-                    return
+            // Schema 9 has no index by (mailbox, seq): the sequence numbers of the mailbox's
+            // packets after the cursor come from the (mailbox, message ID) index, which holds
+            // each row's seq (its rowid), sorted here without reading a packet; then only the
+            // packets of the page are read, by seq. A chunk at a time, so a mailbox with many
+            // packets sorts a bounded list per step. One more unexpired packet than the
+            // budget tells whether the mailbox has more.
+            var after = request.after
+            scan: while true {
+                var sequences: [Int64] = []
+                try db.query("SELECT seq FROM packets WHERE mailbox = ? AND seq > ? ORDER BY seq LIMIT ?",
+                             [.blob(request.mailbox.bytes), .int(after), .int(Int64(limit + 1))]) { sequences.append($0.int64(0)) }
+                for sequence in sequences {
+                    var packet: [UInt8]?
+                    try db.query("SELECT packet FROM packets WHERE seq = ? AND expires_ms > ?",
+                                 [.int(sequence), .int(nowMs)]) { packet = $0.blob(0) }
+                    guard let packet else { continue }
+                    guard found.count < limit, byteBudget - packet.count >= 0 || found.isEmpty else {
+                        complete = false
+                        break scan
+                    }
+                    found.append(StoredRelayPacket(sequence: sequence, packet: packet))
+                    packetBudget -= 1
+                    byteBudget -= packet.count
                 }
-                found.append(StoredRelayPacket(sequence: row.int64(0), packet: packet))
-                packetBudget -= 1
-                byteBudget -= packet.count
+                guard sequences.count == limit + 1, let last = sequences.last else { break }
+                after = last
             }
             pages.append(RelayPage(mailbox: request.mailbox, packets: found, complete: complete))
         }
