@@ -19,6 +19,7 @@ enum DeliveryBench {
         var options = Node.Options()
         options.pinHashing = .insecureFastForTestsOnly  // the KDF is not what is measured
         options.allowTestOnlyKDFCosts = true
+        options.forwardSecrecy = Measure.forwardSecrecy
         let alice = try Node(dataDirectory: root + "/alice", options: options)
         let bob = try Node(dataDirectory: root + "/bob", options: options)
         defer { alice.close(); bob.close() }

@@ -118,6 +118,7 @@ enum LANBench {
         var options = Node.Options()
         options.pinHashing = .insecureFastForTestsOnly
         options.allowTestOnlyKDFCosts = true
+        options.forwardSecrecy = Measure.forwardSecrecy
         return options
     }
 
