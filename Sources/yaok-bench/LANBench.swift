@@ -3,8 +3,10 @@ import YaOK
 
 /// Two processes on loopback over the LAN transport, both stores durable (WAL,
 /// synchronous=FULL): send → delivered latency one message at a time, and the throughput
-/// of pipelined messages until all are delivered (issue 7 §10). The peer is this same
-/// executable started as `yaok-bench lan-peer …`.
+/// of pipelined messages until all are delivered (issue 7 §10), beside the raw limits of the
+/// same run (loopback TCP with the same frame sizes, one synced SQLite commit), and a check
+/// that nothing was lost or duplicated. The peer is this same executable started as
+/// `yaok-bench lan-peer …`.
 enum LANBench {
     static func run() throws {
         let root = Measure.scratchDirectory + "/yaok-bench-lan-\(getpid())"
