@@ -120,8 +120,10 @@ public final class Database {
         }
         try execute("BEGIN IMMEDIATE")
         do {
+            let changesBefore = totalChanges
             let result = try body()
             try execute("COMMIT")
+            if totalChanges != changesBefore { writingCommits += 1 }
             if checkpointAfterCommit { checkpointNow() }
             return result
         } catch {
@@ -186,6 +188,17 @@ public final class Database {
     /// How many transactions (or nested savepoints) have rolled back on this connection:
     /// in-memory state that assumed a write stuck can tell that it may not have.
     public private(set) var rollbacks = 0
+
+    /// Outermost transactions that changed rows when they committed: each is a disk sync
+    /// (synchronous=FULL), while one that changed nothing writes nothing to the log and syncs
+    /// nothing. Tests count them per delivered message.
+    public private(set) var writingCommits = 0
+
+    /// Whether a transaction is open on the connection (a `transaction` inside it is a savepoint).
+    public var inTransaction: Bool { ((try? sqlite3_get_autocommit(db)) ?? 1) == 0 }
+
+    /// Rows changed by INSERT, UPDATE or DELETE since the connection opened.
+    public var totalChanges: Int64 { (try? Int64(sqlite3_total_changes64(db))) ?? 0 }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int { (try? Int(sqlite3_changes(db))) ?? 0 }

@@ -9,6 +9,14 @@ enum Measure {
         return path
     }()
 
+    /// YAOK_BENCH_FORWARD_SECRECY=0: the nodes of the delivery and LAN suites run with
+    /// forward secrecy off (`Node.Options.forwardSecrecy`), to show what its key ring costs
+    /// a message. On by default, as in production.
+    static let forwardSecrecy: Bool = {
+        guard let value = getenv("YAOK_BENCH_FORWARD_SECRECY") else { return true }
+        return String(cString: value) != "0"
+    }()
+
     static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

@@ -20,7 +20,8 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "lan-peer" {
 }
 
 let wanted = Array(CommandLine.arguments.dropFirst())
-print("stores in \(Measure.scratchDirectory) (YAOK_BENCH_DIR)")
+print("stores in \(Measure.scratchDirectory) (YAOK_BENCH_DIR)"
+      + (Measure.forwardSecrecy ? "" : "; forward secrecy off (YAOK_BENCH_FORWARD_SECRECY=0)"))
 for suite in suites where wanted.isEmpty || wanted.contains(suite.name) {
     print("== \(suite.name)")
     try suite.run()

@@ -93,10 +93,10 @@ extension DeliveryEngine {
         // Rows already in flight are due too: ask for enough to get past them, IDs first
         // (their packets are loaded only to be sent).
         let due = try store.dueOutboxIDs(contactID: nil, excluding: served, now: t,
-                                         limit: Node.pumpBatch + inflight.count)
+                                         limit: Node.pumpBatch + inflight.count + takenAcks.count)
         var posts: [UInt64: [CarrierPost]] = [:]
         var count = 0
-        for id in due where inflight[id] == nil {
+        for id in due where inflight[id] == nil && !takenAcks.contains(id) {
             guard count < Node.pumpBatch else { break }
             // A message whose ack did not come through one relay goes through another if
             // one is connected (CarrierAckWatch.swift): by configured route, not by the

@@ -60,8 +60,8 @@ extension DeliveryEngine {
             var used = Set<UInt64>()
             // IDs first: rows in flight are still due, and loading (and MAC-checking) their
             // packets at every pump would cost more than sending.
-            for due in try store.dueOutboxIDs(contactID: contact, now: t, limit: Node.pumpBatch + inflight.count)
-            where inflight[due] == nil {
+            for due in try store.dueOutboxIDs(contactID: contact, now: t, limit: Node.pumpBatch + inflight.count + takenAcks.count)
+            where inflight[due] == nil && !takenAcks.contains(due) {
                 guard sent < Node.pumpBatch,
                       let linkID = linkIDs.first(where: { inflight.bytes(on: $0) < Node.linkWindowBytes })
                 else { break }
@@ -93,7 +93,9 @@ extension DeliveryEngine {
         guard let row = try store.outboxRow(id) else { return nil }
         switch row.kind {
         case .ack:
-            try store.removeOutbox(id)
+            // Off the outbox with the next commit that writes (`takenAcks`): a receipt for
+            // an ack alone then costs no disk sync.
+            takenAcks.insert(id)
             return nil
         case .message:
             return row.state == .queued ? row : nil

@@ -88,6 +88,14 @@ struct DeliveryEngine {
     var heldError: String?
     /// Carrying for others: the mode, the caps and the counters (Carry/CarryState.swift).
     var carry = CarryState()
+    /// Our acks that a link or carrier took (`handedOn`), still on the outbox: removed by the
+    /// next batch that writes anyway, so that a drain that only confirms acks (one per
+    /// message we receive) commits nothing and syncs nothing. The pumps skip them. A removal
+    /// lost with the process only sends that ack again, which the contact takes as the
+    /// duplicate it is (docs/PROTOCOL.md §6.2).
+    var takenAcks: Set<MessageID> = []
+    /// Past this many, the next batch removes them whether or not it writes anything else.
+    static let maxTakenAcks = 1_024
 
     init(clock: @escaping @Sendable () -> Int64, loop: EventLoop, callerRunsTimers: Bool = false) {
         self.clock = clock
@@ -105,7 +113,21 @@ struct DeliveryEngine {
     mutating func batch<R>(_ store: Store, _ body: (inout DeliveryEngine) throws -> R) throws -> R {
         let mark = effects.mark
         do {
-            return try store.db.transaction { try body(&self) }
+            var removed: Set<MessageID> = []
+            let outermost = !store.db.inTransaction  // a savepoint's writes may still roll back
+            let result = try store.db.transaction {
+                let changesBefore = store.db.totalChanges
+                let result = try body(&self)
+                if outermost, !takenAcks.isEmpty,
+                   store.db.totalChanges != changesBefore || takenAcks.count >= Self.maxTakenAcks {
+                    // This commit syncs anyway: the taken acks leave the outbox with it.
+                    removed = takenAcks
+                    for id in removed { try store.removeOutbox(id) }
+                }
+                return result
+            }
+            takenAcks.subtract(removed)
+            return result
         } catch {
             effects.rollback(to: mark)
             store.seen.dropFront()

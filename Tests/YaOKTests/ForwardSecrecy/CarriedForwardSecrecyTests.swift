@@ -17,7 +17,7 @@ import Testing
         let sent = try m[from].send(to: contact, text: text)
         let pipe = try m.link(from, to) { (try? m[from].status(of: sent.messageID)) == .delivered }
         for name in [from, to] {
-            _ = eventually { (try? m[name].state.withLock { try $0.store!.outboxRows(kind: .ack).isEmpty }) ?? false }
+            _ = eventually { m[name].noAcksToSend }
         }
         m.settle(from, to)
         pipe.close()

@@ -42,9 +42,9 @@ import Testing
         defer { pipe.close() }
         #expect(eventually { (try? from.status(of: m.messageID)) == .delivered })
         // Let the acks that follow (announcements, releases) arrive too.
-        _ = eventually { (try? from.state.withLock { try $0.store!.outboxRows(kind: .ack).isEmpty }) ?? false }
+        _ = eventually { from.noAcksToSend }
         let other = from === pair.alice ? pair.bob : pair.alice
-        _ = eventually { (try? other.state.withLock { try $0.store!.outboxRows(kind: .ack).isEmpty }) ?? false }
+        _ = eventually { other.noAcksToSend }
         return packet
     }
 

@@ -115,3 +115,13 @@ func errorMessage(_ body: () throws -> Void) -> String? {
         return "\(error)"
     }
 }
+
+extension Node {
+    /// No ack waits to be sent: every ack row left is one a link or relay took, which leaves
+    /// the outbox with a later commit that writes (`DeliveryEngine.takenAcks`).
+    var noAcksToSend: Bool {
+        (try? state.withLock { s in
+            try s.store!.outboxRows(kind: .ack).allSatisfy { s.delivery.takenAcks.contains($0.packetID) }
+        }) ?? false
+    }
+}
