@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKWire
 
 /// The PostgreSQL store's schema as migrations, recorded in `yaok_relay_schema` (one row),
 /// as `RelaySchema` does for SQLite. They run at open under an advisory lock, so relays
@@ -570,6 +571,179 @@ enum PostgresRelaySchema {
         CREATE TRIGGER relay_carry_count AFTER INSERT OR DELETE OR UPDATE OF size ON relay_carried
             FOR EACH ROW EXECUTE FUNCTION relay_carry_count();
         """,
+        // 10: a commit is one server call, `relay_commit` (`PostgresRelayStore.commit`): every
+        // POST and DELETE of the commit in arrays, in mailbox key order, run as relay_post
+        // and relay_delete ran them; a DELETE writes its deletion note itself, from the note
+        // each packet now keeps (made by the relay at POST, which holds the key: the same
+        // bytes as relay_post's p_note); each mailbox's totals are written once per commit;
+        // the holder totals and the one notification of the stored-into mailboxes at the
+        // end. Before, a commit was BEGIN, a pipeline of relay_post and relay_delete calls,
+        // the notes, relay_account, pg_notify and COMMIT: six round trips, each a wake-up of
+        // the server and of the relay. Sent alone (no BEGIN), the call is its own
+        // transaction, committed (durably) before its answer. The notes of packets stored
+        // before are filled in by the relay as it migrates (`PostgresRelaySchema.migrate`),
+        // which then makes the column NOT NULL; relay_post keeps the note too (relays not
+        // yet upgraded call it). The rate-limit count stops at the limit (it read every post
+        // of the pseudonym's hour).
+        """
+        ALTER TABLE packets ADD COLUMN note BYTEA;
+        CREATE OR REPLACE FUNCTION relay_post(p_mailbox BYTEA, p_message_id BYTEA, p_expires BIGINT, p_now BIGINT,
+                                   p_packet BYTEA, p_max_packets BIGINT, p_max_bytes BIGINT,
+                                   p_pseudonym BYTEA, p_kind SMALLINT, p_rate_limit BIGINT, p_window BIGINT, p_note BYTEA, p_poster BYTEA,
+                                   p_address_tag BYTEA, p_prefix_tag BYTEA, p_address_room BIGINT, p_prefix_room BIGINT,
+                                   OUT outcome INT, OUT value BIGINT)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            n BIGINT; b BIGINT; used BIGINT; oldest BIGINT;
+        BEGIN
+            INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (p_mailbox, 0, 0)
+                ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                RETURNING m.packets, m.bytes INTO n, b;
+            IF EXISTS (SELECT 1 FROM packets WHERE mailbox = p_mailbox AND message_id = p_message_id)
+               OR EXISTS (SELECT 1 FROM deleted WHERE expires_ms = p_expires AND digest = p_note) THEN
+                outcome := 1; value := 0; RETURN;
+            END IF;
+            IF p_rate_limit > 0 THEN
+                SELECT count(*), min(at_ms) INTO used, oldest FROM rate_log
+                    WHERE pseudonym = p_pseudonym AND kind = p_kind AND at_ms > p_now - p_window;
+                IF used >= p_rate_limit THEN
+                    outcome := 3; value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN;
+                END IF;
+            END IF;
+            IF n >= p_max_packets OR b + length(p_packet) > p_max_bytes THEN
+                outcome := 2; value := 0; RETURN;
+            END IF;
+            IF p_address_tag <> ''::bytea THEN
+                IF COALESCE((SELECT bytes FROM holders WHERE tag = p_address_tag), 0) + length(p_packet) > p_address_room THEN
+                    outcome := 4; value := 0; RETURN;
+                END IF;
+                IF COALESCE((SELECT bytes FROM holders WHERE tag = p_prefix_tag), 0) + length(p_packet) > p_prefix_room THEN
+                    outcome := 4; value := 1; RETURN;
+                END IF;
+            END IF;
+            INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster, address_tag, prefix_tag, note)
+                VALUES (p_mailbox, p_message_id, p_expires, p_now, p_packet, NULLIF(p_poster, ''::bytea),
+                        NULLIF(p_address_tag, ''::bytea), NULLIF(p_prefix_tag, ''::bytea), p_note) RETURNING seq INTO value;
+            UPDATE mailboxes SET packets = packets + 1, bytes = bytes + length(p_packet) WHERE mailbox = p_mailbox;
+            IF p_rate_limit > 0 THEN
+                INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (p_pseudonym, p_kind, p_now);
+            END IF;
+            outcome := 0;
+        END $$;
+
+        -- p_op per write: 0 a POST, 1 a DELETE (one packet), plus 2 where the write is the
+        -- first of its mailbox in a mailbox that the commit POSTs into (its row is locked by
+        -- the upsert, created if missing), 4 where it is the first of a mailbox the commit
+        -- only DELETEs from (its row locked as it is). The arrays of POST fields are empty
+        -- (or 0) for DELETEs. Rows out, one per write in order: r_outcome as relay_post's
+        -- (0 stored, r_value its sequence; 1 duplicate; 2 mailbox full; 3 rate-limited,
+        -- r_value seconds; 4 over the address's (r_value 0) or the /24's (1) quota), and for
+        -- a DELETE 5 deleted (r_value its bytes) or 6 not there.
+        CREATE FUNCTION relay_commit(p_op BIGINT[], p_mailbox BYTEA[], p_message_id BYTEA[], p_expires BIGINT[],
+                                     p_packet BYTEA[], p_note BYTEA[], p_poster BYTEA[], p_rate_key BYTEA[],
+                                     p_rate_kind BIGINT[], p_rate_limit BIGINT[], p_address_tag BYTEA[], p_prefix_tag BYTEA[],
+                                     p_now BIGINT, p_max_packets BIGINT, p_max_bytes BIGINT, p_window BIGINT,
+                                     p_address_room BIGINT, p_prefix_room BIGINT, p_payload_bytes INT)
+        RETURNS TABLE (r_outcome INT, r_value BIGINT)
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            w RECORD; box BYTEA; n BIGINT; b BIGINT; dirty BOOLEAN := false; len BIGINT; used BIGINT; oldest BIGINT;
+            d_expires BIGINT; d_note BYTEA; d_address BYTEA; d_prefix BYTEA; k INT; hex TEXT;
+            -- Net bytes per holder tag (relay_account sums them), and what this call stored
+            -- per tag (the room checks count it, not less what it deleted: the safe side).
+            tags BYTEA[] := '{}'; deltas BIGINT[] := '{}'; added_tags BYTEA[] := '{}'; added_bytes BIGINT[] := '{}';
+            payload TEXT := ''; notified BYTEA;
+        BEGIN
+            FOR w IN SELECT * FROM unnest(p_op, p_mailbox, p_message_id, p_expires, p_packet, p_note, p_poster,
+                                          p_rate_key, p_rate_kind, p_rate_limit, p_address_tag, p_prefix_tag)
+                     AS t(op, mb, mid, exp, pkt, nt, pst, rkey, rkind, rlim, atag, ptag) LOOP
+                IF w.op >= 2 THEN
+                    -- A new mailbox: the last one's totals, once, then this one's lock.
+                    IF dirty THEN UPDATE mailboxes SET packets = n, bytes = b WHERE mailbox = box; dirty := false; END IF;
+                    box := w.mb;
+                    IF w.op >= 4 THEN
+                        SELECT m.packets, m.bytes INTO n, b FROM mailboxes m WHERE m.mailbox = box FOR UPDATE;
+                    ELSE
+                        INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (box, 0, 0)
+                            ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                            RETURNING m.packets, m.bytes INTO n, b;
+                    END IF;
+                END IF;
+                IF w.op % 2 = 1 THEN
+                    DELETE FROM packets WHERE mailbox = box AND message_id = w.mid
+                        RETURNING length(packet), expires_ms, note, address_tag, prefix_tag
+                        INTO len, d_expires, d_note, d_address, d_prefix;
+                    IF NOT FOUND THEN
+                        r_outcome := 6; r_value := 0; RETURN NEXT; CONTINUE;
+                    END IF;
+                    -- Under the mailbox's lock, as relay_post checks it.
+                    INSERT INTO deleted (expires_ms, digest) VALUES (d_expires, d_note) ON CONFLICT DO NOTHING;
+                    IF n IS NOT NULL THEN n := n - 1; b := b - len; dirty := true; END IF;
+                    IF d_address IS NOT NULL THEN tags := tags || d_address; deltas := deltas || -len; END IF;
+                    IF d_prefix IS NOT NULL THEN tags := tags || d_prefix; deltas := deltas || -len; END IF;
+                    r_outcome := 5; r_value := len; RETURN NEXT; CONTINUE;
+                END IF;
+                -- Under the lock, each statement sees what committed before it was taken.
+                IF EXISTS (SELECT 1 FROM packets WHERE mailbox = box AND message_id = w.mid)
+                   OR EXISTS (SELECT 1 FROM deleted WHERE expires_ms = w.exp AND digest = w.nt) THEN
+                    r_outcome := 1; r_value := 0; RETURN NEXT; CONTINUE;
+                END IF;
+                IF w.rlim > 0 THEN
+                    SELECT count(*), min(s.at_ms) INTO used, oldest FROM (
+                        SELECT at_ms FROM rate_log WHERE pseudonym = w.rkey AND kind = w.rkind AND at_ms > p_now - p_window
+                        ORDER BY at_ms LIMIT w.rlim) s;
+                    IF used >= w.rlim THEN
+                        r_outcome := 3; r_value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN NEXT; CONTINUE;
+                    END IF;
+                END IF;
+                len := length(w.pkt);
+                IF n >= p_max_packets OR b + len > p_max_bytes THEN
+                    r_outcome := 2; r_value := 0; RETURN NEXT; CONTINUE;
+                END IF;
+                IF w.atag <> ''::bytea THEN
+                    k := array_position(added_tags, w.atag);
+                    IF COALESCE((SELECT h.bytes FROM holders h WHERE h.tag = w.atag), 0) + COALESCE(added_bytes[k], 0) + len > p_address_room THEN
+                        r_outcome := 4; r_value := 0; RETURN NEXT; CONTINUE;
+                    END IF;
+                    k := array_position(added_tags, w.ptag);
+                    IF COALESCE((SELECT h.bytes FROM holders h WHERE h.tag = w.ptag), 0) + COALESCE(added_bytes[k], 0) + len > p_prefix_room THEN
+                        r_outcome := 4; r_value := 1; RETURN NEXT; CONTINUE;
+                    END IF;
+                END IF;
+                INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster, address_tag, prefix_tag, note)
+                    VALUES (box, w.mid, w.exp, p_now, w.pkt, NULLIF(w.pst, ''::bytea), NULLIF(w.atag, ''::bytea),
+                            NULLIF(w.ptag, ''::bytea), w.nt)
+                    RETURNING seq INTO r_value;
+                n := n + 1; b := b + len; dirty := true;
+                IF w.rlim > 0 THEN
+                    INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (w.rkey, w.rkind, p_now);
+                END IF;
+                IF w.atag <> ''::bytea THEN
+                    tags := tags || w.atag || w.ptag; deltas := deltas || len || len;
+                    k := array_position(added_tags, w.atag);
+                    IF k IS NULL THEN added_tags := added_tags || w.atag; added_bytes := added_bytes || len;
+                    ELSE added_bytes[k] := added_bytes[k] + len; END IF;
+                    k := array_position(added_tags, w.ptag);
+                    IF k IS NULL THEN added_tags := added_tags || w.ptag; added_bytes := added_bytes || len;
+                    ELSE added_bytes[k] := added_bytes[k] + len; END IF;
+                END IF;
+                -- The live push of other relays: the mailboxes stored into, in hex, joined
+                -- by commas, in notifications under p_payload_bytes (PostgreSQL: 8,000).
+                IF notified IS DISTINCT FROM box THEN
+                    notified := box; hex := encode(box, 'hex');
+                    IF payload <> '' AND octet_length(payload) + 1 + octet_length(hex) > p_payload_bytes THEN
+                        PERFORM pg_notify('yaok_relay_mailbox', payload); payload := '';
+                    END IF;
+                    payload := CASE WHEN payload = '' THEN hex ELSE payload || ',' || hex END;
+                END IF;
+                r_outcome := 0; RETURN NEXT;
+            END LOOP;
+            IF dirty THEN UPDATE mailboxes SET packets = n, bytes = b WHERE mailbox = box; END IF;
+            -- Last, after every mailbox lock: holder rows are locked in tag order.
+            IF cardinality(tags) > 0 THEN PERFORM relay_account(tags, deltas); END IF;
+            IF payload <> '' THEN PERFORM pg_notify('yaok_relay_mailbox', payload); END IF;
+        END $$;
+        """,
     ]
 
     static var currentVersion: Int { migrations.count }
@@ -589,6 +763,32 @@ enum PostgresRelaySchema {
         }
     }
 
+    /// Migration 10's second half, in its transaction: the deletion note of every packet
+    /// stored before (`DeletionNote`: a keyed BLAKE2b the server cannot compute), a
+    /// thousand at a time in sequence order, then the column NOT NULL, so relay_commit
+    /// always finds a packet's note when it deletes it.
+    static func fillNotes(_ c: PostgresConnection) throws {
+        let keys = try c.query("migrate_note_key", "SELECT key FROM relay_secret LIMIT 1", types: [], [])
+        guard keys.count == 1, keys.bytes(0, 0).count == 32 else { throw YaOKError(.storage, "The relay database has no deletion-note key") }
+        let key = keys.bytes(0, 0)
+        var after: Int64 = -1
+        while true {
+            let rows = try c.query("migrate_note_read", "SELECT seq, mailbox, packet FROM packets WHERE seq > $1 ORDER BY seq LIMIT 1000",
+                                   types: [PostgresType.int8], [.int(after)], timeout: 600)
+            guard rows.count > 0 else { break }
+            var seqs: [Int64] = [], notes: [[UInt8]] = []
+            for row in 0..<rows.count {
+                seqs.append(rows.int64(row, 0))
+                notes.append(DeletionNote.of(mailbox: try MailboxID(bytes: rows.bytes(row, 1)), packet: rows.bytes(row, 2), key: key))
+            }
+            try c.query("migrate_note_write", """
+                UPDATE packets p SET note = u.note FROM unnest($1::int8[], $2::bytea[]) AS u(seq, note) WHERE p.seq = u.seq
+                """, types: [PostgresType.int8Array, PostgresType.byteaArray], [.int8Array(seqs), .byteaArray(notes)], timeout: 600)
+            after = seqs[seqs.count - 1]
+        }
+        try c.execute("ALTER TABLE packets ALTER COLUMN note SET NOT NULL", timeout: 600)
+    }
+
     static func migrate(_ c: PostgresConnection) throws {
         // Another relay may be migrating (the lock waits for it), and a migration may rewrite
         // a large table: a minute, not the statements' usual 5 s.
@@ -605,6 +805,7 @@ enum PostgresRelaySchema {
             try c.execute("BEGIN")
             do {
                 try c.execute(migrations[version], timeout: 600)
+                if version + 1 == 10 { try fillNotes(c) }
                 try c.execute("UPDATE yaok_relay_schema SET version = \(version + 1)")
                 try c.execute("COMMIT")
             } catch {
