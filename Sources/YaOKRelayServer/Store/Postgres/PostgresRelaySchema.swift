@@ -571,20 +571,22 @@ enum PostgresRelaySchema {
         CREATE TRIGGER relay_carry_count AFTER INSERT OR DELETE OR UPDATE OF size ON relay_carried
             FOR EACH ROW EXECUTE FUNCTION relay_carry_count();
         """,
-        // 10: a commit is one server call, `relay_commit` (`PostgresRelayStore.commit`): every
-        // POST and DELETE of the commit in arrays, in mailbox key order, run as relay_post
-        // and relay_delete ran them; a DELETE writes its deletion note itself, from the note
-        // each packet now keeps (made by the relay at POST, which holds the key: the same
-        // bytes as relay_post's p_note); each mailbox's totals are written once per commit;
-        // the holder totals and the one notification of the stored-into mailboxes at the
-        // end. Before, a commit was BEGIN, a pipeline of relay_post and relay_delete calls,
-        // the notes, relay_account, pg_notify and COMMIT: six round trips, each a wake-up of
-        // the server and of the relay. Sent alone (no BEGIN), the call is its own
-        // transaction, committed (durably) before its answer. The notes of packets stored
-        // before are filled in by the relay as it migrates (`PostgresRelaySchema.migrate`),
-        // which then makes the column NOT NULL; relay_post keeps the note too (relays not
-        // yet upgraded call it). The rate-limit count stops at the limit (it read every post
-        // of the pseudonym's hour).
+        // 10: a commit is one server call, `relay_commit` (`PostgresRelayStore.commit`): its
+        // POSTs and DELETEs in arrays, each step one statement for the whole commit (the
+        // locks on its mailboxes' rows, in key order; the DELETEs with their notes; the
+        // duplicate, quota and rate checks read at once; the packets; each mailbox's totals
+        // once; the holder totals and the one notification at the end). Before, a commit was
+        // BEGIN, a pipeline of relay_post and relay_delete calls (about six statements per
+        // message), the notes, relay_account, pg_notify and COMMIT: six round trips, each a
+        // wake-up of the server and of the relay, and most of the server's time went to
+        // starting and ending statements. Sent alone (no BEGIN), the call is its own
+        // transaction, committed (durably) before its answer. A DELETE writes its deletion
+        // note from the note each packet now keeps (made by the relay at POST, which holds
+        // the key; the same bytes as relay_post's p_note); the notes of packets stored before
+        // are filled in by the relay as it migrates (`PostgresRelaySchema.fillNotes`), which
+        // then makes the column NOT NULL; relay_post keeps the note too (relays not yet
+        // upgraded call it). The rate-limit count stops at the limit (it read every post of
+        // the pseudonym's hour).
         """
         ALTER TABLE packets ADD COLUMN note BYTEA;
         CREATE OR REPLACE FUNCTION relay_post(p_mailbox BYTEA, p_message_id BYTEA, p_expires BIGINT, p_now BIGINT,
@@ -631,117 +633,148 @@ enum PostgresRelaySchema {
             outcome := 0;
         END $$;
 
-        -- p_op per write: 0 a POST, 1 a DELETE (one packet), plus 2 where the write is the
-        -- first of its mailbox in a mailbox that the commit POSTs into (its row is locked by
-        -- the upsert, created if missing), 4 where it is the first of a mailbox the commit
-        -- only DELETEs from (its row locked as it is). The arrays of POST fields are empty
-        -- (or 0) for DELETEs. Rows out, one per write in order: r_outcome as relay_post's
-        -- (0 stored, r_value its sequence; 1 duplicate; 2 mailbox full; 3 rate-limited,
-        -- r_value seconds; 4 over the address's (r_value 0) or the /24's (1) quota), and for
-        -- a DELETE 5 deleted (r_value its bytes) or 6 not there.
-        CREATE FUNCTION relay_commit(p_op BIGINT[], p_mailbox BYTEA[], p_message_id BYTEA[], p_expires BIGINT[],
-                                     p_packet BYTEA[], p_note BYTEA[], p_poster BYTEA[], p_rate_key BYTEA[],
-                                     p_rate_kind BIGINT[], p_rate_limit BIGINT[], p_address_tag BYTEA[], p_prefix_tag BYTEA[],
+        -- One commit's POSTs (p_mailbox ... p_prefix_tag, one element each) and DELETEs
+        -- (p_delete_mailbox, p_delete_id, one packet each), each in mailbox key order, a
+        -- mailbox's in the order they came. A statement per step for the whole commit, not
+        -- per write: the executor's start and end for each statement was most of the
+        -- server's time per message. Rows out: one per POST in order (r_outcome as
+        -- relay_post's: 0 stored, r_value its sequence; 1 duplicate; 2 mailbox full;
+        -- 3 rate-limited, r_value seconds; 4 over the address's (r_value 0) or the /24's (1)
+        -- quota), then one per DELETE in order (5 deleted, r_value its bytes; 6 not there).
+        CREATE FUNCTION relay_commit(p_mailbox BYTEA[], p_message_id BYTEA[], p_expires BIGINT[], p_packet BYTEA[],
+                                     p_note BYTEA[], p_poster BYTEA[], p_rate_key BYTEA[], p_rate_kind BIGINT[],
+                                     p_rate_limit BIGINT[], p_address_tag BYTEA[], p_prefix_tag BYTEA[],
+                                     p_delete_mailbox BYTEA[], p_delete_id BYTEA[],
                                      p_now BIGINT, p_max_packets BIGINT, p_max_bytes BIGINT, p_window BIGINT,
                                      p_address_room BIGINT, p_prefix_room BIGINT, p_payload_bytes INT)
         RETURNS TABLE (r_outcome INT, r_value BIGINT)
         LANGUAGE plpgsql AS $$
         DECLARE
-            w RECORD; box BYTEA; n BIGINT; b BIGINT; dirty BOOLEAN := false; len BIGINT; used BIGINT; oldest BIGINT;
-            d_expires BIGINT; d_note BYTEA; d_address BYTEA; d_prefix BYTEA; k INT; hex TEXT;
-            -- Net bytes per holder tag (relay_account sums them), and what this call stored
-            -- per tag (the room checks count it, not less what it deleted: the safe side).
-            tags BYTEA[] := '{}'; deltas BIGINT[] := '{}'; added_tags BYTEA[] := '{}'; added_bytes BIGINT[] := '{}';
-            payload TEXT := ''; notified BYTEA;
+            posts INT := COALESCE(cardinality(p_mailbox), 0);
+            dels INT := COALESCE(cardinality(p_delete_mailbox), 0);
+            boxes BYTEA[]; counts BIGINT[]; sizes BIGINT[];
+            d_index BIGINT[]; d_len BIGINT[]; d_box BYTEA[]; d_address BYTEA[]; d_prefix BYTEA[]; deleted_len BIGINT[];
+            dup BOOLEAN[]; h_tags BYTEA[]; h_bytes BIGINT[];
+            r_keys BYTEA[]; r_kinds BIGINT[]; r_used BIGINT[]; r_oldest BIGINT[];
+            outcome INT[]; val BIGINT[]; keep BOOLEAN[]; seqs BIGINT[];
+            -- Net bytes per holder tag, for relay_account (which sums a tag's entries).
+            tags BYTEA[] := '{}'; deltas BIGINT[] := '{}';
+            i INT; j INT; k INT; rj INT; len BIGINT; group_box BYTEA; group_ids BYTEA[] := '{}';
+            payload TEXT := ''; hex TEXT;
         BEGIN
-            FOR w IN SELECT * FROM unnest(p_op, p_mailbox, p_message_id, p_expires, p_packet, p_note, p_poster,
-                                          p_rate_key, p_rate_kind, p_rate_limit, p_address_tag, p_prefix_tag)
-                     AS t(op, mb, mid, exp, pkt, nt, pst, rkey, rkind, rlim, atag, ptag) LOOP
-                IF w.op >= 2 THEN
-                    -- A new mailbox: the last one's totals, once, then this one's lock.
-                    IF dirty THEN UPDATE mailboxes SET packets = n, bytes = b WHERE mailbox = box; dirty := false; END IF;
-                    box := w.mb;
-                    IF w.op >= 4 THEN
-                        SELECT m.packets, m.bytes INTO n, b FROM mailboxes m WHERE m.mailbox = box FOR UPDATE;
-                    ELSE
-                        INSERT INTO mailboxes AS m (mailbox, packets, bytes) VALUES (box, 0, 0)
-                            ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
-                            RETURNING m.packets, m.bytes INTO n, b;
+            -- Every mailbox's row, locked in key order (created where missing) before any
+            -- sequence number is taken, as every write does (docs/RELAY.md, "Order").
+            WITH l AS (
+                INSERT INTO mailboxes AS m (mailbox, packets, bytes)
+                    SELECT s.b, 0, 0 FROM (SELECT DISTINCT u.b FROM unnest(p_mailbox || p_delete_mailbox) AS u(b)) s ORDER BY s.b
+                    ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
+                    RETURNING m.mailbox, m.packets, m.bytes)
+            SELECT array_agg(l.mailbox ORDER BY l.mailbox), array_agg(l.packets ORDER BY l.mailbox), array_agg(l.bytes ORDER BY l.mailbox)
+                INTO boxes, counts, sizes FROM l;
+            -- The DELETEs first: a commit's writes came at the same time (a DELETE and the
+            -- re-post of its bytes: the re-post sees the note), and no DELETE can name a
+            -- packet its own commit stores (nobody has received it). Each writes its note,
+            -- kept with the packet since its POST, under the mailbox's lock.
+            IF dels > 0 THEN
+                WITH d AS (
+                    DELETE FROM packets p USING unnest(p_delete_mailbox, p_delete_id) WITH ORDINALITY AS x(mb, mid, i)
+                        WHERE p.mailbox = x.mb AND p.message_id = x.mid
+                        RETURNING x.i::int AS i, p.mailbox, length(p.packet)::bigint AS len, p.expires_ms, p.note, p.address_tag, p.prefix_tag),
+                     n AS (INSERT INTO deleted (expires_ms, digest) SELECT d.expires_ms, d.note FROM d ON CONFLICT DO NOTHING)
+                SELECT array_agg(d.i), array_agg(d.len), array_agg(d.mailbox), array_agg(d.address_tag), array_agg(d.prefix_tag)
+                    INTO d_index, d_len, d_box, d_address, d_prefix FROM d;
+                deleted_len := array_fill(-1::bigint, ARRAY[dels]);
+                FOR j IN 1..COALESCE(cardinality(d_index), 0) LOOP
+                    deleted_len[d_index[j]] := d_len[j];
+                    k := array_position(boxes, d_box[j]);
+                    counts[k] := counts[k] - 1; sizes[k] := sizes[k] - d_len[j];
+                    IF d_address[j] IS NOT NULL THEN tags := tags || d_address[j]; deltas := deltas || -d_len[j]; END IF;
+                    IF d_prefix[j] IS NOT NULL THEN tags := tags || d_prefix[j]; deltas := deltas || -d_len[j]; END IF;
+                END LOOP;
+            END IF;
+            IF posts > 0 THEN
+                -- What the POSTs are checked against, read once under the locks: a packet
+                -- with the ID or a note of the bytes (duplicates), the holders' totals, each
+                -- poster tag's posts of the last hour (up to its limit).
+                SELECT array_agg(EXISTS (SELECT 1 FROM packets q WHERE q.mailbox = x.mb AND q.message_id = x.mid)
+                                 OR EXISTS (SELECT 1 FROM deleted e WHERE e.expires_ms = x.exp AND e.digest = x.nt) ORDER BY x.i)
+                    INTO dup FROM unnest(p_mailbox, p_message_id, p_expires, p_note) WITH ORDINALITY AS x(mb, mid, exp, nt, i);
+                SELECT array_agg(h.tag), array_agg(h.bytes) INTO h_tags, h_bytes FROM holders h
+                    WHERE h.tag = ANY (p_address_tag || p_prefix_tag);
+                SELECT array_agg(q.rkey), array_agg(q.rkind), array_agg(c.used), array_agg(c.oldest) INTO r_keys, r_kinds, r_used, r_oldest
+                    FROM (SELECT x.rkey, x.rkind, max(x.rlim) AS rlim FROM unnest(p_rate_key, p_rate_kind, p_rate_limit) AS x(rkey, rkind, rlim)
+                          WHERE x.rlim > 0 GROUP BY x.rkey, x.rkind) q
+                    CROSS JOIN LATERAL (SELECT count(*) AS used, min(s.at_ms) AS oldest FROM (
+                        SELECT r.at_ms FROM rate_log r WHERE r.pseudonym = q.rkey AND r.kind = q.rkind AND r.at_ms > p_now - p_window
+                        ORDER BY r.at_ms LIMIT q.rlim) s) c;
+                outcome := array_fill(0, ARRAY[posts]); val := array_fill(0::bigint, ARRAY[posts]); keep := array_fill(false, ARRAY[posts]);
+                -- Each POST in order, against those figures and what the POSTs before it stored.
+                FOR i IN 1..posts LOOP
+                    IF p_mailbox[i] IS DISTINCT FROM group_box THEN
+                        group_box := p_mailbox[i]; group_ids := '{}'; k := array_position(boxes, group_box);
                     END IF;
-                END IF;
-                IF w.op % 2 = 1 THEN
-                    DELETE FROM packets WHERE mailbox = box AND message_id = w.mid
-                        RETURNING length(packet), expires_ms, note, address_tag, prefix_tag
-                        INTO len, d_expires, d_note, d_address, d_prefix;
-                    IF NOT FOUND THEN
-                        r_outcome := 6; r_value := 0; RETURN NEXT; CONTINUE;
+                    IF dup[i] OR p_message_id[i] = ANY (group_ids) THEN outcome[i] := 1; CONTINUE; END IF;
+                    IF p_rate_limit[i] > 0 THEN
+                        rj := 1;
+                        WHILE r_keys[rj] <> p_rate_key[i] OR r_kinds[rj] <> p_rate_kind[i] LOOP rj := rj + 1; END LOOP;
+                        IF r_used[rj] >= p_rate_limit[i] THEN
+                            outcome[i] := 3; val[i] := GREATEST(1, (COALESCE(r_oldest[rj], p_now) + p_window - p_now + 999) / 1000); CONTINUE;
+                        END IF;
                     END IF;
-                    -- Under the mailbox's lock, as relay_post checks it.
-                    INSERT INTO deleted (expires_ms, digest) VALUES (d_expires, d_note) ON CONFLICT DO NOTHING;
-                    IF n IS NOT NULL THEN n := n - 1; b := b - len; dirty := true; END IF;
-                    IF d_address IS NOT NULL THEN tags := tags || d_address; deltas := deltas || -len; END IF;
-                    IF d_prefix IS NOT NULL THEN tags := tags || d_prefix; deltas := deltas || -len; END IF;
-                    r_outcome := 5; r_value := len; RETURN NEXT; CONTINUE;
-                END IF;
-                -- Under the lock, each statement sees what committed before it was taken.
-                IF EXISTS (SELECT 1 FROM packets WHERE mailbox = box AND message_id = w.mid)
-                   OR EXISTS (SELECT 1 FROM deleted WHERE expires_ms = w.exp AND digest = w.nt) THEN
-                    r_outcome := 1; r_value := 0; RETURN NEXT; CONTINUE;
-                END IF;
-                IF w.rlim > 0 THEN
-                    SELECT count(*), min(s.at_ms) INTO used, oldest FROM (
-                        SELECT at_ms FROM rate_log WHERE pseudonym = w.rkey AND kind = w.rkind AND at_ms > p_now - p_window
-                        ORDER BY at_ms LIMIT w.rlim) s;
-                    IF used >= w.rlim THEN
-                        r_outcome := 3; r_value := GREATEST(1, (oldest + p_window - p_now + 999) / 1000); RETURN NEXT; CONTINUE;
+                    len := length(p_packet[i]);
+                    IF counts[k] >= p_max_packets OR sizes[k] + len > p_max_bytes THEN outcome[i] := 2; CONTINUE; END IF;
+                    IF p_address_tag[i] <> ''::bytea THEN
+                        -- The totals as read, plus what this commit stored (not less what it
+                        -- deleted: the safe side).
+                        IF COALESCE(h_bytes[array_position(h_tags, p_address_tag[i])], 0) + len > p_address_room THEN
+                            outcome[i] := 4; val[i] := 0; CONTINUE;
+                        END IF;
+                        IF COALESCE(h_bytes[array_position(h_tags, p_prefix_tag[i])], 0) + len > p_prefix_room THEN
+                            outcome[i] := 4; val[i] := 1; CONTINUE;
+                        END IF;
+                        j := array_position(h_tags, p_address_tag[i]);
+                        IF j IS NULL THEN h_tags := h_tags || p_address_tag[i]; h_bytes := h_bytes || len; ELSE h_bytes[j] := h_bytes[j] + len; END IF;
+                        j := array_position(h_tags, p_prefix_tag[i]);
+                        IF j IS NULL THEN h_tags := h_tags || p_prefix_tag[i]; h_bytes := h_bytes || len; ELSE h_bytes[j] := h_bytes[j] + len; END IF;
+                        tags := tags || p_address_tag[i] || p_prefix_tag[i]; deltas := deltas || len || len;
                     END IF;
-                END IF;
-                len := length(w.pkt);
-                IF n >= p_max_packets OR b + len > p_max_bytes THEN
-                    r_outcome := 2; r_value := 0; RETURN NEXT; CONTINUE;
-                END IF;
-                IF w.atag <> ''::bytea THEN
-                    k := array_position(added_tags, w.atag);
-                    IF COALESCE((SELECT h.bytes FROM holders h WHERE h.tag = w.atag), 0) + COALESCE(added_bytes[k], 0) + len > p_address_room THEN
-                        r_outcome := 4; r_value := 0; RETURN NEXT; CONTINUE;
+                    IF p_rate_limit[i] > 0 THEN r_used[rj] := r_used[rj] + 1; r_oldest[rj] := COALESCE(r_oldest[rj], p_now); END IF;
+                    keep[i] := true; counts[k] := counts[k] + 1; sizes[k] := sizes[k] + len; group_ids := group_ids || p_message_id[i];
+                    -- The live push of other relays: the mailboxes stored into, in hex,
+                    -- joined by commas, in notifications under p_payload_bytes.
+                    IF cardinality(group_ids) = 1 THEN
+                        hex := encode(group_box, 'hex');
+                        IF payload <> '' AND octet_length(payload) + 1 + octet_length(hex) > p_payload_bytes THEN
+                            PERFORM pg_notify('yaok_relay_mailbox', payload); payload := '';
+                        END IF;
+                        payload := CASE WHEN payload = '' THEN hex ELSE payload || ',' || hex END;
                     END IF;
-                    k := array_position(added_tags, w.ptag);
-                    IF COALESCE((SELECT h.bytes FROM holders h WHERE h.tag = w.ptag), 0) + COALESCE(added_bytes[k], 0) + len > p_prefix_room THEN
-                        r_outcome := 4; r_value := 1; RETURN NEXT; CONTINUE;
-                    END IF;
-                END IF;
-                INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster, address_tag, prefix_tag, note)
-                    VALUES (box, w.mid, w.exp, p_now, w.pkt, NULLIF(w.pst, ''::bytea), NULLIF(w.atag, ''::bytea),
-                            NULLIF(w.ptag, ''::bytea), w.nt)
-                    RETURNING seq INTO r_value;
-                n := n + 1; b := b + len; dirty := true;
-                IF w.rlim > 0 THEN
-                    INSERT INTO rate_log (pseudonym, kind, at_ms) VALUES (w.rkey, w.rkind, p_now);
-                END IF;
-                IF w.atag <> ''::bytea THEN
-                    tags := tags || w.atag || w.ptag; deltas := deltas || len || len;
-                    k := array_position(added_tags, w.atag);
-                    IF k IS NULL THEN added_tags := added_tags || w.atag; added_bytes := added_bytes || len;
-                    ELSE added_bytes[k] := added_bytes[k] + len; END IF;
-                    k := array_position(added_tags, w.ptag);
-                    IF k IS NULL THEN added_tags := added_tags || w.ptag; added_bytes := added_bytes || len;
-                    ELSE added_bytes[k] := added_bytes[k] + len; END IF;
-                END IF;
-                -- The live push of other relays: the mailboxes stored into, in hex, joined
-                -- by commas, in notifications under p_payload_bytes (PostgreSQL: 8,000).
-                IF notified IS DISTINCT FROM box THEN
-                    notified := box; hex := encode(box, 'hex');
-                    IF payload <> '' AND octet_length(payload) + 1 + octet_length(hex) > p_payload_bytes THEN
-                        PERFORM pg_notify('yaok_relay_mailbox', payload); payload := '';
-                    END IF;
-                    payload := CASE WHEN payload = '' THEN hex ELSE payload || ',' || hex END;
-                END IF;
-                r_outcome := 0; RETURN NEXT;
-            END LOOP;
-            IF dirty THEN UPDATE mailboxes SET packets = n, bytes = b WHERE mailbox = box; END IF;
+                END LOOP;
+                WITH ins AS (
+                    INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster, address_tag, prefix_tag, note)
+                        SELECT x.mb, x.mid, x.exp, p_now, x.pkt, NULLIF(x.pst, ''::bytea), NULLIF(x.atag, ''::bytea), NULLIF(x.ptag, ''::bytea), x.nt
+                        FROM unnest(p_mailbox, p_message_id, p_expires, p_packet, p_poster, p_address_tag, p_prefix_tag, p_note, keep)
+                            WITH ORDINALITY AS x(mb, mid, exp, pkt, pst, atag, ptag, nt, kp, i)
+                        WHERE x.kp ORDER BY x.i
+                        RETURNING mailbox, message_id, seq)
+                SELECT array_agg(ins.seq ORDER BY x.i) INTO seqs
+                    FROM ins JOIN unnest(p_mailbox, p_message_id, keep) WITH ORDINALITY AS x(mb, mid, kp, i)
+                        ON x.kp AND ins.mailbox = x.mb AND ins.message_id = x.mid;
+                j := 1;
+                FOR i IN 1..posts LOOP
+                    IF keep[i] THEN val[i] := seqs[j]; j := j + 1; END IF;
+                END LOOP;
+                INSERT INTO rate_log (pseudonym, kind, at_ms)
+                    SELECT x.rkey, x.rkind, p_now FROM unnest(p_rate_key, p_rate_kind, p_rate_limit, keep) AS x(rkey, rkind, rlim, kp)
+                    WHERE x.kp AND x.rlim > 0;
+            END IF;
+            -- Each mailbox's totals, once.
+            UPDATE mailboxes m SET packets = x.n, bytes = x.b FROM unnest(boxes, counts, sizes) AS x(mb, n, b) WHERE m.mailbox = x.mb;
             -- Last, after every mailbox lock: holder rows are locked in tag order.
             IF cardinality(tags) > 0 THEN PERFORM relay_account(tags, deltas); END IF;
             IF payload <> '' THEN PERFORM pg_notify('yaok_relay_mailbox', payload); END IF;
+            RETURN QUERY SELECT o, v FROM unnest(outcome, val) AS t(o, v);
+            RETURN QUERY SELECT CASE WHEN l >= 0 THEN 5 ELSE 6 END, GREATEST(l, 0) FROM unnest(deleted_len) AS t(l);
         END $$;
         """,
     ]

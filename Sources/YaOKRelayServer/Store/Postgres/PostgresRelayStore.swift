@@ -85,7 +85,7 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
             if case .delete = write { return .deleted(count: 0, bytes: 0) }
             return .duplicate
         }
-        guard !call.entries.isEmpty else { return outcomes }
+        guard !call.posts.isEmpty || !call.deletes.isEmpty else { return outcomes }
         let t = PostgresType.self
         let parameters = call.parameters + [
             .int(nowMs), .int(Int64(quota.packets)), .int(Int64(quota.bytes)), .int(RateLimiter.windowMs),
@@ -99,16 +99,18 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                 // (no BEGIN and COMMIT: one round trip for the whole commit).
                 let rows = try pool.withConnection { c in
                     try c.query("commit", """
-                        SELECT r_outcome, r_value FROM relay_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                                                                    $13, $14, $15, $16, $17, $18, $19::int)
-                        """, types: [t.int8Array, t.byteaArray, t.byteaArray, t.int8Array, t.byteaArray, t.byteaArray, t.byteaArray,
-                                     t.byteaArray, t.int8Array, t.int8Array, t.byteaArray, t.byteaArray,
+                        SELECT r_outcome, r_value FROM relay_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                                                    $14, $15, $16, $17, $18, $19, $20::int)
+                        """, types: [t.byteaArray, t.byteaArray, t.int8Array, t.byteaArray, t.byteaArray, t.byteaArray,
+                                     t.byteaArray, t.int8Array, t.int8Array, t.byteaArray, t.byteaArray, t.byteaArray, t.byteaArray,
                                      t.int8, t.int8, t.int8, t.int8, t.int8, t.int8, t.int8], parameters)
                 }
-                guard rows.count == call.entries.count else {
-                    throw YaOKError(.storage, "PostgreSQL: relay_commit answered \(rows.count) rows for \(call.entries.count) writes")
+                // A row per POST, then a row per DELETEd packet, in the call's order.
+                let entries = call.posts + call.deletes
+                guard rows.count == entries.count else {
+                    throw YaOKError(.storage, "PostgreSQL: relay_commit answered \(rows.count) rows for \(entries.count) writes")
                 }
-                for (row, entry) in call.entries.enumerated() {
+                for (row, entry) in entries.enumerated() {
                     let value = rows.int64(row, 1)
                     switch (rows.int(row, 0), outcomes[entry.write]) {
                     case (5, .deleted(let count, let bytes)): outcomes[entry.write] = .deleted(count: count + 1, bytes: bytes + Int(value))
@@ -369,11 +371,10 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     }
 }
 
-/// A commit as relay_commit's arguments (migration 10): one entry per POST and per packet
-/// a DELETE names, in mailbox key order (every write locks its mailbox's row: in key
-/// order, two relays' commits never wait on each other in a cycle), a mailbox's writes in
-/// the order they came. The first entry of each mailbox says how to lock it: the upsert
-/// where the commit POSTs into it, the row as it is where it only DELETEs.
+/// A commit as relay_commit's arguments (migration 10): its POSTs, and the packets its
+/// DELETEs name, each in mailbox key order (relay_commit locks the mailboxes' rows in key
+/// order: two relays' commits never wait on each other in a cycle), a mailbox's in the
+/// order they came.
 private struct CommitCall {
     struct Entry {
         let write: Int
@@ -381,66 +382,46 @@ private struct CommitCall {
         let post: RelayPost?
         let messageID: MessageID
     }
-    let entries: [Entry]
+    let posts: [Entry]
+    let deletes: [Entry]
     let parameters: [PostgresValue]
 
     init(_ writes: [RelayStoreWrite], store: PostgresRelayStore) {
-        var entries: [Entry] = []
+        var posts: [Entry] = [], deletes: [Entry] = []
         for (i, write) in writes.enumerated() {
             switch write {
-            case .post(let post): entries.append(Entry(write: i, mailbox: post.mailbox.bytes, post: post, messageID: post.messageID))
+            case .post(let post): posts.append(Entry(write: i, mailbox: post.mailbox.bytes, post: post, messageID: post.messageID))
             case .delete(let refs):
-                for ref in refs { entries.append(Entry(write: i, mailbox: ref.mailbox.bytes, post: nil, messageID: ref.messageID)) }
+                for ref in refs { deletes.append(Entry(write: i, mailbox: ref.mailbox.bytes, post: nil, messageID: ref.messageID)) }
             }
         }
-        // Stable: a mailbox's writes keep their order (a DELETE, then the re-post it must see).
-        entries = entries.enumerated().sorted { a, b in
-            a.element.mailbox == b.element.mailbox ? a.offset < b.offset : a.element.mailbox.lexicographicallyPrecedes(b.element.mailbox)
-        }.map(\.element)
-        self.entries = entries
-        var posting = Set<[UInt8]>()
-        for e in entries where e.post != nil { posting.insert(e.mailbox) }
-        var op: [Int64] = [], mailbox: [[UInt8]] = [], id: [[UInt8]] = [], expires: [Int64] = [], packet: [[UInt8]] = []
-        var note: [[UInt8]] = [], poster: [[UInt8]] = [], rateKey: [[UInt8]] = [], rateKind: [Int64] = [], rateLimit: [Int64] = []
-        var addressTag: [[UInt8]] = [], prefixTag: [[UInt8]] = []
+        // Stable: a mailbox's writes keep their order.
+        func sorted(_ entries: [Entry]) -> [Entry] {
+            entries.enumerated().sorted { a, b in
+                a.element.mailbox == b.element.mailbox ? a.offset < b.offset : a.element.mailbox.lexicographicallyPrecedes(b.element.mailbox)
+            }.map(\.element)
+        }
+        self.posts = sorted(posts)
+        self.deletes = sorted(deletes)
         let key = store.deletionNoteKey
-        for (n, e) in entries.enumerated() {
-            let first = n == 0 || entries[n - 1].mailbox != e.mailbox
-            op.append((e.post == nil ? 1 : 0) + (first ? (posting.contains(e.mailbox) ? 2 : 4) : 0))
-            mailbox.append(e.mailbox)
-            id.append(e.messageID.bytes)
-            if let post = e.post {
-                let charge = post.charge
-                let tags = store.tags(post)
-                expires.append(post.expiresAtMs)
-                packet.append(post.packet)
-                // Deleted already (the same bytes re-posted after the DELETE) is a duplicate:
-                // relay_commit looks the note up under the mailbox's lock, and keeps it with
-                // the packet for its DELETE.
-                note.append(DeletionNote.of(mailbox: post.mailbox, packet: post.packet, key: key))
-                poster.append(post.poster.map { PosterTag.of($0, key: key) } ?? [])  // empty: NULL, none known
-                // rate_log is keyed by the poster tag, never the pseudonym: a copy of the
-                // database must not name who posted each packet of the last hour (§8.5).
-                rateKey.append(charge.map { PosterTag.of($0.pseudonym, key: key) } ?? [])
-                rateKind.append(charge?.isAck == true ? 1 : 0)
-                rateLimit.append(Int64(charge?.limit ?? 0))
-                // Empty: no address known, counted against nobody.
-                addressTag.append(tags?.0 ?? [])
-                prefixTag.append(tags?.1 ?? [])
-            } else {
-                expires.append(0)
-                packet.append([])
-                note.append([])
-                poster.append([])
-                rateKey.append([])
-                rateKind.append(0)
-                rateLimit.append(0)
-                addressTag.append([])
-                prefixTag.append([])
-            }
-        }
-        parameters = [.int8Array(op), .byteaArray(mailbox), .byteaArray(id), .int8Array(expires), .byteaArray(packet),
-                      .byteaArray(note), .byteaArray(poster), .byteaArray(rateKey), .int8Array(rateKind), .int8Array(rateLimit),
-                      .byteaArray(addressTag), .byteaArray(prefixTag)]
+        var tags: [([UInt8], [UInt8])?] = []
+        for e in self.posts { tags.append(e.post.flatMap { store.tags($0) }) }
+        let p = self.posts.compactMap(\.post)
+        parameters = [
+            .byteaArray(p.map(\.mailbox.bytes)), .byteaArray(p.map(\.messageID.bytes)), .int8Array(p.map(\.expiresAtMs)),
+            .byteaArray(p.map(\.packet)),
+            // Deleted already (the same bytes re-posted after the DELETE) is a duplicate:
+            // relay_commit looks the note up under the mailbox's lock, and keeps it with the
+            // packet for its DELETE.
+            .byteaArray(p.map { DeletionNote.of(mailbox: $0.mailbox, packet: $0.packet, key: key) }),
+            .byteaArray(p.map { $0.poster.map { PosterTag.of($0, key: key) } ?? [] }),  // empty: NULL, none known
+            // rate_log is keyed by the poster tag, never the pseudonym: a copy of the
+            // database must not name who posted each packet of the last hour (§8.5).
+            .byteaArray(p.map { $0.charge.map { PosterTag.of($0.pseudonym, key: key) } ?? [] }),
+            .int8Array(p.map { $0.charge?.isAck == true ? 1 : 0 }), .int8Array(p.map { Int64($0.charge?.limit ?? 0) }),
+            // Empty: no address known, counted against nobody.
+            .byteaArray(tags.map { $0?.0 ?? [] }), .byteaArray(tags.map { $0?.1 ?? [] }),
+            .byteaArray(self.deletes.map(\.mailbox)), .byteaArray(self.deletes.map(\.messageID.bytes)),
+        ]
     }
 }
