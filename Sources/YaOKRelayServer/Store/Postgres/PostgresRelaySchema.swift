@@ -699,14 +699,18 @@ enum PostgresRelaySchema {
                 SELECT array_agg(EXISTS (SELECT 1 FROM packets q WHERE q.mailbox = x.mb AND q.message_id = x.mid)
                                  OR EXISTS (SELECT 1 FROM deleted e WHERE e.expires_ms = x.exp AND e.digest = x.nt) ORDER BY x.i)
                     INTO dup FROM unnest(p_mailbox, p_message_id, p_expires, p_note) WITH ORDINALITY AS x(mb, mid, exp, nt, i);
-                SELECT array_agg(h.tag), array_agg(h.bytes) INTO h_tags, h_bytes FROM holders h
-                    WHERE h.tag = ANY (p_address_tag || p_prefix_tag);
-                SELECT array_agg(q.rkey), array_agg(q.rkind), array_agg(c.used), array_agg(c.oldest) INTO r_keys, r_kinds, r_used, r_oldest
-                    FROM (SELECT x.rkey, x.rkind, max(x.rlim) AS rlim FROM unnest(p_rate_key, p_rate_kind, p_rate_limit) AS x(rkey, rkind, rlim)
-                          WHERE x.rlim > 0 GROUP BY x.rkey, x.rkind) q
-                    CROSS JOIN LATERAL (SELECT count(*) AS used, min(s.at_ms) AS oldest FROM (
-                        SELECT r.at_ms FROM rate_log r WHERE r.pseudonym = q.rkey AND r.kind = q.rkind AND r.at_ms > p_now - p_window
-                        ORDER BY r.at_ms LIMIT q.rlim) s) c;
+                IF ''::bytea <> ANY (p_address_tag) THEN
+                    SELECT array_agg(h.tag), array_agg(h.bytes) INTO h_tags, h_bytes FROM holders h
+                        WHERE h.tag = ANY (p_address_tag || p_prefix_tag);
+                END IF;
+                IF 0 < ANY (p_rate_limit) THEN
+                    SELECT array_agg(q.rkey), array_agg(q.rkind), array_agg(c.used), array_agg(c.oldest) INTO r_keys, r_kinds, r_used, r_oldest
+                        FROM (SELECT x.rkey, x.rkind, max(x.rlim) AS rlim FROM unnest(p_rate_key, p_rate_kind, p_rate_limit) AS x(rkey, rkind, rlim)
+                              WHERE x.rlim > 0 GROUP BY x.rkey, x.rkind) q
+                        CROSS JOIN LATERAL (SELECT count(*) AS used, min(s.at_ms) AS oldest FROM (
+                            SELECT r.at_ms FROM rate_log r WHERE r.pseudonym = q.rkey AND r.kind = q.rkind AND r.at_ms > p_now - p_window
+                            ORDER BY r.at_ms LIMIT q.rlim) s) c;
+                END IF;
                 outcome := array_fill(0, ARRAY[posts]); val := array_fill(0::bigint, ARRAY[posts]); keep := array_fill(false, ARRAY[posts]);
                 -- Each POST in order, against those figures and what the POSTs before it stored.
                 FOR i IN 1..posts LOOP
@@ -764,17 +768,27 @@ enum PostgresRelaySchema {
                 FOR i IN 1..posts LOOP
                     IF keep[i] THEN val[i] := seqs[j]; j := j + 1; END IF;
                 END LOOP;
-                INSERT INTO rate_log (pseudonym, kind, at_ms)
-                    SELECT x.rkey, x.rkind, p_now FROM unnest(p_rate_key, p_rate_kind, p_rate_limit, keep) AS x(rkey, rkind, rlim, kp)
-                    WHERE x.kp AND x.rlim > 0;
+                IF 0 < ANY (p_rate_limit) THEN
+                    INSERT INTO rate_log (pseudonym, kind, at_ms)
+                        SELECT x.rkey, x.rkind, p_now FROM unnest(p_rate_key, p_rate_kind, p_rate_limit, keep) AS x(rkey, rkind, rlim, kp)
+                        WHERE x.kp AND x.rlim > 0;
+                END IF;
             END IF;
             -- Each mailbox's totals, once.
             UPDATE mailboxes m SET packets = x.n, bytes = x.b FROM unnest(boxes, counts, sizes) AS x(mb, n, b) WHERE m.mailbox = x.mb;
-            -- Last, after every mailbox lock: holder rows are locked in tag order.
-            IF cardinality(tags) > 0 THEN PERFORM relay_account(tags, deltas); END IF;
+            -- Last, after every mailbox lock: holder rows are locked in tag order (as
+            -- relay_account does, in two statements, not two per tag).
+            IF cardinality(tags) > 0 THEN
+                INSERT INTO holders AS h (tag, bytes)
+                    SELECT t.tag, sum(t.delta)::bigint FROM unnest(tags, deltas) AS t(tag, delta) GROUP BY t.tag ORDER BY t.tag
+                    ON CONFLICT (tag) DO UPDATE SET bytes = h.bytes + excluded.bytes;
+                DELETE FROM holders h WHERE h.tag = ANY (tags) AND h.bytes <= 0;
+            END IF;
             IF payload <> '' THEN PERFORM pg_notify('yaok_relay_mailbox', payload); END IF;
-            RETURN QUERY SELECT o, v FROM unnest(outcome, val) AS t(o, v);
-            RETURN QUERY SELECT CASE WHEN l >= 0 THEN 5 ELSE 6 END, GREATEST(l, 0) FROM unnest(deleted_len) AS t(l);
+            IF posts > 0 THEN RETURN QUERY SELECT o, v FROM unnest(outcome, val) AS t(o, v); END IF;
+            IF dels > 0 THEN
+                RETURN QUERY SELECT CASE WHEN l >= 0 THEN 5 ELSE 6 END, GREATEST(l, 0) FROM unnest(deleted_len) AS t(l);
+            END IF;
         END $$;
         """,
     ]
