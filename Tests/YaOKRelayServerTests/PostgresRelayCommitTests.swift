@@ -94,4 +94,28 @@ extension PostgresRelayStoreTests {
         XCTAssertEqual(try store.storedBytes(), total)
         XCTAssertEqual(try c.query("holders", "SELECT bytes FROM holders ORDER BY tag", types: [], []).int64(0, 0), Int64(total))
     }
+
+    /// relay_commit decides a commit's POSTs in order against figures it read once: the
+    /// POSTs before one in the same commit count toward its pseudonym's rate limit and its
+    /// address's and /24's stored bytes, as separate commits would.
+    func testOneCommitsPostsCountTowardTheLimitsOfTheNextOnes() throws {
+        let pseudonym = Sodium.randomBytes(32)
+        let boxes = try (0..<3).map { _ in mailbox(try SigningKey.random()) }
+        func charged(_ box: MailboxID, address: [UInt8]? = nil, limit: Int = 2) -> RelayStoreWrite {
+            var p = RelayPost(mailbox: box, messageID: .random(), expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100),
+                              charge: RelayRateCharge(pseudonym: pseudonym, isAck: false, limit: limit))
+            p.address = address
+            return .post(p)
+        }
+        let quota = MailboxQuota(packets: 100, bytes: 1 << 20, addressBytes: 250, prefixBytes: 1 << 20)
+        let outcomes = try store.commit([charged(boxes[2]), charged(boxes[0]), charged(boxes[1])], nowMs: now, quota: quota)
+        XCTAssertEqual(outcomes.filter { if case .stored = $0 { return true } else { return false } }.count, 2, "\(outcomes)")
+        // In mailbox order: the commit's first two in that order take the two slots.
+        let order = boxes.indices.sorted { boxes[$0].bytes.lexicographicallyPrecedes(boxes[$1].bytes) }
+        guard case .rateLimited = outcomes[[2, 0, 1].firstIndex(of: order[2]) ?? 0] else { return XCTFail("\(outcomes)") }
+        let held = try store.commit([charged(boxes[0], address: [10, 0, 0, 1], limit: 0), charged(boxes[1], address: [10, 0, 0, 1], limit: 0),
+                                     charged(boxes[2], address: [10, 0, 0, 1], limit: 0)], nowMs: now, quota: quota)
+        XCTAssertEqual(held.filter { $0 == .overQuota(prefix: false) }.count, 1, "\(held)")
+        XCTAssertEqual(try store.storedBytes(), 400)
+    }
 }

@@ -633,18 +633,24 @@ enum PostgresRelaySchema {
             outcome := 0;
         END $$;
 
-        -- One commit's POSTs (p_mailbox ... p_prefix_tag, one element each) and DELETEs
-        -- (p_delete_mailbox, p_delete_id, one packet each), each in mailbox key order, a
-        -- mailbox's in the order they came. A statement per step for the whole commit, not
-        -- per write: the executor's start and end for each statement was most of the
-        -- server's time per message. Rows out: one per POST in order (r_outcome as
-        -- relay_post's: 0 stored, r_value its sequence; 1 duplicate; 2 mailbox full;
-        -- 3 rate-limited, r_value seconds; 4 over the address's (r_value 0) or the /24's (1)
-        -- quota), then one per DELETE in order (5 deleted, r_value its bytes; 6 not there).
-        CREATE FUNCTION relay_commit(p_mailbox BYTEA[], p_message_id BYTEA[], p_expires BIGINT[], p_packet BYTEA[],
-                                     p_note BYTEA[], p_poster BYTEA[], p_rate_key BYTEA[], p_rate_kind BIGINT[],
-                                     p_rate_limit BIGINT[], p_address_tag BYTEA[], p_prefix_tag BYTEA[],
-                                     p_delete_mailbox BYTEA[], p_delete_id BYTEA[],
+        -- One commit: its mailboxes (p_boxes: distinct, the lock order being PostgreSQL's),
+        -- its POSTs (p_mailbox ... p_prefix_index, one element each) and the packets its
+        -- DELETEs name (p_delete_*), each in mailbox key order, a mailbox's in the order they
+        -- came. The relay numbers what the loop below looks up (a write's mailbox in
+        -- p_boxes, a POST's poster tag in p_rate_keys and address and /24 tags in p_tags,
+        -- 1-based, 0 for none), so that no step searches an array: a commit holds hundreds
+        -- of writes. A statement per step for the whole commit, not per write: starting and
+        -- ending statements was much of the server's time per message. Rows out: one per
+        -- POST in order (r_outcome as relay_post's: 0 stored, r_value its sequence;
+        -- 1 duplicate; 2 mailbox full; 3 rate-limited, r_value seconds; 4 over the address's
+        -- (r_value 0) or the /24's (1) quota), then one per DELETE in order (5 deleted,
+        -- r_value its bytes; 6 not there).
+        CREATE FUNCTION relay_commit(p_boxes BYTEA[],
+                                     p_mailbox BYTEA[], p_post_box BIGINT[], p_message_id BYTEA[], p_expires BIGINT[],
+                                     p_packet BYTEA[], p_length BIGINT[], p_note BYTEA[], p_poster BYTEA[],
+                                     p_rate_index BIGINT[], p_address_index BIGINT[], p_prefix_index BIGINT[],
+                                     p_delete_mailbox BYTEA[], p_delete_box BIGINT[], p_delete_id BYTEA[],
+                                     p_rate_keys BYTEA[], p_rate_kinds BIGINT[], p_rate_limits BIGINT[], p_tags BYTEA[],
                                      p_now BIGINT, p_max_packets BIGINT, p_max_bytes BIGINT, p_window BIGINT,
                                      p_address_room BIGINT, p_prefix_room BIGINT, p_payload_bytes INT)
         RETURNS TABLE (r_outcome INT, r_value BIGINT)
@@ -652,42 +658,41 @@ enum PostgresRelaySchema {
         DECLARE
             posts INT := COALESCE(cardinality(p_mailbox), 0);
             dels INT := COALESCE(cardinality(p_delete_mailbox), 0);
-            boxes BYTEA[]; counts BIGINT[]; sizes BIGINT[];
-            d_index BIGINT[]; d_len BIGINT[]; d_box BYTEA[]; d_address BYTEA[]; d_prefix BYTEA[]; deleted_len BIGINT[];
-            dup BOOLEAN[]; h_tags BYTEA[]; h_bytes BIGINT[];
-            r_keys BYTEA[]; r_kinds BIGINT[]; r_used BIGINT[]; r_oldest BIGINT[];
+            counts BIGINT[]; sizes BIGINT[];
+            d_index INT[]; d_box INT[]; d_len BIGINT[]; d_address BYTEA[]; d_prefix BYTEA[]; deleted_len BIGINT[];
+            dup BOOLEAN[]; h_bytes BIGINT[]; net BIGINT[]; r_used BIGINT[]; r_oldest BIGINT[];
             outcome INT[]; val BIGINT[]; keep BOOLEAN[]; seqs BIGINT[];
-            -- Net bytes per holder tag, for relay_account (which sums a tag's entries).
+            -- Holder tags and their net bytes, for the totals at the end.
             tags BYTEA[] := '{}'; deltas BIGINT[] := '{}';
-            i INT; j INT; k INT; rj INT; len BIGINT; group_box BYTEA; group_ids BYTEA[] := '{}';
+            i INT; j INT; k INT := 0; rj INT; a INT; pf INT; len BIGINT; group_ids BYTEA[] := '{}';
             payload TEXT := ''; hex TEXT;
         BEGIN
             -- Every mailbox's row, locked in key order (created where missing) before any
             -- sequence number is taken, as every write does (docs/RELAY.md, "Order").
             WITH l AS (
                 INSERT INTO mailboxes AS m (mailbox, packets, bytes)
-                    SELECT s.b, 0, 0 FROM (SELECT DISTINCT u.b FROM unnest(p_mailbox || p_delete_mailbox) AS u(b)) s ORDER BY s.b
+                    SELECT u.b, 0, 0 FROM unnest(p_boxes) AS u(b) ORDER BY u.b
                     ON CONFLICT (mailbox) DO UPDATE SET packets = m.packets
                     RETURNING m.mailbox, m.packets, m.bytes)
-            SELECT array_agg(l.mailbox ORDER BY l.mailbox), array_agg(l.packets ORDER BY l.mailbox), array_agg(l.bytes ORDER BY l.mailbox)
-                INTO boxes, counts, sizes FROM l;
+            SELECT array_agg(l.packets ORDER BY u.i), array_agg(l.bytes ORDER BY u.i) INTO counts, sizes
+                FROM unnest(p_boxes) WITH ORDINALITY AS u(b, i) JOIN l ON l.mailbox = u.b;
             -- The DELETEs first: a commit's writes came at the same time (a DELETE and the
             -- re-post of its bytes: the re-post sees the note), and no DELETE can name a
             -- packet its own commit stores (nobody has received it). Each writes its note,
             -- kept with the packet since its POST, under the mailbox's lock.
             IF dels > 0 THEN
                 WITH d AS (
-                    DELETE FROM packets p USING unnest(p_delete_mailbox, p_delete_id) WITH ORDINALITY AS x(mb, mid, i)
+                    DELETE FROM packets p USING unnest(p_delete_mailbox, p_delete_id, p_delete_box) WITH ORDINALITY AS x(mb, mid, bi, i)
                         WHERE p.mailbox = x.mb AND p.message_id = x.mid
-                        RETURNING x.i::int AS i, p.mailbox, length(p.packet)::bigint AS len, p.expires_ms, p.note, p.address_tag, p.prefix_tag),
+                        RETURNING x.i::int AS i, x.bi::int AS bi, length(p.packet)::bigint AS len, p.expires_ms, p.note,
+                                  p.address_tag, p.prefix_tag),
                      n AS (INSERT INTO deleted (expires_ms, digest) SELECT d.expires_ms, d.note FROM d ON CONFLICT DO NOTHING)
-                SELECT array_agg(d.i), array_agg(d.len), array_agg(d.mailbox), array_agg(d.address_tag), array_agg(d.prefix_tag)
-                    INTO d_index, d_len, d_box, d_address, d_prefix FROM d;
+                SELECT array_agg(d.i), array_agg(d.bi), array_agg(d.len), array_agg(d.address_tag), array_agg(d.prefix_tag)
+                    INTO d_index, d_box, d_len, d_address, d_prefix FROM d;
                 deleted_len := array_fill(-1::bigint, ARRAY[dels]);
                 FOR j IN 1..COALESCE(cardinality(d_index), 0) LOOP
                     deleted_len[d_index[j]] := d_len[j];
-                    k := array_position(boxes, d_box[j]);
-                    counts[k] := counts[k] - 1; sizes[k] := sizes[k] - d_len[j];
+                    counts[d_box[j]] := counts[d_box[j]] - 1; sizes[d_box[j]] := sizes[d_box[j]] - d_len[j];
                     IF d_address[j] IS NOT NULL THEN tags := tags || d_address[j]; deltas := deltas || -d_len[j]; END IF;
                     IF d_prefix[j] IS NOT NULL THEN tags := tags || d_prefix[j]; deltas := deltas || -d_len[j]; END IF;
                 END LOOP;
@@ -699,14 +704,14 @@ enum PostgresRelaySchema {
                 SELECT array_agg(EXISTS (SELECT 1 FROM packets q WHERE q.mailbox = x.mb AND q.message_id = x.mid)
                                  OR EXISTS (SELECT 1 FROM deleted e WHERE e.expires_ms = x.exp AND e.digest = x.nt) ORDER BY x.i)
                     INTO dup FROM unnest(p_mailbox, p_message_id, p_expires, p_note) WITH ORDINALITY AS x(mb, mid, exp, nt, i);
-                IF ''::bytea <> ANY (p_address_tag) THEN
-                    SELECT array_agg(h.tag), array_agg(h.bytes) INTO h_tags, h_bytes FROM holders h
-                        WHERE h.tag = ANY (p_address_tag || p_prefix_tag);
+                IF cardinality(p_tags) > 0 THEN
+                    SELECT array_agg(COALESCE(h.bytes, 0) ORDER BY u.i) INTO h_bytes
+                        FROM unnest(p_tags) WITH ORDINALITY AS u(t, i) LEFT JOIN holders h ON h.tag = u.t;
+                    net := array_fill(0::bigint, ARRAY[cardinality(p_tags)]);
                 END IF;
-                IF 0 < ANY (p_rate_limit) THEN
-                    SELECT array_agg(q.rkey), array_agg(q.rkind), array_agg(c.used), array_agg(c.oldest) INTO r_keys, r_kinds, r_used, r_oldest
-                        FROM (SELECT x.rkey, x.rkind, max(x.rlim) AS rlim FROM unnest(p_rate_key, p_rate_kind, p_rate_limit) AS x(rkey, rkind, rlim)
-                              WHERE x.rlim > 0 GROUP BY x.rkey, x.rkind) q
+                IF cardinality(p_rate_keys) > 0 THEN
+                    SELECT array_agg(c.used ORDER BY q.i), array_agg(c.oldest ORDER BY q.i) INTO r_used, r_oldest
+                        FROM unnest(p_rate_keys, p_rate_kinds, p_rate_limits) WITH ORDINALITY AS q(rkey, rkind, rlim, i)
                         CROSS JOIN LATERAL (SELECT count(*) AS used, min(s.at_ms) AS oldest FROM (
                             SELECT r.at_ms FROM rate_log r WHERE r.pseudonym = q.rkey AND r.kind = q.rkind AND r.at_ms > p_now - p_window
                             ORDER BY r.at_ms LIMIT q.rlim) s) c;
@@ -714,40 +719,29 @@ enum PostgresRelaySchema {
                 outcome := array_fill(0, ARRAY[posts]); val := array_fill(0::bigint, ARRAY[posts]); keep := array_fill(false, ARRAY[posts]);
                 -- Each POST in order, against those figures and what the POSTs before it stored.
                 FOR i IN 1..posts LOOP
-                    IF p_mailbox[i] IS DISTINCT FROM group_box THEN
-                        group_box := p_mailbox[i]; group_ids := '{}'; k := array_position(boxes, group_box);
-                    END IF;
+                    IF p_post_box[i] <> k THEN k := p_post_box[i]; group_ids := '{}'; END IF;
                     IF dup[i] OR p_message_id[i] = ANY (group_ids) THEN outcome[i] := 1; CONTINUE; END IF;
-                    IF p_rate_limit[i] > 0 THEN
-                        rj := 1;
-                        WHILE r_keys[rj] <> p_rate_key[i] OR r_kinds[rj] <> p_rate_kind[i] LOOP rj := rj + 1; END LOOP;
-                        IF r_used[rj] >= p_rate_limit[i] THEN
-                            outcome[i] := 3; val[i] := GREATEST(1, (COALESCE(r_oldest[rj], p_now) + p_window - p_now + 999) / 1000); CONTINUE;
-                        END IF;
+                    rj := p_rate_index[i];
+                    IF rj > 0 AND r_used[rj] >= p_rate_limits[rj] THEN
+                        outcome[i] := 3; val[i] := GREATEST(1, (COALESCE(r_oldest[rj], p_now) + p_window - p_now + 999) / 1000); CONTINUE;
                     END IF;
-                    len := length(p_packet[i]);
+                    len := p_length[i];
                     IF counts[k] >= p_max_packets OR sizes[k] + len > p_max_bytes THEN outcome[i] := 2; CONTINUE; END IF;
-                    IF p_address_tag[i] <> ''::bytea THEN
+                    a := p_address_index[i]; pf := p_prefix_index[i];
+                    IF a > 0 THEN
                         -- The totals as read, plus what this commit stored (not less what it
                         -- deleted: the safe side).
-                        IF COALESCE(h_bytes[array_position(h_tags, p_address_tag[i])], 0) + len > p_address_room THEN
-                            outcome[i] := 4; val[i] := 0; CONTINUE;
-                        END IF;
-                        IF COALESCE(h_bytes[array_position(h_tags, p_prefix_tag[i])], 0) + len > p_prefix_room THEN
-                            outcome[i] := 4; val[i] := 1; CONTINUE;
-                        END IF;
-                        j := array_position(h_tags, p_address_tag[i]);
-                        IF j IS NULL THEN h_tags := h_tags || p_address_tag[i]; h_bytes := h_bytes || len; ELSE h_bytes[j] := h_bytes[j] + len; END IF;
-                        j := array_position(h_tags, p_prefix_tag[i]);
-                        IF j IS NULL THEN h_tags := h_tags || p_prefix_tag[i]; h_bytes := h_bytes || len; ELSE h_bytes[j] := h_bytes[j] + len; END IF;
-                        tags := tags || p_address_tag[i] || p_prefix_tag[i]; deltas := deltas || len || len;
+                        IF h_bytes[a] + len > p_address_room THEN outcome[i] := 4; val[i] := 0; CONTINUE; END IF;
+                        IF h_bytes[pf] + len > p_prefix_room THEN outcome[i] := 4; val[i] := 1; CONTINUE; END IF;
+                        h_bytes[a] := h_bytes[a] + len; h_bytes[pf] := h_bytes[pf] + len;
+                        net[a] := net[a] + len; net[pf] := net[pf] + len;
                     END IF;
-                    IF p_rate_limit[i] > 0 THEN r_used[rj] := r_used[rj] + 1; r_oldest[rj] := COALESCE(r_oldest[rj], p_now); END IF;
+                    IF rj > 0 THEN r_used[rj] := r_used[rj] + 1; r_oldest[rj] := COALESCE(r_oldest[rj], p_now); END IF;
                     keep[i] := true; counts[k] := counts[k] + 1; sizes[k] := sizes[k] + len; group_ids := group_ids || p_message_id[i];
                     -- The live push of other relays: the mailboxes stored into, in hex,
                     -- joined by commas, in notifications under p_payload_bytes.
                     IF cardinality(group_ids) = 1 THEN
-                        hex := encode(group_box, 'hex');
+                        hex := encode(p_mailbox[i], 'hex');
                         IF payload <> '' AND octet_length(payload) + 1 + octet_length(hex) > p_payload_bytes THEN
                             PERFORM pg_notify('yaok_relay_mailbox', payload); payload := '';
                         END IF;
@@ -756,9 +750,10 @@ enum PostgresRelaySchema {
                 END LOOP;
                 WITH ins AS (
                     INSERT INTO packets (mailbox, message_id, expires_ms, received_ms, packet, poster, address_tag, prefix_tag, note)
-                        SELECT x.mb, x.mid, x.exp, p_now, x.pkt, NULLIF(x.pst, ''::bytea), NULLIF(x.atag, ''::bytea), NULLIF(x.ptag, ''::bytea), x.nt
-                        FROM unnest(p_mailbox, p_message_id, p_expires, p_packet, p_poster, p_address_tag, p_prefix_tag, p_note, keep)
-                            WITH ORDINALITY AS x(mb, mid, exp, pkt, pst, atag, ptag, nt, kp, i)
+                        SELECT x.mb, x.mid, x.exp, p_now, x.pkt, NULLIF(x.pst, ''::bytea), p_tags[NULLIF(x.ai, 0)],
+                               p_tags[NULLIF(x.pfi, 0)], x.nt
+                        FROM unnest(p_mailbox, p_message_id, p_expires, p_packet, p_poster, p_address_index, p_prefix_index, p_note, keep)
+                            WITH ORDINALITY AS x(mb, mid, exp, pkt, pst, ai, pfi, nt, kp, i)
                         WHERE x.kp ORDER BY x.i
                         RETURNING mailbox, message_id, seq)
                 SELECT array_agg(ins.seq ORDER BY x.i) INTO seqs
@@ -768,19 +763,21 @@ enum PostgresRelaySchema {
                 FOR i IN 1..posts LOOP
                     IF keep[i] THEN val[i] := seqs[j]; j := j + 1; END IF;
                 END LOOP;
-                IF 0 < ANY (p_rate_limit) THEN
+                IF cardinality(p_rate_keys) > 0 THEN
                     INSERT INTO rate_log (pseudonym, kind, at_ms)
-                        SELECT x.rkey, x.rkind, p_now FROM unnest(p_rate_key, p_rate_kind, p_rate_limit, keep) AS x(rkey, rkind, rlim, kp)
-                        WHERE x.kp AND x.rlim > 0;
+                        SELECT p_rate_keys[x.ri], p_rate_kinds[x.ri], p_now FROM unnest(p_rate_index, keep) AS x(ri, kp)
+                        WHERE x.kp AND x.ri > 0;
                 END IF;
+                IF net IS NOT NULL THEN tags := tags || p_tags; deltas := deltas || net; END IF;
             END IF;
             -- Each mailbox's totals, once.
-            UPDATE mailboxes m SET packets = x.n, bytes = x.b FROM unnest(boxes, counts, sizes) AS x(mb, n, b) WHERE m.mailbox = x.mb;
+            UPDATE mailboxes m SET packets = x.n, bytes = x.b FROM unnest(p_boxes, counts, sizes) AS x(mb, n, b) WHERE m.mailbox = x.mb;
             -- Last, after every mailbox lock: holder rows are locked in tag order (as
             -- relay_account does, in two statements, not two per tag).
             IF cardinality(tags) > 0 THEN
                 INSERT INTO holders AS h (tag, bytes)
-                    SELECT t.tag, sum(t.delta)::bigint FROM unnest(tags, deltas) AS t(tag, delta) GROUP BY t.tag ORDER BY t.tag
+                    SELECT t.tag, sum(t.delta)::bigint FROM unnest(tags, deltas) AS t(tag, delta)
+                    GROUP BY t.tag HAVING sum(t.delta) <> 0 ORDER BY t.tag
                     ON CONFLICT (tag) DO UPDATE SET bytes = h.bytes + excluded.bytes;
                 DELETE FROM holders h WHERE h.tag = ANY (tags) AND h.bytes <= 0;
             END IF;

@@ -100,9 +100,10 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                 let rows = try pool.withConnection { c in
                     try c.query("commit", """
                         SELECT r_outcome, r_value FROM relay_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-                                                                    $14, $15, $16, $17, $18, $19, $20::int)
-                        """, types: [t.byteaArray, t.byteaArray, t.int8Array, t.byteaArray, t.byteaArray, t.byteaArray,
-                                     t.byteaArray, t.int8Array, t.int8Array, t.byteaArray, t.byteaArray, t.byteaArray, t.byteaArray,
+                                                                    $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26::int)
+                        """, types: [t.byteaArray, t.byteaArray, t.int8Array, t.byteaArray, t.int8Array, t.byteaArray, t.int8Array,
+                                     t.byteaArray, t.byteaArray, t.int8Array, t.int8Array, t.int8Array,
+                                     t.byteaArray, t.int8Array, t.byteaArray, t.byteaArray, t.int8Array, t.int8Array, t.byteaArray,
                                      t.int8, t.int8, t.int8, t.int8, t.int8, t.int8, t.int8], parameters)
                 }
                 // A row per POST, then a row per DELETEd packet, in the call's order.
@@ -371,10 +372,12 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     }
 }
 
-/// A commit as relay_commit's arguments (migration 10): its POSTs, and the packets its
-/// DELETEs name, each in mailbox key order (relay_commit locks the mailboxes' rows in key
-/// order: two relays' commits never wait on each other in a cycle), a mailbox's in the
-/// order they came.
+/// A commit as relay_commit's arguments (migration 10): its mailboxes, its POSTs, and the
+/// packets its DELETEs name, each in mailbox key order, a mailbox's in the order they came
+/// (relay_commit locks the mailboxes' rows in key order: two relays' commits never wait on
+/// each other in a cycle). What relay_commit looks up per write is numbered here (1-based,
+/// 0 for none): a write's mailbox, a POST's poster tag (rate limit) and its address and
+/// /24 tags, so that no step of the call searches an array.
 private struct CommitCall {
     struct Entry {
         let write: Int
@@ -403,25 +406,56 @@ private struct CommitCall {
         }
         self.posts = sorted(posts)
         self.deletes = sorted(deletes)
+        /// 1-based numbers of distinct values, in the order first seen.
+        struct Numbering<Key: Hashable> {
+            var keys: [Key] = []
+            var index: [Key: Int64] = [:]
+            mutating func number(_ key: Key) -> Int64 {
+                if let n = index[key] { return n }
+                keys.append(key)
+                index[key] = Int64(keys.count)
+                return Int64(keys.count)
+            }
+        }
         let key = store.deletionNoteKey
-        var tags: [([UInt8], [UInt8])?] = []
-        for e in self.posts { tags.append(e.post.flatMap { store.tags($0) }) }
+        var boxes = Numbering<[UInt8]>(), tags = Numbering<[UInt8]>()
+        struct RateKey: Hashable { let tag: [UInt8]; let kind: Int64 }
+        var rates = Numbering<RateKey>(), limits: [Int64] = []
+        var postBox: [Int64] = [], rateIndex: [Int64] = [], addressIndex: [Int64] = [], prefixIndex: [Int64] = []
         let p = self.posts.compactMap(\.post)
+        for post in p {
+            postBox.append(boxes.number(post.mailbox.bytes))
+            if let charge = post.charge, charge.limit > 0 {
+                // rate_log is keyed by the poster tag, never the pseudonym: a copy of the
+                // database must not name who posted each packet of the last hour (§8.5).
+                let n = rates.number(RateKey(tag: PosterTag.of(charge.pseudonym, key: key), kind: charge.isAck ? 1 : 0))
+                if n > limits.count { limits.append(Int64(charge.limit)) } else { limits[Int(n) - 1] = max(limits[Int(n) - 1], Int64(charge.limit)) }
+                rateIndex.append(n)
+            } else {
+                rateIndex.append(0)
+            }
+            // None: no address known, counted against nobody.
+            if let (address, prefix) = store.tags(post) {
+                addressIndex.append(tags.number(address))
+                prefixIndex.append(tags.number(prefix))
+            } else {
+                addressIndex.append(0)
+                prefixIndex.append(0)
+            }
+        }
+        let deleteBox = self.deletes.map { boxes.number($0.mailbox) }
         parameters = [
-            .byteaArray(p.map(\.mailbox.bytes)), .byteaArray(p.map(\.messageID.bytes)), .int8Array(p.map(\.expiresAtMs)),
-            .byteaArray(p.map(\.packet)),
+            .byteaArray(boxes.keys),
+            .byteaArray(p.map(\.mailbox.bytes)), .int8Array(postBox), .byteaArray(p.map(\.messageID.bytes)),
+            .int8Array(p.map(\.expiresAtMs)), .byteaArray(p.map(\.packet)), .int8Array(p.map { Int64($0.packet.count) }),
             // Deleted already (the same bytes re-posted after the DELETE) is a duplicate:
             // relay_commit looks the note up under the mailbox's lock, and keeps it with the
             // packet for its DELETE.
             .byteaArray(p.map { DeletionNote.of(mailbox: $0.mailbox, packet: $0.packet, key: key) }),
             .byteaArray(p.map { $0.poster.map { PosterTag.of($0, key: key) } ?? [] }),  // empty: NULL, none known
-            // rate_log is keyed by the poster tag, never the pseudonym: a copy of the
-            // database must not name who posted each packet of the last hour (§8.5).
-            .byteaArray(p.map { $0.charge.map { PosterTag.of($0.pseudonym, key: key) } ?? [] }),
-            .int8Array(p.map { $0.charge?.isAck == true ? 1 : 0 }), .int8Array(p.map { Int64($0.charge?.limit ?? 0) }),
-            // Empty: no address known, counted against nobody.
-            .byteaArray(tags.map { $0?.0 ?? [] }), .byteaArray(tags.map { $0?.1 ?? [] }),
-            .byteaArray(self.deletes.map(\.mailbox)), .byteaArray(self.deletes.map(\.messageID.bytes)),
+            .int8Array(rateIndex), .int8Array(addressIndex), .int8Array(prefixIndex),
+            .byteaArray(self.deletes.map(\.mailbox)), .int8Array(deleteBox), .byteaArray(self.deletes.map(\.messageID.bytes)),
+            .byteaArray(rates.keys.map(\.tag)), .int8Array(rates.keys.map(\.kind)), .int8Array(limits), .byteaArray(tags.keys),
         ]
     }
 }
