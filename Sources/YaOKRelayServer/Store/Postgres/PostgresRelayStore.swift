@@ -120,7 +120,8 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                     case (1, _): outcomes[entry.write] = .duplicate
                     case (2, _): outcomes[entry.write] = .mailboxFull
                     case (4, _): outcomes[entry.write] = .overQuota(prefix: value == 1)
-                    default: outcomes[entry.write] = .rateLimited(retryAfterSeconds: Int(value))
+                    case (3, _): outcomes[entry.write] = .rateLimited(retryAfterSeconds: Int(value))
+                    case (let code, _): throw YaOKError(.storage, "PostgreSQL: relay_commit answered outcome \(code)")
                     }
                 }
                 return outcomes
