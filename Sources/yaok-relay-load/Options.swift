@@ -50,7 +50,8 @@ struct Options {
                   stored at a time (8000), --data DIR (default: a new one under TMPDIR),
                   --postgres CONNINFO for PostgreSQL instead of SQLite, --reads to read each
                   commit's packets back as a relay on a shared store delivers them,
-                  --server-pid PID to count the database server's CPU (PID and its children)
+                  --server-pid PID to count the database server's CPU (PID and its children:
+                  its backends, and the rest: WAL writer, checkpointer, autovacuum)
           carry   a take into a full carry store on PostgreSQL (--postgres CONNINFO, required):
                   µs per take at the 2,000-packet cap, three shapes of store
 
@@ -66,6 +67,8 @@ struct Options {
                                   so with two clients client 0 is on the first relay
             --relay-pid PID       (repeatable) count that relay process's CPU and bytes
                                   written (/proc/PID) in the report
+            --server-pid PID      (load) also the CPU of the PostgreSQL server the relays
+                                  use (its postmaster's PID: it and its children)
           --at F:CMD              run CMD (sh -c) once F of the messages are ACCEPTED
           --offline F:CLIENT:S    at F, disconnect client CLIENT and keep it offline S s
 

@@ -44,3 +44,39 @@ func removeTree(_ path: String) {
         unlink(path)
     }
 }
+
+/// A PostgreSQL server's CPU so far (`--server-pid`, its postmaster), split as the server's
+/// processes are: the backends serving connections (the statements: what the relay's
+/// store asks of it), and the rest (postmaster, WAL writer, checkpointer, background
+/// writer, autovacuum: work that follows the writes later, and that a short run may or
+/// may not catch; a worker that exited before the end is not counted).
+struct ServerCPU {
+    var backends = 0.0
+    var background = 0.0
+    var total: Double { backends + background }
+
+    static func - (a: ServerCPU, b: ServerCPU) -> ServerCPU {
+        ServerCPU(backends: a.backends - b.backends, background: a.background - b.background)
+    }
+
+    static func of(_ pid: pid_t) -> ServerCPU {
+        var figures = ServerCPU(backends: 0, background: ProcessFigures.cpuSeconds(pid))
+        guard let dir = opendir("/proc") else { return figures }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let child = pid_t(name), child != pid else { continue }
+            let stat = readFile("/proc/\(child)/stat")
+            guard let close = stat.lastIndex(of: ")") else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 1, pid_t(fields[1]) == pid else { continue }
+            // The process title: "postgres: USER DB [local] idle" for a backend,
+            // "postgres: walwriter", "postgres: autovacuum worker DB" and so on otherwise.
+            let title = readFile("/proc/\(child)/cmdline")
+            let isBackground = ["checkpointer", "background writer", "walwriter", "autovacuum", "logical replication",
+                                "stats collector", "archiver", "walsender", "walreceiver", "startup"].contains { title.contains($0) }
+            if isBackground { figures.background += ProcessFigures.cpuSeconds(child) } else { figures.backends += ProcessFigures.cpuSeconds(child) }
+        }
+        return figures
+    }
+}

@@ -83,6 +83,8 @@ final class Runner {
     var restartSeconds = 0.0
     var relayDiedUnexpectedly: String?
     var relayAtStart = (cpu: 0.0, written: 0)
+    /// `--server-pid`: the database server's CPU when the traffic started.
+    var serverAtStart = ServerCPU()
     var toolCPUAtStart = 0.0
     /// The directory the tool made for the relay's data and logs (no --data): removed at
     /// the end of a run that passed.
@@ -497,6 +499,7 @@ final class Runner {
         // Phase 2: traffic.
         started = true
         relayAtStart = relayFigures()
+        if let pid = options.serverPid { serverAtStart = ServerCPU.of(pid) }
         var usage = rusage()
         getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
         toolCPUAtStart = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
@@ -591,6 +594,7 @@ final class Runner {
         let relayNow = relayFigures()
         let measured = relay != nil || !options.relayPids.isEmpty
         let relayCPU = relayNow.cpu - relayAtStart.cpu
+        let server = options.serverPid.map { ServerCPU.of($0) - serverAtStart }
         let written = relayNow.written - relayAtStart.written
         let writtenPerMessage = Double(written) / Double(max(acceptedCount, 1))
         // Full intervals only: accepted per second in each, and bytes written per message.
@@ -638,6 +642,9 @@ final class Runner {
         }
         if measured {
             say("CPU during the traffic phase: relay \(fmt(relayCPU, 2)) s (\(fmt(relayCPU * 1e6 / Double(max(total, 1)), 0)) µs/message), this tool \(fmt(toolCPU, 2)) s; machine load average \(loadAverage())")
+            if let server {
+                say("database server CPU during the traffic phase: \(fmt(server.total, 2)) s (\(fmt(server.total * 1e6 / Double(max(total, 1)), 0)) µs/message; its backends \(fmt(server.backends * 1e6 / Double(max(total, 1)), 0)) µs/message)")
+            }
             say("relay wrote \(fmt(Double(written) / 1048576, 1)) MiB to storage during the traffic phase: \(fmt(writtenPerMessage / 1024, 2)) KiB per message accepted (/proc/PID/io write_bytes)")
         }
         if !rates.isEmpty {
@@ -659,7 +666,7 @@ final class Runner {
         if killed, messages.contains(where: { $0.acceptedBeforeKill && $0.deliveries == 0 }) {
             problems.append("messages ACCEPTED before the SIGKILL were never delivered")
         }
-        say("summary mode=\(options.mode.rawValue) clients=\(clients.count) messages=\(total) accepted_per_s=\(fmt(acceptedRate, 0)) delivered_per_s=\(fmt(deliveredRate, 0)) both_per_s=\(fmt(bothRate, 0)) p50_ms=\(fmt(p50, 2)) p90_ms=\(fmt(p90, 2)) p99_ms=\(fmt(p99, 2)) max_ms=\(fmt(pmax, 2)) rss_mib=\(fmt(Double(peakRSS) / 1024, 1)) relay_cpu_s=\(measured ? fmt(relayCPU, 2) : "-") written_kib_per_msg=\(measured ? fmt(writtenPerMessage / 1024, 2) : "-") interval_min_per_s=\(busyRates.min().map { fmt($0, 0) } ?? "-") interval_last_per_s=\(busyRates.last.map { fmt($0, 0) } ?? "-") intervals_per_s=\(rates.isEmpty ? "-" : rates.map { fmt($0, 0) }.joined(separator: ",")) intervals_full=\(intervals.isEmpty ? "-" : intervals.map { $0.busy ? "1" : "0" }.joined(separator: ",")) intervals_kib_per_msg=\(measured && !perMessage.isEmpty ? perMessage.map { $0.isFinite ? fmt($0, 1) : "-" }.joined(separator: ",") : "-") tool_cpu_s=\(fmt(toolCPU, 2)) lost=\(lost) dup_in_session=\(duplicatesInSession) redelivered=\(redeliveriesAcrossSessions) sessions=\(sessions) seconds=\(fmt(Double(endNs - runStartNs) / 1e9, 1))")
+        say("summary mode=\(options.mode.rawValue) clients=\(clients.count) messages=\(total) accepted_per_s=\(fmt(acceptedRate, 0)) delivered_per_s=\(fmt(deliveredRate, 0)) both_per_s=\(fmt(bothRate, 0)) p50_ms=\(fmt(p50, 2)) p90_ms=\(fmt(p90, 2)) p99_ms=\(fmt(p99, 2)) max_ms=\(fmt(pmax, 2)) rss_mib=\(fmt(Double(peakRSS) / 1024, 1)) relay_cpu_s=\(measured ? fmt(relayCPU, 2) : "-") server_cpu_s=\(server.map { fmt($0.total, 2) } ?? "-") server_backend_cpu_s=\(server.map { fmt($0.backends, 2) } ?? "-") written_kib_per_msg=\(measured ? fmt(writtenPerMessage / 1024, 2) : "-") interval_min_per_s=\(busyRates.min().map { fmt($0, 0) } ?? "-") interval_last_per_s=\(busyRates.last.map { fmt($0, 0) } ?? "-") intervals_per_s=\(rates.isEmpty ? "-" : rates.map { fmt($0, 0) }.joined(separator: ",")) intervals_full=\(intervals.isEmpty ? "-" : intervals.map { $0.busy ? "1" : "0" }.joined(separator: ",")) intervals_kib_per_msg=\(measured && !perMessage.isEmpty ? perMessage.map { $0.isFinite ? fmt($0, 1) : "-" }.joined(separator: ",") : "-") tool_cpu_s=\(fmt(toolCPU, 2)) lost=\(lost) dup_in_session=\(duplicatesInSession) redelivered=\(redeliveriesAcrossSessions) sessions=\(sessions) seconds=\(fmt(Double(endNs - runStartNs) / 1e9, 1))")
         if problems.isEmpty {
             say("result: OK")
             return true

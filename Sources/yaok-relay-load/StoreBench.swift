@@ -36,7 +36,7 @@ struct StoreBench {
         // --reads: each commit's new packets are then read as a relay on a shared store
         // delivers them (one read per subscriber session, after its cursor).
         var cursors: [MailboxID: Int64] = [:]
-        let serverAtStart = options.serverPid.map(Self.treeCPUSeconds) ?? 0
+        let serverAtStart = options.serverPid.map(ServerCPU.of) ?? ServerCPU()
         let start = (cpu: Self.cpuSeconds(), written: ProcessFigures.writtenBytes(getpid()), wall: Self.seconds())
         var mark = start
         var lines: [String] = []
@@ -113,30 +113,14 @@ struct StoreBench {
         let cpuUs = (end.cpu - start.cpu) * 1e6 / n, wallUs = (end.wall - start.wall) * 1e6 / n
         let kib = Double(end.written - start.written) / 1024 / n
         let left = try store.storedPacketCount(nowMs: nowMs)
-        let serverUs = options.serverPid.map { (Self.treeCPUSeconds($0) - serverAtStart) * 1e6 / n }
+        let server = options.serverPid.map { ServerCPU.of($0) - serverAtStart }
+        let serverUs = server.map { $0.total * 1e6 / n }
         print("== yaok-relay-load store: \(options.postgres == nil ? "SQLite" : "PostgreSQL"), \(options.messages) messages (POST + DELETE), \(options.clients) mailboxes, \(options.inflight) stored at a time, \(options.batch) writes per commit")
-        print("per message: CPU \(Self.fmt(cpuUs)) µs (this process)\(serverUs.map { ", \(Self.fmt($0)) µs (database server)" } ?? ""), wall \(Self.fmt(wallUs)) µs, written \(Self.fmt(kib, 2)) KiB; \(commits) commits\(options.reads ? ", \(delivered) read back" : "")")
+        print("per message: CPU \(Self.fmt(cpuUs)) µs (this process)\(server.map { ", \(Self.fmt($0.total * 1e6 / n)) µs (database server: \(Self.fmt($0.backends * 1e6 / n)) its backends, \(Self.fmt($0.background * 1e6 / n)) the rest)" } ?? ""), wall \(Self.fmt(wallUs)) µs, written \(Self.fmt(kib, 2)) KiB; \(commits) commits\(options.reads ? ", \(delivered) read back" : "")")
         print("per tenth of the run (CPU, written, wall per message): " + lines.joined(separator: "; "))
         print("wall per message in commits \(Self.fmt(commitSeconds * 1e6 / n)) µs, in checkpoints \(Self.fmt(checkpointSeconds * 1e6 / n)) µs")
-        print("summary mode=store messages=\(options.messages) cpu_us_per_msg=\(Self.fmt(cpuUs)) wall_us_per_msg=\(Self.fmt(wallUs)) written_kib_per_msg=\(Self.fmt(kib, 2)) server_cpu_us_per_msg=\(serverUs.map { Self.fmt($0) } ?? "-") commits=\(commits) commit_us_per_msg=\(Self.fmt(commitSeconds * 1e6 / n)) checkpoint_us_per_msg=\(Self.fmt(checkpointSeconds * 1e6 / n)) read_back=\(delivered) left=\(left)")
+        print("summary mode=store messages=\(options.messages) cpu_us_per_msg=\(Self.fmt(cpuUs)) wall_us_per_msg=\(Self.fmt(wallUs)) written_kib_per_msg=\(Self.fmt(kib, 2)) server_cpu_us_per_msg=\(serverUs.map { Self.fmt($0) } ?? "-") server_backend_us_per_msg=\(server.map { Self.fmt($0.backends * 1e6 / n) } ?? "-") commits=\(commits) commit_us_per_msg=\(Self.fmt(commitSeconds * 1e6 / n)) checkpoint_us_per_msg=\(Self.fmt(checkpointSeconds * 1e6 / n)) read_back=\(delivered) left=\(left)")
         return left == 0 && (!options.reads || delivered == options.messages)
-    }
-
-    /// CPU seconds of a process and its children (a PostgreSQL server: the postmaster and
-    /// its backends).
-    private static func treeCPUSeconds(_ pid: pid_t) -> Double {
-        var total = ProcessFigures.cpuSeconds(pid)
-        guard let dir = opendir("/proc") else { return total }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let child = pid_t(name), child != pid else { continue }
-            let stat = readFile("/proc/\(child)/stat")
-            guard let close = stat.lastIndex(of: ")") else { continue }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            if fields.count > 1, pid_t(fields[1]) == pid { total += ProcessFigures.cpuSeconds(child) }
-        }
-        return total
     }
 
     private func makeTemporaryDirectory() -> String {

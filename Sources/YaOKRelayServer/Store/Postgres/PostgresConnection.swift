@@ -8,6 +8,39 @@ enum PostgresValue: Sendable, Equatable {
     case int(Int64)
     case bytes([UInt8])
     case text(String)
+    /// One-dimensional arrays, sent in binary (a commit's packets: no hex text for the
+    /// server to parse). The statement's type must be `byteaArray` or `int8Array`.
+    case byteaArray([[UInt8]])
+    case int8Array([Int64])
+
+    /// The binary send format (array_send): dimensions, no NULLs, the element type, then
+    /// each element's length and bytes.
+    var encoded: [UInt8] {
+        func be32(_ v: Int32, _ out: inout [UInt8]) { withUnsafeBytes(of: v.bigEndian) { out += $0 } }
+        func array(_ elementType: UInt32, _ elements: [[UInt8]]) -> [UInt8] {
+            var out: [UInt8] = []
+            out.reserveCapacity(20 + elements.reduce(0) { $0 + 4 + $1.count })
+            be32(elements.isEmpty ? 0 : 1, &out)
+            be32(0, &out)
+            be32(Int32(bitPattern: elementType), &out)
+            if !elements.isEmpty {
+                be32(Int32(elements.count), &out)
+                be32(1, &out)
+            }
+            for e in elements {
+                be32(Int32(e.count), &out)
+                out += e
+            }
+            return out
+        }
+        switch self {
+        case .int(let v): return withUnsafeBytes(of: v.bigEndian) { Array($0) }
+        case .bytes(let b): return b
+        case .text(let t): return Array(t.utf8)
+        case .byteaArray(let a): return array(PostgresType.bytea, a)
+        case .int8Array(let a): return array(PostgresType.int8, a.map { v in withUnsafeBytes(of: v.bigEndian) { Array($0) } })
+        }
+    }
 }
 
 /// One libpq connection (`PGconn`), blocking, used by one thread at a time (the pool
@@ -17,6 +50,9 @@ final class PostgresConnection {
     private let conn: OpaquePointer
     private var prepared = Set<String>()
     private(set) var broken = false
+    /// Exchanges with the server so far (a statement, or a pipeline of them, and its
+    /// answer): each is a wake-up of the server and of this thread. Tests count them.
+    private(set) var roundTrips = 0
     /// The server process serving this connection (its NOTIFYs carry this pid).
     let backendPID: Int32
 
@@ -101,6 +137,7 @@ final class PostgresConnection {
                 if ready < 0 && errno != EINTR { throw lost("poll: \(String(cString: strerror(errno)))") }
             }
         }
+        roundTrips += 1
         guard send() == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
         // Whatever does not fit the socket's buffer at once.
         while true {
@@ -223,6 +260,7 @@ final class PostgresConnection {
             }
             guard sent == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
         }
+        roundTrips += 1
         guard PQpipelineSync(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
         while true {
             let flushed = PQflush(conn)
@@ -279,13 +317,7 @@ final class PostgresConnection {
     /// NUL-terminated: libpq reads text-format parameters as C strings), for libpq's calls.
     private static func withParameters<T>(_ parameters: [PostgresValue],
                                           _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) throws -> T) rethrows -> T {
-        let encoded: [[UInt8]] = parameters.map {
-            switch $0 {
-            case .int(let v): return withUnsafeBytes(of: v.bigEndian) { Array($0) }
-            case .bytes(let b): return b
-            case .text(let t): return Array(t.utf8)
-            }
-        }
+        let encoded: [[UInt8]] = parameters.map(\.encoded)
         let copies = encoded.map { bytes -> UnsafeMutablePointer<CChar> in
             let p = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
             p[bytes.count] = 0

@@ -10,7 +10,7 @@ import YaOKWire
 /// the commit returns only once PostgreSQL has it durable, before ACCEPTED goes out.
 ///
 /// Connections come from a bounded pool; statements are prepared once per connection;
-/// POST and DELETE are server functions (one round trip each, `PostgresRelaySchema`).
+/// a commit is one server function call (`relay_commit`: one round trip, `PostgresRelaySchema`).
 public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     let pool: PostgresPool
     /// This process's row key in `counters` (a restart is a new relay there).
@@ -80,181 +80,69 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
 
     public func commit(_ writes: [RelayStoreWrite], nowMs: Int64, quota: MailboxQuota) throws -> [RelayStoreOutcome] {
         guard !writes.isEmpty else { return [] }
-        // Every write locks its mailbox's row; taking them in key order means two relays'
-        // batches never wait on each other in a cycle. Within a mailbox the order is kept.
-        let order = writes.indices.sorted { a, b in
-            let ka = Self.key(writes[a]), kb = Self.key(writes[b])
-            return ka == kb ? a < b : ka.lexicographicallyPrecedes(kb)
+        let call = CommitCall(writes, store: self)
+        var outcomes = writes.map { write -> RelayStoreOutcome in
+            if case .delete = write { return .deleted(count: 0, bytes: 0) }
+            return .duplicate
         }
+        guard !call.posts.isEmpty || !call.deletes.isEmpty else { return outcomes }
+        let t = PostgresType.self
+        let parameters = call.parameters + [
+            .int(nowMs), .int(Int64(quota.packets)), .int(Int64(quota.bytes)), .int(RateLimiter.windowMs),
+            .int(Int64(quota.addressBytes)), .int(Int64(quota.prefixBytes)), .int(Int64(Self.notifyPayloadBytes)),
+        ]
         var attempt = 0
         while true {
             attempt += 1
             do {
-                return try pool.withConnection { c -> [RelayStoreOutcome] in
-                    try transaction(c) {
-                        var outcomes = [RelayStoreOutcome](repeating: .duplicate, count: writes.count)
-                        var holders = HolderLedger()
-                        var notes = PendingNotes()
-                        var stored: [MailboxID] = []
-                        // The writes go in pipelines (one round trip for many statements),
-                        // cut where a POST follows a DELETE of its mailbox in this batch: the
-                        // DELETE's note must be written before the POST looks for it.
-                        var pipeline = PostPipeline()
-                        func flush() throws {
-                            let rows = try c.pipeline(pipeline.statements)
-                            for (entry, result) in zip(pipeline.entries, rows) {
-                                switch entry {
-                                case .post(let i, let post, let tags):
-                                    outcomes[i] = Self.outcome(result, post, tags, &holders)
-                                    if case .stored = outcomes[i], stored.last != post.mailbox { stored.append(post.mailbox) }
-                                case .delete(let i, let ref):
-                                    guard case .deleted(let count, let bytes) = outcomes[i] else { continue }
-                                    guard result.count == 1, !result.isNull(0, 0) else { continue }
-                                    let packet = result.bytes(0, 0)
-                                    // Written in this transaction (`write(_:_:)`), under the
-                                    // mailbox's lock that relay_delete took: a re-post through
-                                    // another relay waits for it and then sees the note.
-                                    notes.add(DeletionNote.of(mailbox: ref.mailbox, packet: packet, key: noteKey),
-                                              expires: result.int64(0, 1), mailbox: ref.mailbox)
-                                    for column in [2, 3] where !result.isNull(0, column) { holders.release(result.bytes(0, column), packet.count) }
-                                    outcomes[i] = .deleted(count: count + 1, bytes: bytes + packet.count)
-                                }
-                            }
-                            pipeline = PostPipeline()
-                        }
-                        for i in order {
-                            switch writes[i] {
-                            case .post(let post):
-                                // A re-post of what this batch deleted must see its note.
-                                if pipeline.deleted.contains(post.mailbox) { try flush() }
-                                if notes.mailboxes.contains(post.mailbox) { try write(&notes, c) }
-                                pipeline.add(post, i, statement: postStatement(post, nowMs: nowMs, quota: quota, holders: holders,
-                                                                              pending: pipeline.added))
-                            case .delete(let refs):
-                                outcomes[i] = .deleted(count: 0, bytes: 0)
-                                for ref in refs.sorted(by: { $0.mailbox.bytes.lexicographicallyPrecedes($1.mailbox.bytes) }) {
-                                    pipeline.add(ref, i)
-                                }
-                            }
-                        }
-                        try flush()
-                        try write(&notes, c)
-                        // Last, after every mailbox lock: holder rows are locked in tag order.
-                        try account(holders, c)
-                        try notify(stored, c)
-                        return outcomes
+                // One call, sent alone: its own transaction, durable before the answer comes
+                // (no BEGIN and COMMIT: one round trip for the whole commit).
+                let rows = try pool.withConnection { c in
+                    try c.query("commit", """
+                        SELECT r_outcome, r_value FROM relay_commit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+                                                                    $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26::int)
+                        """, types: [t.byteaArray, t.byteaArray, t.int8Array, t.byteaArray, t.int8Array, t.byteaArray, t.int8Array,
+                                     t.byteaArray, t.byteaArray, t.int8Array, t.int8Array, t.int8Array,
+                                     t.byteaArray, t.int8Array, t.byteaArray, t.byteaArray, t.int8Array, t.int8Array, t.byteaArray,
+                                     t.int8, t.int8, t.int8, t.int8, t.int8, t.int8, t.int8], parameters)
+                }
+                // A row per POST, then a row per DELETEd packet, in the call's order.
+                let entries = call.posts + call.deletes
+                guard rows.count == entries.count else {
+                    throw YaOKError(.storage, "PostgreSQL: relay_commit answered \(rows.count) rows for \(entries.count) writes")
+                }
+                for (row, entry) in entries.enumerated() {
+                    let value = rows.int64(row, 1)
+                    switch (rows.int(row, 0), outcomes[entry.write]) {
+                    case (5, .deleted(let count, let bytes)): outcomes[entry.write] = .deleted(count: count + 1, bytes: bytes + Int(value))
+                    case (5, _), (6, _): break
+                    case (0, _): outcomes[entry.write] = .stored(sequence: value)
+                    case (1, _): outcomes[entry.write] = .duplicate
+                    case (2, _): outcomes[entry.write] = .mailboxFull
+                    case (4, _): outcomes[entry.write] = .overQuota(prefix: value == 1)
+                    case (3, _): outcomes[entry.write] = .rateLimited(retryAfterSeconds: Int(value))
+                    case (let code, _): throw YaOKError(.storage, "PostgreSQL: relay_commit answered outcome \(code)")
                     }
                 }
+                return outcomes
             } catch let error as PostgresError where error.isRetryable && attempt < 4 {
                 continue
             }
         }
     }
 
-    private static func key(_ write: RelayStoreWrite) -> [UInt8] {
-        switch write {
-        case .post(let post): return post.mailbox.bytes
-        case .delete(let refs): return refs.first?.mailbox.bytes ?? []
-        }
-    }
-
-    /// relay_post for one POST. The room left under its address and /24 tags is the quota
-    /// less what this transaction stored under them already and (`pending`) what the POSTs
-    /// before it in the same pipeline would store (their outcomes are not known yet: on
-    /// the safe side).
-    private func postStatement(_ post: RelayPost, nowMs: Int64, quota: MailboxQuota, holders: HolderLedger,
-                               pending: [[UInt8]: Int]) -> (PostgresConnection.Statement, ([UInt8], [UInt8])?) {
-        let t = PostgresType.self
-        let tags = self.tags(post)
-        // Deleted already (the same bytes re-posted after the DELETE: its `DeletionNote`) is a
-        // duplicate: relay_post checks that under the mailbox's lock (migrations 3 and 4), so a
-        // DELETE from another relay cannot slip in.
-        let charge = post.charge
-        func used(_ tag: [UInt8]) -> Int { (holders.added[tag] ?? 0) + (pending[tag] ?? 0) }
-        return (PostgresConnection.Statement(name: "post", sql: """
-            SELECT outcome, value FROM relay_post($1, $2, $3, $4, $5, $6, $7, $8, $9::smallint, $10, $11, $12, $13, $14, $15, $16, $17)
-            """, types: [t.bytea, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.bytea, t.int8, t.int8, t.int8, t.bytea, t.bytea,
-                         t.bytea, t.bytea, t.int8, t.int8], parameters: [
-                .bytes(post.mailbox.bytes), .bytes(post.messageID.bytes), .int(post.expiresAtMs), .int(nowMs),
-                .bytes(post.packet), .int(Int64(quota.packets)), .int(Int64(quota.bytes)),
-                // rate_log is keyed by the poster tag, never the pseudonym: a copy of the
-                // database must not name who posted each packet of the last hour (§8.5).
-                .bytes(charge.map { PosterTag.of($0.pseudonym, key: noteKey) } ?? []), .int(charge?.isAck == true ? 1 : 0), .int(Int64(charge?.limit ?? 0)),
-                .int(RateLimiter.windowMs), .bytes(DeletionNote.of(mailbox: post.mailbox, packet: post.packet, key: noteKey)),
-                .bytes(post.poster.map { PosterTag.of($0, key: noteKey) } ?? []),  // empty: NULL, none known
-                // Empty: no address known, counted against nobody.
-                .bytes(tags?.0 ?? []), .bytes(tags?.1 ?? []),
-                .int(Int64(quota.addressBytes - (tags.map { used($0.0) } ?? 0))),
-                .int(Int64(quota.prefixBytes - (tags.map { used($0.1) } ?? 0))),
-            ]), tags)
-    }
-
-    private func tags(_ post: RelayPost) -> ([UInt8], [UInt8])? {
+    /// The address and /24 tags (`HolderTag`) of a POST whose address is known.
+    fileprivate func tags(_ post: RelayPost) -> ([UInt8], [UInt8])? {
         post.address.map { (HolderTag.address($0, key: addressKey), HolderTag.prefix($0, key: addressKey)) }
     }
 
-    private static func outcome(_ rows: PostgresRows, _ post: RelayPost, _ tags: ([UInt8], [UInt8])?,
-                                _ holders: inout HolderLedger) -> RelayStoreOutcome {
-        let value = rows.int64(0, 1)
-        switch rows.int(0, 0) {
-        case 0:
-            if let (address, prefix) = tags {
-                for tag in [address, prefix] { holders.add(tag, post.packet.count) }
-            }
-            return .stored(sequence: value)
-        case 1: return .duplicate
-        case 2: return .mailboxFull
-        case 4: return .overQuota(prefix: value == 1)
-        default: return .rateLimited(retryAfterSeconds: Int(value))
-        }
-    }
+    fileprivate var deletionNoteKey: [UInt8] { noteKey }
 
-    /// Adds a transaction's holder bytes to `holders` (relay_account: in tag order).
-    private func account(_ holders: HolderLedger, _ c: PostgresConnection) throws {
-        guard !holders.deltas.isEmpty else { return }
-        let entries = holders.deltas.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-        _ = try c.query("account", "SELECT relay_account($1, $2)", types: [PostgresType.byteaArray, PostgresType.int8Array], [
-            .text("{" + entries.map { "\"\\\\x\(Hex.encode($0.key))\"" }.joined(separator: ",") + "}"),
-            .text("{" + entries.map { String($0.value) }.joined(separator: ",") + "}"),
-        ])
-    }
-
-    /// The mailboxes a commit stored into, for the other relays' live push: one
-    /// notification per commit (delivered by PostgreSQL at COMMIT, dropped on ROLLBACK)
-    /// whose payload is their IDs in hex joined by commas, split where it would pass
-    /// PostgreSQL's 8,000-byte payload limit (`PostgresListener` reads both this and the
-    /// single ID that relay_post sent before schema 8). `mailboxes` is in key order, so a
-    /// mailbox named twice in a row is named once.
-    private func notify(_ mailboxes: [MailboxID], _ c: PostgresConnection) throws {
-        var payload = ""
-        func send() throws {
-            guard !payload.isEmpty else { return }
-            try c.query("notify", "SELECT pg_notify('\(PostgresListener.mailboxChannel)', $1)", types: [PostgresType.text], [.text(payload)])
-            payload = ""
-        }
-        for mailbox in mailboxes {
-            let hex = Hex.encode(mailbox.bytes)
-            if payload.utf8.count + hex.utf8.count + 1 > Self.notifyPayloadBytes { try send() }
-            payload += payload.isEmpty ? hex : "," + hex
-        }
-        try send()
-    }
-
-    /// Below PostgreSQL's limit on a notification's payload (8,000 bytes by default).
+    /// Below PostgreSQL's limit on a notification's payload (8,000 bytes by default):
+    /// relay_commit sends one notification per commit naming, in hex joined by commas, the
+    /// mailboxes it stored into, split where it would pass this (`PostgresListener` reads
+    /// both this and the single ID that relay_post sent before schema 8).
     static let notifyPayloadBytes = 7_900
-
-    /// Inserts the pending deletion notes in one statement (one round trip for a batch's
-    /// DELETEs, not one per packet) and empties `notes`.
-    private func write(_ notes: inout PendingNotes, _ c: PostgresConnection) throws {
-        guard !notes.digests.isEmpty else { return }
-        try c.query("note_deleted_many", """
-            INSERT INTO deleted (digest, expires_ms) SELECT * FROM unnest($1::bytea[], $2::int8[]) ON CONFLICT DO NOTHING
-            """, types: [PostgresType.byteaArray, PostgresType.int8Array], [
-                .text("{" + notes.digests.map { "\"\\\\x\(Hex.encode($0))\"" }.joined(separator: ",") + "}"),
-                .text("{" + notes.expiries.map { String($0) }.joined(separator: ",") + "}"),
-            ])
-        notes = PendingNotes()
-    }
 
     private func transaction<T>(_ c: PostgresConnection, _ body: () throws -> T) throws -> T {
         try c.execute("BEGIN")
@@ -347,8 +235,7 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
                                         ORDER BY seq LIMIT $4) p
                     ORDER BY r.i, p.seq
                     """, types: [PostgresType.byteaArray, PostgresType.int8Array, PostgresType.int8, PostgresType.int8], [
-                        .text("{" + chunk.map { "\"\\\\x\(Hex.encode($0.mailbox.bytes))\"" }.joined(separator: ",") + "}"),
-                        .text("{" + chunk.map { String($0.after) }.joined(separator: ",") + "}"),
+                        .byteaArray(chunk.map(\.mailbox.bytes)), .int8Array(chunk.map(\.after)),
                         .int(nowMs), .int(Int64(perMailbox + 1)),
                     ])
                 for row in 0..<rows.count {
@@ -486,64 +373,90 @@ public final class PostgresRelayStore: RelayStore, @unchecked Sendable {
     }
 }
 
-/// A transaction's changes to the holders' stored bytes (`HolderTag`), applied at its end.
-struct HolderLedger {
-    /// Net change per tag.
-    private(set) var deltas: [[UInt8]: Int] = [:]
-    /// Bytes stored per tag (not less what was deleted: the quota check stays on the safe side).
-    private(set) var added: [[UInt8]: Int] = [:]
-
-    mutating func add(_ tag: [UInt8], _ bytes: Int) {
-        deltas[tag, default: 0] += bytes
-        added[tag, default: 0] += bytes
+/// A commit as relay_commit's arguments (migration 10): its mailboxes, its POSTs, and the
+/// packets its DELETEs name, each in mailbox key order, a mailbox's in the order they came
+/// (relay_commit locks the mailboxes' rows in key order: two relays' commits never wait on
+/// each other in a cycle). What relay_commit looks up per write is numbered here (1-based,
+/// 0 for none): a write's mailbox, a POST's poster tag (rate limit) and its address and
+/// /24 tags, so that no step of the call searches an array.
+private struct CommitCall {
+    struct Entry {
+        let write: Int
+        let mailbox: [UInt8]
+        let post: RelayPost?
+        let messageID: MessageID
     }
+    let posts: [Entry]
+    let deletes: [Entry]
+    let parameters: [PostgresValue]
 
-    mutating func release(_ tag: [UInt8], _ bytes: Int) {
-        deltas[tag, default: 0] -= bytes
-    }
-}
-
-/// Deletion notes (`DeletionNote`) a transaction made and has not written yet, and the
-/// mailboxes they are of (a POST into one of them writes them first).
-struct PendingNotes {
-    private(set) var digests: [[UInt8]] = []
-    private(set) var expiries: [Int64] = []
-    private(set) var mailboxes = Set<MailboxID>()
-
-    mutating func add(_ digest: [UInt8], expires: Int64, mailbox: MailboxID) {
-        digests.append(digest)
-        expiries.append(expires)
-        mailboxes.insert(mailbox)
-    }
-}
-
-/// The statements of one pipeline of a commit and what each is for.
-private struct PostPipeline {
-    enum Entry {
-        case post(Int, RelayPost, ([UInt8], [UInt8])?)
-        case delete(Int, StoredPacketRef)
-    }
-    private(set) var statements: [PostgresConnection.Statement] = []
-    private(set) var entries: [Entry] = []
-    /// Mailboxes this pipeline DELETEs from.
-    private(set) var deleted = Set<MailboxID>()
-    /// Bytes this pipeline's POSTs would store per holder tag.
-    private(set) var added: [[UInt8]: Int] = [:]
-
-    mutating func add(_ post: RelayPost, _ index: Int, statement: (PostgresConnection.Statement, ([UInt8], [UInt8])?)) {
-        statements.append(statement.0)
-        entries.append(.post(index, post, statement.1))
-        if let (address, prefix) = statement.1 {
-            added[address, default: 0] += post.packet.count
-            added[prefix, default: 0] += post.packet.count
+    init(_ writes: [RelayStoreWrite], store: PostgresRelayStore) {
+        var posts: [Entry] = [], deletes: [Entry] = []
+        for (i, write) in writes.enumerated() {
+            switch write {
+            case .post(let post): posts.append(Entry(write: i, mailbox: post.mailbox.bytes, post: post, messageID: post.messageID))
+            case .delete(let refs):
+                for ref in refs { deletes.append(Entry(write: i, mailbox: ref.mailbox.bytes, post: nil, messageID: ref.messageID)) }
+            }
         }
-    }
-
-    mutating func add(_ ref: StoredPacketRef, _ index: Int) {
-        statements.append(PostgresConnection.Statement(
-            name: "delete", sql: "SELECT p_packet, p_expires, p_address_tag, p_prefix_tag FROM relay_delete($1, $2)",
-            types: [PostgresType.bytea, PostgresType.bytea], parameters: [.bytes(ref.mailbox.bytes), .bytes(ref.messageID.bytes)]))
-        entries.append(.delete(index, ref))
-        deleted.insert(ref.mailbox)
+        // Stable: a mailbox's writes keep their order.
+        func sorted(_ entries: [Entry]) -> [Entry] {
+            entries.enumerated().sorted { a, b in
+                a.element.mailbox == b.element.mailbox ? a.offset < b.offset : a.element.mailbox.lexicographicallyPrecedes(b.element.mailbox)
+            }.map(\.element)
+        }
+        self.posts = sorted(posts)
+        self.deletes = sorted(deletes)
+        /// 1-based numbers of distinct values, in the order first seen.
+        struct Numbering<Key: Hashable> {
+            var keys: [Key] = []
+            var index: [Key: Int64] = [:]
+            mutating func number(_ key: Key) -> Int64 {
+                if let n = index[key] { return n }
+                keys.append(key)
+                index[key] = Int64(keys.count)
+                return Int64(keys.count)
+            }
+        }
+        let key = store.deletionNoteKey
+        var boxes = Numbering<[UInt8]>(), tags = Numbering<[UInt8]>()
+        struct RateKey: Hashable { let tag: [UInt8]; let kind: Int64 }
+        var rates = Numbering<RateKey>(), limits: [Int64] = []
+        var postBox: [Int64] = [], rateIndex: [Int64] = [], addressIndex: [Int64] = [], prefixIndex: [Int64] = []
+        let p = self.posts.compactMap(\.post)
+        for post in p {
+            postBox.append(boxes.number(post.mailbox.bytes))
+            if let charge = post.charge, charge.limit > 0 {
+                // rate_log is keyed by the poster tag, never the pseudonym: a copy of the
+                // database must not name who posted each packet of the last hour (§8.5).
+                let n = rates.number(RateKey(tag: PosterTag.of(charge.pseudonym, key: key), kind: charge.isAck ? 1 : 0))
+                if n > limits.count { limits.append(Int64(charge.limit)) } else { limits[Int(n) - 1] = max(limits[Int(n) - 1], Int64(charge.limit)) }
+                rateIndex.append(n)
+            } else {
+                rateIndex.append(0)
+            }
+            // None: no address known, counted against nobody.
+            if let (address, prefix) = store.tags(post) {
+                addressIndex.append(tags.number(address))
+                prefixIndex.append(tags.number(prefix))
+            } else {
+                addressIndex.append(0)
+                prefixIndex.append(0)
+            }
+        }
+        let deleteBox = self.deletes.map { boxes.number($0.mailbox) }
+        parameters = [
+            .byteaArray(boxes.keys),
+            .byteaArray(p.map(\.mailbox.bytes)), .int8Array(postBox), .byteaArray(p.map(\.messageID.bytes)),
+            .int8Array(p.map(\.expiresAtMs)), .byteaArray(p.map(\.packet)), .int8Array(p.map { Int64($0.packet.count) }),
+            // Deleted already (the same bytes re-posted after the DELETE) is a duplicate:
+            // relay_commit looks the note up under the mailbox's lock, and keeps it with the
+            // packet for its DELETE.
+            .byteaArray(p.map { DeletionNote.of(mailbox: $0.mailbox, packet: $0.packet, key: key) }),
+            .byteaArray(p.map { $0.poster.map { PosterTag.of($0, key: key) } ?? [] }),  // empty: NULL, none known
+            .int8Array(rateIndex), .int8Array(addressIndex), .int8Array(prefixIndex),
+            .byteaArray(self.deletes.map(\.mailbox)), .int8Array(deleteBox), .byteaArray(self.deletes.map(\.messageID.bytes)),
+            .byteaArray(rates.keys.map(\.tag)), .int8Array(rates.keys.map(\.kind)), .int8Array(limits), .byteaArray(tags.keys),
+        ]
     }
 }
