@@ -35,9 +35,13 @@ public struct ReceiverKeyRing: Sendable {
     /// The contact's newest receiver key this node has heard of (nil: fall back, §13.5).
     public private(set) var peerKey: ReceiverKey?
     /// Sent messages not yet acknowledged: message ID → (peer key ID sealed to, expiry).
-    public private(set) var pending: [[UInt8]: (keyID: UInt32, expiresMs: Int64)] = [:]
+    public private(set) var pending = PendingSends()
     /// The highest peer key ID this node has announced as released (never goes back).
     public private(set) var releasedPeer: UInt32 = 0
+    /// Which stored state this ring was read as or written to (the store's, none of the
+    /// protocol's): a ring saved with the version the store last gave for its contact needs
+    /// only what it touched since written back; any other is compared with the disk whole.
+    package var storeVersion: UInt64?
 
     public init() {}
 
@@ -47,8 +51,14 @@ public struct ReceiverKeyRing: Sendable {
         self.own = own.sorted { $0.pair.key.id < $1.pair.key.id }
         self.lastID = lastID
         self.peerKey = peerKey
-        self.pending = pending
+        self.pending = PendingSends(pending)
         self.releasedPeer = releasedPeer
+    }
+
+    /// The store holds this ring as it is now, as `version`.
+    package mutating func markStored(version: UInt64) {
+        pending.markStored()
+        storeVersion = version
     }
 
     /// The own key pairs a message from this contact may be sealed to (the node adds its
