@@ -22,6 +22,10 @@ final class ReceiverKeyRingCache {
     struct Kept {
         var ring: ReceiverKeyRing
         var state: [UInt8]?
+        /// False once the ring was taken to be changed (`take`): the entry keeps what a save
+        /// compares with (own keys, state, version) without the sends, which only the taker
+        /// holds, so that changing them copies none of them.
+        var holdsPending = true
     }
 
     private var committed: [Int64: Kept] = [:]
@@ -37,10 +41,27 @@ final class ReceiverKeyRingCache {
         return lastVersion
     }
 
-    /// The ring of `contactID` as stored, if kept for `cipher`.
+    /// What is kept of `contactID`'s ring for `cipher` (perhaps without its sends).
     func kept(_ contactID: Int64, cipher: FieldCipher) -> Kept? {
         guard self.cipher === cipher else { return nil }
         return staged[contactID] ?? committed[contactID]
+    }
+
+    /// The ring of `contactID` as stored, whole, if kept for `cipher`.
+    func ring(_ contactID: Int64, cipher: FieldCipher) -> ReceiverKeyRing? {
+        guard let kept = kept(contactID, cipher: cipher), kept.holdsPending else { return nil }
+        return kept.ring
+    }
+
+    /// The ring of `contactID` as stored, whole, for a caller that changes and saves it:
+    /// the entry lets go of the sends, so the caller's copy is their only one.
+    func take(_ contactID: Int64, cipher: FieldCipher) -> ReceiverKeyRing? {
+        guard var kept = kept(contactID, cipher: cipher), kept.holdsPending else { return nil }
+        let ring = kept.ring
+        kept.ring.forgetPending()
+        kept.holdsPending = false
+        if staged[contactID] != nil { staged[contactID] = kept } else { put(kept, contactID) }
+        return ring
     }
 
     /// `ring` is what the disk holds for `contactID` now: in the open transaction (kept from

@@ -19,11 +19,21 @@ extension Store {
     /// The ring for `contactID`, or an empty one: as kept since it was last read or written
     /// (ReceiverKeyRingCache), else read from its rows.
     package func receiverKeyRing(contactID: Int64, cipher: FieldCipher) throws -> ReceiverKeyRing {
-        if let kept = ringCache.kept(contactID, cipher: cipher) { return kept.ring }
+        if let kept = ringCache.ring(contactID, cipher: cipher) { return kept }
         var (ring, state) = try readReceiverKeyRing(contactID: contactID, cipher: cipher)
         ring.markStored(version: ringCache.nextVersion())
         ringCache.keep(.init(ring: ring, state: state), contactID, cipher: cipher, inTransaction: db.inTransaction)
         return ring
+    }
+
+    /// The ring for `contactID`, to be changed and then saved (saveReceiverKeyRing): as
+    /// `receiverKeyRing`, but the kept copy lets go of its unsettled sends meanwhile, so that
+    /// telling the ring of a send or an ack copies none of the up to 4,096 it holds. Read
+    /// again before it is saved, it comes from the rows.
+    package func receiverKeyRingToChange(contactID: Int64, cipher: FieldCipher) throws -> ReceiverKeyRing {
+        if let ring = ringCache.take(contactID, cipher: cipher) { return ring }
+        let ring = try receiverKeyRing(contactID: contactID, cipher: cipher)
+        return ringCache.take(contactID, cipher: cipher) ?? ring
     }
 
     /// The ring as its rows hold it, and its state row's plaintext (nil: none). A state row
@@ -107,12 +117,13 @@ extension Store {
     package func saveReceiverKeyRing(_ ring: ReceiverKeyRing, contactID: Int64, cipher: FieldCipher) throws -> Int {
         let erased = try db.transaction { () -> Int in
             let kept = ringCache.kept(contactID, cipher: cipher)
-            let stored: (ring: ReceiverKeyRing, state: [UInt8]?, whole: Bool)
+            // whole: every send compared; holdsPending: stored.ring's sends are the rows'.
+            let stored: (ring: ReceiverKeyRing, state: [UInt8]?, whole: Bool, holdsPending: Bool)
             if let kept, let version = ring.storeVersion, kept.ring.storeVersion == version {
-                stored = (kept.ring, kept.state, false)
+                stored = (kept.ring, kept.state, false, kept.holdsPending)
             } else {
                 let (disk, state) = try readReceiverKeyRing(contactID: contactID, cipher: cipher)
-                stored = (disk, state, true)
+                stored = (disk, state, true, true)
             }
             // What each stored key's superseded time is: a row is written only when new or
             // changed, so that an erased row's bytes are not papered over by chance (the
@@ -136,7 +147,7 @@ extension Store {
             if state != stored.state { try writeRingState(state, contactID: contactID, cipher: cipher) }
             let changed = stored.whole
                 ? Set(stored.ring.pending.map(\.key)).union(ring.pending.map(\.key)) : ring.pending.touched
-            for id in changed where !Self.same(ring.pending[id], stored.ring.pending[id]) {
+            for id in changed where !(stored.holdsPending && Self.same(ring.pending[id], stored.ring.pending[id])) {
                 if let entry = ring.pending[id] {
                     try writePendingSend(id, entry, contactID: contactID, cipher: cipher)
                 } else {

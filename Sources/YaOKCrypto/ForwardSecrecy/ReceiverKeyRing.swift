@@ -55,6 +55,9 @@ public struct ReceiverKeyRing: Sendable {
         self.releasedPeer = releasedPeer
     }
 
+    /// Lets go of the unsettled sends (the store's kept copy, while a caller changes them).
+    package mutating func forgetPending() { pending = PendingSends() }
+
     /// The store holds this ring as it is now, as `version`.
     package mutating func markStored(version: UInt64) {
         pending.markStored()
@@ -190,8 +193,8 @@ public struct ReceiverKeyRing: Sendable {
     /// unsettled sent message under it (0 while the contact's newest key is a prekey).
     private func releaseCandidate(nowMs: Int64) -> UInt32 {
         guard let current = peerKey, !current.isPrekey else { return 0 }
-        let live = pending.values.filter { $0.expiresMs > nowMs && $0.keyID != 0 && !ReceiverKey.isPrekey(id: $0.keyID) }
-        return min(live.map(\.keyID).min() ?? current.id, current.id) - 1
+        let live = pending.lowestKey(unexpiredAt: nowMs) { $0 != 0 && !ReceiverKey.isPrekey(id: $0) }
+        return min(live ?? current.id, current.id) - 1
     }
 
     private mutating func mint(nowMs: Int64) throws {

@@ -93,6 +93,33 @@ import Testing
         #expect(back.own.map(\.pair.key) == original.own.map(\.pair.key) && back.peerKey == original.peerKey)
     }
 
+    /// A ring taken to be changed (its kept copy lets go of its sends meanwhile): an ack
+    /// deletes its row and a send adds one; read in between, the ring is the disk's.
+    @Test func aRingTakenToChangeWritesItsChanges() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let store = try Store(directory: dir.path)
+        defer { store.close() }
+        let id = try contact(store, cipher)
+        try store.saveReceiverKeyRing(try ring(sends: 20), contactID: id, cipher: cipher)
+        _ = try store.receiverKeyRing(contactID: id, cipher: cipher)
+        var taken = try store.receiverKeyRingToChange(contactID: id, cipher: cipher)
+        try taken.acknowledged([messageID(2), messageID(3)], announced: nil, nowMs: t0)
+        taken.sent(messageID: messageID(50), peerKeyID: 5, expiresMs: t0 + day)
+        #expect(try store.receiverKeyRing(contactID: id, cipher: cipher).pending.count == 20)
+        var again = try store.receiverKeyRingToChange(contactID: id, cipher: cipher)
+        again.sent(messageID: messageID(51), peerKeyID: 5, expiresMs: t0 + day)
+        try store.saveReceiverKeyRing(again, contactID: id, cipher: cipher)
+        try store.saveReceiverKeyRing(taken, contactID: id, cipher: cipher)  // compared with the rows: last writer wins
+        let rows = try pendingRows(store)
+        #expect(rows.count == 19 && rows[messageID(2)] == nil && rows[messageID(50)] != nil && rows[messageID(51)] == nil)
+        let fresh = try Store(directory: dir.path)
+        defer { fresh.close() }
+        #expect(same(try fresh.receiverKeyRing(contactID: id, cipher: cipher), taken))
+        #expect(same(try store.receiverKeyRing(contactID: id, cipher: cipher), taken))
+    }
+
     /// A store of schema 17 (the sends inside the sealed state row) opened by this version:
     /// migration 18 adds the table, and the first read with the key moves the sends into
     /// rows and writes the state without them; the ring reads the same before and after.
