@@ -10,11 +10,10 @@ import YaOKCrypto
 /// forgets everything when the node locks (`Store.detach`) or it closes. Bound to the field
 /// cipher the rings were opened with: another one finds nothing.
 final class ReceiverKeyRingCache {
-    /// At most this many contacts' rings (as the envelope's static-shared cache, Identity):
-    /// past it the cache starts again.
+    /// At most this many contacts' rings (as the envelope's static-shared cache, Identity).
     static let capacity = 4096
     /// At most this many unsettled sends over all the rings kept (each ring holds at most
-    /// ReceiverKeyRing.maxPending): past it the cache starts again.
+    /// ReceiverKeyRing.maxPending, so 16 full ones; a few MB).
     static let pendingCapacity = 1 << 16
 
     /// A ring as stored, with its state row's plaintext as stored (nil: no row), so that a
@@ -87,6 +86,9 @@ final class ReceiverKeyRingCache {
 
     /// Nothing kept (the node locked, or nothing read yet).
     var isEmpty: Bool { committed.isEmpty && staged.isEmpty && cipher == nil }
+    /// Rings kept as committed, and the unsettled sends they hold (the bounds).
+    var count: Int { committed.count }
+    var sendsKept: Int { pendingKept }
 
     /// Forgets `contactID` (its contact is deleted).
     func forget(_ contactID: Int64) {
@@ -105,9 +107,11 @@ final class ReceiverKeyRingCache {
 
     private func put(_ kept: Kept, _ contactID: Int64) {
         if let old = committed.removeValue(forKey: contactID) { pendingKept -= old.ring.pending.count }
-        if committed.count >= Self.capacity || pendingKept + kept.ring.pending.count > Self.pendingCapacity {
-            committed = [:]
-            pendingKept = 0
+        // Past a bound, other rings go (any: they read again from the rows when next used).
+        while committed.count >= Self.capacity || pendingKept + kept.ring.pending.count > Self.pendingCapacity,
+              let other = committed.first {
+            committed[other.key] = nil
+            pendingKept -= other.value.ring.pending.count
         }
         committed[contactID] = kept
         pendingKept += kept.ring.pending.count

@@ -233,3 +233,28 @@ import Testing
         #expect(try ring().pending.count == 0)
     }
 }
+
+/// The kept rings stay within their bounds (rings and unsettled sends), dropping others,
+/// and the ring kept last is always there.
+@Suite struct ReceiverKeyRingCacheBoundTests {
+    @Test func keptRingsStayBounded() throws {
+        let cache = ReceiverKeyRingCache()
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        for contact in 0..<Int64(ReceiverKeyRingCache.capacity + 10) {
+            cache.keep(.init(ring: ReceiverKeyRing(), state: nil), contact, cipher: cipher, inTransaction: false)
+            #expect(cache.count <= ReceiverKeyRingCache.capacity)
+        }
+        #expect(cache.ring(Int64(ReceiverKeyRingCache.capacity + 9), cipher: cipher) != nil)
+        cache.removeAll()
+        var full: [[UInt8]: PendingSends.Entry] = [:]
+        for n in 0..<ReceiverKeyRing.maxPending { full[withUnsafeBytes(of: UInt64(n), Array.init) + [UInt8](repeating: 0, count: 8)] = (1, 1) }
+        let ring = ReceiverKeyRing(own: [], lastID: 0, peerKey: nil, pending: full, releasedPeer: 0)
+        for contact in 0..<Int64(40) {
+            cache.keep(.init(ring: ring, state: nil), contact, cipher: cipher, inTransaction: true)
+            cache.committedTransaction()
+            #expect(cache.sendsKept <= ReceiverKeyRingCache.pendingCapacity)
+            #expect(cache.ring(contact, cipher: cipher)?.pending.count == ReceiverKeyRing.maxPending)
+        }
+        #expect(cache.count == ReceiverKeyRingCache.pendingCapacity / ReceiverKeyRing.maxPending)
+    }
+}
