@@ -115,6 +115,7 @@ public final class Database {
                 rollbacks += 1
                 try? execute("ROLLBACK TO nested")
                 try? execute("RELEASE nested")
+                afterRollback?()
                 throw error
             }
         }
@@ -124,14 +125,25 @@ public final class Database {
             let result = try body()
             try execute("COMMIT")
             if totalChanges != changesBefore { writingCommits += 1 }
+            afterCommit?()
             if checkpointAfterCommit { checkpointNow() }
             return result
         } catch {
             rollbacks += 1
             try? execute("ROLLBACK")
+            afterRollback?()
             throw error
         }
     }
+
+    /// Called after the outermost transaction commits, and after any transaction or
+    /// savepoint rolls back: what keeps a copy of rows in memory (the store's ring cache)
+    /// takes what a transaction wrote as stored only at its commit, and forgets at a rollback.
+    package var afterCommit: (() -> Void)?
+    package var afterRollback: (() -> Void)?
+
+    /// Whether a transaction is open on this connection.
+    package var inTransaction: Bool { (try? sqlite3_get_autocommit(db)) == 0 }
 
     /// Set when something secret was deleted (an erased receiver key, docs/PROTOCOL.md
     /// §13.3): the write-ahead log still holds the page as it was, and a checkpoint cannot

@@ -285,6 +285,21 @@ enum Schema {
             UPDATE carry_usage SET bytes = bytes - OLD.size + NEW.size;
         END;
         """,
+        // 18: a forward-secrecy ring's unsettled sends (docs/PROTOCOL.md §13.3), one row per
+        // message instead of inside the sealed state row, so that a send or an ack writes one
+        // row and not the up to 4,096 a sender holds (about 115 KB written per send). The
+        // message ID is in clear as in `messages`; the contact's key it was sealed to and the
+        // expiry are sealed, bound to the contact and message ID. A state row written before
+        // still holds its sends: they move into rows at the first read with the key
+        // (Store.receiverKeyRing), which cannot happen here while the store is locked.
+        """
+        CREATE TABLE receiver_key_pending (
+            contact_id INTEGER NOT NULL REFERENCES contacts(id) ON DELETE CASCADE,
+            message_id BLOB NOT NULL CHECK (length(message_id) = 16),
+            sealed BLOB NOT NULL,
+            PRIMARY KEY (contact_id, message_id)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

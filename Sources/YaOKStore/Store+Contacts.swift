@@ -123,6 +123,7 @@ extension Store {
     /// only if it still has messages, so no row is left pointing at nothing.
     package func deleteContact(_ id: Int64, withMessages: Bool) throws {
         try db.transaction {
+            ringCache.forget(id)  // its rings' rows go by ON DELETE CASCADE
             if withMessages {
                 try db.query("DELETE FROM conversations WHERE id = ?", [.int(id)])
             } else {

@@ -71,8 +71,12 @@ extension Store {
         }
     }
 
-    /// Called when the node locks: authenticated writes need the key again.
-    package func detach() { attached = nil }
+    /// Called when the node locks: authenticated writes need the key again, and the rings
+    /// kept decoded (their own keys' secrets) are dropped.
+    package func detach() {
+        attached = nil
+        ringCache.removeAll()
+    }
 
     func requireAttached() throws -> FieldCipher {
         guard let attached else { throw YaOKError(.locked) }

@@ -16,8 +16,30 @@ extension Store {
     /// Rows of 48 bytes (without the public key) written before it was kept still read.
     static let ownKeyRowLength = 80
 
-    /// The ring for `contactID`, or an empty one.
+    /// The ring for `contactID`, or an empty one: as kept since it was last read or written
+    /// (ReceiverKeyRingCache), else read from its rows.
     package func receiverKeyRing(contactID: Int64, cipher: FieldCipher) throws -> ReceiverKeyRing {
+        if let kept = ringCache.ring(contactID, cipher: cipher) { return kept }
+        var (ring, state) = try readReceiverKeyRing(contactID: contactID, cipher: cipher)
+        ring.markStored(version: ringCache.nextVersion())
+        ringCache.keep(.init(ring: ring, state: state), contactID, cipher: cipher, inTransaction: db.inTransaction)
+        return ring
+    }
+
+    /// The ring for `contactID`, to be changed and then saved (saveReceiverKeyRing): as
+    /// `receiverKeyRing`, but the kept copy lets go of its unsettled sends meanwhile, so that
+    /// telling the ring of a send or an ack copies none of the up to 4,096 it holds. Read
+    /// again before it is saved, it comes from the rows.
+    package func receiverKeyRingToChange(contactID: Int64, cipher: FieldCipher) throws -> ReceiverKeyRing {
+        if let ring = ringCache.take(contactID, cipher: cipher) { return ring }
+        let ring = try receiverKeyRing(contactID: contactID, cipher: cipher)
+        return ringCache.take(contactID, cipher: cipher) ?? ring
+    }
+
+    /// The ring as its rows hold it, and its state row's plaintext (nil: none). A state row
+    /// written before migration 18 holds the unsettled sends itself: they move into rows of
+    /// their own here, at the first read with the key.
+    private func readReceiverKeyRing(contactID: Int64, cipher: FieldCipher) throws -> (ReceiverKeyRing, [UInt8]?) {
         var own: [ReceiverKeyRing.OwnKey] = []
         try db.query("SELECT key_id, sealed FROM receiver_keys WHERE contact_id = ? ORDER BY key_id", [.int(contactID)]) { row in
             let keyID = UInt32(truncatingIfNeeded: row.int64(0))
@@ -37,36 +59,83 @@ extension Store {
             own.append(ReceiverKeyRing.OwnKey(pair: pair, createdMs: Int64(bigEndianBytes: plain[32..<40]),
                                               supersededMs: superseded < 0 ? nil : superseded))
         }
-        let state = try db.rows("SELECT sealed FROM receiver_key_state WHERE contact_id = ?", [.int(contactID)]) { $0.blob(0) }.first
-        guard let state else { return ReceiverKeyRing(own: own, lastID: own.last?.pair.key.id ?? 0, peerKey: nil, pending: [:], releasedPeer: 0) }
-        let plain = try cipher.open(state, ad: RowAD.receiverKeyState(contactID: contactID))
-        return try Self.decodeRingState(plain[...], own: own)
+        var pending = try pendingSends(contactID: contactID, cipher: cipher)
+        let sealedState = try db.rows("SELECT sealed FROM receiver_key_state WHERE contact_id = ?", [.int(contactID)]) { $0.blob(0) }.first
+        guard let sealedState else {
+            return (ReceiverKeyRing(own: own, lastID: own.last?.pair.key.id ?? 0, peerKey: nil, pending: pending, releasedPeer: 0), nil)
+        }
+        var state = try cipher.open(sealedState, ad: RowAD.receiverKeyState(contactID: contactID))
+        let decoded = try Self.decodeRingState(state[...], own: own)
+        if !decoded.pending.isEmpty {
+            try db.transaction {
+                for (id, entry) in decoded.pending where pending[id] == nil {
+                    try writePendingSend(id, entry, contactID: contactID, cipher: cipher)
+                    pending[id] = entry
+                }
+                state = Self.encodeRingState(decoded)
+                try writeRingState(state, contactID: contactID, cipher: cipher)
+            }
+        }
+        return (ReceiverKeyRing(own: own, lastID: decoded.lastID, peerKey: decoded.peerKey, pending: pending,
+                                releasedPeer: decoded.releasedPeer), state)
     }
 
-    /// Writes `ring` for `contactID`: the keys it holds (sealed anew), the rest of its state,
-    /// and erases the rows of keys it no longer holds. Returns how many keys were erased.
+    /// The unsettled sends' rows of `contactID`: message ID → (the contact's key sealed to, expiry).
+    private func pendingSends(contactID: Int64, cipher: FieldCipher) throws -> PendingSends.Storage {
+        var pending: PendingSends.Storage = [:]
+        try db.query("SELECT message_id, sealed FROM receiver_key_pending WHERE contact_id = ?", [.int(contactID)]) { row in
+            let id = row.blob(0)
+            let plain = try cipher.open(row.blob(1), ad: RowAD.receiverKeyPending(contactID: contactID, messageID: id))
+            guard plain.count == 12 else { throw FieldCipher.failure }
+            pending[id] = (UInt32(bigEndianBytes: plain[0..<4]), Int64(bigEndianBytes: plain[4..<12]))
+        }
+        return pending
+    }
+
+    /// key ID (u32) || expiry (i64), sealed with the contact and message ID in its AD.
+    private func writePendingSend(_ id: [UInt8], _ entry: PendingSends.Entry, contactID: Int64, cipher: FieldCipher) throws {
+        let sealed = try cipher.seal(entry.keyID.bigEndianBytes + entry.expiresMs.bigEndianBytes,
+                                     ad: RowAD.receiverKeyPending(contactID: contactID, messageID: id))
+        try db.query("INSERT OR REPLACE INTO receiver_key_pending (contact_id, message_id, sealed) VALUES (?, ?, ?)",
+                     [.int(contactID), .blob(id), .blob(sealed)])
+    }
+
+    private func writeRingState(_ state: [UInt8], contactID: Int64, cipher: FieldCipher) throws {
+        let sealed = try cipher.seal(state, ad: RowAD.receiverKeyState(contactID: contactID))
+        try db.query("INSERT OR REPLACE INTO receiver_key_state (contact_id, sealed) VALUES (?, ?)",
+                     [.int(contactID), .blob(sealed)])
+    }
+
+    /// Writes `ring` for `contactID`: the keys it holds that are new or changed (sealed anew),
+    /// the rest of its state when it changed, its unsettled sends that changed, and erases the
+    /// rows of keys it no longer holds. Returns how many keys were erased.
+    ///
+    /// A ring as last read or written (its `storeVersion` the one kept) is compared with the
+    /// kept copy, and only the sends it touched since are written: a send writes one row, not
+    /// the 4,096 a sender may hold. Any other ring is compared with the rows themselves.
     @discardableResult
     package func saveReceiverKeyRing(_ ring: ReceiverKeyRing, contactID: Int64, cipher: FieldCipher) throws -> Int {
         let erased = try db.transaction { () -> Int in
-            let held = Set(ring.own.map { Int64($0.pair.key.id) })
+            let kept = ringCache.kept(contactID, cipher: cipher)
+            // whole: every send compared; holdsPending: stored.ring's sends are the rows'.
+            let stored: (ring: ReceiverKeyRing, state: [UInt8]?, whole: Bool, holdsPending: Bool)
+            if let kept, let version = ring.storeVersion, kept.ring.storeVersion == version {
+                stored = (kept.ring, kept.state, false, kept.holdsPending)
+            } else {
+                let (disk, state) = try readReceiverKeyRing(contactID: contactID, cipher: cipher)
+                stored = (disk, state, true, true)
+            }
             // What each stored key's superseded time is: a row is written only when new or
             // changed, so that an erased row's bytes are not papered over by chance (the
             // test of erasure must see what secure_delete does).
-            var stored: [Int64: Int64] = [:]
-            try db.query("SELECT key_id, sealed FROM receiver_keys WHERE contact_id = ?", [.int(contactID)]) { row in
-                let keyID = row.int64(0)
-                var plain = try cipher.open(row.blob(1), ad: RowAD.receiverKey(contactID: contactID, keyID: UInt32(truncatingIfNeeded: keyID)))
-                defer { Sodium.wipe(&plain) }
-                guard plain.count == Self.ownKeyRowLength || plain.count == Self.ownKeyRowLength - 32 else {
-                    throw FieldCipher.failure
-                }
-                stored[keyID] = Int64(bigEndianBytes: plain[40..<48])
-            }
-            let gone = stored.keys.filter { !held.contains($0) }.sorted()
+            var superseded: [Int64: Int64] = [:]
+            for key in stored.ring.own { superseded[Int64(key.pair.key.id)] = key.supersededMs ?? -1 }
+            let held = Set(ring.own.map { Int64($0.pair.key.id) })
+            let gone = superseded.keys.filter { !held.contains($0) }.sorted()
             for keyID in gone {
                 try db.query("DELETE FROM receiver_keys WHERE contact_id = ? AND key_id = ?", [.int(contactID), .int(keyID)])
             }
-            for key in ring.own where stored[Int64(key.pair.key.id)] != (key.supersededMs ?? -1) {
+            for key in ring.own where superseded[Int64(key.pair.key.id)] != (key.supersededMs ?? -1) {
                 var plain = key.pair.secret.withUnsafeBytes { Array($0) } + key.createdMs.bigEndianBytes
                     + (key.supersededMs ?? -1).bigEndianBytes + key.pair.key.publicKey
                 defer { Sodium.wipe(&plain) }
@@ -74,13 +143,29 @@ extension Store {
                 try db.query("INSERT OR REPLACE INTO receiver_keys (contact_id, key_id, sealed) VALUES (?, ?, ?)",
                              [.int(contactID), .int(Int64(key.pair.key.id)), .blob(sealed)])
             }
-            let state = try cipher.seal(Self.encodeRingState(ring), ad: RowAD.receiverKeyState(contactID: contactID))
-            try db.query("INSERT OR REPLACE INTO receiver_key_state (contact_id, sealed) VALUES (?, ?)",
-                         [.int(contactID), .blob(state)])
+            let state = Self.encodeRingState(ring)
+            if state != stored.state { try writeRingState(state, contactID: contactID, cipher: cipher) }
+            let changed = stored.whole
+                ? Set(stored.ring.pending.map(\.key)).union(ring.pending.map(\.key)) : ring.pending.touched
+            for id in changed where !(stored.holdsPending && Self.same(ring.pending[id], stored.ring.pending[id])) {
+                if let entry = ring.pending[id] {
+                    try writePendingSend(id, entry, contactID: contactID, cipher: cipher)
+                } else {
+                    try db.query("DELETE FROM receiver_key_pending WHERE contact_id = ? AND message_id = ?",
+                                 [.int(contactID), .blob(id)])
+                }
+            }
+            var saved = ring
+            saved.markStored(version: ringCache.nextVersion())
+            ringCache.keep(.init(ring: saved, state: state), contactID, cipher: cipher, inTransaction: true)
             return gone.count
         }
         if erased > 0 { eraseFreedPages() }
         return erased
+    }
+
+    private static func same(_ a: PendingSends.Entry?, _ b: PendingSends.Entry?) -> Bool {
+        a?.keyID == b?.keyID && a?.expiresMs == b?.expiresMs
     }
 
     /// Moves every page out of the write-ahead log into the file (where secure_delete has
@@ -93,18 +178,18 @@ extension Store {
     /// last ID (u32) || released (u32) || peer key present (u8) [|| peer key (36)] ||
     /// pending count (u32) || count × (message ID (16) || key ID (u32) || expiry (i64)).
     ///
-    /// Pending entries in message-ID order, so equal rings encode alike. A sender's ring holds
-    /// up to 4,096 of them and is written at every send: the order is taken on the IDs' two
-    /// big-endian halves (the same order as comparing the 16 bytes, without a byte-by-byte
-    /// comparison of arrays), and the output is sized once.
-    static func encodeRingState(_ ring: ReceiverKeyRing) -> [UInt8] {
+    /// Since migration 18 the unsettled sends are rows of their own (receiver_key_pending)
+    /// and the count written is 0; `pending` is for writing the form before it (tests).
+    /// Pending entries in message-ID order, so equal rings encode alike: the order is taken
+    /// on the IDs' two big-endian halves (the same order as comparing the 16 bytes).
+    static func encodeRingState(_ ring: ReceiverKeyRing, pending: PendingSends.Storage = [:]) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(9 + ReceiverKey.encodedLength + 4 + ring.pending.count * 28)
+        out.reserveCapacity(9 + ReceiverKey.encodedLength + 4 + pending.count * 28)
         out += ring.lastID.bigEndianBytes
         out += ring.releasedPeer.bigEndianBytes
         if let peer = ring.peerKey { out.append(1); out += peer.encoded } else { out.append(0) }
-        out += UInt32(ring.pending.count).bigEndianBytes
-        let ordered = ring.pending.map { (order: Self.orderKey($0.key), id: $0.key, entry: $0.value) }
+        out += UInt32(pending.count).bigEndianBytes
+        let ordered = pending.map { (order: Self.orderKey($0.key), id: $0.key, entry: $0.value) }
             .sorted { $0.order < $1.order }
         for (_, id, entry) in ordered {
             out += id
@@ -151,6 +236,9 @@ extension RowAD {
     }
     static func receiverKeyState(contactID: Int64) -> [UInt8] {
         Array("YaOK-receiver-key-state-v1".utf8) + bigEndian(UInt64(bitPattern: contactID))
+    }
+    static func receiverKeyPending(contactID: Int64, messageID: [UInt8]) -> [UInt8] {
+        Array("YaOK-receiver-key-pending-v1".utf8) + bigEndian(UInt64(bitPattern: contactID)) + messageID
     }
 }
 

@@ -31,6 +31,9 @@ package final class Store {
     /// A PIN vault was saved into a store with no log seal (setup): the next attach starts
     /// the seal instead of reporting it missing.
     var startingLog = false
+    /// The forward-secrecy rings as stored, decoded (Store+ReceiverKeys): kept while the
+    /// node is unlocked, in step with the transactions.
+    let ringCache = ReceiverKeyRingCache()
 
     package init(directory: String) throws {
         self.directory = directory
@@ -46,12 +49,17 @@ package final class Store {
         }
         Glibc.close(fd)
         db = try Database(path: path)
+        db.afterCommit = { [ringCache] in ringCache.committedTransaction() }
+        db.afterRollback = { [ringCache] in ringCache.removeAll() }
         for suffix in Store.fileSuffixes { _ = chmod(path + suffix, 0o600) }
         try Schema.migrate(db)
         seen = try DuplicateFilter(database: db)
     }
 
-    package func close() { db.close() }
+    package func close() {
+        ringCache.removeAll()
+        db.close()
+    }
 
     /// Removes the database files. Only call after `close()`.
     package static func deleteFiles(in directory: String) throws {

@@ -35,9 +35,13 @@ public struct ReceiverKeyRing: Sendable {
     /// The contact's newest receiver key this node has heard of (nil: fall back, §13.5).
     public private(set) var peerKey: ReceiverKey?
     /// Sent messages not yet acknowledged: message ID → (peer key ID sealed to, expiry).
-    public private(set) var pending: [[UInt8]: (keyID: UInt32, expiresMs: Int64)] = [:]
+    public private(set) var pending = PendingSends()
     /// The highest peer key ID this node has announced as released (never goes back).
     public private(set) var releasedPeer: UInt32 = 0
+    /// Which stored state this ring was read as or written to (the store's, none of the
+    /// protocol's): a ring saved with the version the store last gave for its contact needs
+    /// only what it touched since written back; any other is compared with the disk whole.
+    package var storeVersion: UInt64?
 
     public init() {}
 
@@ -47,8 +51,17 @@ public struct ReceiverKeyRing: Sendable {
         self.own = own.sorted { $0.pair.key.id < $1.pair.key.id }
         self.lastID = lastID
         self.peerKey = peerKey
-        self.pending = pending
+        self.pending = PendingSends(pending)
         self.releasedPeer = releasedPeer
+    }
+
+    /// Lets go of the unsettled sends (the store's kept copy, while a caller changes them).
+    package mutating func forgetPending() { pending = PendingSends() }
+
+    /// The store holds this ring as it is now, as `version`.
+    package mutating func markStored(version: UInt64) {
+        pending.markStored()
+        storeVersion = version
     }
 
     /// The own key pairs a message from this contact may be sealed to (the node adds its
@@ -180,8 +193,8 @@ public struct ReceiverKeyRing: Sendable {
     /// unsettled sent message under it (0 while the contact's newest key is a prekey).
     private func releaseCandidate(nowMs: Int64) -> UInt32 {
         guard let current = peerKey, !current.isPrekey else { return 0 }
-        let live = pending.values.filter { $0.expiresMs > nowMs && $0.keyID != 0 && !ReceiverKey.isPrekey(id: $0.keyID) }
-        return min(live.map(\.keyID).min() ?? current.id, current.id) - 1
+        let live = pending.lowestKey(unexpiredAt: nowMs) { $0 != 0 && !ReceiverKey.isPrekey(id: $0) }
+        return min(live ?? current.id, current.id) - 1
     }
 
     private mutating func mint(nowMs: Int64) throws {

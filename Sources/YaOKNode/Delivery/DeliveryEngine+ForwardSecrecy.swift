@@ -122,7 +122,7 @@ extension DeliveryEngine {
     mutating func carriedAcknowledged(_ ids: [MessageID], from peer: PeerDirectory.Peer,
                                       _ store: Store, _ keys: UnlockedKeys) throws {
         guard forwardSecrecy else { return }
-        var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
+        var ring = try store.receiverKeyRingToChange(contactID: peer.contactID, cipher: keys.cipher)
         try ring.acknowledged(ids.map(\.bytes), announced: nil, nowMs: now)
         try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
         try sendReleaseIfSettled(ids, ring, to: peer, store, keys)
@@ -173,7 +173,7 @@ extension DeliveryEngine {
         if let ids = DeliveryAck.open(header, payload: payload, key: peer.incomingAckKey) { return ids }
         guard let keys,  // whatever the option says, as openMessage
               let (ids, announcement) = ForwardSecretAck.open(header, payload: payload, key: peer.incomingAckKey) else { return nil }
-        var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
+        var ring = try store.receiverKeyRingToChange(contactID: peer.contactID, cipher: keys.cipher)
         try ring.acknowledged(ids.map(\.bytes), announced: announcement, nowMs: now)
         ring.enforceCap()
         try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)

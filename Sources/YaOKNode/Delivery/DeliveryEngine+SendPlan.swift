@@ -153,10 +153,10 @@ extension DeliveryEngine {
                     results.append(.failure(error))
                 }
             }
-            for contactID in rings.changed.sorted() {
-                if let ring = rings.byContact[contactID] {
-                    try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
-                }
+            // Every ring read, changed or not: the store let go of its copy's sends while the
+            // group held it (receiverKeyRingToChange), and a ring unchanged writes nothing.
+            for (contactID, ring) in rings.byContact.sorted(by: { $0.key < $1.key }) {
+                try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
             }
             if let fault = engine.sendCommitFault { throw fault }
         }
@@ -176,7 +176,10 @@ extension DeliveryEngine {
         var message = sealed
         let carried = carry.mode != .off
         if forwardSecrecy {
-            var ring = try rings.byContact[contactID] ?? store.receiverKeyRing(contactID: contactID, cipher: keys.cipher)
+            // Taken out of the group's rings while it changes, so that telling it of one more
+            // message does not copy the up to 4,096 it remembers (put back below).
+            var ring = try rings.byContact.removeValue(forKey: contactID)
+                ?? store.receiverKeyRingToChange(contactID: contactID, cipher: keys.cipher)
             let choice = try sealChoice(to: plan.peer, &ring)
             if choice != plan.choice || (carried && sealed.carried == nil) {
                 message = try Self.seal(plan, as: choice, carried: carried, by: keys.identity)
@@ -189,7 +192,6 @@ extension DeliveryEngine {
                     let expires = max(copy.packet.expiresAtMs, ring.pending[plan.messageID.bytes]?.expiresMs ?? .min)
                     ring.sent(messageID: plan.messageID.bytes, peerKeyID: key.id, expiresMs: expires)
                 }
-                rings.changed.insert(contactID)
             case .longTerm:
                 try store.countLongTermSeal(contactID: contactID, cipher: keys.cipher)
             }
@@ -218,5 +220,4 @@ extension DeliveryEngine {
 /// written once at the end of the group.
 private struct SendRings {
     var byContact: [Int64: ReceiverKeyRing] = [:]
-    var changed: Set<Int64> = []
 }

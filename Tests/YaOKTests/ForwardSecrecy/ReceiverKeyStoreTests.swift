@@ -51,7 +51,11 @@ import Testing
                                [.int(id), .int(Int64(keyID)),
                                 .blob(try cipher.seal(plain, ad: RowAD.receiverKey(contactID: id, keyID: keyID)))])
         }
-        let own = try store.receiverKeyRing(contactID: id, cipher: cipher).own
+        // Read by a store opened afresh: this one keeps the ring as it saved it (rows written
+        // behind its back are seen after the node locks, ReceiverKeyRingCacheTests).
+        let fresh = try Store(directory: dir.path)
+        defer { fresh.close() }
+        let own = try fresh.receiverKeyRing(contactID: id, cipher: cipher).own
         let computed = try ReceiverKeyPair(id: 11, secret: SecureBytes(copying: secret)).key
         #expect(own.first { $0.pair.key.id == 10 }?.pair.key.publicKey == marker)
         #expect(own.first { $0.pair.key.id == 11 }?.pair.key == computed)

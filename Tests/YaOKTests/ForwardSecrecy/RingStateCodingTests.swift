@@ -3,9 +3,11 @@ import Testing
 @testable import YaOKCrypto
 @testable import YaOKStore
 
-/// The ring state's encoding (Store+ReceiverKeys): pending entries in message-ID byte order
-/// whatever the dictionary's order, so equal rings encode alike, and a decode gives the ring
-/// back; a count that the bytes cannot hold is refused before anything is reserved.
+/// The ring state's encoding (Store+ReceiverKeys) in the form written before migration 18,
+/// which still reads: pending entries in message-ID byte order whatever the dictionary's
+/// order, so equal rings encode alike, and a decode gives the ring back; a count that the
+/// bytes cannot hold is refused before anything is reserved. Since migration 18 the entries
+/// are rows of their own and the state written holds none (the count is 0).
 @Suite struct RingStateCodingTests {
     @Test func pendingEntriesAreInByteOrderAndRoundTrip() throws {
         var random = SplitMix(seed: 7)
@@ -17,7 +19,8 @@ import Testing
             pending[id] = (UInt32(i), Int64(i) * 1_000)
         }
         let ring = ReceiverKeyRing(own: [], lastID: 9, peerKey: nil, pending: pending, releasedPeer: 3)
-        let bytes = Store.encodeRingState(ring)
+        #expect(Store.encodeRingState(ring).suffix(4) == [0, 0, 0, 0])
+        let bytes = Store.encodeRingState(ring, pending: pending)
         var expected = [UInt8]()
         for (id, entry) in pending.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
             expected += id + entry.keyID.bigEndianBytes + entry.expiresMs.bigEndianBytes
