@@ -142,8 +142,6 @@ public final class Database {
     package var afterCommit: (() -> Void)?
     package var afterRollback: (() -> Void)?
 
-    /// Whether a transaction is open on this connection.
-    package var inTransaction: Bool { (try? sqlite3_get_autocommit(db)) == 0 }
 
     /// Set when something secret was deleted (an erased receiver key, docs/PROTOCOL.md
     /// §13.3): the write-ahead log still holds the page as it was, and a checkpoint cannot
