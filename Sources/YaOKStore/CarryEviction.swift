@@ -144,6 +144,18 @@ private struct BudgetClass<Store: CarryEvictionQueries> {
     /// Each depositor's last chosen packet: its next one comes after.
     private var cursors: [[UInt8]: CarryCursor] = [:]
     private var chosenHere: Set<[UInt8]> = []
+    /// More than `seekLimit` depositors tied for the most: the walk of the budget in order
+    /// among those of them not chosen from yet.
+    private var wide: Walk?
+
+    /// A walk of the budget in the order (taken, id): the rows read and not yet looked at,
+    /// and where the next page starts.
+    private struct Walk {
+        var wanted: Set<[UInt8]>
+        var ahead: ArraySlice<CarryCandidate> = []
+        var after = CarryCursor.start
+        var exhausted = false
+    }
 
     init(_ store: Store, span: CarryBudgetSpan, newcomer: [UInt8]?, chosen: [[UInt8]: Int], nowMs: Int64) throws {
         self.store = store
@@ -162,28 +174,46 @@ private struct BudgetClass<Store: CarryEvictionQueries> {
 
     /// The next packet to evict from this budget, or nil when none is left.
     mutating func next() throws -> CarryCandidate? {
-        while let most = held.values.max() {
-            let tied = held.filter { $0.value == most }.map(\.key)
-            let pick: CarryCandidate?
-            if tied.count <= Self.seekLimit {
-                try readHeads(of: tied)
-                pick = tied.compactMap { heads[$0] }.min(by: CarryCandidate.precedes)
-            } else {
-                pick = try firstInOrder(among: Set(tied))
+        while true {
+            if var walk = wide, !walk.wanted.isEmpty {
+                // Counts only go down, so while some of the depositors tied for the most are
+                // left they are still the most, and every packet the walk passed is chosen
+                // or not theirs: it goes on from there, not from the budget's start (it read
+                // the budget again for each victim: quadratic when a lowered cap or a large
+                // newcomer evicts many of a crowd of strangers).
+                guard let pick = try firstInOrder(&walk) else {
+                    for depositor in walk.wanted { held[depositor] = nil }
+                    wide = nil
+                    continue
+                }
+                walk.wanted.remove(pick.depositor)
+                wide = walk
+                return chose(pick)
             }
-            guard let pick else {
+            wide = nil
+            guard let most = held.values.max() else { return nil }
+            let tied = held.filter { $0.value == most }.map(\.key)
+            if tied.count > Self.seekLimit {
+                wide = Walk(wanted: Set(tied))
+                continue
+            }
+            try readHeads(of: tied)
+            guard let pick = tied.compactMap({ heads[$0] }).min(by: CarryCandidate.precedes) else {
                 // The tied depositors hold nothing live in this budget (only expired, or
                 // everything already chosen): they are out of it.
                 for depositor in tied { held[depositor] = nil }
                 continue
             }
-            held[pick.depositor, default: 1] -= 1
-            heads[pick.depositor] = nil
-            cursors[pick.depositor] = pick.cursor
-            chosenHere.insert(pick.id)
-            return pick
+            return chose(pick)
         }
-        return nil
+    }
+
+    private mutating func chose(_ pick: CarryCandidate) -> CarryCandidate {
+        held[pick.depositor, default: 1] -= 1
+        heads[pick.depositor] = nil
+        cursors[pick.depositor] = pick.cursor
+        chosenHere.insert(pick.id)
+        return pick
     }
 
     /// Reads, in one batch, the oldest live packet of this budget not yet chosen of each of
@@ -197,15 +227,18 @@ private struct BudgetClass<Store: CarryEvictionQueries> {
         }
     }
 
-    /// The first live packet of this budget, in the order (taken, id), whose depositor is in
-    /// `wanted` and that is not chosen yet, read a page at a time.
-    private func firstInOrder(among wanted: Set<[UInt8]>) throws -> CarryCandidate? {
-        var after = CarryCursor.start
+    /// The next live packet of `walk`, in the order (taken, id), whose depositor it wants and
+    /// that is not chosen yet, read a page at a time.
+    private func firstInOrder(_ walk: inout Walk) throws -> CarryCandidate? {
         while true {
-            let page = try store.page(inBudget: budget, after: after, limit: Self.pageSize, nowMs: nowMs)
-            if let hit = page.first(where: { wanted.contains($0.depositor) && !chosenHere.contains($0.id) }) { return hit }
-            guard page.count == Self.pageSize, let last = page.last else { return nil }
-            after = last.cursor
+            while let next = walk.ahead.popFirst() {
+                if walk.wanted.contains(next.depositor) && !chosenHere.contains(next.id) { return next }
+            }
+            guard !walk.exhausted else { return nil }
+            let page = try store.page(inBudget: budget, after: walk.after, limit: Self.pageSize, nowMs: nowMs)
+            walk.exhausted = page.count < Self.pageSize
+            if let last = page.last { walk.after = last.cursor }
+            walk.ahead = page[...]
         }
     }
 }
