@@ -105,7 +105,19 @@ public final class Database {
     /// Inside another transaction it is a savepoint, so that the delivery engine can batch
     /// many operations (each its own all-or-nothing unit) into one commit and one disk sync.
     public func transaction<T>(_ body: () throws -> T) throws -> T {
-        if sqlite3_get_autocommit(try db) == 0 {
+        let inside = sqlite3_get_autocommit(try db) == 0
+        if !inside, depth > 0 {
+            // Called from the body of a transaction that SQLite already rolled back by itself
+            // (SQLITE_FULL does, and IOERR, BUSY or NOMEM may), the error caught on the way:
+            // going on would write outside any transaction, commit half of a batch meant to be
+            // all or nothing, and have what keeps rows in memory take the lost writes as stored.
+            rollbacks += 1
+            afterRollback?()
+            throw YaOKError(.storage, "The transaction was rolled back by the database after an earlier error")
+        }
+        depth += 1
+        defer { depth -= 1 }
+        if inside {
             try execute("SAVEPOINT nested")
             do {
                 let result = try body()
@@ -135,6 +147,9 @@ public final class Database {
             throw error
         }
     }
+
+    /// How many `transaction` bodies are running (nested ones included).
+    private var depth = 0
 
     /// Called after the outermost transaction commits, and after any transaction or
     /// savepoint rolls back: what keeps a copy of rows in memory (the store's ring cache)
