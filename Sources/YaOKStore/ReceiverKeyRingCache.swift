@@ -15,6 +15,13 @@ final class ReceiverKeyRingCache {
     /// At most this many unsettled sends over all the rings kept (each ring holds at most
     /// ReceiverKeyRing.maxPending, so 16 full ones; a few MB).
     static let pendingCapacity = 1 << 16
+    /// At most this many own keys over all the rings kept. Each secret is a guarded
+    /// allocation of its own (SecureBytes: sodium_malloc maps guard pages around it, four
+    /// memory mappings each), and a process may have 65,530 mappings (vm.max_map_count):
+    /// past about 16,000 secrets every sodium_malloc fails, the identity's and the PIN's
+    /// too. A ring holds up to ReceiverKeyRing.cap (32) of them (a contact that never
+    /// releases keeps 32), so 4,096 rings could have held 131,072.
+    static let ownKeyCapacity = 1_024
 
     /// A ring as stored, with its state row's plaintext as stored (nil: no row), so that a
     /// save writes that row only when it changes.
@@ -30,6 +37,7 @@ final class ReceiverKeyRingCache {
     private var committed: [Int64: Kept] = [:]
     private var staged: [Int64: Kept] = [:]
     private var pendingKept = 0
+    private var ownKept = 0
     private var cipher: FieldCipher?
     /// Versions given to rings (ReceiverKeyRing.storeVersion), from a random start so that
     /// a ring read from another store does not pass as this one's.
@@ -89,11 +97,12 @@ final class ReceiverKeyRingCache {
     /// Rings kept as committed, and the unsettled sends they hold (the bounds).
     var count: Int { committed.count }
     var sendsKept: Int { pendingKept }
+    var ownKeysKept: Int { ownKept }
 
     /// Forgets `contactID` (its contact is deleted).
     func forget(_ contactID: Int64) {
         staged[contactID] = nil
-        if let old = committed.removeValue(forKey: contactID) { pendingKept -= old.ring.pending.count }
+        if let old = committed.removeValue(forKey: contactID) { uncount(old) }
     }
 
     /// Forgets everything (a rollback, the lock, the store closing), wiping the own keys'
@@ -102,18 +111,26 @@ final class ReceiverKeyRingCache {
         committed = [:]
         staged = [:]
         pendingKept = 0
+        ownKept = 0
         cipher = nil
     }
 
     private func put(_ kept: Kept, _ contactID: Int64) {
-        if let old = committed.removeValue(forKey: contactID) { pendingKept -= old.ring.pending.count }
+        if let old = committed.removeValue(forKey: contactID) { uncount(old) }
         // Past a bound, other rings go (any: they read again from the rows when next used).
-        while committed.count >= Self.capacity || pendingKept + kept.ring.pending.count > Self.pendingCapacity,
+        while committed.count >= Self.capacity || pendingKept + kept.ring.pending.count > Self.pendingCapacity
+                || ownKept + kept.ring.own.count > Self.ownKeyCapacity,
               let other = committed.first {
             committed[other.key] = nil
-            pendingKept -= other.value.ring.pending.count
+            uncount(other.value)
         }
         committed[contactID] = kept
         pendingKept += kept.ring.pending.count
+        ownKept += kept.ring.own.count
+    }
+
+    private func uncount(_ kept: Kept) {
+        pendingKept -= kept.ring.pending.count
+        ownKept -= kept.ring.own.count
     }
 }

@@ -257,4 +257,26 @@ import Testing
         }
         #expect(cache.count == ReceiverKeyRingCache.pendingCapacity / ReceiverKeyRing.maxPending)
     }
+
+    /// Own keys are the costly part of a kept ring: each secret is a guarded allocation
+    /// (four memory mappings, of the 65,530 a process may have), and a ring may hold 32 of
+    /// them. The kept rings hold at most 1,024 own keys in all, however many rings.
+    @Test func keptOwnKeysStayBounded() throws {
+        let cache = ReceiverKeyRingCache()
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        var own: [ReceiverKeyRing.OwnKey] = []
+        for id in 1...UInt32(ReceiverKeyRing.cap) {
+            own.append(ReceiverKeyRing.OwnKey(pair: try ReceiverKeyPair.generate(id: id), createdMs: 0,
+                                              supersededMs: id < UInt32(ReceiverKeyRing.cap) ? 1 : nil))
+        }
+        let ring = ReceiverKeyRing(own: own, lastID: UInt32(ReceiverKeyRing.cap), peerKey: nil, pending: [:], releasedPeer: 0)
+        let contacts = Int64(200)
+        for contact in 0..<contacts {
+            cache.keep(.init(ring: ring, state: nil), contact, cipher: cipher, inTransaction: false)
+        }
+        let ownKept = (0..<contacts).reduce(0) { $0 + (cache.ring($1, cipher: cipher)?.own.count ?? 0) }
+        #expect(ownKept <= 1_024)
+        #expect(cache.ring(contacts - 1, cipher: cipher)?.own.count == ReceiverKeyRing.cap)
+    }
 }
+
