@@ -1,4 +1,5 @@
 import Testing
+@testable import YaOKSupport
 @testable import YaOKStore
 
 /// What the shared eviction walk (`CarryEviction`, docs/PROTOCOL.md §10.9) reads when many
@@ -25,6 +26,33 @@ import Testing
         // (4.5 million rows read before the fix, 3,000 victims a page of 32 each with a
         // cursor alone).
         #expect(store.rowsRead <= strangers + 64)
+    }
+
+    /// More than 16 depositors tied at two packets, then (once each lost one) more tied at
+    /// one with those holding one from the start: the walk starts again for each count, and
+    /// the choice is the rule's read plainly (the depositor holding the most, its oldest).
+    @Test func aCrowdTiedAtEachCountKeepsTheRulesOrder() throws {
+        var packets: [CarryCandidate] = []
+        var rng = SeededRandom(seed: 20)
+        for d in 0..<70 {
+            for _ in 0..<(d < 40 ? 2 : 1) {
+                let id = (0..<4).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                packets.append(CarryCandidate(taken: Int64.random(in: 0...50, using: &rng), id: id, size: 100, depositor: [0xD0, UInt8(d)]))
+            }
+        }
+        let store = CountingCarryStore(packets)
+        let policy = CarryPolicy(maxPackets: 5, maxBytes: 1 << 30)
+        let victims = try #require(try CarryEviction.victims(store, usage: (packets.count, packets.count * 100), adding: nil,
+                                                             nowMs: 0, policy: policy))
+        var left = store.packets, expected: [[UInt8]] = []
+        while left.count > 5 {
+            var held: [[UInt8]: Int] = [:]
+            for packet in left { held[packet.depositor, default: 0] += 1 }
+            let most = held.values.max() ?? 0
+            let index = try #require(left.firstIndex { held[$0.depositor] == most })  // left is in (taken, id) order
+            expected.append(left.remove(at: index).id)
+        }
+        #expect(victims == expected)
     }
 }
 
