@@ -280,3 +280,24 @@ import Testing
     }
 }
 
+
+extension ReceiverKeyRowsTests {
+    /// A deleted contact's kept ring (its own keys' secrets) goes with its rows, and a
+    /// contact added after it under the same row ID (SQLite reuses the highest) reads the
+    /// disk, not the ring of the one deleted.
+    @Test func aDeletedContactsRingIsNotKept() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let store = try Store(directory: dir.path)
+        defer { store.close() }
+        let id = try contact(store, cipher)
+        try store.saveReceiverKeyRing(try ring(sends: 3), contactID: id, cipher: cipher)
+        #expect(store.ringCache.ring(id, cipher: cipher)?.pending.count == 3)
+        try store.deleteContact(id, withMessages: true)
+        #expect(store.ringCache.ring(id, cipher: cipher) == nil)
+        let again = try contact(store, cipher)
+        #expect(try store.receiverKeyRing(contactID: again, cipher: cipher).own.isEmpty)
+        #expect(try store.receiverKeyRing(contactID: again, cipher: cipher).pending.isEmpty)
+    }
+}
