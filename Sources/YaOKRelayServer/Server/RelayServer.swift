@@ -107,6 +107,13 @@ public final class RelayServer: @unchecked Sendable {
     /// Per client address, its DELETE budget and when it was taken (only addresses below
     /// a full burst; `RelayServer+DeleteBudget`).
     var addressDeleteBudgets: [UInt32: (budget: Double, at: UInt64)] = [:]
+    /// Per client address, its connections with parked DELETE refs in the order they are
+    /// served, and the addresses whose refill timer is set (`RelayServer+DeleteBudget`).
+    var deleteBudgetQueues: [UInt32: ConnectionQueue] = [:]
+    var deleteBudgetTimers: Set<UInt32> = []
+    /// Parked DELETE refs of all connections, and the most there have been (for tests).
+    var parkedDeleteRefs = 0
+    var peakParkedDeleteRefs = 0
     var lastPrune: UInt64 = 0
     var lastTop: UInt64 = 0
     var stopped = false
@@ -391,7 +398,6 @@ extension RelayServer {
             } else if !conn.needsRead.isEmpty {
                 pump(conn)
             }
-            if waitsOnDeleteBudget(conn), connections[conn.id] != nil { updateInterest(conn) }  // read again once positive
         }
         retryDeletes()
         compactSubscriptionIndex()
