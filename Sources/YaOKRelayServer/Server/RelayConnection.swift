@@ -54,6 +54,8 @@ final class RelayConnection {
     /// its POSTs are not held behind its DELETEs. Whether it is in its address's queue.
     var parkedDeleteRefs: [StoredPacketRef] = []
     var queuedForDeleteBudget = false
+    /// DELETE refs it has been given from the budgets (for tests: how evenly they are shared).
+    var deleteRefsTaken = 0
     /// POSTs answered ACCEPTED in this session (for the session log).
     var posts = 0
     /// Why the session ended, once it has (the ERROR it was sent).

@@ -27,7 +27,7 @@ extension RelayServer {
 
     /// What `c` may still delete now (may be negative: it went over and waits): the lesser
     /// of its own budget and its address's.
-    func deleteBudget(_ c: RelayConnection, now: UInt64 = EventLoop.monotonicNanoseconds()) -> Double {
+    func deleteBudget(_ c: RelayConnection, now: UInt64) -> Double {
         min(ownDeleteBudget(c, now: now), addressDeleteBudget(c.address, now: now))
     }
 
@@ -60,7 +60,7 @@ extension RelayServer {
     /// A DELETE's refs from `c`'s session: to the disk now if both budgets have credit and
     /// none of its address's connections is waiting (they go first), else parked.
     func takeDeletes(_ c: RelayConnection, _ refs: [StoredPacketRef]) {
-        let now = EventLoop.monotonicNanoseconds()
+        let now = deleteBudgetClock()
         if c.parkedDeleteRefs.isEmpty, deleteBudgetQueues[c.address] == nil, deleteBudget(c, now: now) >= 0 {
             submitDeletes(c, spendDeleteBudget(c, refs, now: now))
             return
@@ -96,8 +96,9 @@ extension RelayServer {
     /// The timer: serves the address's waiting connections in turn while its budget has
     /// credit (each at most once a call, and only if its own budget has credit too), then
     /// sets the timer again if any still wait.
-    func serveDeleteQueue(_ address: UInt32, now: UInt64 = EventLoop.monotonicNanoseconds()) {
+    func serveDeleteQueue(_ address: UInt32) {
         deleteBudgetTimers.remove(address)
+        let now = deleteBudgetClock()
         guard var queue = deleteBudgetQueues.removeValue(forKey: address) else { return }
         var turns = queue.count
         while turns > 0, addressDeleteBudget(address, now: now) >= 0, let id = queue.popFirst() {
@@ -130,6 +131,7 @@ extension RelayServer {
         c.deleteBudgetAt = now
         addressDeleteBudgets[c.address] = (addressDeleteBudget(c.address, now: now) - Double(refs.count), now)
         deleteRefsTaken += refs.count
+        c.deleteRefsTaken += refs.count
         let known = refs.filter { c.output.delivered.take($0) }
         ignoredDeleteRefs += refs.count - known.count
         return known
