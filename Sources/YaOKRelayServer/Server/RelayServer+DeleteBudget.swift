@@ -72,7 +72,7 @@ extension RelayServer {
             c.queuedForDeleteBudget = true
             deleteBudgetQueues[c.address, default: ConnectionQueue()].append(c.id)
         }
-        scheduleDeleteQueue(c.address, now: now)
+        scheduleDeleteQueue(c.address, now: now, ownWait: ownDeleteWait(c, now: now))
     }
 
     /// Forgets the refs a closing connection had parked (its client is delivered those
@@ -82,14 +82,22 @@ extension RelayServer {
         c.parkedDeleteRefs = []
     }
 
-    /// Sets the address's timer (if not set) for when its budget is positive again.
-    private func scheduleDeleteQueue(_ address: UInt32, now: UInt64) {
+    /// Seconds until `c`'s own budget is positive again (0 if it is).
+    private func ownDeleteWait(_ c: RelayConnection, now: UInt64) -> Double {
+        let budget = ownDeleteBudget(c, now: now), rate = configuration.deleteRefsPerSecond
+        return budget >= 0 ? 0 : (rate > 0 ? -budget / rate : Self.deleteQueueMaxWait)
+    }
+
+    /// Sets the address's timer (if not set) for when its budget is positive again and
+    /// the first of its waiting connections (`ownWait`: the soonest of them) has credit of
+    /// its own: so connections held by their own budget do not wake the loop for nothing.
+    private func scheduleDeleteQueue(_ address: UInt32, now: UInt64, ownWait: Double) {
         guard !deleteBudgetTimers.contains(address) else { return }
         deleteBudgetTimers.insert(address)
         let budget = addressDeleteBudget(address, now: now)
         let rate = configuration.deleteRefsPerSecondPerAddress
         let untilPositive = budget >= 0 ? 0 : (rate > 0 ? -budget / rate : Self.deleteQueueMaxWait)
-        let wait = min(Self.deleteQueueMaxWait, max(Self.deleteQueueMinWait, untilPositive))
+        let wait = min(Self.deleteQueueMaxWait, max(Self.deleteQueueMinWait, untilPositive, ownWait))
         loop.schedule(after: wait) { [weak self] in self?.serveDeleteQueue(address) }
     }
 
@@ -101,6 +109,7 @@ extension RelayServer {
         let now = deleteBudgetClock()
         guard var queue = deleteBudgetQueues.removeValue(forKey: address) else { return }
         var turns = queue.count
+        var soonest = Double.infinity  // the soonest own credit among those served or passed over
         while turns > 0, addressDeleteBudget(address, now: now) >= 0, let id = queue.popFirst() {
             turns -= 1
             guard let c = connections[id], !c.parkedDeleteRefs.isEmpty else {
@@ -108,6 +117,7 @@ extension RelayServer {
                 continue
             }
             guard ownDeleteBudget(c, now: now) >= 0 else {
+                soonest = min(soonest, ownDeleteWait(c, now: now))
                 queue.append(id)
                 continue
             }
@@ -116,12 +126,18 @@ extension RelayServer {
             c.parkedDeleteRefs.removeFirst(n)
             parkedDeleteRefs -= n
             submitDeletes(c, spendDeleteBudget(c, refs, now: now))
-            if c.parkedDeleteRefs.isEmpty { c.queuedForDeleteBudget = false } else { queue.append(id) }
+            if c.parkedDeleteRefs.isEmpty {
+                c.queuedForDeleteBudget = false
+            } else {
+                soonest = min(soonest, ownDeleteWait(c, now: now))
+                queue.append(id)
+            }
             updateInterest(c)  // read again if the parked refs had paused it
         }
         guard !queue.isEmpty else { return }
         deleteBudgetQueues[address] = queue
-        scheduleDeleteQueue(address, now: now)
+        // Those not reached this time (the address's budget ran out) may have credit of their own.
+        scheduleDeleteQueue(address, now: now, ownWait: turns > 0 ? 0 : soonest)
     }
 
     /// Takes `refs.count` from both budgets and keeps only the refs `c` was delivered in
