@@ -122,4 +122,27 @@ final class RelayDeleteBudgetQueueTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(Double(shares.min() ?? 0), mean / 2, "shared evenly: \(shares.sorted())")
         XCTAssertLessThanOrEqual(Double(shares.max() ?? 0), mean * 2, "shared evenly: \(shares.sorted())")
     }
+
+    /// A connection held by its own (per-session) budget while its address has credit sets
+    /// the timer for when its own budget refills, not the 5 ms floor (before, the queue
+    /// woke every 5 ms for it). The budgets' clock stands still: the refill is 1.6 s away.
+    func testConnectionHeldByItsOwnBudgetDoesNotSpinTheTimer() throws {
+        var c = testConfiguration()
+        c.deleteRefsPerSecond = 10
+        c.deleteRefsBurst = 16
+        let relay = try TestRelay(configuration: c)
+        relays.append(relay)
+        let server = relay.server
+        _ = server.onLoop { [server] in server.deleteBudgetClock = { 1_000_000_000_000 } }
+        let box = try SigningKey.random()
+        let client = try readyClient(relay, subscribedTo: box)
+        try client.send(.delete(madeUpRefs(box, 16)))  // the burst
+        try client.send(.delete(madeUpRefs(box, 16)))  // into debt: -16, 1.6 s to refill
+        try client.send(.delete(madeUpRefs(box, 16)))  // parked
+        XCTAssertTrue(eventually { server.onLoop { [server] in server.parkedDeleteRefs } == 16 })
+        usleep(300_000)
+        XCTAssertLessThanOrEqual(server.onLoop { [server] in server.deleteQueueWakes } ?? -1, 1,
+                                 "the timer waits for the connection's own budget")
+        XCTAssertEqual(server.onLoop { [server] in server.deleteRefsTaken }, 32)
+    }
 }

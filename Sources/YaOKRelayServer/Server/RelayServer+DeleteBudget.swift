@@ -107,6 +107,7 @@ extension RelayServer {
     func serveDeleteQueue(_ address: UInt32) {
         deleteBudgetTimers.remove(address)
         let now = deleteBudgetClock()
+        deleteQueueWakes += 1
         guard var queue = deleteBudgetQueues.removeValue(forKey: address) else { return }
         var turns = queue.count
         var soonest = Double.infinity  // the soonest own credit among those served or passed over

@@ -111,6 +111,8 @@ public final class RelayServer: @unchecked Sendable {
     /// served, and the addresses whose refill timer is set (`RelayServer+DeleteBudget`).
     var deleteBudgetQueues: [UInt32: ConnectionQueue] = [:]
     var deleteBudgetTimers: Set<UInt32> = []
+    /// How often a queue's timer has fired (for tests: waiting connections do not spin it).
+    var deleteQueueWakes = 0
     /// The DELETE budgets' clock (tests set their own to run simulated seconds).
     var deleteBudgetClock: () -> UInt64 = { EventLoop.monotonicNanoseconds() }
     /// Parked DELETE refs of all connections, and the most there have been (for tests).
