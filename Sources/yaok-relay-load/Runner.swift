@@ -83,6 +83,7 @@ final class Runner {
     var restartSeconds = 0.0
     var relayDiedUnexpectedly: String?
     var relayAtStart = (cpu: 0.0, written: 0)
+    var deletedAtStart = 0
     /// `--server-pid`: the database server's CPU when the traffic started.
     var serverAtStart = ServerCPU()
     var toolCPUAtStart = 0.0
@@ -97,6 +98,9 @@ final class Runner {
         var accepted: Int
         var delivered: Int
         var written: Int
+        /// Packets the relay had deleted (its `stats`, refreshed each second; 0 when the
+        /// tool did not start the relay): DELETEs go at most at the address's budget.
+        var deleted: Int
         /// Every client had its window nearly full throughout (not the run's tail, when
         /// clients that posted their share leave the relay less to do).
         var busy: Bool
@@ -241,7 +245,8 @@ final class Runner {
         if started && intervalsOpen, now - (intervals.last?.ns ?? postStartNs) >= Self.intervalNs {
             let busy = options.mode == .load && lowestInflightInInterval * 10 >= options.clients * options.window * 9
             intervals.append(Interval(ns: now, accepted: acceptedCount, delivered: deliveredDistinct,
-                                      written: relayFigures().written - relayAtStart.written, busy: busy))
+                                      written: relayFigures().written - relayAtStart.written,
+                                      deleted: relay.flatMap { jsonInt($0.stats(), "deleted") } ?? 0, busy: busy))
             lowestInflightInInterval = .max
         }
         if started && intervalsOpen {
@@ -499,6 +504,7 @@ final class Runner {
         // Phase 2: traffic.
         started = true
         relayAtStart = relayFigures()
+        deletedAtStart = relay.flatMap { jsonInt($0.stats(), "deleted") } ?? 0
         if let pid = options.serverPid { serverAtStart = ServerCPU.of(pid) }
         var usage = rusage()
         getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
@@ -525,18 +531,29 @@ final class Runner {
         // Settle: send the last DELETEs, catch late duplicates, let the relay commit them.
         let settleUntil = Clock.now() + 1_500_000_000
         while Clock.now() < settleUntil { turn(timeoutMs: 5) }
+        // Wait for the relay to delete what is left: at most 8 s without progress (its
+        // per-address DELETE budget paces the deletes of clients sharing an address, so a
+        // backlog drains at that rate, after the POSTs are all in).
         var storedAfter: Int?
+        var drained: (packets: Int, seconds: Double)?
         if let relay, relayDiedUnexpectedly == nil {
-            for _ in 0..<8 {
+            let drainStart = Clock.now()
+            var first: Int?, lowest = Int.max, lastProgress = drainStart
+            while Clock.now() - lastProgress < 8_000_000_000 {
                 if let s = jsonInt(relay.stats(), "stored") {
                     storedAfter = s
+                    if first == nil { first = s }
+                    if s < lowest { lowest = s; lastProgress = Clock.now() }
                     if s == 0 { break }
                 }
                 let until = Clock.now() + 1_000_000_000
                 while Clock.now() < until { turn(timeoutMs: 5) }
             }
+            if let first, let storedAfter, first > storedAfter {
+                drained = (first - storedAfter, Double(lastProgress - drainStart) / 1e9)
+            }
         }
-        return report(endNs: endNs, timedOut: timedOut, storedAfter: storedAfter)
+        return report(endNs: endNs, timedOut: timedOut, storedAfter: storedAfter, drained: drained)
     }
 
     /// Sampling intervals until the traffic phase ends.
@@ -571,7 +588,7 @@ final class Runner {
 
     // MARK: Report
 
-    private func report(endNs: UInt64, timedOut: Bool, storedAfter: Int?) -> Bool {
+    private func report(endNs: UInt64, timedOut: Bool, storedAfter: Int?, drained: (packets: Int, seconds: Double)?) -> Bool {
         let total = messages.count
         let lost = total - failedCount - deliveredDistinct
         let acceptedSpan = Double(max(lastAcceptNs, postStartNs + 1) - postStartNs) / 1e9
@@ -598,12 +615,15 @@ final class Runner {
         let written = relayNow.written - relayAtStart.written
         let writtenPerMessage = Double(written) / Double(max(acceptedCount, 1))
         // Full intervals only: accepted per second in each, and bytes written per message.
-        var previous = Interval(ns: postStartNs, accepted: 0, delivered: 0, written: 0, busy: false)
+        var previous = Interval(ns: postStartNs, accepted: 0, delivered: 0, written: 0, deleted: deletedAtStart, busy: false)
         var rates: [Double] = [], perMessage: [Double] = [], busyRates: [Double] = []
+        var deliveredRates: [Double] = [], deletedRates: [Double] = []
         for interval in intervals {
             let seconds = Double(interval.ns - previous.ns) / 1e9
             let accepted = interval.accepted - previous.accepted
             rates.append(Double(accepted) / seconds)
+            deliveredRates.append(Double(interval.delivered - previous.delivered) / seconds)
+            deletedRates.append(Double(interval.deleted - previous.deleted) / seconds)
             if interval.busy { busyRates.append(Double(accepted) / seconds) }
             perMessage.append(accepted > 0 ? Double(interval.written - previous.written) / Double(accepted) / 1024 : .nan)
             previous = interval
@@ -650,7 +670,12 @@ final class Runner {
         if !rates.isEmpty {
             say("per \(Self.intervalNs / 1_000_000_000) s interval, accepted/s: " + zip(rates, intervals).map { fmt($0.0, 0) + ($0.1.busy ? "" : "*") }.joined(separator: " ")
                 + (intervals.contains { !$0.busy } ? " (*: windows not all full, e.g. the run's tail)" : ""))
+            say("per interval, delivered/s: " + deliveredRates.map { fmt($0, 0) }.joined(separator: " "))
+            if relay != nil { say("per interval, deleted by the relay/s: " + deletedRates.map { fmt($0, 0) }.joined(separator: " ")) }
             if measured { say("per interval, KiB written per message: " + perMessage.map { fmt($0, 1) }.joined(separator: " ")) }
+        }
+        if let drained {
+            say("after the traffic the relay deleted \(drained.packets) more packets in \(fmt(drained.seconds, 1)) s (\(fmt(Double(drained.packets) / max(drained.seconds, 0.001), 0))/s: the DELETE backlog)")
         }
         if let storedAfter { say("relay stats after the run: stored \(storedAfter)" + (storedAfter == 0 ? " (every DELETE committed)" : " (packets left: DELETEs not all committed?)")) }
         for f in faults { say("  fault: \(f)") }

@@ -49,6 +49,13 @@ final class RelayConnection {
     /// up to `deleteRefsBurst`), as of `deleteBudgetAt`; nil: full.
     var deleteBudget: Double?
     var deleteBudgetAt: UInt64 = 0
+    /// DELETE refs read while a budget was spent, waiting for it to refill (at most
+    /// `RelayServer.maxParkedDeleteRefs` plus one read's); reading goes on meanwhile, so
+    /// its POSTs are not held behind its DELETEs. Whether it is in its address's queue.
+    var parkedDeleteRefs: [StoredPacketRef] = []
+    var queuedForDeleteBudget = false
+    /// DELETE refs it has been given from the budgets (for tests: how evenly they are shared).
+    var deleteRefsTaken = 0
     /// POSTs answered ACCEPTED in this session (for the session log).
     var posts = 0
     /// Why the session ended, once it has (the ERROR it was sent).

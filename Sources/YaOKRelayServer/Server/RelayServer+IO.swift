@@ -117,7 +117,7 @@ extension RelayServer {
         return c.pendingPosts >= c2.maxPendingPostsPerConnection || c.output.count >= c2.writeQueueHighWater
             || c.pendingDeleteRefs >= c2.maxPendingDeleteRefsPerConnection
             || (c.pendingDeleteRefs > 0 && pendingDeleteRefs >= c2.maxPendingDeleteRefs)
-            || deleteBudget(c) < 0 || c.deferredForVerifications
+            || c.parkedDeleteRefs.count >= Self.maxParkedDeleteRefs || c.deferredForVerifications
             || c.pendingCarry >= c2.maxPendingCarryPerConnection
     }
 
@@ -195,6 +195,7 @@ extension RelayServer {
         uncountSlot(c)
         uncountPending(c)
         uncountSubscriptions(c)
+        dropParkedDeletes(c)
         if let log = configuration.sessionLog, c.readyAt != nil, let pseudonym = c.session?.pseudonym {
             log("session \(Hex.encode(pseudonym)) from \(Self.dottedQuad(c.address)) ended: \(c.endReason ?? reason), posts \(c.posts)")
         }

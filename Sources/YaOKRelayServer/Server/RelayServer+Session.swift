@@ -84,15 +84,19 @@ extension RelayServer {
             }
             disk.submit(DiskThread.Write(token: token, write: .post(stored)))
         case .delete(let refs):
-            let refs = spendDeleteBudget(c, refs)
-            guard !refs.isEmpty else { return }  // none it was delivered: no disk work
-            let token = takeToken()
-            pendingDeletes[token] = (c.id, refs.count)
-            c.pendingDeleteRefs += refs.count
-            pendingDeleteRefs += refs.count
-            peakPendingDeleteRefs = max(peakPendingDeleteRefs, pendingDeleteRefs)
-            disk.submit(DiskThread.Write(token: token, write: .delete(refs)))
+            takeDeletes(c, refs)
         }
+    }
+
+    /// Sends the refs `c` was delivered (already paid for from the DELETE budgets) to the disk.
+    func submitDeletes(_ c: RelayConnection, _ refs: [StoredPacketRef]) {
+        guard !refs.isEmpty else { return }  // none it was delivered: no disk work
+        let token = takeToken()
+        pendingDeletes[token] = (c.id, refs.count)
+        c.pendingDeleteRefs += refs.count
+        pendingDeleteRefs += refs.count
+        peakPendingDeleteRefs = max(peakPendingDeleteRefs, pendingDeleteRefs)
+        disk.submit(DiskThread.Write(token: token, write: .delete(refs)))
     }
 
     /// Why a POST of `size` bytes cannot be stored now, if it cannot: the stored bytes

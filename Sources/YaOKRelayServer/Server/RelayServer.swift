@@ -107,6 +107,17 @@ public final class RelayServer: @unchecked Sendable {
     /// Per client address, its DELETE budget and when it was taken (only addresses below
     /// a full burst; `RelayServer+DeleteBudget`).
     var addressDeleteBudgets: [UInt32: (budget: Double, at: UInt64)] = [:]
+    /// Per client address, its connections with parked DELETE refs in the order they are
+    /// served, and the addresses whose refill timer is set (`RelayServer+DeleteBudget`).
+    var deleteBudgetQueues: [UInt32: ConnectionQueue] = [:]
+    var deleteBudgetTimers: Set<UInt32> = []
+    /// How often a queue's timer has fired (for tests: waiting connections do not spin it).
+    var deleteQueueWakes = 0
+    /// The DELETE budgets' clock (tests set their own to run simulated seconds).
+    var deleteBudgetClock: () -> UInt64 = { EventLoop.monotonicNanoseconds() }
+    /// Parked DELETE refs of all connections, and the most there have been (for tests).
+    var parkedDeleteRefs = 0
+    var peakParkedDeleteRefs = 0
     var lastPrune: UInt64 = 0
     var lastTop: UInt64 = 0
     var stopped = false
@@ -391,7 +402,6 @@ extension RelayServer {
             } else if !conn.needsRead.isEmpty {
                 pump(conn)
             }
-            if waitsOnDeleteBudget(conn), connections[conn.id] != nil { updateInterest(conn) }  // read again once positive
         }
         retryDeletes()
         compactSubscriptionIndex()
