@@ -23,8 +23,10 @@ public enum CarriedSeal {
     /// copy budget. A fresh ephemeral key each time, so a re-seal is a new packet identity.
     public static func seal(_ content: CarriedContent, from sender: Identity, route: RoutePair,
                             lifetimeMs: Int64 = defaultLifetimeMs) throws -> CarriedPacket {
-        try seal(content, from: sender, route: route, lifetimeMs: lifetimeMs, hopLimit: HopLimit.initial(),
-                 copyBudget: CopyBudget.maximum, ephemeral: try SecureBytes.random(count: 32))
+        try SecureScratch.withRandom(count: 32) { ephemeral in
+            try seal(content, from: sender, route: route, lifetimeMs: lifetimeMs, hopLimit: HopLimit.initial(),
+                     copyBudget: CopyBudget.maximum, ephemeral: ephemeral)
+        }
     }
 
     /// With a given ephemeral secret, hop limit and budget: for test vectors only; and for

@@ -48,8 +48,10 @@ public enum Envelope {
     /// recipient key (every X25519 output all zero) is `invalidArgument`.
     public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
                             messageID: [UInt8], timestamp: Int64, associatedData: [UInt8] = []) throws -> [UInt8] {
-        try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
-                 associatedData: associatedData, ephemeral: try SecureBytes.random(count: 32))
+        try SecureScratch.withRandom(count: 32) { ephemeral in
+            try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
+                     associatedData: associatedData, ephemeral: ephemeral)
+        }
     }
 
     /// The length `seal` returns for a body of `bodyLength` bytes: known before sealing, so

@@ -31,8 +31,10 @@ public enum PacketEnvelope {
     /// key is `invalidArgument`.
     public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8],
                             messageID: [UInt8], timestamp: Int64, associatedData: [UInt8]) throws -> [UInt8] {
-        try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
-                 associatedData: associatedData, ephemeral: try SecureBytes.random(count: 32))
+        try SecureScratch.withRandom(count: 32) { ephemeral in
+            try seal(body, from: sender, to: recipientKey, messageID: messageID, timestamp: timestamp,
+                     associatedData: associatedData, ephemeral: ephemeral)
+        }
     }
 
     /// Sealing with a given ephemeral secret: only for test vectors, which must be

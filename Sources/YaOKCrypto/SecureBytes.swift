@@ -1,10 +1,12 @@
 internal import CSodium
+import Glibc
 import YaOKSupport
 import YaOKWire
 
 /// Secret material in libsodium's guarded memory: sodium_malloc places it between guard
 /// pages and locks it in RAM (so it is never swapped to disk); deinit wipes and frees it.
-/// Use it for long-lived secrets (identity keys, database keys), not per-message scratch.
+/// Use it for long-lived secrets (identity keys, database keys); a per-call secret (a
+/// seal's ephemeral key) borrows a kept region instead (SecureScratch).
 public final class SecureBytes: @unchecked Sendable {
     private let pointer: UnsafeMutableRawPointer
     public let count: Int
@@ -17,6 +19,7 @@ public final class SecureBytes: @unchecked Sendable {
         sodium_memzero(p, max(count, 1))
         pointer = p
         self.count = count
+        SecureBytes.countAllocation()
     }
 
     /// Copies `bytes` in; the caller should wipe its own copy.
@@ -47,6 +50,40 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     deinit { sodium_free(pointer) }  // sodium_free wipes before freeing
+
+    /// Zeroes the bytes (sodium_memzero), keeping the region.
+    func wipe() { sodium_memzero(pointer, max(count, 1)) }
+
+    /// Overwrites the bytes with fresh random ones (randombytes_buf).
+    func fillRandom() { randombytes_buf(pointer, count) }
+
+    // MARK: - Counting allocations (tests)
+
+    /// Threads counting their guarded allocations, and how many each made so far; and how
+    /// many every thread made since the process started.
+    private static let counting = Locked<(threads: [pthread_t: Int], all: Int)>(([:], 0))
+
+    private static func countAllocation() {
+        counting.withLock { counts in
+            counts.all += 1
+            let thread = pthread_self()
+            if let n = counts.threads[thread] { counts.threads[thread] = n + 1 }
+        }
+    }
+
+    /// Package-only, for tests and benchmarks: guarded regions made so far by every thread.
+    package static var allocationsSoFar: Int { counting.withLock { $0.all } }
+
+    /// Package-only, for tests: runs `body` and says how many guarded regions were made on
+    /// the calling thread meanwhile (each one a sodium_malloc and, when released, a
+    /// sodium_free: the system calls issue 20's profile found per seal).
+    package static func countingAllocations<R>(_ body: () throws -> R) rethrows -> (result: R, allocations: Int) {
+        let thread = pthread_self()
+        counting.withLock { $0.threads[thread] = 0 }
+        defer { counting.withLock { _ = $0.threads.removeValue(forKey: thread) } }
+        let result = try body()
+        return (result, counting.withLock { $0.threads[thread] ?? 0 })
+    }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(start: pointer, count: count))

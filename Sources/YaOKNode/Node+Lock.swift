@@ -468,6 +468,7 @@ extension Node {
             s.store = nil
             try Store.deleteFiles(in: dataDirectory)
             let fresh = try Store(directory: dataDirectory)
+            installErasureScheduler(fresh)
             s.store = fresh
             s.generation += 1
             s.delivery.online = [:]

@@ -44,6 +44,10 @@ public final class Node: Sendable {
         /// (everything recorded then opens with a seized device). Off still opens what
         /// contacts sealed to keys announced while it was on: turning it off loses nothing.
         public var forwardSecrecy = true
+        /// Package-only, for tests: how long the checkpoint that erases deleted keys from the
+        /// files waits to cover later erasures too (Node+Erasure.swift). The stated bound is
+        /// `Node.erasureDelaySeconds`.
+        package var erasureDelaySeconds = Node.erasureDelaySeconds
 
         public init() {}
     }
@@ -99,6 +103,7 @@ public final class Node: Sendable {
             s.delivery.carry = carry
             s.delivery.forwardSecrecy = options.forwardSecrecy
         }
+        installErasureScheduler(store)
     }
 
     deinit { close() }

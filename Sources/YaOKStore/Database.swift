@@ -173,7 +173,13 @@ public final class Database {
         var busy = 1
         try? query("PRAGMA wal_checkpoint(TRUNCATE)") { busy = $0.int(0) }
         checkpointAfterCommit = busy != 0
+        truncatingCheckpoints += 1
     }
+
+    /// TRUNCATE checkpoints run on this connection (`checkpointSoon`): each syncs the log
+    /// and the database file, and makes the next commit restart the log (another sync).
+    /// Tests count them per message.
+    package private(set) var truncatingCheckpoints = 0
 
     /// Frames in the write-ahead log as the last commit left it, once `checkpointByOwner`
     /// has been called (before that SQLite checkpoints by itself, inside COMMIT, and this

@@ -71,11 +71,13 @@ extension Store {
         }
     }
 
-    /// Called when the node locks: authenticated writes need the key again, and the rings
-    /// kept decoded (their own keys' secrets) are dropped.
+    /// Called when the node locks: authenticated writes need the key again, the rings
+    /// kept decoded (their own keys' secrets) are dropped, and an erasure still waiting
+    /// for its checkpoint (Store+Erasure) gets it now.
     package func detach() {
         attached = nil
         ringCache.removeAll()
+        erasePendingPages()
     }
 
     func requireAttached() throws -> FieldCipher {

@@ -168,13 +168,6 @@ extension Store {
         a?.keyID == b?.keyID && a?.expiresMs == b?.expiresMs
     }
 
-    /// Moves every page out of the write-ahead log into the file (where secure_delete has
-    /// zeroed what was freed) and truncates the log, so that no older copy of a page remains:
-    /// at once, or after the outermost commit when called inside a transaction.
-    package func eraseFreedPages() {
-        db.checkpointSoon()
-    }
-
     /// last ID (u32) || released (u32) || peer key present (u8) [|| peer key (36)] ||
     /// pending count (u32) || count × (message ID (16) || key ID (u32) || expiry (i64)).
     ///

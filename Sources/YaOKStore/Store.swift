@@ -34,6 +34,11 @@ package final class Store {
     /// The forward-secrecy rings as stored, decoded (Store+ReceiverKeys): kept while the
     /// node is unlocked, in step with the transactions.
     let ringCache = ReceiverKeyRingCache()
+    /// Set by an owner that runs the erasure checkpoint itself, coalesced (Store+Erasure):
+    /// called when a first erasure waits for it. nil: every erasure checkpoints at once.
+    package var erasureScheduler: (() -> Void)?
+    /// A secret's row was deleted and its old page may still be in the log or the file.
+    package internal(set) var erasurePending = false
 
     package init(directory: String) throws {
         self.directory = directory
@@ -54,10 +59,14 @@ package final class Store {
         for suffix in Store.fileSuffixes { _ = chmod(path + suffix, 0o600) }
         try Schema.migrate(db)
         seen = try DuplicateFilter(database: db)
+        // A process that ended between an erasure and its checkpoint (Store+Erasure) left
+        // the old pages in the log: they go now, before anything else reads the store.
+        db.checkpointSoon()
     }
 
     package func close() {
         ringCache.removeAll()
+        erasePendingPages()
         db.close()
     }
 

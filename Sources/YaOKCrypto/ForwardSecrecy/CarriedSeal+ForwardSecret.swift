@@ -32,9 +32,11 @@ extension CarriedSeal {
     public static func sealForwardSecret(_ content: CarriedContent, from sender: Identity, route: RoutePair,
                                          receiverKey: ReceiverKey, announce: Announcement,
                                          lifetimeMs: Int64 = defaultLifetimeMs) throws -> CarriedPacket {
-        try sealForwardSecret(content, from: sender, route: route, receiverKey: receiverKey, announce: announce,
-                              lifetimeMs: lifetimeMs, hopLimit: HopLimit.initial(), copyBudget: CopyBudget.maximum,
-                              ephemeral: try SecureBytes.random(count: 32))
+        try SecureScratch.withRandom(count: 32) { ephemeral in
+            try sealForwardSecret(content, from: sender, route: route, receiverKey: receiverKey, announce: announce,
+                                  lifetimeMs: lifetimeMs, hopLimit: HopLimit.initial(), copyBudget: CopyBudget.maximum,
+                                  ephemeral: ephemeral)
+        }
     }
 
     /// With a given ephemeral secret, hop limit and budget: for test vectors only.

@@ -43,9 +43,10 @@ public enum ForwardSecretEnvelope {
     public static func seal(_ body: [UInt8], from sender: Identity, to recipientKey: [UInt8], receiverKey: ReceiverKey,
                             announce: Announcement, messageID: [UInt8], timestamp: Int64,
                             associatedData: [UInt8]) throws -> [UInt8] {
-        try seal(body, from: sender, to: recipientKey, receiverKey: receiverKey, announce: announce,
-                 messageID: messageID, timestamp: timestamp, associatedData: associatedData,
-                 ephemeral: try SecureBytes.random(count: 32))
+        try SecureScratch.withRandom(count: 32) { ephemeral in
+            try seal(body, from: sender, to: recipientKey, receiverKey: receiverKey, announce: announce,
+                     messageID: messageID, timestamp: timestamp, associatedData: associatedData, ephemeral: ephemeral)
+        }
     }
 
     /// With a given ephemeral secret: only for test vectors; and for forgery tests

@@ -153,5 +153,7 @@ extension DeliveryEngine {
         timer = nil
         timerDue = nil
         try pump(store, keys, sweep: true)
+        // The sweep erases expired keys and prekeys: their checkpoint runs now, not later.
+        store.erasePendingPages()
     }
 }
