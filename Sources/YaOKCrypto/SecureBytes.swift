@@ -8,6 +8,8 @@ import YaOKWire
 public final class SecureBytes: @unchecked Sendable {
     private let pointer: UnsafeMutableRawPointer
     public let count: Int
+    /// The slab slot holding the bytes (SecureBytes+Slab.swift); nil: a region of its own.
+    private let slot: SecretSlot?
 
     /// Zero-filled secret storage of `count` bytes (0 is allowed: an empty PIN is still a
     /// value that must be checked, and its buffer pointer is still valid).
@@ -17,6 +19,14 @@ public final class SecureBytes: @unchecked Sendable {
         sodium_memzero(p, max(count, 1))
         pointer = p
         self.count = count
+        slot = nil
+    }
+
+    /// Secret storage in `slot` (zeroed; wiped by the slot when this lets go of it).
+    init(slot: SecretSlot) {
+        pointer = slot.pointer
+        count = slot.count
+        self.slot = slot
     }
 
     /// Copies `bytes` in; the caller should wipe its own copy.
@@ -46,7 +56,7 @@ public final class SecureBytes: @unchecked Sendable {
         return s
     }
 
-    deinit { sodium_free(pointer) }  // sodium_free wipes before freeing
+    deinit { if slot == nil { sodium_free(pointer) } }  // sodium_free wipes before freeing
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(start: pointer, count: count))
