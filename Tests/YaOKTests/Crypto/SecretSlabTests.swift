@@ -1,6 +1,7 @@
 import Testing
 @testable import YaOKSupport
 @testable import YaOKCrypto
+@testable import YaOKNode
 
 /// SecretSlab: many 32-byte secrets per guarded region, each slot wiped when released, every
 /// region freed when the last slot goes (so dropping the owner frees them all).
@@ -50,5 +51,18 @@ import Testing
         }
         // The slots hold their slab: it is gone only once every slot and region is.
         #expect(slab == nil)
+    }
+
+    /// The node's diagnostics show the process's slab regions and failed locks.
+    @Test func diagnosticsCountSlabRegionsAndLockFailures() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let node = try makeNode(dir)
+        defer { node.close() }
+        let slot = try SecretSlab(slotSize: 32).allocate()  // one region live at least
+        let text = try node.diagnostics().serialized
+        #expect(text.contains("\"secure_memory\":{\"lock_failures\":\(SecureMemory.lockFailures)"))
+        #expect(SecureMemory.slabRegions >= 1 && text.contains("\"slab_regions\":"))
+        _ = slot
     }
 }
