@@ -3,8 +3,9 @@ import YaOKSupport
 /// The static-static secret of the packet envelopes' sender MAC (docs/PROTOCOL.md §3.1,
 /// §10.4, §13.2): X25519(own secret, contact's key) is the same for every message between
 /// the two, so it is made once per contact key instead of once per seal and open (one
-/// X25519 of the three or four a seal costs). Kept with the identity in guarded memory, never
-/// on disk; a node drops its identity when it locks, which frees (wipes) them all. The wire
+/// X25519 of the three or four a seal costs). Kept with the identity in guarded memory (slots
+/// of its SecretSlab: 4,096 keys take 33 locked pages, not 4,096), never on disk; a node
+/// drops its identity when it locks, which frees (wipes) them all. The wire
 /// bytes do not change: the MAC is computed from the same secret.
 extension Identity {
     /// At most this many keys are kept: past it the cache starts again (a bare envelope
@@ -20,7 +21,8 @@ extension Identity {
             ss = kept.withUnsafeBytes { Array($0) }
         } else {
             ss = try encryptionSecret.withUnsafeBytes { try Sodium.x25519(secret: $0, publicKey: peerKey) }
-            let kept = try SecureBytes(copying: ss)
+            let kept = try staticSharedSlab.allocate()
+            kept.withUnsafeMutableBytes { dst in ss.withUnsafeBytes { dst.copyMemory(from: $0) } }
             staticSharedCache.withLock { cache in
                 if cache.count >= Self.staticSharedCap { cache.removeAll() }
                 cache[peerKey] = kept

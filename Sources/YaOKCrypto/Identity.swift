@@ -17,8 +17,10 @@ public final class Identity: Sendable {
     /// on the keys only, so it is made once.
     let keyProof: [UInt8]
     /// The static-static X25519 secrets with contacts' keys, made once each
-    /// (Identity+StaticShared.swift): in memory only, wiped with the identity.
-    let staticSharedCache = Locked<[[UInt8]: SecureBytes]>([:])
+    /// (Identity+StaticShared.swift): in memory only, wiped with the identity. Each in a slot
+    /// of `staticSharedSlab` (127 a locked page), not a guarded region each.
+    let staticSharedCache = Locked<[[UInt8]: SecretSlot]>([:])
+    let staticSharedSlab = SecretSlab(slotSize: 32)
 
     /// Length of `exportSecrets()`: X25519 secret (32) || Ed25519 seed (32).
     public static let secretsLength = 64

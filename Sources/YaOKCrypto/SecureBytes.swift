@@ -10,6 +10,8 @@ import YaOKWire
 public final class SecureBytes: @unchecked Sendable {
     private let pointer: UnsafeMutableRawPointer
     public let count: Int
+    /// The slab slot holding the bytes (SecureBytes+Slab.swift); nil: a region of its own.
+    private let slot: SecretSlot?
 
     /// Zero-filled secret storage of `count` bytes (0 is allowed: an empty PIN is still a
     /// value that must be checked, and its buffer pointer is still valid).
@@ -19,7 +21,15 @@ public final class SecureBytes: @unchecked Sendable {
         sodium_memzero(p, max(count, 1))
         pointer = p
         self.count = count
+        slot = nil
         SecureBytes.countAllocation()
+    }
+
+    /// Secret storage in `slot` (zeroed; wiped by the slot when this lets go of it).
+    init(slot: SecretSlot) {
+        pointer = slot.pointer
+        count = slot.count
+        self.slot = slot
     }
 
     /// Copies `bytes` in; the caller should wipe its own copy.
@@ -49,7 +59,7 @@ public final class SecureBytes: @unchecked Sendable {
         return s
     }
 
-    deinit { sodium_free(pointer) }  // sodium_free wipes before freeing
+    deinit { if slot == nil { sodium_free(pointer) } }  // sodium_free wipes before freeing
 
     /// Zeroes the bytes (sodium_memzero), keeping the region.
     func wipe() { sodium_memzero(pointer, max(count, 1)) }

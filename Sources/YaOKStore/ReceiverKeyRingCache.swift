@@ -3,7 +3,9 @@ import YaOKCrypto
 /// The forward-secrecy rings as they are on disk, decoded, per contact (Store+ReceiverKeys):
 /// a ring is read for every packet sent to or received from its contact, and reading it
 /// from the rows opens every own key (each secret copied into guarded memory) and every
-/// unsettled send. The own keys' secrets stay in `SecureBytes` (guarded, wiped when freed).
+/// unsettled send. The own keys' secrets stay in `SecureBytes` (guarded, wiped when freed),
+/// in slots of `SecretSlab.receiverKeys` (Store+ReceiverKeys, ReceiverKeyPair.generate): 127
+/// a locked page, so the 1,024 kept cost 9 guarded regions, not 1,024.
 ///
 /// Never ahead of the disk nor behind it: what a transaction writes is `staged` until the
 /// outermost commit, any rollback (of a savepoint too) forgets everything, and the store
@@ -15,12 +17,11 @@ final class ReceiverKeyRingCache {
     /// At most this many unsettled sends over all the rings kept (each ring holds at most
     /// ReceiverKeyRing.maxPending, so 16 full ones; a few MB).
     static let pendingCapacity = 1 << 16
-    /// At most this many own keys over all the rings kept. Each secret is a guarded
-    /// allocation of its own (SecureBytes: sodium_malloc maps guard pages around it, four
-    /// memory mappings each), and a process may have 65,530 mappings (vm.max_map_count):
-    /// past about 16,000 secrets every sodium_malloc fails, the identity's and the PIN's
-    /// too. A ring holds up to ReceiverKeyRing.cap (32) of them (a contact that never
-    /// releases keeps 32), so 4,096 rings could have held 131,072.
+    /// At most this many own keys over all the rings kept. A ring holds up to
+    /// ReceiverKeyRing.cap (32) of them (a contact that never releases keeps 32), so 4,096
+    /// rings could hold 131,072: even in slab slots (1,033 locked pages) past an 8 MiB
+    /// RLIMIT_MEMLOCK, and as guarded regions of their own (four memory mappings each; a
+    /// process may have 65,530) enough to make every sodium_malloc fail.
     static let ownKeyCapacity = 1_024
 
     /// A ring as stored, with its state row's plaintext as stored (nil: no row), so that a

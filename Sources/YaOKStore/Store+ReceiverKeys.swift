@@ -52,7 +52,7 @@ extension Store {
                 throw FieldCipher.failure
             }
             let superseded = Int64(bigEndianBytes: plain[40..<48])
-            let secret = try SecureBytes(copying: Array(plain[0..<32]))
+            let secret = try SecureBytes(copying: plain[0..<32], in: .receiverKeys)  // no unwiped Array copy
             let pair = plain.count == Self.ownKeyRowLength
                 ? try ReceiverKeyPair(id: keyID, secret: secret, publicKey: Array(plain[48..<80]))
                 : try ReceiverKeyPair(id: keyID, secret: secret)

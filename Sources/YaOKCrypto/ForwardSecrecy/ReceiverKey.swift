@@ -95,8 +95,9 @@ public struct ReceiverKeyPair: Sendable {
         self.secret = secret
     }
 
-    /// A fresh key pair under `id`.
+    /// A fresh key pair under `id`, its secret in a slot of SecretSlab.receiverKeys (a node
+    /// holds up to 1,024 in its ring cache: a guarded region each would need a locked page each).
     public static func generate(id: UInt32) throws -> ReceiverKeyPair {
-        try ReceiverKeyPair(id: id, secret: try SecureBytes.random(count: 32))
+        try ReceiverKeyPair(id: id, secret: try SecureBytes.random(in: .receiverKeys))
     }
 }

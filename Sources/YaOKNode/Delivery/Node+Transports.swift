@@ -1,6 +1,7 @@
 import YaOKSupport
 import YaOKLoop
 import YaOKWire
+import YaOKCrypto
 import YaOKStore
 
 /// The transport manager and diagnostics (US-050, US-060).
@@ -127,6 +128,9 @@ extension Node {
             ("held_packets", .int(Int64(base.2))),
             ("internet", internet().json),
         ] + base.3
+        // Guarded memory over the process (SecretSlab): regions whose mlock failed may be swapped.
+        fields.append(("secure_memory", .object([("lock_failures", .int(Int64(SecureMemory.lockFailures))),
+                                                 ("slab_regions", .int(Int64(SecureMemory.slabRegions)))])))
         // What the node carries for others (docs/ABI.md, "carry"); readable while locked.
         fields.append(("carry", (try? carryStatistics())?.json ?? .null))
         if let contacts = try? self.contacts(), let outbox = try? self.outbox() {
