@@ -39,6 +39,8 @@ public final class EventLoop: Sendable {
 
     private struct State {
         var posted: [Work] = []
+        /// Work items accepted by `post` since the loop started (`postsAccepted`).
+        var postCount = 0
         // A handful of timers per node (auto-lock, retransmit sweeps): a linear scan for
         // the earliest is cheaper than keeping a heap in order. Revisit if that changes.
         var timers: [UInt64: Timer] = [:]
@@ -98,6 +100,10 @@ public final class EventLoop: Sendable {
 
     // MARK: - Handing work to the loop
 
+    /// How many work items `post` accepted: each is a wake-up of the loop thread, so tests
+    /// count them per operation (a send that queued nothing should wake nothing).
+    package var postsAccepted: Int { state.withLock { $0.postCount } }
+
     /// Runs `work` on the loop thread soon, after the work already posted.
     /// Ignored once the loop has stopped: then it returns false, so a caller whose work
     /// must happen (telling a link its connection is gone) can do it itself.
@@ -106,6 +112,7 @@ public final class EventLoop: Sendable {
         let accepted = state.withLock { s -> Bool in
             guard !s.stopping else { return false }
             s.posted.append(work)
+            s.postCount += 1
             return true
         }
         if accepted { wake() }

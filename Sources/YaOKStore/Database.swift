@@ -58,12 +58,14 @@ public final class Database {
 
     /// Runs one or more statements that take no parameters and return no rows we need.
     public func execute(_ sql: String) throws {
+        countStatement(sql)
         let rc = sqlite3_exec(try db, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw try lastError(rc) }
     }
 
     /// Runs `sql` with `arguments`, calling `row` for each result row.
     public func query(_ sql: String, _ arguments: [SQLValue] = [], row: (Row) throws -> Void = { _ in }) throws {
+        countStatement(sql)
         let statement: OpaquePointer
         let cached: Bool
         if !statementsInUse.contains(sql), let known = statements[sql] {
@@ -146,6 +148,19 @@ public final class Database {
             afterRollback?()
             throw error
         }
+    }
+
+    /// Statements run on this connection (`execute` and `query` calls, the transaction's own
+    /// BEGIN/SAVEPOINT/COMMIT included): tests and yaok-bench count them per message, so that
+    /// a statement added to a hot path shows as a count, not only as a slower benchmark.
+    package private(set) var statementsRun = 0
+    /// When set, the SQL of every statement run is appended (tests and yaok-bench list what
+    /// one operation runs). Nil in production: nothing is kept.
+    package var statementLog: [String]?
+
+    private func countStatement(_ sql: String) {
+        statementsRun += 1
+        statementLog?.append(sql)
     }
 
     /// How many `transaction` bodies are running (nested ones included).

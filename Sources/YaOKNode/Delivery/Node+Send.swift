@@ -54,6 +54,15 @@ extension Node {
     /// How many group commits `send` made, holding how many sends (for yaok-bench).
     package var sendCommitStatistics: (groups: Int, sends: Int) { sendCommits.statistics }
 
+    /// Runs `body` under the node's lock with the store's database (yaok-bench and tests
+    /// count the statements and commits one send makes).
+    package func withDatabase<R: Sendable>(_ body: (Database) throws -> R) throws -> R {
+        try withStore { store, _ in try body(store.db) }
+    }
+
+    /// Work items posted to the node's event thread so far (each a wake-up of it).
+    package var eventThreadPosts: Int { loop.postsAccepted }
+
     /// Tries a pending, failed or sent message again now; it is `pending` again until a link
     /// or relay confirms it. `sent` is allowed (docs/PROTOCOL.md §6.1): a relay that stored it
     /// may have lost it, and its ack may never come. One whose packet expired is sealed

@@ -1,0 +1,67 @@
+import Foundation
+import YaOK
+
+/// `Node.send` one at a time and nothing else (issue 20): no receiving node, no link, so
+/// that a profile of this suite (`scripts/profile yaok-bench send`) shows only the sending
+/// path. Prints the rate with carrying on (the default) and off, and per send: the SQL
+/// statements run, the writing commits (disk syncs) and the wake-ups of the event thread.
+/// YAOK_BENCH_SEND_TRACE=1 also lists the statements of one send and the pages it writes to
+/// the log (the node then no longer checkpoints by itself: time the rate without it). With YAOK_BENCH_DIR on a
+/// tmpfs (/dev/shm) the syncs cost nothing and the rate is the CPU cost alone.
+enum SendBench {
+    static func run() throws {
+        let root = Measure.scratchDirectory + "/yaok-bench-send-\(getpid())"
+        defer { _ = system("rm -rf '\(root)'") }
+        mkdir(root, 0o700)
+        var options = Node.Options()
+        options.pinHashing = .insecureFastForTestsOnly  // the KDF is not what is measured
+        options.allowTestOnlyKDFCosts = true
+        options.forwardSecrecy = Measure.forwardSecrecy
+        let bob = try Node(dataDirectory: root + "/bob", options: options)
+        defer { bob.close() }
+        _ = try bob.setup(name: "Bob", pin: "246810", confirmation: "246810")
+        let card = try bob.profile().text
+        for carrying in [true, false] {
+            let alice = try Node(dataDirectory: root + "/alice-\(carrying)", options: options)
+            defer { alice.close() }
+            _ = try alice.setup(name: "Alice", pin: "246810", confirmation: "246810")
+            try alice.setAutoLock(.never)
+            if !carrying { try alice.setCarry(mode: .off) }
+            let bobID = try alice.addContact(card: card).id
+            let text = String(repeating: "x", count: 100)
+            for i in 0..<50 { try alice.send(to: bobID, text: "warm-up \(i) " + text) }  // rings, caches, statements
+            if ProcessInfo.processInfo.environment["YAOK_BENCH_SEND_TRACE"] == "1" {
+                // The log's frames (pages written, each synced at the commit) are counted once
+                // the node checkpoints by itself: the pages of one send, then one checkpoint.
+                let frames0 = try alice.withDatabase { db -> Int in
+                    try db.checkpointByOwner()
+                    try db.checkpointPassive()
+                    db.statementLog = []
+                    return db.walFrames
+                }
+                try alice.send(to: bobID, text: "traced " + text)
+                let (log, frames) = try alice.withDatabase { db -> ([String], Int) in
+                    defer { db.statementLog = nil }
+                    return (db.statementLog ?? [], db.walFrames - frames0)
+                }
+                try alice.withDatabase { try $0.checkpointPassive() }
+                print("statements of one send (carrying \(carrying ? "on" : "off")), \(frames) pages written to the log:")
+                for sql in log { print("    " + sql.split(whereSeparator: \.isNewline).joined(separator: " ")) }
+            }
+            let n = 2_000
+            let (statements0, commits0) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
+            let posts0 = alice.eventThreadPosts
+            let t = Measure.now()
+            for i in 0..<n { try alice.send(to: bobID, text: "send \(i) " + text) }
+            let rate = Double(n) / (Measure.now() - t)
+            let (statements1, commits1) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
+            let posts = alice.eventThreadPosts - posts0
+            Measure.report("Node.send one at a time, carrying \(carrying ? "on" : "off")", "\(Int(rate)) messages/s, "
+                           + Measure.format(1e6 / rate, decimals: 0) + " µs each; per send: "
+                           + Measure.format(Double(statements1 - statements0) / Double(n), decimals: 1) + " statements, "
+                           + Measure.format(Double(commits1 - commits0) / Double(n), decimals: 2) + " commits, "
+                           + Measure.format(Double(posts) / Double(n), decimals: 2) + " event-thread wake-ups",
+                           target: "≥ 5,000/s")
+        }
+    }
+}
