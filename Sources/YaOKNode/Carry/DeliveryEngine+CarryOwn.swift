@@ -10,7 +10,8 @@ extension DeliveryEngine {
     /// The depositor token of this node's own packets (their quota is not a stranger's).
     static let ownDepositor: CarryDepositor = (try? CarryDepositor(Array("own".utf8))) ?? .random()
 
-    /// The policy for own packets: the store's caps, no hourly quota (sending is not abuse).
+    /// The policy for own packets: the store's caps, no hourly quota (sending is not abuse;
+    /// own packets are taken with `quota: false`, so none is counted either).
     private var ownPolicy: CarryPolicy {
         var p = carry.policy
         p.depositorPacketsPerHour = 1 << 30
@@ -36,7 +37,7 @@ extension DeliveryEngine {
     mutating func keepOwnCarried(_ packet: CarriedPacket, _ content: CarriedContent, to peer: PeerDirectory.Peer,
                                  _ store: Store) throws {
         guard case .taken(let entry, _) = try store.takeCarried(packet.encode(), from: Self.ownDepositor, nowMs: now,
-                                                                policy: ownPolicy) else { return }
+                                                                policy: ownPolicy, quota: false) else { return }
         try store.rememberOwnCarried(Store.OwnCarried(messageID: content.id.bytes, contactID: peer.contactID,
                                                       packetID: entry.id, claim: content.claim,
                                                       expiresAtMs: entry.expiresAtMs))
@@ -66,7 +67,7 @@ extension DeliveryEngine {
                     let ack = try CarriedContent.ack([content.id], createdMs: max(now, content.createdMs))
                     let sealed = try sealCarried(ack, to: peer, store, keys)
                     if case .taken(let entry, _) = try store.takeCarried(sealed.encode(), from: Self.ownDepositor,
-                                                                          nowMs: now, policy: ownPolicy) {
+                                                                          nowMs: now, policy: ownPolicy, quota: false) {
                         try offerEverywhere(entry.id, store)
                     }
                 }

@@ -37,6 +37,9 @@ struct DeliveryEffects {
         if events.count > mark.events { events.removeLast(events.count - mark.events) }
     }
 
+    /// Whether anything waits for the event thread's flush (units or carrier commands).
+    var hasTraffic: Bool { !units.isEmpty || !carrierCommands.isEmpty }
+
     /// Takes what the event thread hands to transports (units, then carrier commands).
     mutating func takeTraffic() -> (units: [(link: Link, unit: [UInt8])], commands: [(carrier: Carrier, command: CarrierCommand)]) {
         defer {

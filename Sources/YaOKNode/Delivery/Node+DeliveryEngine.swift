@@ -12,9 +12,13 @@ extension Node {
     /// decided happened; a batch undoes its own (`DeliveryEngine.batch`).
     func withEngine<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> R) throws -> R {
         var outcome: DeliveryEffects.Outcome = ([], [])
-        defer { perform(outcome) }
+        var traffic = false
+        defer { perform(outcome, flush: traffic) }
         return try withStore { store, s in
-            defer { outcome = s.delivery.effects.takeOutcome() }
+            defer {
+                outcome = s.delivery.effects.takeOutcome()
+                traffic = s.delivery.effects.hasTraffic
+            }
             return try body(&s.delivery, store, s.keys)
         }
     }
@@ -23,19 +27,27 @@ extension Node {
     /// auto-lock, as `withUnlocked`.
     func withUnlockedEngine<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws -> R {
         var outcome: DeliveryEffects.Outcome = ([], [])
-        defer { perform(outcome) }
+        var traffic = false
+        defer { perform(outcome, flush: traffic) }
         return try withUnlocked { store, keys, s in
-            defer { outcome = s.delivery.effects.takeOutcome() }
+            defer {
+                outcome = s.delivery.effects.takeOutcome()
+                traffic = s.delivery.effects.hasTraffic
+            }
             return try body(&s.delivery, store, keys)
         }
     }
 
     /// Carries out what a section decided, outside the lock: the links the engine ends are
     /// closed (their transports told), units and carrier commands go to the event thread's
-    /// flush, events to the app.
-    private func perform(_ outcome: DeliveryEffects.Outcome) {
+    /// flush, events to the app. `flush`: whether anything waited for the flush when the
+    /// section ended; when nothing did, none is posted (from an app's thread each post is a
+    /// wake-up of the event thread, which then takes the node's lock twice to find nothing:
+    /// one per `send` while no link is open). A close queues nothing, and traffic queued
+    /// later by another section is flushed by that section's end.
+    private func perform(_ outcome: DeliveryEffects.Outcome, flush: Bool) {
         for (link, reason) in outcome.closes { closeLink(link, reason: reason, notifyTransport: true) }
-        flushOutgoing()
+        if flush { flushOutgoing() }
         for event in outcome.events { events.emit(event) }
     }
 
