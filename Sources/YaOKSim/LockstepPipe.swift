@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import YaOKSupport
 import YaOKLoop
 import YaOKNode
 
@@ -16,7 +16,7 @@ import YaOKNode
 final class LockstepPipe {
     /// What the nodes' send callbacks (on their event threads) write and `run` reads.
     private final class Queues: Sendable {
-        let units = Mutex<[[[UInt8]]]>([[], []])   // 0: a → b, 1: b → a
+        let units = Locked<[[[UInt8]]]>([[], []])   // 0: a → b, 1: b → a
         func append(_ unit: [UInt8], _ direction: Int) { units.withLock { $0[direction].append(unit) } }
         func take() -> [[[UInt8]]] { units.withLock { q in defer { q = [[], []] }; return q } }
         var count: Int { units.withLock { $0[0].count + $0[1].count } }

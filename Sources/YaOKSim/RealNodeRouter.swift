@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import YaOKSupport
 import YaOKLoop
 import YaOKStore
@@ -44,7 +43,7 @@ public final class RealNodeRouter: Router {
     }
     /// Written by the nodes' event threads, read by the simulation.
     private final class Observations: Sendable {
-        let state = Mutex(Observed())
+        let state = Locked(Observed())
         func withLock<R>(_ body: (inout Observed) -> R) -> R { state.withLock { body(&$0) } }
     }
     private let observed = Observations()

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 @testable import YaOKSupport
 @testable import YaOKWire
 @testable import YaOKCrypto

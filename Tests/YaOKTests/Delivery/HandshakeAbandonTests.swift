@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import YaOKSupport
 @testable import YaOKWire
@@ -11,8 +10,8 @@ import Testing
 /// connection; the connection is never used for a second handshake.
 @Suite struct HandshakeAbandonTests {
     final class Captured: Sendable {
-        let sent = Mutex<[[UInt8]]>([])
-        let closed = Mutex<String?>(nil)
+        let sent = Locked<[[UInt8]]>([])
+        let closed = Locked<String?>(nil)
     }
 
     func responder(_ node: Node) throws -> (Link, Captured) {
@@ -41,7 +40,7 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         // A genuine m1 from Alice's side, taken from a real initiator.
-        let m1 = Mutex<[UInt8]?>(nil)
+        let m1 = Locked<[UInt8]?>(nil)
         let initiator = try pair.alice.openLink(transport: "test", role: .initiator, mtu: 1 << 16,
                                                 send: { unit in m1.withLock { if $0 == nil { $0 = unit } } })
         defer { initiator.close() }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import YaOKSupport
 @testable import YaOKWire
@@ -13,7 +12,7 @@ import Testing
     @Test func junkAndAReplayedHandshakeDoNotCloseAWorkingLink() throws {
         let pair = try Pair()
         defer { pair.close() }
-        let first = Mutex<[UInt8]?>(nil)
+        let first = Locked<[UInt8]?>(nil)
         let pipe = try MemoryPipe(pair.alice, pair.bob)
         defer { pipe.close() }
         let m = try pair.alice.send(to: pair.bobID, text: "before")

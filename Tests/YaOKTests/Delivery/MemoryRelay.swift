@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 @testable import YaOKSupport
 @testable import YaOKWire
 @testable import YaOKCrypto
@@ -30,7 +29,7 @@ final class MemoryRelay: Sendable {
         /// stored again, as the real relay's deletion notes do (PROTOCOL.md §8.3).
         var deletedPackets: Set<[UInt8]> = []
     }
-    let state = Mutex(State())
+    let state = Locked(State())
     /// The identifier this relay states (§8.2): its mailboxes derive from it.
     let identifier: [UInt8]
     /// Where the node "configured" it (the carrier's route): unique unless a test gives one.
@@ -69,7 +68,7 @@ final class MemoryRelay: Sendable {
     func loseEverything() { state.withLock { $0.mailboxes = [:] } }
 
     /// Posts accepted so far (messages and acks, re-posts included).
-    let posts = Mutex(0)
+    let posts = Locked(0)
 
     private func subscribe(_ key: ObjectIdentifier) {
         guard let node = state.withLock({ $0.nodes[key] }), let keys = try? node.incomingMailboxes(relay: identifier) else { return }

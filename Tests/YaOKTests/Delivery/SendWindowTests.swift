@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import YaOKSupport
 @testable import YaOKWire
@@ -33,7 +32,7 @@ import Testing
         defer { pair.close() }
         _ = try pair.alice.send((0..<60).map { (pair.bobID, "\($0) " + Self.big) })
         // Every large unit is lost, so no receipt ever comes back.
-        let large = Mutex<[Int]>([])
+        let large = Locked<[Int]>([])
         let pipe = try MemoryPipe(pair.alice, pair.bob)
         defer { pipe.close() }
         pipe.drop { unit in

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import YaOKSupport
 @testable import YaOKNode
@@ -15,7 +14,7 @@ import Testing
         defer { node.close() }
         let count = 50_000
         struct Seen { var first: UInt = 0, deepest: UInt = 0, shallowest: UInt = .max, events = 0 }
-        let seen = Mutex(Seen())
+        let seen = Locked(Seen())
         node.setEventHandler { _ in
             var marker = 0
             let address = withUnsafeMutablePointer(to: &marker) { UInt(bitPattern: $0) }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import YaOKSupport
 @testable import YaOKLoop
@@ -10,7 +9,7 @@ import Testing
 
 @Suite struct EventLoopTests {
     final class Log: Sendable {
-        let items = Mutex<[String]>([])
+        let items = Locked<[String]>([])
         func add(_ s: String) { items.withLock { $0.append(s) } }
         var all: [String] { items.withLock { $0 } }
     }
@@ -47,7 +46,7 @@ import Testing
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
-        let calls = Mutex(0)
+        let calls = Locked(0)
         try loop.register(fd: fds[1], for: []) { events in
             if events.contains(.writable) { calls.withLock { $0 += 1 } }
         }
@@ -55,11 +54,11 @@ import Testing
         #expect(eventually { calls.withLock { $0 } > 0 })
         try loop.modify(fd: fds[1], for: [])
         // A work item posted after the change runs after any event already being handled.
-        let settled = Mutex<Int?>(nil)
+        let settled = Locked<Int?>(nil)
         loop.post { settled.withLock { $0 = calls.withLock { $0 } } }
         #expect(eventually { settled.withLock { $0 } != nil })
         let after = settled.withLock { $0 } ?? 0
-        let flushed = Mutex(false)
+        let flushed = Locked(false)
         loop.post { loop.post { flushed.withLock { $0 = true } } }
         #expect(eventually { flushed.withLock { $0 } })
         #expect(calls.withLock { $0 } == after)

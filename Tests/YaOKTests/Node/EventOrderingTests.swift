@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import YaOKSupport
 @testable import YaOKLoop
@@ -11,8 +10,8 @@ import Testing
 @Suite struct EventOrderingTests {
     /// Holds the event thread until `release()`, so emitted events stay queued.
     final class Gate: Sendable {
-        private let open = Mutex(false)
-        let entered = Mutex(false)
+        private let open = Locked(false)
+        let entered = Locked(false)
         func hold(_ loop: EventLoop) {
             loop.post { [self] in
                 entered.withLock { $0 = true }

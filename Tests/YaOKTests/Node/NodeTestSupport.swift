@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 @testable import YaOKSupport
 @testable import YaOKLoop
 @testable import YaOKWire
@@ -23,7 +22,7 @@ struct TempDir {
 /// of the device (a new boot ID, the boot clock back near zero).
 final class TestClock: Sendable {
     private struct Times { var wall: Int64 = 1_800_000_000_000; var boot = BootTime(bootID: "boot-1", milliseconds: 5_000) }
-    private let times = Mutex(Times())
+    private let times = Locked(Times())
     var now: Int64 { times.withLock { $0.wall } }
     var boot: BootTime { times.withLock { $0.boot } }
     func advance(seconds: Int64) {
@@ -69,8 +68,8 @@ func cardText(_ name: String) throws -> String { try Identity(name: name).card.t
 
 /// Collects a node's events (delivered on its event thread) for tests to wait on.
 final class EventRecorder: Sendable {
-    private let events = Mutex<[NodeEvent]>([])
-    private let threads = Mutex<[Bool]>([])
+    private let events = Locked<[NodeEvent]>([])
+    private let threads = Locked<[Bool]>([])
 
     func attach(to node: Node) {
         node.setEventHandler { [self, loop = node.loop] event in

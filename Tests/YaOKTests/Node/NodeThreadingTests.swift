@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 @testable import YaOKSupport
 @testable import YaOKLoop
@@ -17,8 +16,8 @@ import Testing
         let node = try makeNode(dir)
         try node.setAutoLock(.never)
         let bob = try node.addContact(card: try cardText("Bob"))
-        let stored = Mutex<Int>(0)
-        let unexpected = Mutex<[String]>([])
+        let stored = Locked<Int>(0)
+        let unexpected = Locked<[String]>([])
         let threads = (0..<4).map { t in
             Thread {
                 for i in 0..<50 {

@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import Synchronization
 @testable import YaOKSupport
 @testable import YaOKLoop
 @testable import YaOKTransports
@@ -22,7 +21,7 @@ import Synchronization
         let transport = try BLETransport(options: BLETransport.Options(), system: kernel.system)
         let opener = try FakeOpener()
         let started = DispatchSemaphore(value: 0)
-        let failure = Mutex<(any Error)?>(nil)
+        let failure = Locked<(any Error)?>(nil)
         Thread.detachNewThread {
             do { try transport.start(opener: opener) } catch { failure.withLock { $0 = error } }
             started.signal()
@@ -105,7 +104,7 @@ import Synchronization
         let transport = try BLETransport(options: BLETransport.Options(), system: kernel.system)
         let opener = try FakeOpener()
         let finished = DispatchSemaphore(value: 0)
-        let failure = Mutex<String?>(nil)
+        let failure = Locked<String?>(nil)
         Thread.detachNewThread {
             do { try transport.start(opener: opener) } catch { failure.withLock { $0 = "\(error)" } }
             finished.signal()

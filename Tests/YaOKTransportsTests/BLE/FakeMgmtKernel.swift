@@ -18,23 +18,23 @@ final class FakeMgmtKernel: @unchecked Sendable {
     }
 
     /// The kernel's end of the current session (-1: none): each `openMgmt` opens a new one.
-    private let kernelEnd = Mutex<Int32>(-1)
-    private let recorded = Mutex<[Command]>([])
-    private let delays = Mutex<[UInt16: Double]>([:])
+    private let kernelEnd = Locked<Int32>(-1)
+    private let recorded = Locked<[Command]>([])
+    private let delays = Locked<[UInt16: Double]>([:])
     private let stopping = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
     /// Current settings of hci0 (powered, LE, plus what the test adds: advertising, privacy).
-    let settings: Mutex<UInt32>
+    let settings: Locked<UInt32>
     static let address: [UInt8] = [0x00, 0xAA, 0x01, 0x00, 0x00, 0x00]
     /// Advertising instances in use (Add / Remove Advertising change it; a test may start
     /// with a leftover one). The adapter has 5.
-    let instances = Mutex<Set<UInt8>>([])
+    let instances = Locked<Set<UInt8>>([])
 
     init(advertisingSetting: Bool = false, privacy: Bool = false) throws {
         var current = Mgmt.Setting.powered | Mgmt.Setting.le
         if advertisingSetting { current |= Mgmt.Setting.advertising }
         if privacy { current |= Mgmt.Setting.privacy }
-        settings = Mutex(current)
+        settings = Locked(current)
         let thread = Thread { [self] in serve() }
         thread.start()
     }
@@ -66,7 +66,7 @@ final class FakeMgmtKernel: @unchecked Sendable {
     }
 
     /// The listener pairs' other ends, kept open so that the listener stays quiet.
-    static let spareListenerEnds = Mutex<[Int32]>([])
+    static let spareListenerEnds = Locked<[Int32]>([])
 
     var commands: [Command] { recorded.withLock { $0 } }
 

@@ -1,7 +1,6 @@
 import YaOKWire
 import Foundation
 import Glibc
-import Synchronization
 @testable import YaOKSupport
 @testable import YaOKLoop
 import YaOKCrypto
