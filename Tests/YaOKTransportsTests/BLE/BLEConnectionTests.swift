@@ -217,8 +217,13 @@ func bleAddress(_ n: Int) -> BLEAddress {
         let h = try BLEChannelHarness(refuseAfter: 1)
         defer { h.close() }
         let c = try #require(try h.accept(from: bleAddress(1)))
-        for unit: [UInt8] in [[1], [2], [3]] {
-            #expect(send(c.peer, unit, unit.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) == unit.count)
+        #expect(send(c.peer, [1], 1, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) == 1)
+        // The channel may close between these two (the event thread reads [2] at once): a
+        // send to a closed channel fails, and that is the behaviour under test, not an error.
+        for unit: [UInt8] in [[2], [3]] {
+            let sent = send(c.peer, unit, unit.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+            let error = errno
+            #expect(sent == unit.count || (sent == -1 && [EPIPE, ECONNRESET, ENOTCONN].contains(error)))
         }
         try waitUntil("the link to be told") { c.link.isClosed }
         #expect(c.link.units == [[1]])
