@@ -43,6 +43,7 @@ extension Node {
         // each section's end posts a flush to the event thread.)
         let (ticket, planned, keys) = try withUnlocked { store, keys, s in
             let (ticket, planned) = try s.delivery.planSend(batch, store, keys)
+            sendCommits.taken(ticket)
             return (ticket, planned, keys)
         }
         let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }

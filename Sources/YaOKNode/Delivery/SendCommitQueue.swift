@@ -14,6 +14,12 @@ import YaOKSupport
 /// must be handed in exactly once (`commit`), sealed or failed, or the ones after it wait
 /// for ever.
 ///
+/// A committer first waits for the tickets taken (`taken`) before it began and still
+/// sealing: they are on their way (sealing is a fraction of a sync), and committing without
+/// them would give each its own sync, under the node's lock, which the senders behind them
+/// wait for to plan. Tickets taken while it waits are not waited for (a steady stream of
+/// senders cannot hold a commit back); they go in the next group.
+///
 /// A pthread mutex and condition (not `Locked`, which has no condition) so that
 /// ThreadSanitizer sees the hand-over.
 final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendable {
@@ -25,6 +31,8 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     private var results: [UInt64: Result<Output, any Error>] = [:]
     /// The lowest ticket not committed yet.
     private var next: UInt64 = 0
+    /// One past the highest ticket taken so far (`taken`).
+    private var issued: UInt64 = 0
     private var committing = false
     /// Groups committed and the sends in them, for the benchmark's average group size.
     private var groups = 0, sends = 0
@@ -56,6 +64,14 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return (groups, sends)
+    }
+
+    /// Records that `ticket` was taken: a committer that starts from now on waits for it.
+    /// Called when the ticket is taken (under the node's lock, so in ticket order).
+    func taken(_ ticket: UInt64) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        issued = max(issued, ticket + 1)
     }
 
     /// Hands in ticket `ticket`'s send and returns its result once committed. A failed
@@ -91,6 +107,8 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     /// records the results and wakes every waiter. Called with the mutex held.
     private func runOneGroup(_ commitGroup: ([Item]) throws -> [Result<Output, any Error>]) {
         committing = true
+        let sealing = issued
+        while (next..<sealing).contains(where: { handedIn[$0] == nil }) { pthread_cond_wait(condition, mutex) }
         var tickets: [UInt64] = []
         var items: [Item] = []
         while let entry = handedIn.removeValue(forKey: next) {

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+@testable import YaOKSupport
+@testable import YaOKNode
+
+/// The group commit's queue on its own: a committer waits for the tickets still sealing
+/// when it starts (so concurrent senders share a sync), and only for those.
+@Suite struct SendCommitQueueTests {
+    typealias Queue = SendCommitQueue<Int, Int>
+
+    /// Commits `item` under `ticket` on a thread of its own; records each group it commits.
+    private func handIn(_ queue: Queue, _ ticket: UInt64, _ item: Int, groups: Locked<[[Int]]>,
+                        results: Locked<[Int: Int]>) -> Thread {
+        let thread = Thread {
+            let result = queue.commit(ticket: ticket, .success(item)) { items in
+                groups.withLock { $0.append(items) }
+                return items.map { .success($0 * 10) }
+            }
+            if case .success(let value) = result { results.withLock { $0[item] = value } }
+        }
+        thread.start()
+        return thread
+    }
+
+    @Test func aCommitterWaitsForTheTicketsStillSealing() {
+        let queue = Queue()
+        let groups = Locked<[[Int]]>([]), results = Locked<[Int: Int]>([:])
+        queue.taken(0)
+        queue.taken(1)
+        let first = handIn(queue, 0, 1, groups: groups, results: results)
+        // Ticket 1 is still sealing: ticket 0's committer waits for it, its send handed in.
+        #expect(eventually { queue.waiting == 1 })
+        #expect(groups.withLock { $0 }.isEmpty)
+        let second = handIn(queue, 1, 2, groups: groups, results: results)
+        #expect(eventually { first.isFinished && second.isFinished })
+        #expect(groups.withLock { $0 } == [[1, 2]])
+        #expect(results.withLock { $0 } == [1: 10, 2: 20])
+    }
+
+    @Test func ticketsTakenWhileItWaitsGoInTheNextGroup() {
+        let queue = Queue()
+        let groups = Locked<[[Int]]>([]), results = Locked<[Int: Int]>([:])
+        queue.taken(0)
+        queue.taken(1)
+        let first = handIn(queue, 0, 1, groups: groups, results: results)
+        #expect(eventually { queue.waiting == 1 })
+        queue.taken(2)  // after the committer began: not waited for
+        let second = handIn(queue, 1, 2, groups: groups, results: results)
+        #expect(eventually { first.isFinished && second.isFinished })
+        #expect(groups.withLock { $0 } == [[1, 2]])
+        let third = handIn(queue, 2, 3, groups: groups, results: results)
+        #expect(eventually { third.isFinished })
+        #expect(groups.withLock { $0 } == [[1, 2], [3]])
+    }
+
+    @Test func aTicketThatFailedToSealIsNotWaitedForAgain() {
+        let queue = Queue()
+        let groups = Locked<[[Int]]>([]), results = Locked<[Int: Int]>([:])
+        queue.taken(0)
+        queue.taken(1)
+        let first = handIn(queue, 0, 1, groups: groups, results: results)
+        #expect(eventually { queue.waiting == 1 })
+        struct SealFailed: Error {}
+        let failed = queue.commit(ticket: 1, .failure(SealFailed())) { _ in [] }
+        #expect((try? failed.get()) == nil)
+        #expect(eventually { first.isFinished })
+        #expect(groups.withLock { $0 } == [[1]])
+    }
+}
