@@ -43,6 +43,7 @@ public final class Database {
     deinit { close() }
 
     public func close() {
+        logSyncer = nil
         for statement in statements.values { sqlite3_finalize(statement) }
         statements = [:]
         if let handle { sqlite3_close_v2(handle) }
@@ -161,6 +162,17 @@ public final class Database {
     private func countStatement(_ sql: String) {
         statementsRun += 1
         statementLog?.append(sql)
+    }
+
+    /// The log's own descriptor for `unsynced` (LogSync.swift), opened at the first.
+    private var logSyncer: LogSync?
+
+    package func logSync() throws -> LogSync {
+        if let logSyncer { return logSyncer }
+        _ = try db  // not after close
+        let syncer = try LogSync(logPath: path + "-wal")
+        logSyncer = syncer
+        return syncer
     }
 
     /// How many `transaction` bodies are running (nested ones included).

@@ -38,6 +38,26 @@ extension Node {
         }
     }
 
+    /// As `withUnlockedEngine`, but the section's commits do not sync the disk under the
+    /// lock (`Database.unsynced`): the log is synced once the lock is released, so other
+    /// callers plan and write meanwhile, and only then is what the section decided carried
+    /// out (events to the app, units to links) and its result returned. Throws the sync's
+    /// error if the disk cannot confirm the write.
+    func withUnlockedEngineSyncedAfter<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws -> R {
+        var outcome: DeliveryEffects.Outcome = ([], [])
+        var traffic = false
+        defer { perform(outcome, flush: traffic) }
+        let (result, syncer) = try withUnlocked { store, keys, s in
+            defer {
+                outcome = s.delivery.effects.takeOutcome()
+                traffic = s.delivery.effects.hasTraffic
+            }
+            return try store.db.unsynced { try body(&s.delivery, store, keys) }
+        }
+        try syncer.sync()
+        return result
+    }
+
     /// Carries out what a section decided, outside the lock: the links the engine ends are
     /// closed (their transports told), units and carrier commands go to the event thread's
     /// flush, events to the app. `flush`: whether anything waited for the flush when the

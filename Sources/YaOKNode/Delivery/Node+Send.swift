@@ -48,7 +48,7 @@ extension Node {
         }
         let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
         return try sendCommits.commit(ticket: ticket, sealed) { group in
-            try withUnlockedEngine { engine, store, keys in try engine.commitSends(group, store, keys) }
+            try withUnlockedEngineSyncedAfter { engine, store, keys in try engine.commitSends(group, store, keys) }
         }.get()
     }
 

@@ -195,3 +195,50 @@ import Testing
         #expect(alice.staticSharedCache.withLock { $0.count } <= Identity.staticSharedCap)
     }
 }
+
+/// The group commit syncs the disk itself, after the node's lock is released
+/// (`Database.unsynced`, LogSync): one sync per group, and the connection is back at
+/// `synchronous=FULL` for every other commit, whether the group committed or failed.
+@Suite struct GroupCommitSyncTests {
+    struct Failure: Error {}
+
+    private func synchronous(_ node: Node) throws -> Int {
+        try node.withDatabase { db in try db.rows("PRAGMA synchronous") { $0.int(0) }.first ?? -1 }
+    }
+
+    @Test func eachGroupSyncsOnceAndLeavesTheConnectionFull() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        _ = try pair.alice.send(to: pair.bobID, text: "first")
+        let syncer = try pair.alice.withDatabase { try $0.logSync() }
+        let before = syncer.syncs
+        for i in 0..<5 { _ = try pair.alice.send(to: pair.bobID, text: "one at a time \(i)") }
+        #expect(syncer.syncs - before == 5)
+        #expect(try synchronous(pair.alice) == 2)  // FULL
+        // Another commit (a contact's settings, a receipt…) syncs inside its own COMMIT.
+        let commits = try pair.alice.withDatabase { $0.writingCommits }
+        try pair.alice.withDatabase { db in try db.transaction { try db.execute("CREATE TABLE IF NOT EXISTS probe(x)") } }
+        #expect(try pair.alice.withDatabase { $0.writingCommits } >= commits)
+        #expect(syncer.syncs - before == 5)
+    }
+
+    @Test func aFailedGroupLeavesTheConnectionFull() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        try pair.alice.withStore { _, s in s.delivery.sendCommitFault = Failure() }
+        #expect((try? pair.alice.send(to: pair.bobID, text: "refused")) == nil)
+        try pair.alice.withStore { _, s in s.delivery.sendCommitFault = nil }
+        #expect(try synchronous(pair.alice) == 2)
+        #expect(try pair.alice.texts(pair.bobID) == [])
+    }
+
+    @Test func unsyncedCommitsCannotBeginInsideATransaction() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let refused = try pair.alice.withDatabase { db in
+            try db.transaction { (try? db.unsynced { 1 }) == nil }
+        }
+        #expect(refused)
+        #expect(try synchronous(pair.alice) == 2)
+    }
+}
