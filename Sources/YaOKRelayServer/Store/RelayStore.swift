@@ -5,9 +5,10 @@ import YaOKWire
 /// `PostgresRelayStore` (several relay processes over one database, docs/RELAY.md).
 /// Not thread-safe: the relay calls it from its disk thread only (and `stop`).
 public protocol RelayStore: AnyObject {
-    /// Applies `writes` in order, all in one transaction (group commit: one disk sync for
-    /// the lot), and returns one outcome per write. Throws if the transaction failed, in
-    /// which case nothing was written.
+    /// Applies `writes` all in one transaction (group commit: one disk sync for the lot),
+    /// decided in `RelayCommitOrder` (DELETEs first, then the POSTs by mailbox, each
+    /// mailbox's in order), and returns one outcome per write, in the writes' order. Throws
+    /// if the transaction failed, in which case nothing was written.
     func commit(_ writes: [RelayStoreWrite], nowMs: Int64, quota: MailboxQuota) throws -> [RelayStoreOutcome]
 
     /// Unexpired packets of each mailbox after its cursor, oldest first, within the budget.
