@@ -256,6 +256,9 @@ public struct RelayCounters: Sendable, Equatable {
     public var descriptorLimit: Int64 = 0
     public var evicted: Int64 = 0
     public var retainedDeletes: Int64 = 0
+    /// DELETE refs parked on their connections (live): over the per-connection or
+    /// per-address DELETE budget, waiting their turn (`RelayServer+DeleteBudget`).
+    public var parkedDeletes: Int64 = 0
     /// DELETE refs dropped from the retry list past its cap (a total): those packets are
     /// delivered again in a later session.
     public var forgottenDeletes: Int64 = 0
@@ -273,17 +276,17 @@ public struct RelayCounters: Sendable, Equatable {
     static let names = ["connected", "accepted", "delivered", "deleted", "rejected", "rate_limited", "revoked_sessions",
                         "storage_errors", "database_outages", "cap_connections", "cap_per_address", "cap_per_prefix",
                         "descriptor_limit", "evicted", "retained_deletes", "forgotten_deletes", "quota_refused",
-                        "carry_taken", "carry_handed", "carry_purged"]
+                        "carry_taken", "carry_handed", "carry_purged", "parked_deletes"]
 
     /// The figures that describe the running relay now, not totals: a stopped relay's are
     /// not shown, and a cluster adds up only the running relays'.
     static let liveNames: Set<String> = ["connected", "cap_connections", "cap_per_address", "cap_per_prefix",
-                                         "descriptor_limit", "retained_deletes"]
+                                         "descriptor_limit", "retained_deletes", "parked_deletes"]
 
     var values: [Int64] {
         [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions, storageErrors, databaseOutages,
          capConnections, capPerAddress, capPerPrefix, descriptorLimit, evicted, retainedDeletes, forgottenDeletes, quotaRefused,
-         carryTaken, carryHanded, carryPurged]
+         carryTaken, carryHanded, carryPurged, parkedDeletes]
     }
 
     mutating func set(_ name: String, _ value: Int64) {
@@ -308,6 +311,7 @@ public struct RelayCounters: Sendable, Equatable {
         case "carry_taken": carryTaken = value
         case "carry_handed": carryHanded = value
         case "carry_purged": carryPurged = value
+        case "parked_deletes": parkedDeletes = value
         default: break
         }
     }
