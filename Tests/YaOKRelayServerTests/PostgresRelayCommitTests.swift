@@ -118,4 +118,18 @@ extension PostgresRelayStoreTests {
         XCTAssertEqual(held.filter { $0 == .overQuota(prefix: false) }.count, 1, "\(held)")
         XCTAssertEqual(try store.storedBytes(), 400)
     }
+
+    /// A migration's statements are not cut off by the 15 s statement_timeout each
+    /// connection sets (migration 10 on a large database rewrites every packet row and
+    /// reads them all again: it was cancelled and rolled back at every start). Here a
+    /// statement of 200 ms under a connection limit of 50 ms: it runs in the migration's
+    /// transaction, and the connection's limit is back afterwards.
+    func testMigrationStatementsOutliveTheConnectionsStatementTimeout() throws {
+        let c = try PostgresConnection(conninfo: conninfo ?? "")
+        try c.execute("SET statement_timeout = 50")
+        XCTAssertThrowsError(try c.execute("SELECT pg_sleep(0.2)"), "the connection's limit holds outside a migration")
+        try PostgresRelaySchema.migrationTransaction(c) { try c.execute("SELECT pg_sleep(0.2)") }
+        XCTAssertEqual(try c.query("timeout", "SHOW statement_timeout", types: [], []).text(0, 0), "50ms")
+    }
+
 }
