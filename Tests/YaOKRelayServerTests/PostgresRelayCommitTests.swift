@@ -132,4 +132,26 @@ extension PostgresRelayStoreTests {
         XCTAssertEqual(try c.query("timeout", "SHOW statement_timeout", types: [], []).text(0, 0), "50ms")
     }
 
+
+    /// A relay that starts while another migrates waits for the migration lock past its
+    /// connection's statement_timeout (the server cancelled the wait at 15 s, and the relay
+    /// failed to start). Here the lock is held for 300 ms under a limit of 50 ms.
+    func testWaitingForAnotherRelaysMigrationOutlivesTheStatementTimeout() throws {
+        let other = try PostgresConnection(conninfo: conninfo ?? "")
+        try other.execute("SELECT pg_advisory_lock(\(PostgresRelaySchema.lockKey))")
+        let c = try PostgresConnection(conninfo: conninfo ?? "")
+        try c.execute("SET statement_timeout = 50")
+        // Used by that thread alone from here on.
+        struct Handed: @unchecked Sendable { let connection: PostgresConnection }
+        let handed = Handed(connection: other)
+        let release = Thread {
+            usleep(300_000)
+            try? handed.connection.execute("SELECT pg_advisory_unlock(\(PostgresRelaySchema.lockKey))")
+        }
+        release.start()
+        try PostgresRelaySchema.migrate(c)
+        XCTAssertEqual(try c.query("v", "SELECT version FROM yaok_relay_schema", types: [], []).int(0, 0),
+                       PostgresRelaySchema.currentVersion)
+    }
+
 }

@@ -835,8 +835,9 @@ enum PostgresRelaySchema {
 
     static func migrate(_ c: PostgresConnection) throws {
         // Another relay may be migrating (the lock waits for it), and a migration may rewrite
-        // a large table: a minute, not the statements' usual 5 s.
-        try c.execute("SELECT pg_advisory_lock(\(lockKey))", timeout: 60)
+        // a large table: up to the migrations' limit, on the server too (its 15 s cancelled
+        // the wait). The lock is the session's: it outlives the transaction it was taken in.
+        try migrationTransaction(c) { try c.execute("SELECT pg_advisory_lock(\(lockKey))", timeout: migrationTimeoutSeconds) }
         defer { try? c.execute("SELECT pg_advisory_unlock(\(lockKey))") }
         try c.execute("CREATE TABLE IF NOT EXISTS yaok_relay_schema (version INT NOT NULL)")
         try c.execute("INSERT INTO yaok_relay_schema SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM yaok_relay_schema)")
