@@ -11,6 +11,12 @@
 // yaok-store-writer carry DIR NOW_MS: opens the store in DIR without any key (as a locked
 // node does) and takes carried packets for ever, printing each one's identity (hex) after
 // its take committed. The test kills it with SIGKILL and checks every printed packet is held.
+//
+// yaok-store-writer slab REGIONS: makes forward-secrecy key pairs (their secrets in the
+// slab SecretSlab.receiverKeys) until the slab holds REGIONS guarded regions, checks that
+// every secret still gives its public key, and prints "regions R lock_failures F usable U"
+// (U: the pairs whose secret was read back intact). The test runs it without CAP_IPC_LOCK
+// and with a small RLIMIT_MEMLOCK, so that mlock fails past the limit.
 import Glibc
 import YaOK
 
@@ -56,6 +62,21 @@ if arguments.count == 4, arguments[1] == "carry", let now = Int64(arguments[3]) 
         say("yaok-store-writer: \(error)\n", fd: 2)
         exit(1)
     }
+}
+if arguments.count == 3, arguments[1] == "slab", let regions = Int(arguments[2]) {
+    do {
+        var pairs: [ReceiverKeyPair] = []
+        while SecretSlab.receiverKeys.regionCount < regions {
+            pairs.append(try ReceiverKeyPair.generate(id: UInt32(pairs.count + 1)))
+        }
+        // Usable: each secret, read from its slot, gives the public key made when it was new.
+        let usable = try pairs.filter { try ReceiverKeyPair(id: $0.key.id, secret: $0.secret).key == $0.key }.count
+        say("regions \(SecretSlab.receiverKeys.regionCount) lock_failures \(SecureMemory.lockFailures) usable \(usable) of \(pairs.count)\n")
+    } catch {
+        say("yaok-store-writer: \(error)\n", fd: 2)
+        exit(1)
+    }
+    exit(0)
 }
 guard arguments.count == 3 else {
     say("usage: yaok-store-writer DIR PIN\n", fd: 2)

@@ -118,4 +118,40 @@ extension PostgresRelayStoreTests {
         XCTAssertEqual(held.filter { $0 == .overQuota(prefix: false) }.count, 1, "\(held)")
         XCTAssertEqual(try store.storedBytes(), 400)
     }
+
+    /// A migration's statements are not cut off by the 15 s statement_timeout each
+    /// connection sets (migration 10 on a large database rewrites every packet row and
+    /// reads them all again: it was cancelled and rolled back at every start). Here a
+    /// statement of 200 ms under a connection limit of 50 ms: it runs in the migration's
+    /// transaction, and the connection's limit is back afterwards.
+    func testMigrationStatementsOutliveTheConnectionsStatementTimeout() throws {
+        let c = try PostgresConnection(conninfo: conninfo ?? "")
+        try c.execute("SET statement_timeout = 50")
+        XCTAssertThrowsError(try c.execute("SELECT pg_sleep(0.2)"), "the connection's limit holds outside a migration")
+        try PostgresRelaySchema.migrationTransaction(c) { try c.execute("SELECT pg_sleep(0.2)") }
+        XCTAssertEqual(try c.query("timeout", "SHOW statement_timeout", types: [], []).text(0, 0), "50ms")
+    }
+
+
+    /// A relay that starts while another migrates waits for the migration lock past its
+    /// connection's statement_timeout (the server cancelled the wait at 15 s, and the relay
+    /// failed to start). Here the lock is held for 300 ms under a limit of 50 ms.
+    func testWaitingForAnotherRelaysMigrationOutlivesTheStatementTimeout() throws {
+        let other = try PostgresConnection(conninfo: conninfo ?? "")
+        try other.execute("SELECT pg_advisory_lock(\(PostgresRelaySchema.lockKey))")
+        let c = try PostgresConnection(conninfo: conninfo ?? "")
+        try c.execute("SET statement_timeout = 50")
+        // Used by that thread alone from here on.
+        struct Handed: @unchecked Sendable { let connection: PostgresConnection }
+        let handed = Handed(connection: other)
+        let release = Thread {
+            usleep(300_000)
+            try? handed.connection.execute("SELECT pg_advisory_unlock(\(PostgresRelaySchema.lockKey))")
+        }
+        release.start()
+        try PostgresRelaySchema.migrate(c)
+        XCTAssertEqual(try c.query("v", "SELECT version FROM yaok_relay_schema", types: [], []).int(0, 0),
+                       PostgresRelaySchema.currentVersion)
+    }
+
 }

@@ -64,6 +64,23 @@ final class RelayDeleteBudgetQueueTests: XCTestCase {
         XCTAssertEqual(server.onLoop { [server] in server.deleteRefsTaken }, 32, "the address did not go past its budget")
     }
 
+    /// `yaok-relay stats` shows the refs parked over the budget while the relay runs (text
+    /// and JSON), as it reads them from the counters the relay saves.
+    func testStatsShowTheParkedRefs() throws {
+        let relay = try startRelay(rate: 0.001, burst: 16)
+        let server = relay.server
+        let box = try SigningKey.random()
+        let client = try readyClient(relay, subscribedTo: box)
+        // The burst and one frame into debt go to the disk; the next 16 + 5 refs are parked.
+        for n in [16, 16, 16, 5] { try client.send(.delete(madeUpRefs(box, n))) }
+        XCTAssertTrue(eventually { server.onLoop { [server] in server.parkedDeleteRefs } == 21 })
+        XCTAssertTrue(eventually { (try? RelayStatistics.read(directory: relay.directory).counters.parkedDeletes) == 21 })
+        let stats = try RelayStatistics.read(directory: relay.directory)
+        XCTAssertTrue(stats.text.contains("deletes parked:    21 DELETE ref(s)"), stats.text)
+        XCTAssertTrue(stats.json(top: 0).serialized.contains("\"parked_deletes\":21"), stats.json(top: 0).serialized)
+        _ = client
+    }
+
     /// A flood of DELETEs over the budget parks at most about one frame plus one read per
     /// connection: then the connection is not read, and the rest waits in the kernel.
     func testDeleteFloodParksBoundedRefs() throws {

@@ -524,6 +524,49 @@ class RelayStoreTests: XCTestCase {
         XCTAssertEqual(rows, 0, "no holder row at zero")
     }
 
+    /// One commit has the same outcomes on SQLite and PostgreSQL (`RelayCommitOrder`): its
+    /// DELETEs are decided first, wherever they came (a POST before a DELETE in a full
+    /// mailbox takes the DELETE's room); an address's quota counts what the commit stored,
+    /// not less what it deleted; and the POSTs are decided by mailbox in key order (of an
+    /// address's two POSTs into two mailboxes with room for one, the lower mailbox's is
+    /// stored). SQLite decided them in arrival order before (stored, stored, mailbox-full).
+    func testACommitIsDecidedInTheSameOrderOnEitherStore() throws {
+        let quota = MailboxQuota(packets: 2, bytes: 10_000, addressBytes: 200, prefixBytes: 10_000)
+        let boxes = try (0..<4).map { _ in mailbox(try SigningKey.random()) }
+            .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        func from(_ address: [UInt8]?, into box: MailboxID, id: MessageID = .random()) -> RelayStoreWrite {
+            var p = RelayPost(mailbox: box, messageID: id, expiresAtMs: now + 60_000, packet: Sodium.randomBytes(100))
+            p.address = address
+            return .post(p)
+        }
+        func stored(_ outcome: RelayStoreOutcome) -> Bool { if case .stored = outcome { return true } else { return false } }
+        let a: [UInt8] = [10, 0, 1, 1], b: [UInt8] = [10, 0, 2, 1]  // other /24s: only the address quota binds
+        let first = MessageID.random(), ofA = MessageID.random()
+        let setUp = try store.commit([from(nil, into: boxes[0], id: first), from(nil, into: boxes[0]),
+                                      from(a, into: boxes[1], id: ofA), from(a, into: boxes[1]), from(b, into: boxes[2])],
+                                     nowMs: now, quota: quota)
+        XCTAssertTrue(setUp.allSatisfy(stored), "\(setUp)")
+        // boxes[0] and boxes[1] full, a at its quota (200), b with room for one more packet.
+        let outcomes = try store.commit([
+            from(nil, into: boxes[0]),
+            .delete([StoredPacketRef(mailbox: boxes[0], messageID: first)]),
+            .delete([StoredPacketRef(mailbox: boxes[1], messageID: ofA)]),
+            from(a, into: boxes[2]),
+            from(b, into: boxes[3]),
+            from(b, into: boxes[2]),
+        ], nowMs: now, quota: quota)
+        XCTAssertTrue(stored(outcomes[0]), "the DELETE after it made room: \(outcomes)")
+        XCTAssertEqual(outcomes[1], .deleted(count: 1, bytes: 100))
+        XCTAssertEqual(outcomes[2], .deleted(count: 1, bytes: 100))
+        XCTAssertEqual(outcomes[3], .overQuota(prefix: false), "a's room counts its DELETE only once committed")
+        XCTAssertEqual(outcomes[4], .overQuota(prefix: false), "b's last room went to the lower mailbox")
+        XCTAssertTrue(stored(outcomes[5]), "\(outcomes)")
+        XCTAssertEqual(try store.storedPacketCount(nowMs: now), 5)
+        XCTAssertEqual(try store.storedBytes(), 500)
+        // Committed, a's DELETE gives its room back.
+        XCTAssertTrue(stored(try store.commit([from(a, into: boxes[3])], nowMs: now, quota: quota)[0]))
+    }
+
     func testPagesFollowTheCursorAndBudget() throws {
         let box = mailbox(try SigningKey.random())
         let quota = MailboxQuota(packets: 100, bytes: 1 << 20)

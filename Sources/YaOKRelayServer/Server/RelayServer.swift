@@ -167,6 +167,7 @@ public final class RelayServer: @unchecked Sendable {
             var saved = try store.loadCounters()
             saved.connected = 0
             saved.retainedDeletes = 0
+            saved.parkedDeletes = 0
             evictedBase = saved.evicted
             forgottenBase = saved.forgottenDeletes
             counters = Locked(saved)
@@ -421,7 +422,7 @@ extension RelayServer {
         let outages = store.health?.outages ?? 0
         let caps = self.caps
         let evicted = Int64(evictedConnections), retained = Int64(retainedDeletes.count)
-        let forgotten = Int64(forgottenDeleteRefs)
+        let forgotten = Int64(forgottenDeleteRefs), parked = Int64(parkedDeleteRefs)
         counters.withLock {
             $0.connected = Int64(connections.count)
             $0.databaseOutages = outages
@@ -432,6 +433,7 @@ extension RelayServer {
             $0.evicted = evictedBase + evicted
             $0.forgottenDeletes = forgottenBase + forgotten
             $0.retainedDeletes = retained
+            $0.parkedDeletes = parked
         }
         loop.schedule(after: c.tickSeconds) { [weak self] in self?.tick() }
     }

@@ -86,6 +86,7 @@ public struct RelayStatistics: Sendable, Equatable {
                 ("cap_per_prefix", .int(counters.capPerPrefix)),
                 ("descriptor_limit", .int(counters.descriptorLimit)),
                 ("retained_deletes", .int(counters.retainedDeletes)),
+                ("parked_deletes", .int(counters.parkedDeletes)),
             ]
         }
         if let runningRelays { fields.append(("running_relays", .int(Int64(runningRelays)))) }
@@ -126,6 +127,7 @@ public struct RelayStatistics: Sendable, Equatable {
 
             caps in force:     \(counters.capConnections) connections (open-files limit \(counters.descriptorLimit)), \(counters.capPerAddress) per IPv4 address, \(counters.capPerPrefix) per /24
             deletes to retry:  \(counters.retainedDeletes) (the store has not taken them yet)
+            deletes parked:    \(counters.parkedDeletes) DELETE ref(s) over their connection's or address's budget, waiting their turn
             """ : "") + (database.map { "\ndatabase:          \($0), \(counters.databaseOutages) outage(s) seen by the relays" } ?? "")
             + (runningRelays.map { "\nrelays running:    \($0)" } ?? "")
     }

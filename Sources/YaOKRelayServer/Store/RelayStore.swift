@@ -5,9 +5,10 @@ import YaOKWire
 /// `PostgresRelayStore` (several relay processes over one database, docs/RELAY.md).
 /// Not thread-safe: the relay calls it from its disk thread only (and `stop`).
 public protocol RelayStore: AnyObject {
-    /// Applies `writes` in order, all in one transaction (group commit: one disk sync for
-    /// the lot), and returns one outcome per write. Throws if the transaction failed, in
-    /// which case nothing was written.
+    /// Applies `writes` all in one transaction (group commit: one disk sync for the lot),
+    /// decided in `RelayCommitOrder` (DELETEs first, then the POSTs by mailbox, each
+    /// mailbox's in order), and returns one outcome per write, in the writes' order. Throws
+    /// if the transaction failed, in which case nothing was written.
     func commit(_ writes: [RelayStoreWrite], nowMs: Int64, quota: MailboxQuota) throws -> [RelayStoreOutcome]
 
     /// Unexpired packets of each mailbox after its cursor, oldest first, within the budget.
@@ -255,6 +256,9 @@ public struct RelayCounters: Sendable, Equatable {
     public var descriptorLimit: Int64 = 0
     public var evicted: Int64 = 0
     public var retainedDeletes: Int64 = 0
+    /// DELETE refs parked on their connections (live): over the per-connection or
+    /// per-address DELETE budget, waiting their turn (`RelayServer+DeleteBudget`).
+    public var parkedDeletes: Int64 = 0
     /// DELETE refs dropped from the retry list past its cap (a total): those packets are
     /// delivered again in a later session.
     public var forgottenDeletes: Int64 = 0
@@ -272,17 +276,17 @@ public struct RelayCounters: Sendable, Equatable {
     static let names = ["connected", "accepted", "delivered", "deleted", "rejected", "rate_limited", "revoked_sessions",
                         "storage_errors", "database_outages", "cap_connections", "cap_per_address", "cap_per_prefix",
                         "descriptor_limit", "evicted", "retained_deletes", "forgotten_deletes", "quota_refused",
-                        "carry_taken", "carry_handed", "carry_purged"]
+                        "carry_taken", "carry_handed", "carry_purged", "parked_deletes"]
 
     /// The figures that describe the running relay now, not totals: a stopped relay's are
     /// not shown, and a cluster adds up only the running relays'.
     static let liveNames: Set<String> = ["connected", "cap_connections", "cap_per_address", "cap_per_prefix",
-                                         "descriptor_limit", "retained_deletes"]
+                                         "descriptor_limit", "retained_deletes", "parked_deletes"]
 
     var values: [Int64] {
         [connected, accepted, delivered, deleted, rejected, rateLimited, revokedSessions, storageErrors, databaseOutages,
          capConnections, capPerAddress, capPerPrefix, descriptorLimit, evicted, retainedDeletes, forgottenDeletes, quotaRefused,
-         carryTaken, carryHanded, carryPurged]
+         carryTaken, carryHanded, carryPurged, parkedDeletes]
     }
 
     mutating func set(_ name: String, _ value: Int64) {
@@ -307,6 +311,7 @@ public struct RelayCounters: Sendable, Equatable {
         case "carry_taken": carryTaken = value
         case "carry_handed": carryHanded = value
         case "carry_purged": carryPurged = value
+        case "parked_deletes": parkedDeletes = value
         default: break
         }
     }

@@ -76,12 +76,14 @@ public final class SQLiteRelayStore: RelayStore {
         guard !writes.isEmpty else { return [] }
         return try db.transaction {
             var ledger = CommitLedger()
-            let outcomes = try writes.map { write in
-                switch write {
-                case .post(let post): return try store(post, nowMs: nowMs, quota: quota, ledger: &ledger)
+            // Decided in PostgreSQL's order (`RelayCommitOrder`), answered in the writes' order.
+            var outcomes = [RelayStoreOutcome](repeating: .duplicate, count: writes.count)
+            for i in RelayCommitOrder.indices(writes) {
+                switch writes[i] {
+                case .post(let post): outcomes[i] = try store(post, nowMs: nowMs, quota: quota, ledger: &ledger)
                 case .delete(let refs):
                     let (count, bytes) = try delete(refs, ledger: &ledger)
-                    return .deleted(count: count, bytes: bytes)
+                    outcomes[i] = .deleted(count: count, bytes: bytes)
                 }
             }
             try apply(ledger)
@@ -98,6 +100,9 @@ public final class SQLiteRelayStore: RelayStore {
         var holders: [[UInt8]: Int] = [:]
         /// Holder totals as the table had them when this transaction first read them.
         var heldAtStart: [[UInt8]: Int] = [:]
+        /// Bytes this transaction stored under each holder tag: a quota check counts them,
+        /// not what the transaction deleted (the safe side, as PostgreSQL's relay_commit).
+        var storedUnder: [[UInt8]: Int] = [:]
 
         mutating func count(_ mailbox: [UInt8], packets: Int, bytes: Int) {
             let old = mailboxes[mailbox] ?? (0, 0)
@@ -146,19 +151,23 @@ public final class SQLiteRelayStore: RelayStore {
         let sequence = db.lastInsertRowID
         ledger.count(post.mailbox.bytes, packets: 1, bytes: post.packet.count)
         if let (address, prefix) = tags {
-            for tag in [address, prefix] { ledger.account(.blob(tag), bytes: post.packet.count) }
+            for tag in [address, prefix] {
+                ledger.account(.blob(tag), bytes: post.packet.count)
+                ledger.storedUnder[tag, default: 0] += post.packet.count
+            }
         }
         return .stored(sequence: sequence)
     }
 
-    /// The bytes stored under a holder tag (`HolderTag`), this transaction's changes included.
+    /// The bytes stored under a holder tag (`HolderTag`), this transaction's POSTs included
+    /// and its DELETEs not (they count once it commits).
     private func held(_ tag: [UInt8], _ ledger: inout CommitLedger) throws -> Int {
         if ledger.heldAtStart[tag] == nil {
             var bytes = 0
             try db.query("SELECT bytes FROM holders WHERE tag = ?", [.blob(tag)]) { bytes = $0.int(0) }
             ledger.heldAtStart[tag] = bytes
         }
-        return (ledger.heldAtStart[tag] ?? 0) + (ledger.holders[tag] ?? 0)
+        return (ledger.heldAtStart[tag] ?? 0) + (ledger.storedUnder[tag] ?? 0)
     }
 
     /// Writes a transaction's changes to the totals: one statement per mailbox and per

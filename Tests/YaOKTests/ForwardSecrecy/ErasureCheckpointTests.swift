@@ -10,48 +10,7 @@ import Testing
 /// for all of them (it ran after every receive: three disk syncs of the receiver's five per
 /// message), and at once when the node locks; the key's bytes are gone from every file by then.
 @Suite struct ErasureCheckpointTests {
-    struct Pair {
-        let dirA = TempDir(), dirB = TempDir()
-        let alice: Node, bob: Node
-        let bobID: Int64, aliceID: Int64
-
-        init(erasureDelaySeconds: Double = Node.erasureDelaySeconds) throws {
-            var options = fastOptions()
-            options.forwardSecrecy = true
-            options.erasureDelaySeconds = erasureDelaySeconds
-            alice = try Node(dataDirectory: dirA.path, options: options)
-            _ = try alice.setup(name: "Alice", pin: testPIN, confirmation: testPIN)
-            bob = try Node(dataDirectory: dirB.path, options: options)
-            _ = try bob.setup(name: "Bob", pin: testPIN, confirmation: testPIN)
-            _ = try alice.setAutoLock(.never)
-            _ = try bob.setAutoLock(.never)
-            bobID = try alice.addContact(card: bob.profile().text).id
-            aliceID = try bob.addContact(card: alice.profile().text).id
-        }
-
-        func close() { alice.close(); bob.close(); dirA.remove(); dirB.remove() }
-
-        /// One message each way, each waited for until delivered (the link stays open).
-        func roundTrip(_ n: Int) throws {
-            let m = try alice.send(to: bobID, text: "ping \(n)")
-            #expect(eventually { (try? alice.status(of: m.messageID)) == .delivered })
-            let r = try bob.send(to: aliceID, text: "pong \(n)")
-            #expect(eventually { (try? bob.status(of: r.messageID)) == .delivered })
-        }
-
-        /// Bob's own keys for Alice as rows: key ID → sealed bytes.
-        func bobKeyRows() throws -> [Int64: [UInt8]] {
-            try bob.state.withLock { s in
-                Dictionary(uniqueKeysWithValues: try s.store!.db.rows(
-                    "SELECT key_id, sealed FROM receiver_keys WHERE contact_id = ?", [.int(aliceID)]) { ($0.int64(0), $0.blob(1)) })
-            }
-        }
-
-        /// (writing commits, erasure checkpoints) of `node` so far.
-        func counts(_ node: Node) -> (commits: Int, checkpoints: Int) {
-            node.state.withLock { s in (s.store!.db.writingCommits, s.store!.db.truncatingCheckpoints) }
-        }
-    }
+    typealias Pair = ForwardSecretNodes
 
     /// Which of `rows` some file of `directory` still holds (any 16-byte piece of it).
     static func leftInFiles(_ rows: [[UInt8]], _ directory: String) throws -> Int {
@@ -141,5 +100,29 @@ import Testing
         #expect(try pair.bob.state.withLock { $0.store!.erasurePending })
         try pair.bob.lock()
         #expect(try Self.leftInFiles(erased, pair.dirB.path) == 0)
+    }
+}
+
+/// What the erasure tests ask of their two nodes.
+extension ForwardSecretNodes {
+    /// One message each way, each waited for until delivered (the link stays open).
+    func roundTrip(_ n: Int) throws {
+        let m = try alice.send(to: bobID, text: "ping \(n)")
+        #expect(eventually { (try? alice.status(of: m.messageID)) == .delivered })
+        let r = try bob.send(to: aliceID, text: "pong \(n)")
+        #expect(eventually { (try? bob.status(of: r.messageID)) == .delivered })
+    }
+
+    /// Bob's own keys for Alice as rows: key ID → sealed bytes.
+    func bobKeyRows() throws -> [Int64: [UInt8]] {
+        try bob.state.withLock { s in
+            Dictionary(uniqueKeysWithValues: try s.store!.db.rows(
+                "SELECT key_id, sealed FROM receiver_keys WHERE contact_id = ?", [.int(aliceID)]) { ($0.int64(0), $0.blob(1)) })
+        }
+    }
+
+    /// (writing commits, erasure checkpoints) of `node` so far.
+    func counts(_ node: Node) -> (commits: Int, checkpoints: Int) {
+        node.state.withLock { s in (s.store!.db.writingCommits, s.store!.db.truncatingCheckpoints) }
     }
 }

@@ -10,13 +10,8 @@ import Testing
 /// store of schema 17 moves its sends out of the state row, and the kept rings are never
 /// ahead of or behind the disk (a rolled-back transaction, the lock).
 @Suite struct ReceiverKeyRowsTests {
-    let day: Int64 = 86_400_000
-    let t0: Int64 = 1_700_000_000_000
-
-    func contact(_ store: Store, _ cipher: FieldCipher) throws -> Int64 {
-        let card = try ContactCard(text: try Identity(name: "Bob").card.text)
-        return try store.insertContact(card, lookup: cipher.lookup(card.publicIdentity.keyBytes), cipher: cipher, now: t0)
-    }
+    let day = RingStoreFixture.day
+    let t0 = RingStoreFixture.t0
 
     func messageID(_ n: Int) -> [UInt8] { withUnsafeBytes(of: UInt64(n).bigEndian, Array.init) + [UInt8](repeating: 7, count: 8) }
 
@@ -51,16 +46,11 @@ import Testing
     /// state row holds none, and they read back after a reopen; one more send writes its
     /// row alone: no other row and not the state are written again.
     @Test func sendsAreRowsThatSurviveAReopenAndASendWritesOneRow() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
         let original = try ring(sends: 300)
-        let id: Int64
-        do {
-            let store = try Store(directory: dir.path)
-            defer { store.close() }
-            id = try contact(store, cipher)
-            try store.saveReceiverKeyRing(original, contactID: id, cipher: cipher)
+        let id = try f.saving(original) { store, id in
             let rows = try pendingRows(store)
             #expect(rows.count == 300)
             let sealed = try #require(rows[messageID(3)])
@@ -85,7 +75,7 @@ import Testing
             #expect(after.filter { rows[$0.key] != nil && rows[$0.key] != $0.value }.isEmpty)  // none rewritten
             #expect(try stateRow(store, id) == stateBefore)
         }
-        let store = try Store(directory: dir.path)
+        let store = try f.open()
         defer { store.close() }
         let back = try store.receiverKeyRing(contactID: id, cipher: cipher)
         #expect(back.pending.count == 300 && back.pending[messageID(1000)]?.keyID == 5 && back.pending[messageID(7)] == nil)
@@ -96,12 +86,10 @@ import Testing
     /// A ring taken to be changed (its kept copy lets go of its sends meanwhile): an ack
     /// deletes its row and a send adds one; read in between, the ring is the disk's.
     @Test func aRingTakenToChangeWritesItsChanges() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
-        let store = try Store(directory: dir.path)
-        defer { store.close() }
-        let id = try contact(store, cipher)
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
+        let (store, id) = try f.storeWithContact()
         try store.saveReceiverKeyRing(try ring(sends: 20), contactID: id, cipher: cipher)
         _ = try store.receiverKeyRing(contactID: id, cipher: cipher)
         var taken = try store.receiverKeyRingToChange(contactID: id, cipher: cipher)
@@ -114,7 +102,7 @@ import Testing
         try store.saveReceiverKeyRing(taken, contactID: id, cipher: cipher)  // compared with the rows: last writer wins
         let rows = try pendingRows(store)
         #expect(rows.count == 19 && rows[messageID(2)] == nil && rows[messageID(50)] != nil && rows[messageID(51)] == nil)
-        let fresh = try Store(directory: dir.path)
+        let fresh = try f.open()
         defer { fresh.close() }
         #expect(same(try fresh.receiverKeyRing(contactID: id, cipher: cipher), taken))
         #expect(same(try store.receiverKeyRing(contactID: id, cipher: cipher), taken))
@@ -124,16 +112,11 @@ import Testing
     /// migration 18 adds the table, and the first read with the key moves the sends into
     /// rows and writes the state without them; the ring reads the same before and after.
     @Test func aSchema17StoreMovesItsSendsIntoRows() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
         let original = try ring(sends: 50)
-        let id: Int64
-        do {
-            let store = try Store(directory: dir.path)
-            defer { store.close() }
-            id = try contact(store, cipher)
-            try store.saveReceiverKeyRing(original, contactID: id, cipher: cipher)
+        let id = try f.saving(original) { store, id in
             // Back to schema 17 as that version wrote it: no table of sends, the sends in the state.
             let legacy = Store.encodeRingState(original, pending: original.pending.dictionary)
             try store.db.execute("DROP TABLE receiver_key_pending; PRAGMA user_version = 17;")
@@ -141,7 +124,7 @@ import Testing
                                [.blob(try cipher.seal(legacy, ad: RowAD.receiverKeyState(contactID: id))), .int(id)])
         }
         do {
-            let store = try Store(directory: dir.path)
+            let store = try f.open()
             defer { store.close() }
             #expect(try store.db.userVersion == Schema.latestVersion)
             #expect(try pendingRows(store).isEmpty)  // nothing to move without the key
@@ -151,7 +134,7 @@ import Testing
             let state = try cipher.open(try #require(try stateRow(store, id)), ad: RowAD.receiverKeyState(contactID: id))
             #expect(state.suffix(4) == [0, 0, 0, 0])
         }
-        let store = try Store(directory: dir.path)
+        let store = try f.open()
         defer { store.close() }
         #expect(same(try store.receiverKeyRing(contactID: id, cipher: cipher), original))
     }
@@ -160,12 +143,10 @@ import Testing
     /// read afterwards is the one on disk, not the one saved (the kept rings take a write at
     /// the outermost commit only, and forget everything at a rollback).
     @Test func aRolledBackSaveLeavesTheKeptRingAsTheDisk() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
-        let store = try Store(directory: dir.path)
-        defer { store.close() }
-        let id = try contact(store, cipher)
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
+        let (store, id) = try f.storeWithContact()
         try store.saveReceiverKeyRing(try ring(sends: 3), contactID: id, cipher: cipher)
         struct Refused: Error {}
         // Saved in a savepoint that is released, then the outer transaction rolls back.
@@ -190,7 +171,7 @@ import Testing
             }
         }
         let kept = try store.receiverKeyRing(contactID: id, cipher: cipher)
-        let fresh = try Store(directory: dir.path)
+        let fresh = try f.open()
         defer { fresh.close() }
         let disk = try fresh.receiverKeyRing(contactID: id, cipher: cipher)
         #expect(disk.pending.count == 3 && disk.own.count == 1)
@@ -199,7 +180,7 @@ import Testing
         var ring = kept
         ring.sent(messageID: messageID(97), peerKeyID: 5, expiresMs: t0 + day)
         try store.saveReceiverKeyRing(ring, contactID: id, cipher: cipher)
-        let third = try Store(directory: dir.path)
+        let third = try f.open()
         defer { third.close() }
         #expect(same(try third.receiverKeyRing(contactID: id, cipher: cipher), ring))
     }
@@ -207,17 +188,9 @@ import Testing
     /// A node that locks drops the rings it kept: the disk changed while it was locked (here
     /// by another connection) is what it reads after the unlock.
     @Test func aLockedThenUnlockedNodeReadsTheDisk() throws {
-        let dirA = TempDir(), dirB = TempDir()
-        defer { dirA.remove(); dirB.remove() }
-        var options = fastOptions()
-        options.forwardSecrecy = true
-        let alice = try Node(dataDirectory: dirA.path, options: options)
-        defer { alice.close() }
-        _ = try alice.setup(name: "Alice", pin: testPIN, confirmation: testPIN)
-        let bob = try Node(dataDirectory: dirB.path, options: options)
-        defer { bob.close() }
-        _ = try bob.setup(name: "Bob", pin: testPIN, confirmation: testPIN)
-        let bobID = try alice.addContact(card: bob.profile().text).id
+        let nodes = try ForwardSecretNodes()
+        defer { nodes.close() }
+        let (alice, bobID) = (nodes.alice, nodes.bobID)
         _ = try alice.send(to: bobID, text: "one")  // sealed to Bob's prekey: one unsettled send
         let ring = { try alice.state.withLock { s in
             try s.store!.receiverKeyRing(contactID: bobID, cipher: try #require(s.keys).cipher)
@@ -226,7 +199,7 @@ import Testing
         try alice.lock()
         // Nothing of the rings (their own keys' secrets) stays in memory while locked.
         #expect(alice.state.withLock { $0.store!.ringCache.isEmpty })
-        let other = try Database(path: dirA.path + "/" + Store.fileName)
+        let other = try Database(path: nodes.dirA.path + "/" + Store.fileName)
         try other.query("DELETE FROM receiver_key_pending")
         other.close()
         try alice.unlock(pin: testPIN)
@@ -286,17 +259,15 @@ extension ReceiverKeyRowsTests {
     /// contact added after it under the same row ID (SQLite reuses the highest) reads the
     /// disk, not the ring of the one deleted.
     @Test func aDeletedContactsRingIsNotKept() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
-        let store = try Store(directory: dir.path)
-        defer { store.close() }
-        let id = try contact(store, cipher)
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
+        let (store, id) = try f.storeWithContact()
         try store.saveReceiverKeyRing(try ring(sends: 3), contactID: id, cipher: cipher)
         #expect(store.ringCache.ring(id, cipher: cipher)?.pending.count == 3)
         try store.deleteContact(id, withMessages: true)
         #expect(store.ringCache.ring(id, cipher: cipher) == nil)
-        let again = try contact(store, cipher)
+        let again = try f.contact(store)
         #expect(try store.receiverKeyRing(contactID: again, cipher: cipher).own.isEmpty)
         #expect(try store.receiverKeyRing(contactID: again, cipher: cipher).pending.isEmpty)
     }

@@ -7,13 +7,8 @@ import Testing
 /// docs/PROTOCOL.md §13.3 in the store (migration 14): the ring survives a reopen sealed,
 /// goes with its contact, and an erased key is gone from every file of the data directory.
 @Suite struct ReceiverKeyStoreTests {
-    let day: Int64 = 86_400_000
-    let t0: Int64 = 1_700_000_000_000
-
-    func contact(_ store: Store, _ cipher: FieldCipher, name: String = "Bob") throws -> Int64 {
-        let card = try ContactCard(text: try Identity(name: name).card.text)
-        return try store.insertContact(card, lookup: cipher.lookup(card.publicIdentity.keyBytes), cipher: cipher, now: t0)
-    }
+    let day = RingStoreFixture.day
+    let t0 = RingStoreFixture.t0
 
     /// A ring of three own keys (1 and 2 superseded), a peer key and one unsettled send.
     func ring() throws -> ReceiverKeyRing {
@@ -32,12 +27,10 @@ import Testing
     /// key reads back with that one: nothing was computed); a 48-byte row written before
     /// still reads, its public key computed from the secret.
     @Test func loadingARingComputesNoPublicKeyAndOldRowsStillRead() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
-        let store = try Store(directory: dir.path)
-        defer { store.close() }
-        let id = try contact(store, cipher)
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
+        let (store, id) = try f.storeWithContact()
         try store.saveReceiverKeyRing(try ring(), contactID: id, cipher: cipher)
         let rows = try store.db.rows("SELECT key_id, sealed FROM receiver_keys WHERE contact_id = ?", [.int(id)]) {
             ($0.int64(0), $0.blob(1))
@@ -53,7 +46,7 @@ import Testing
         }
         // Read by a store opened afresh: this one keeps the ring as it saved it (rows written
         // behind its back are seen after the node locks, ReceiverKeyRingCacheTests).
-        let fresh = try Store(directory: dir.path)
+        let fresh = try f.open()
         defer { fresh.close() }
         let own = try fresh.receiverKeyRing(contactID: id, cipher: cipher).own
         let computed = try ReceiverKeyPair(id: 11, secret: SecureBytes(copying: secret)).key
@@ -62,18 +55,12 @@ import Testing
     }
 
     @Test func aRingSurvivesAReopen() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
         let original = try ring()
-        let id: Int64
-        do {
-            let store = try Store(directory: dir.path)
-            id = try contact(store, cipher)
-            try store.saveReceiverKeyRing(original, contactID: id, cipher: cipher)
-            store.close()
-        }
-        let store = try Store(directory: dir.path)
+        let id = try f.saving(original)
+        let store = try f.open()
         defer { store.close() }
         let back = try store.receiverKeyRing(contactID: id, cipher: cipher)
         #expect(back.own.map(\.pair.key) == original.own.map(\.pair.key))
@@ -86,12 +73,12 @@ import Testing
     }
 
     @Test func keysGoWithTheContact() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
-        let store = try Store(directory: dir.path)
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
+        let store = try f.open()
         defer { store.close() }
-        let bob = try contact(store, cipher), carol = try contact(store, cipher, name: "Carol")
+        let bob = try f.contact(store), carol = try f.contact(store, name: "Carol")
         try store.saveReceiverKeyRing(try ring(), contactID: bob, cipher: cipher)
         try store.saveReceiverKeyRing(try ring(), contactID: carol, cipher: cipher)
         try store.deleteContact(bob, withMessages: false)
@@ -101,26 +88,26 @@ import Testing
     }
 
     @Test func anErasedKeyIsGoneFromTheFiles() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
-        let store = try Store(directory: dir.path)
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
+        let store = try f.open()
         var ring = try ring()
-        let id = try contact(store, cipher)
+        let id = try f.contact(store)
         try store.saveReceiverKeyRing(ring, contactID: id, cipher: cipher)
         store.eraseFreedPages()  // key 1's row now in the main file, not only the log
         let sealed = try store.db.rows("SELECT sealed FROM receiver_keys WHERE contact_id = ? AND key_id = 1", [.int(id)]) { $0.blob(0) }
         #expect(sealed.count == 1)
-        let before = try files(dir.path).contains { contains($0.data, sealed[0]) }
+        let before = try files(f.dir.path).contains { holdsAPiece(of: sealed[0], in: $0.data) }
         #expect(before)
 
         ring.expire(nowMs: t0 + 1 + ReceiverKeyRing.retentionMs)  // erases key 1 (superseded at t0 + 1)
         #expect(ring.own.map(\.pair.key.id) == [2, 3, 4])
         #expect(try store.saveReceiverKeyRing(ring, contactID: id, cipher: cipher) == 1)
-        let stillOpen = try files(dir.path).filter { contains($0.data, sealed[0]) }.map(\.name)
+        let stillOpen = try files(f.dir.path).filter { holdsAPiece(of: sealed[0], in: $0.data) }.map(\.name)
         #expect(stillOpen == [])
         store.close()
-        let closed = try files(dir.path).filter { contains($0.data, sealed[0]) }.map(\.name)
+        let closed = try files(f.dir.path).filter { holdsAPiece(of: sealed[0], in: $0.data) }.map(\.name)
         #expect(closed == [])
     }
 
@@ -130,11 +117,11 @@ import Testing
     /// delivered forward-secret packets. Alice's first message (to the long-term key, before
     /// Bob had announced one) is the stated exception.
     @Test func seizedDataDirectoryOpensNoDeliveredPacket() throws {
-        let dir = TempDir()
-        defer { dir.remove() }
-        let cipher = try FieldCipher(databaseKey: SecureBytes.random(count: 32))
-        let store = try Store(directory: dir.path)
-        let aliceID = try contact(store, cipher, name: "Alice")
+        let f = try RingStoreFixture()
+        defer { f.remove() }
+        let cipher = f.cipher
+        let store = try f.open()
+        let aliceID = try f.contact(store, name: "Alice")
         let net = try FSNetwork()
         let everHeld = KeyBox()
         net.afterEachDelivery = { party in
@@ -152,7 +139,7 @@ import Testing
         let recorded = try #require(net.recorded[net.bob.id])
         #expect(recorded.count == 10 && net.bob.stored.count == 10)
 
-        let seized = try Store(directory: dir.path)
+        let seized = try f.open()
         defer { seized.close() }
         let keys = try seized.receiverKeyRing(contactID: aliceID, cipher: cipher).openingKeys
         #expect(!keys.isEmpty)
@@ -168,17 +155,6 @@ import Testing
         }
     }
 
-    /// Any 16-byte window of `needle` (a sealed value: nonce, ciphertext, tag) in `haystack`.
-    func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard haystack.count >= 16 else { return false }
-        let windows = stride(from: 0, to: needle.count - 15, by: 16).map { Array(needle[$0..<($0 + 16)]) }
-        var index = 0
-        while index + 16 <= haystack.count {
-            if windows.contains(where: { $0.elementsEqual(haystack[index..<(index + 16)]) }) { return true }
-            index += 1
-        }
-        return false
-    }
 }
 
 final class KeyBox { var keys: [UInt32: ReceiverKeyPair] = [:] }

@@ -119,44 +119,20 @@ final class PostgresConnection {
     /// when it notices) and `relayUnavailable` is thrown. Returns the first error result,
     /// or else the last result.
     private func run(_ sql: String, timeout: Double, _ send: () -> Int32) throws -> OpaquePointer? {
-        guard !broken else { throw YaOKError(.relayUnavailable, "PostgreSQL: the connection is broken") }
-        let deadline = Self.nowMs() + Int64(timeout * 1000)
-        func lost(_ why: String) -> YaOKError {
-            broken = true
-            return YaOKError(.relayUnavailable, "PostgreSQL: \(why)")
-        }
-        func wait(_ events: Int32) throws {
-            while true {
-                let left = deadline - Self.nowMs()
-                guard left > 0 else {
-                    throw lost("no answer within \(Int(timeout)) s (server frozen or unreachable); connection dropped")
-                }
-                var p = pollfd(fd: PQsocket(conn), events: Int16(events), revents: 0)
-                let ready = poll(&p, 1, Int32(min(left, 1000)))
-                if ready > 0 { return }
-                if ready < 0 && errno != EINTR { throw lost("poll: \(String(cString: strerror(errno)))") }
-            }
-        }
+        let exchange = try Exchange(self, timeout: timeout)
         roundTrips += 1
-        guard send() == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
-        // Whatever does not fit the socket's buffer at once.
-        while true {
-            let flushed = PQflush(conn)
-            if flushed == 0 { break }
-            if flushed < 0 { throw lost(Self.trimmed(PQerrorMessage(conn))) }
-            try wait(Int32(POLLIN | POLLOUT))
-            guard PQconsumeInput(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
-        }
+        guard send() == 1 else { throw exchange.lost() }
+        try exchange.flush()
         var kept: OpaquePointer?
         while true {
-            while PQisBusy(conn) == 1 {
-                try wait(Int32(POLLIN))
-                guard PQconsumeInput(conn) == 1 else {
-                    PQclear(kept)
-                    throw lost(Self.trimmed(PQerrorMessage(conn)))
-                }
+            let next: OpaquePointer?
+            do {
+                next = try exchange.nextResult()
+            } catch {
+                PQclear(kept)
+                throw error
             }
-            guard let result = PQgetResult(conn) else { break }
+            guard let result = next else { break }
             let failed = ![PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY].contains(PQresultStatus(result))
             let keptFailed = kept.map { ![PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY].contains(PQresultStatus($0)) } ?? false
             if keptFailed && !failed {
@@ -168,6 +144,63 @@ final class PostgresConnection {
         }
         _ = sql
         return kept
+    }
+
+    /// One exchange with the server (`run`, `pipeline`): its deadline, `timeout` seconds
+    /// from its start, and the waits for the socket under it. Past the deadline, or when
+    /// libpq fails, the connection is marked broken (the pool drops it; the server ends the
+    /// statement when it notices) and `relayUnavailable` is thrown.
+    private struct Exchange {
+        let connection: PostgresConnection
+        let timeout: Double
+        let deadline: Int64
+
+        init(_ connection: PostgresConnection, timeout: Double) throws {
+            guard !connection.broken else { throw YaOKError(.relayUnavailable, "PostgreSQL: the connection is broken") }
+            self.connection = connection
+            self.timeout = timeout
+            deadline = PostgresConnection.nowMs() + Int64(timeout * 1000)
+        }
+
+        /// Marks the connection broken; the error says why (libpq's message by default).
+        func lost(_ why: String? = nil) -> YaOKError {
+            connection.broken = true
+            return YaOKError(.relayUnavailable, "PostgreSQL: \(why ?? PostgresConnection.trimmed(PQerrorMessage(connection.conn)))")
+        }
+
+        /// Until the socket is ready for `events`, or the deadline.
+        func wait(_ events: Int32) throws {
+            while true {
+                let left = deadline - PostgresConnection.nowMs()
+                guard left > 0 else { throw lost("no answer within \(Int(timeout)) s (server frozen or unreachable); connection dropped") }
+                var p = pollfd(fd: PQsocket(connection.conn), events: Int16(events), revents: 0)
+                let ready = poll(&p, 1, Int32(min(left, 1000)))
+                if ready > 0 { return }
+                if ready < 0 && errno != EINTR { throw lost("poll: \(String(cString: strerror(errno)))") }
+            }
+        }
+
+        /// Sends whatever did not fit the socket's buffer at once (reading meanwhile).
+        func flush() throws {
+            let conn = connection.conn
+            while true {
+                let flushed = PQflush(conn)
+                if flushed == 0 { return }
+                if flushed < 0 { throw lost() }
+                try wait(Int32(POLLIN | POLLOUT))
+                guard PQconsumeInput(conn) == 1 else { throw lost() }
+            }
+        }
+
+        /// The next result once it has all come (nil: the statement's results are done).
+        func nextResult() throws -> OpaquePointer? {
+            let conn = connection.conn
+            while PQisBusy(conn) == 1 {
+                try wait(Int32(POLLIN))
+                guard PQconsumeInput(conn) == 1 else { throw lost() }
+            }
+            return PQgetResult(conn)
+        }
     }
 
     private static func nowMs() -> Int64 {
@@ -229,25 +262,10 @@ final class PostgresConnection {
             try check(result, s.sql)
             prepared.insert(s.name)
         }
-        guard !broken else { throw YaOKError(.relayUnavailable, "PostgreSQL: the connection is broken") }
-        let deadline = Self.nowMs() + Int64(timeout * 1000)
-        func lost(_ why: String) -> YaOKError {
-            broken = true
-            return YaOKError(.relayUnavailable, "PostgreSQL: \(why)")
-        }
-        func wait(_ events: Int32) throws {
-            while true {
-                let left = deadline - Self.nowMs()
-                guard left > 0 else { throw lost("no answer within \(Int(timeout)) s (server frozen or unreachable); connection dropped") }
-                var p = pollfd(fd: PQsocket(conn), events: Int16(events), revents: 0)
-                let ready = poll(&p, 1, Int32(min(left, 1000)))
-                if ready > 0 { return }
-                if ready < 0 && errno != EINTR { throw lost("poll: \(String(cString: strerror(errno)))") }
-            }
-        }
+        let exchange = try Exchange(self, timeout: timeout)
         // Non-blocking while in the pipeline: the server's results are read while the rest
         // is still being sent, so that neither side waits on a full socket buffer.
-        guard PQsetnonblocking(conn, 1) == 0, PQenterPipelineMode(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+        guard PQsetnonblocking(conn, 1) == 0, PQenterPipelineMode(conn) == 1 else { throw exchange.lost() }
         defer {
             if !broken {
                 _ = PQexitPipelineMode(conn)
@@ -258,33 +276,20 @@ final class PostgresConnection {
             let sent = Self.withParameters(s.parameters) { values, lengths, formats in
                 PQsendQueryPrepared(conn, s.name, Int32(s.parameters.count), values, lengths, formats, 1)
             }
-            guard sent == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
+            guard sent == 1 else { throw exchange.lost() }
         }
         roundTrips += 1
-        guard PQpipelineSync(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
-        while true {
-            let flushed = PQflush(conn)
-            if flushed == 0 { break }
-            if flushed < 0 { throw lost(Self.trimmed(PQerrorMessage(conn))) }
-            try wait(Int32(POLLIN | POLLOUT))
-            guard PQconsumeInput(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
-        }
-        func next() throws -> OpaquePointer? {
-            while PQisBusy(conn) == 1 {
-                try wait(Int32(POLLIN))
-                guard PQconsumeInput(conn) == 1 else { throw lost(Self.trimmed(PQerrorMessage(conn))) }
-            }
-            return PQgetResult(conn)
-        }
+        guard PQpipelineSync(conn) == 1 else { throw exchange.lost() }
+        try exchange.flush()
         var rows: [PostgresRows] = []
         var failure: Error?
         for s in statements {
             // Each statement's result, then NULL.
             var kept: OpaquePointer?
-            while let result = try next() {
+            while let result = try exchange.nextResult() {
                 if kept == nil { kept = result } else { PQclear(result) }
             }
-            guard let result = kept else { throw lost("a pipelined statement returned no result") }
+            guard let result = kept else { throw exchange.lost("a pipelined statement returned no result") }
             if failure == nil {
                 let status = PQresultStatus(result)
                 if status == PGRES_PIPELINE_ABORTED {
@@ -304,7 +309,7 @@ final class PostgresConnection {
             }
         }
         // The sync's own result ends the pipeline.
-        while let result = try next() {
+        while let result = try exchange.nextResult() {
             let status = PQresultStatus(result)
             PQclear(result)
             if status == PGRES_PIPELINE_SYNC { break }

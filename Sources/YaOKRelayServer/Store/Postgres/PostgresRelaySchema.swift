@@ -818,7 +818,7 @@ enum PostgresRelaySchema {
         var after: Int64 = -1
         while true {
             let rows = try c.query("migrate_note_read", "SELECT seq, mailbox, packet FROM packets WHERE seq > $1 ORDER BY seq LIMIT 1000",
-                                   types: [PostgresType.int8], [.int(after)], timeout: 600)
+                                   types: [PostgresType.int8], [.int(after)], timeout: migrationTimeoutSeconds)
             guard rows.count > 0 else { break }
             var seqs: [Int64] = [], notes: [[UInt8]] = []
             for row in 0..<rows.count {
@@ -827,16 +827,17 @@ enum PostgresRelaySchema {
             }
             try c.query("migrate_note_write", """
                 UPDATE packets p SET note = u.note FROM unnest($1::int8[], $2::bytea[]) AS u(seq, note) WHERE p.seq = u.seq
-                """, types: [PostgresType.int8Array, PostgresType.byteaArray], [.int8Array(seqs), .byteaArray(notes)], timeout: 600)
+                """, types: [PostgresType.int8Array, PostgresType.byteaArray], [.int8Array(seqs), .byteaArray(notes)], timeout: migrationTimeoutSeconds)
             after = seqs[seqs.count - 1]
         }
-        try c.execute("ALTER TABLE packets ALTER COLUMN note SET NOT NULL", timeout: 600)
+        try c.execute("ALTER TABLE packets ALTER COLUMN note SET NOT NULL", timeout: migrationTimeoutSeconds)
     }
 
     static func migrate(_ c: PostgresConnection) throws {
         // Another relay may be migrating (the lock waits for it), and a migration may rewrite
-        // a large table: a minute, not the statements' usual 5 s.
-        try c.execute("SELECT pg_advisory_lock(\(lockKey))", timeout: 60)
+        // a large table: up to the migrations' limit, on the server too (its 15 s cancelled
+        // the wait). The lock is the session's: it outlives the transaction it was taken in.
+        try migrationTransaction(c) { try c.execute("SELECT pg_advisory_lock(\(lockKey))", timeout: migrationTimeoutSeconds) }
         defer { try? c.execute("SELECT pg_advisory_unlock(\(lockKey))") }
         try c.execute("CREATE TABLE IF NOT EXISTS yaok_relay_schema (version INT NOT NULL)")
         try c.execute("INSERT INTO yaok_relay_schema SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM yaok_relay_schema)")
@@ -846,16 +847,33 @@ enum PostgresRelaySchema {
                 throw YaOKError(.storage, "The relay database has schema version \(version); this relay knows up to \(migrations.count): run a newer yaok-relay")
             }
             guard version < migrations.count else { return }
-            try c.execute("BEGIN")
-            do {
-                try c.execute(migrations[version], timeout: 600)
+            try migrationTransaction(c) {
+                try c.execute(migrations[version], timeout: migrationTimeoutSeconds)
                 if version + 1 == 10 { try fillNotes(c) }
                 try c.execute("UPDATE yaok_relay_schema SET version = \(version + 1)")
-                try c.execute("COMMIT")
-            } catch {
-                try? c.execute("ROLLBACK")
-                throw error
             }
+        }
+    }
+
+    /// The longest a migration's statement may run, on the client (its deadline) and on the
+    /// server: migration 10 rewrites every packet row and its SET NOT NULL reads them all,
+    /// far past the 15 s `statement_timeout` each connection sets for the relay's own
+    /// statements (a large database's migration was cancelled, rolled back and tried again
+    /// at every start).
+    static let migrationTimeoutSeconds = 600.0
+
+    /// Runs `body` in one transaction whose statements the server lets run for up to
+    /// `migrationTimeoutSeconds` (SET LOCAL: the connection's own limit is back at its end);
+    /// rolled back if `body` throws.
+    static func migrationTransaction(_ c: PostgresConnection, _ body: () throws -> Void) throws {
+        try c.execute("BEGIN")
+        do {
+            try c.execute("SET LOCAL statement_timeout = \(Int(migrationTimeoutSeconds * 1000))")
+            try body()
+            try c.execute("COMMIT")
+        } catch {
+            try? c.execute("ROLLBACK")
+            throw error
         }
     }
 }

@@ -399,14 +399,9 @@ private struct CommitCall {
                 for ref in refs { deletes.append(Entry(write: i, mailbox: ref.mailbox.bytes, post: nil, messageID: ref.messageID)) }
             }
         }
-        // Stable: a mailbox's writes keep their order.
-        func sorted(_ entries: [Entry]) -> [Entry] {
-            entries.enumerated().sorted { a, b in
-                a.element.mailbox == b.element.mailbox ? a.offset < b.offset : a.element.mailbox.lexicographicallyPrecedes(b.element.mailbox)
-            }.map(\.element)
-        }
-        self.posts = sorted(posts)
-        self.deletes = sorted(deletes)
+        // Stable: a mailbox's writes keep their order (`RelayCommitOrder`, as SQLite decides them).
+        self.posts = RelayCommitOrder.byMailbox(posts) { $0.mailbox }
+        self.deletes = RelayCommitOrder.byMailbox(deletes) { $0.mailbox }
         /// 1-based numbers of distinct values, in the order first seen.
         struct Numbering<Key: Hashable> {
             var keys: [Key] = []
