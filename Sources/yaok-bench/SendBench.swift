@@ -40,13 +40,14 @@ enum SendBench {
                     return db.walFrames
                 }
                 try alice.send(to: bobID, text: "traced " + text)
-                let (log, frames) = try alice.withDatabase { db -> ([String], Int) in
+                let (log, pages) = try alice.withDatabase { db -> ([String], [String]) in
                     defer { db.statementLog = nil }
-                    return (db.statementLog ?? [], db.walFrames - frames0)
+                    return (db.statementLog ?? [], try db.logPages(frames: frames0..<db.walFrames))
                 }
                 try alice.withDatabase { try $0.checkpointPassive() }
-                print("statements of one send (carrying \(carrying ? "on" : "off")), \(frames) pages written to the log:")
+                print("statements of one send (carrying \(carrying ? "on" : "off")), \(pages.count) pages written to the log:")
                 for sql in log { print("    " + sql.split(whereSeparator: \.isNewline).joined(separator: " ")) }
+                print("  pages: " + pages.joined(separator: ", "))
             }
             let n = 2_000
             let (statements0, commits0) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
