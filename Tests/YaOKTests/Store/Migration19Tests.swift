@@ -5,9 +5,10 @@ import Testing
 @testable import YaOKNode
 
 /// Migration 19 (issue 20) rebuilds `outbox` (without AUTOINCREMENT, two indexes fewer, one
-/// replaced) and `messages` (one unique index instead of two). A node's real rows, written
-/// with the layout of schema 18, come through with their rowids and MACs: the history,
-/// its cursors, the outbox and its sending order read as before, and new sends go after.
+/// replaced) and `messages` (one unique index instead of two), and drops carried_own_expiry.
+/// A node's real rows, written with the layout of schema 18, come through with their rowids
+/// and MACs: the history, its cursors, the outbox and its sending order read as before, and
+/// new sends go after.
 @Suite struct Migration19Tests {
     /// The tables of schema 18 as its migrations left them (columns added by ALTER at the end).
     private static let schema18 = """
@@ -53,6 +54,7 @@ import Testing
         CREATE INDEX messages_history ON messages (conversation_id, sender_ts_ms, id);
         CREATE INDEX messages_by_id ON messages (message_id);
         CREATE INDEX messages_unread ON messages (conversation_id) WHERE unread = 1;
+        CREATE INDEX carried_own_expiry ON carried_own (expires_ms);
         PRAGMA user_version = 18;
         """
 
@@ -104,6 +106,7 @@ import Testing
             #expect(try Self.indexes(db, "outbox") == ["outbox_expiry", "outbox_pump", "outbox_pump_by_contact",
                                                       "outbox_timers", "sqlite_autoindex_outbox_1"])
             #expect(try Self.indexes(db, "messages") == ["messages_history", "messages_unread", "sqlite_autoindex_messages_1"])
+            #expect(try !Self.indexes(db, "carried_own").contains("carried_own_expiry"))
             var integrity: [String] = []
             try db.query("PRAGMA integrity_check") { integrity.append($0.text(0)) }
             #expect(integrity == ["ok"])
