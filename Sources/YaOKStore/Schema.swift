@@ -362,7 +362,7 @@ enum Schema {
         ALTER TABLE messages_19 RENAME TO messages;
         CREATE INDEX messages_history ON messages (conversation_id, sender_ts_ms, id);
         CREATE INDEX messages_unread ON messages (conversation_id) WHERE unread = 1;
-        DROP INDEX carried_own_expiry;
+        DROP INDEX IF EXISTS carried_own_expiry;
         """,
     ]
 
