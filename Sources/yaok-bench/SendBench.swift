@@ -6,7 +6,8 @@ import YaOK
 /// path. Prints the rate with carrying on (the default) and off, and per send: the SQL
 /// statements run, the writing commits (disk syncs) and the wake-ups of the event thread.
 /// YAOK_BENCH_SEND_TRACE=1 also lists the statements of one send and the pages it writes to
-/// the log (the node then no longer checkpoints by itself: time the rate without it). With YAOK_BENCH_DIR on a
+/// the log, each named by its table or index (the node then no longer checkpoints by
+/// itself: time the rate without it). With YAOK_BENCH_DIR on a
 /// tmpfs (/dev/shm) the syncs cost nothing and the rate is the CPU cost alone.
 enum SendBench {
     static func run() throws {
