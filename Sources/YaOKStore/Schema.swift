@@ -300,6 +300,70 @@ enum Schema {
             PRIMARY KEY (contact_id, message_id)
         ) WITHOUT ROWID;
         """,
+        // 19: fewer pages written per send, receipt and ack (issue 20): every index a row is
+        // in is one more page written to the log and synced at each insert, delete, and
+        // update of an indexed column. The outbox loses AUTOINCREMENT (its sqlite_sequence
+        // row was a page per send: `seq` is only an order, never shown or kept elsewhere,
+        // and a new row still gets the largest seq there is plus one, so sending order
+        // holds), outbox_by_contact (the pump's (contact_id, ...) index serves every
+        // per-contact query) and outbox_due, replaced by outbox_timers: the rows the retry
+        // timer waits for (queued, or waiting at a relay), in next_attempt_ms order, so the
+        // timer's query after each send is one seek instead of a read of every row and its
+        // packet; outbox_pump also holds contact_id, for the relay's pump. `messages` keeps
+        // one unique index (message_id, conversation_id) instead of two: the lookup by
+        // message ID alone and the duplicate check by (conversation, ID) both seek it. Both
+        // tables are rebuilt (SQLite cannot drop AUTOINCREMENT or a UNIQUE constraint in
+        // place) with every row, its rowid and its MAC as they were: the rowid is in history
+        // cursors, no MAC covers it. carried_own_expiry goes: a page on every send and ack
+        // so that the carry sweep, at most hourly, would not read the table's small rows
+        // (about 70 bytes, no packet) once. Tests pin the query plans (StoreQueryPlanTests).
+        """
+        CREATE TABLE outbox_19 (
+            seq INTEGER PRIMARY KEY,
+            packet_id BLOB NOT NULL UNIQUE CHECK (length(packet_id) = 16),
+            kind INTEGER NOT NULL,
+            contact_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            packet BLOB NOT NULL,
+            state INTEGER NOT NULL,
+            attempts INTEGER NOT NULL,
+            next_attempt_ms INTEGER NOT NULL,
+            expires_ms INTEGER NOT NULL,
+            mac BLOB,
+            carried INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO outbox_19 (seq, packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms, mac, carried)
+            SELECT seq, packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms, mac, carried FROM outbox;
+        DROP TABLE outbox;
+        ALTER TABLE outbox_19 RENAME TO outbox;
+        CREATE INDEX outbox_pump_by_contact ON outbox (contact_id, state, seq, next_attempt_ms, expires_ms, packet_id);
+        CREATE INDEX outbox_pump ON outbox (state, seq, next_attempt_ms, expires_ms, packet_id, contact_id);
+        CREATE INDEX outbox_timers ON outbox (next_attempt_ms, carried, state) WHERE state = 0 OR carried = 1;
+        CREATE INDEX outbox_expiry ON outbox (expires_ms);
+        CREATE TABLE messages_19 (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            message_id BLOB NOT NULL,
+            direction INTEGER NOT NULL,
+            status INTEGER NOT NULL,
+            sender_ts_ms INTEGER NOT NULL,
+            created_ms INTEGER NOT NULL,
+            sent_ms INTEGER,
+            received_ms INTEGER,
+            unread INTEGER NOT NULL,
+            body BLOB NOT NULL,
+            mac BLOB,
+            UNIQUE (message_id, conversation_id)
+        );
+        INSERT INTO messages_19 (id, conversation_id, message_id, direction, status, sender_ts_ms, created_ms, sent_ms,
+                                 received_ms, unread, body, mac)
+            SELECT id, conversation_id, message_id, direction, status, sender_ts_ms, created_ms, sent_ms,
+                   received_ms, unread, body, mac FROM messages;
+        DROP TABLE messages;
+        ALTER TABLE messages_19 RENAME TO messages;
+        CREATE INDEX messages_history ON messages (conversation_id, sender_ts_ms, id);
+        CREATE INDEX messages_unread ON messages (conversation_id) WHERE unread = 1;
+        DROP INDEX IF EXISTS carried_own_expiry;
+        """,
     ]
 
     static var latestVersion: Int { migrations.count }

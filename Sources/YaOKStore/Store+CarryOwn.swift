@@ -48,7 +48,9 @@ extension Store {
         try db.query("DELETE FROM carried_own WHERE message_id = ?", [.blob(messageID)])
     }
 
-    /// Forgets own copies past their expiry (the sweep); returns how many.
+    /// Forgets own copies past their expiry (the carry sweep, at most hourly); returns how
+    /// many. Reads every row: no index on the expiry (migration 19), which would cost a page
+    /// at every send and ack to spare this hourly read of small rows.
     @discardableResult
     package func forgetExpiredOwnCarried(nowMs: Int64) throws -> Int {
         try db.query("DELETE FROM carried_own WHERE expires_ms <= ?", [.int(nowMs)])

@@ -46,24 +46,29 @@ extension Store {
     /// Sets the status; the first move to `sent` also records the sent time. Needs the
     /// store attached (unlocked): each row's MAC is checked before it is rewritten, so a
     /// row altered in the file is refused (`corruptStore`), never re-authenticated.
+    /// Every row is checked before any is written; one row (IDs are random: nearly always)
+    /// is one UPDATE, which needs no savepoint around it to be all or nothing.
     package func setStatus(messageID: [UInt8], _ status: MessageStatus, now: Int64) throws {
         let cipher = try requireAttached()
-        try db.transaction {
-            let rows = try db.rows("SELECT \(Store.columns) FROM messages WHERE message_id = ? AND direction = 0",
-                                   [.blob(messageID)]) { row -> (Int64, RowMAC) in
-                let stored = try Store.verifiedMetadata(row, cipher)
-                let sentAt = status == .sent && stored.sentAt == nil ? now : stored.sentAt
-                return (row.int64(10), .message(conversation: stored.conversation, messageID: messageID,
-                                                direction: stored.direction, status: status.rawValue,
-                                                senderTimestamp: stored.senderTimestamp, createdAt: stored.createdAt,
-                                                sentAt: sentAt, receivedAt: stored.receivedAt, unread: stored.unread))
-            }
-            for (id, input) in rows {
-                try db.query("""
-                    UPDATE messages SET status = ?, sent_ms = CASE WHEN ? = \(MessageStatus.sent.rawValue) AND sent_ms IS NULL THEN ? ELSE sent_ms END,
-                        mac = ? WHERE id = ?
-                    """, [.int(Int64(status.rawValue)), .int(Int64(status.rawValue)), .int(now), .blob(cipher.mac(input)), .int(id)])
-            }
+        let rows = try db.rows("SELECT \(Store.columns) FROM messages WHERE message_id = ? AND direction = 0",
+                               [.blob(messageID)]) { row -> (Int64, RowMAC) in
+            let stored = try Store.verifiedMetadata(row, cipher)
+            let sentAt = status == .sent && stored.sentAt == nil ? now : stored.sentAt
+            return (row.int64(10), .message(conversation: stored.conversation, messageID: messageID,
+                                            direction: stored.direction, status: status.rawValue,
+                                            senderTimestamp: stored.senderTimestamp, createdAt: stored.createdAt,
+                                            sentAt: sentAt, receivedAt: stored.receivedAt, unread: stored.unread))
+        }
+        func update(_ id: Int64, _ input: RowMAC) throws {
+            try db.query("""
+                UPDATE messages SET status = ?, sent_ms = CASE WHEN ? = \(MessageStatus.sent.rawValue) AND sent_ms IS NULL THEN ? ELSE sent_ms END,
+                    mac = ? WHERE id = ?
+                """, [.int(Int64(status.rawValue)), .int(Int64(status.rawValue)), .int(now), .blob(cipher.mac(input)), .int(id)])
+        }
+        if rows.count == 1 {
+            try update(rows[0].0, rows[0].1)
+        } else if !rows.isEmpty {
+            try db.transaction { for (id, input) in rows { try update(id, input) } }
         }
     }
 

@@ -6,7 +6,8 @@ import YaOK
 /// path. Prints the rate with carrying on (the default) and off, and per send: the SQL
 /// statements run, the writing commits (disk syncs) and the wake-ups of the event thread.
 /// YAOK_BENCH_SEND_TRACE=1 also lists the statements of one send and the pages it writes to
-/// the log (the node then no longer checkpoints by itself: time the rate without it). With YAOK_BENCH_DIR on a
+/// the log, each named by its table or index (the node then no longer checkpoints by
+/// itself: time the rate without it). With YAOK_BENCH_DIR on a
 /// tmpfs (/dev/shm) the syncs cost nothing and the rate is the CPU cost alone.
 enum SendBench {
     static func run() throws {
@@ -40,13 +41,14 @@ enum SendBench {
                     return db.walFrames
                 }
                 try alice.send(to: bobID, text: "traced " + text)
-                let (log, frames) = try alice.withDatabase { db -> ([String], Int) in
+                let (log, pages) = try alice.withDatabase { db -> ([String], [String]) in
                     defer { db.statementLog = nil }
-                    return (db.statementLog ?? [], db.walFrames - frames0)
+                    return (db.statementLog ?? [], try db.logPages(frames: frames0..<db.walFrames))
                 }
                 try alice.withDatabase { try $0.checkpointPassive() }
-                print("statements of one send (carrying \(carrying ? "on" : "off")), \(frames) pages written to the log:")
+                print("statements of one send (carrying \(carrying ? "on" : "off")), \(pages.count) pages written to the log:")
                 for sql in log { print("    " + sql.split(whereSeparator: \.isNewline).joined(separator: " ")) }
+                print("  pages: " + pages.joined(separator: ", "))
             }
             let n = 2_000
             let (statements0, commits0) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }

@@ -39,6 +39,14 @@ import Testing
                 VALUES (7, x'05', 1, 3, 10, 11, 1, x'06');
                 """)
         }
+        if version >= 6 {
+            // Two outbox rows, the first seq freed: the order (seq) comes through migration 19.
+            try db.execute("""
+                INSERT INTO outbox (seq, packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms)
+                VALUES (4, x'0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a', 1, 7, x'07', 0, 0, 5, 9),
+                       (9, x'0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b', 2, 7, x'08', 1, 2, 6, 9);
+                """)
+        }
     }
 
     private func check(_ db: Database, from version: Int) throws {
@@ -52,7 +60,18 @@ import Testing
         }
         if version >= 2 {
             #expect(try db.rows("SELECT verified, last_seen_ms IS NULL FROM contacts WHERE id = 7") { [$0.int(0), $0.int(1)] } == [[1, 1]])
-            #expect(try db.rows("SELECT body FROM messages") { $0.blob(0) } == [[6]])
+            #expect(try db.rows("SELECT id, body FROM messages") { [$0.int(0)] + $0.blob(1).map(Int.init) } == [[1, 6]])
+        }
+        if version >= 6 {
+            #expect(try db.rows("SELECT seq, kind, state, attempts, packet FROM outbox ORDER BY seq") {
+                [$0.int(0), $0.int(1), $0.int(2), $0.int(3)] + $0.blob(4).map(Int.init)
+            } == [[4, 1, 0, 0, 7], [9, 2, 1, 2, 8]])
+            // 19: a new row goes after them.
+            try db.execute("""
+                INSERT INTO outbox (packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms)
+                VALUES (x'0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c', 1, 7, x'09', 0, 0, 5, 9)
+                """)
+            #expect(try db.rows("SELECT seq FROM outbox WHERE packet = x'09'") { $0.int(0) } == [10])
         }
         if version >= 4 {
             #expect(try db.rows("SELECT expires_at FROM wire_seen_ids") { $0.int(0) } == [42])
