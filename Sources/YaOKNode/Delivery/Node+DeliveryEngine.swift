@@ -39,23 +39,30 @@ extension Node {
     }
 
     /// As `withUnlockedEngine`, but the section's commits do not sync the disk under the
-    /// lock (`Database.unsynced`): the log is synced once the lock is released, so other
-    /// callers plan and write meanwhile, and only then is what the section decided carried
-    /// out (events to the app, units to links) and its result returned. Throws the sync's
-    /// error if the disk cannot confirm the write.
-    func withUnlockedEngineSyncedAfter<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws -> R {
+    /// lock (`Database.unsynced`). Returns the section's result and its `finish`, to be run
+    /// with the lock released (other sections may run first): it syncs the log, then carries
+    /// out what the section decided (events to the app, units to links), and throws the
+    /// sync's error if the disk cannot confirm the write. A section that throws is carried
+    /// out at once.
+    func withUnlockedEngineUnsynced<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws -> (result: R, finish: () throws -> Void) {
         var outcome: DeliveryEffects.Outcome = ([], [])
         var traffic = false
-        defer { perform(outcome, flush: traffic) }
-        let (result, syncer) = try withUnlocked { store, keys, s in
-            defer {
-                outcome = s.delivery.effects.takeOutcome()
-                traffic = s.delivery.effects.hasTraffic
+        do {
+            let (result, syncer) = try withUnlocked { store, keys, s in
+                defer {
+                    outcome = s.delivery.effects.takeOutcome()
+                    traffic = s.delivery.effects.hasTraffic
+                }
+                return try store.db.unsynced { try body(&s.delivery, store, keys) }
             }
-            return try store.db.unsynced { try body(&s.delivery, store, keys) }
+            return (result, { [outcome, traffic] in
+                defer { self.perform(outcome, flush: traffic) }
+                try syncer.sync()
+            })
+        } catch {
+            perform(outcome, flush: traffic)
+            throw error
         }
-        try syncer.sync()
-        return result
     }
 
     /// Carries out what a section decided, outside the lock: the links the engine ends are

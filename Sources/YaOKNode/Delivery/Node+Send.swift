@@ -47,9 +47,14 @@ extension Node {
             return (ticket, planned, keys)
         }
         let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
-        return try sendCommits.commit(ticket: ticket, sealed) { group in
-            try withUnlockedEngineSyncedAfter { engine, store, keys in try engine.commitSends(group, store, keys) }
-        }.get()
+        return try sendCommits.commit(ticket: ticket, sealed) { try writeSendGroup($0) }.get()
+    }
+
+    /// The group commit's first stage for `group` (SendCommitQueue): its rows written under
+    /// the lock without a sync; the sync and the group's events are its `finish`.
+    func writeSendGroup(_ group: [SealedSend]) throws -> SendCommitQueue<SealedSend, [Message]>.Written {
+        let (results, finish) = try withUnlockedEngineUnsynced { engine, store, keys in try engine.commitSends(group, store, keys) }
+        return .init(results: results, finish: finish)
     }
 
     /// How many group commits `send` made, holding how many sends (for yaok-bench).

@@ -14,6 +14,10 @@ import YaOKSupport
 /// must be handed in exactly once (`commit`), sealed or failed, or the ones after it wait
 /// for ever.
 ///
+/// Two stages: a group is written (one at a time, under the node's lock) and then made
+/// durable (its `finish`, the disk sync, with no lock held), and the next group writes
+/// while the one before it syncs, so a sync's time is not lost to the senders behind it.
+///
 /// A committer first waits for the tickets taken (`taken`) before it began and still
 /// sealing: they are on their way (sealing is a fraction of a sync), and committing without
 /// them would give each its own sync, under the node's lock, which the senders behind them
@@ -34,6 +38,15 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     /// One past the highest ticket taken so far (`taken`).
     private var issued: UInt64 = 0
     private var committing = false
+    /// Groups written so far, and finished (synced, their results out) so far.
+    private var groupsWritten = 0, groupsFinished = 0
+
+    /// What `commitGroup` returns once the group is written: one result per send, and what
+    /// makes it durable (the disk sync), run after the next group may begin to write.
+    struct Written {
+        let results: [Result<Output, any Error>]
+        let finish: () throws -> Void
+    }
     /// Groups committed and the sends in them, for the benchmark's average group size.
     private var groups = 0, sends = 0
 
@@ -77,9 +90,11 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     /// Hands in ticket `ticket`'s send and returns its result once committed. A failed
     /// `sealed` only releases the ticket (the ones after it go on) and is returned as is.
     /// `commitGroup` is run by whichever caller commits, with the sealed sends in ticket
-    /// order, and returns one result per send, in that order (a thrown error is every one's).
+    /// order, and returns one result per send, in that order (a thrown error is every one's),
+    /// with its `finish` (the sync; its error is every successful send's), which runs once
+    /// the groups written before it have finished, while the next group may write.
     func commit(ticket: UInt64, _ sealed: Result<Item, any Error>,
-                commitGroup: ([Item]) throws -> [Result<Output, any Error>]) -> Result<Output, any Error> {
+                commitGroup: ([Item]) throws -> Written) -> Result<Output, any Error> {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         let item: Item
@@ -105,7 +120,7 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
 
     /// Takes the handed-in run of tickets from `next`, commits it with the mutex released,
     /// records the results and wakes every waiter. Called with the mutex held.
-    private func runOneGroup(_ commitGroup: ([Item]) throws -> [Result<Output, any Error>]) {
+    private func runOneGroup(_ commitGroup: ([Item]) throws -> Written) {
         committing = true
         let sealing = issued
         while (next..<sealing).contains(where: { handedIn[$0] == nil }) { pthread_cond_wait(condition, mutex) }
@@ -119,14 +134,14 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
             next += 1
         }
         pthread_mutex_unlock(mutex)
-        let outcome: [Result<Output, any Error>]
-        if items.isEmpty {
-            outcome = []
-        } else {
+        var outcome: [Result<Output, any Error>] = []
+        var finish: (() throws -> Void)?
+        if !items.isEmpty {
             do {
-                let done = try commitGroup(items)
-                outcome = done.count == items.count ? done
-                    : Array(repeating: .failure(YaOKError(.internal, "A group commit returned \(done.count) results for \(items.count) sends")), count: items.count)
+                let written = try commitGroup(items)
+                finish = written.finish
+                outcome = written.results.count == items.count ? written.results
+                    : Array(repeating: .failure(YaOKError(.internal, "A group commit returned \(written.results.count) results for \(items.count) sends")), count: items.count)
             } catch {
                 outcome = Array(repeating: .failure(error), count: items.count)
             }
@@ -136,8 +151,23 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
             groups += 1
             sends += items.count
         }
-        for (ticket, result) in zip(tickets, outcome) { results[ticket] = result }
+        // Written: the next group may write while this one syncs. Groups finish in the
+        // order they wrote, so their callers learn (and their events go out) in ticket order.
+        let turn = groupsWritten
+        groupsWritten += 1
         committing = false
+        pthread_cond_broadcast(condition)
+        while groupsFinished != turn { pthread_cond_wait(condition, mutex) }
+        if let finish {
+            pthread_mutex_unlock(mutex)
+            let finished = Result { try finish() }
+            pthread_mutex_lock(mutex)
+            if case .failure(let error) = finished {
+                outcome = outcome.map { $0.flatMap { _ in .failure(error) } }
+            }
+        }
+        for (ticket, result) in zip(tickets, outcome) { results[ticket] = result }
+        groupsFinished += 1
         pthread_cond_broadcast(condition)
     }
 }

@@ -121,7 +121,7 @@ import Testing
         let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
         let mine = node.sendCommits.commit(ticket: ticket, sealed) { group in
             #expect(group.count == 4)
-            return try node.withUnlockedEngine { engine, store, keys in try engine.commitSends(group, store, keys) }
+            return try node.writeSendGroup(group)
         }
         #expect(eventually { threads.allSatisfy(\.isFinished) })
         return outcomes.withLock { $0 } + [(try? mine.get()) == nil ? "failed" : "sent"]
@@ -157,7 +157,7 @@ import Testing
         #expect(eventually { bobKey() != nil })
         // The commit finds the choice stale and seals to Bob's key instead.
         let messages = try alice.sendCommits.commit(ticket: ticket, sealed) { group in
-            try alice.withUnlockedEngine { engine, store, keys in try engine.commitSends(group, store, keys) }
+            try alice.writeSendGroup(group)
         }.get()
         let id = try #require(messages.first?.messageID)
         let (longTerm, pendingKey) = try alice.state.withLock { s in

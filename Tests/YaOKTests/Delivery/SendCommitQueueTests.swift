@@ -14,7 +14,7 @@ import Testing
         let thread = Thread {
             let result = queue.commit(ticket: ticket, .success(item)) { items in
                 groups.withLock { $0.append(items) }
-                return items.map { .success($0 * 10) }
+                return .init(results: items.map { .success($0 * 10) }, finish: {})
             }
             if case .success(let value) = result { results.withLock { $0[item] = value } }
         }
@@ -61,9 +61,52 @@ import Testing
         let first = handIn(queue, 0, 1, groups: groups, results: results)
         #expect(eventually { queue.waiting == 1 })
         struct SealFailed: Error {}
-        let failed = queue.commit(ticket: 1, .failure(SealFailed())) { _ in [] }
+        let failed = queue.commit(ticket: 1, .failure(SealFailed())) { _ in .init(results: [], finish: {}) }
         #expect((try? failed.get()) == nil)
         #expect(eventually { first.isFinished })
         #expect(groups.withLock { $0 } == [[1]])
+    }
+    /// Two stages: the next group is written while the one before it syncs, and groups
+    /// finish (sync, answer their callers) in the order they were written.
+    @Test func theNextGroupWritesWhileTheOneBeforeSyncs() {
+        let queue = Queue()
+        let written = Locked<[[Int]]>([]), finished = Locked<[Int]>([]), syncing = Locked(false)
+        let release = DispatchSemaphore(value: 0)
+        queue.taken(0)
+        let first = Thread {
+            _ = queue.commit(ticket: 0, .success(1)) { items in
+                written.withLock { $0.append(items) }
+                return .init(results: items.map { .success($0) }, finish: {
+                    syncing.withLock { $0 = true }
+                    release.wait()  // a slow disk
+                    finished.withLock { $0.append(1) }
+                })
+            }
+        }
+        first.start()
+        #expect(eventually { syncing.withLock { $0 } })
+        queue.taken(1)
+        let second = Thread {
+            _ = queue.commit(ticket: 1, .success(2)) { items in
+                written.withLock { $0.append(items) }
+                return .init(results: items.map { .success($0) }, finish: { finished.withLock { $0.append(2) } })
+            }
+        }
+        second.start()
+        #expect(eventually { written.withLock { $0 } == [[1], [2]] })  // written during the first's sync
+        #expect(finished.withLock { $0 }.isEmpty && !second.isFinished)  // its turn comes after
+        release.signal()
+        #expect(eventually { first.isFinished && second.isFinished })
+        #expect(finished.withLock { $0 } == [1, 2])
+    }
+
+    @Test func aFailedSyncIsEveryCallersError() {
+        let queue = Queue()
+        struct SyncFailed: Error {}
+        queue.taken(0)
+        let result = queue.commit(ticket: 0, .success(1)) { items in
+            .init(results: items.map { .success($0) }, finish: { throw SyncFailed() })
+        }
+        #expect((try? result.get()) == nil)
     }
 }
