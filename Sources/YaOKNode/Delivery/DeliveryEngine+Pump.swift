@@ -110,7 +110,11 @@ extension DeliveryEngine {
         try store.removeOutbox(id)
         inflight.remove(id)
         try ownCarriedDelivered(id, contactID: contactID, store)
-        if message.status != .delivered { _ = try setStatus(id, .delivered, store, keys) }
+        guard message.status != .delivered else { return }
+        // The message as just read, with its new status: reading it back would open its
+        // body again (up to 16 KiB decrypted and checked, for the event alone).
+        try store.setStatus(messageID: id.bytes, .delivered, now: now)
+        effects.events.append(.messageStatusChanged(message.with(status: .delivered, now: now)))
     }
 
     /// An attempt failed (no receipt in time, or the link closed first): retry later.
