@@ -43,4 +43,27 @@ import Testing
         #expect(stored != nil)
         #expect(delivered().first == stored)
     }
+
+    /// A link's receipt for a message reads only the row's scheduling: its packet was loaded
+    /// and checked against the row's MAC when the pump sent it (loading it again meant 16 KiB
+    /// read and MACed once more per 10 KB message).
+    @Test func aReceiptDoesNotLoadThePacketAgain() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let events = EventRecorder()
+        events.attach(to: pair.alice)
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? pair.alice.contact(pair.bobID).connection) == .online(transport: "memory") })
+        try pair.alice.withDatabase { $0.statementLog = [] }
+        let id = try pair.alice.send(to: pair.bobID, text: String(repeating: "r", count: 10_000)).messageID
+        #expect(eventually {
+            events.all.contains { if case .messageStatusChanged(let m) = $0 { m.messageID == id && m.status == .delivered } else { false } }
+        })
+        let loads = try pair.alice.withDatabase { db -> Int in
+            defer { db.statementLog = nil }
+            return (db.statementLog ?? []).filter { $0.contains("packet, state, attempts") && $0.contains("FROM outbox WHERE packet_id") }.count
+        }
+        #expect(loads == 1)  // the pump's; 2 before (the receipt's too)
+    }
 }
