@@ -175,6 +175,16 @@ public final class Database {
         return syncer
     }
 
+    /// Pages this connection read from the file or its log since it opened: pages its
+    /// cache did not hold (SQLITE_DBSTATUS_CACHE_MISS). Tests count them.
+    package var cacheMisses: Int {
+        var current: Int32 = 0, highwater: Int32 = 0
+        guard let handle, sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_MISS, &current, &highwater, 0) == SQLITE_OK else {
+            return 0
+        }
+        return Int(current)
+    }
+
     /// How many `transaction` bodies are running (nested ones included).
     private var depth = 0
 

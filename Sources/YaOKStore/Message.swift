@@ -27,6 +27,16 @@ public struct Message: Sendable, Equatable {
     public var repaired: Bool = false
 
     public var messageIDHex: String { messageID.description }
+
+    /// This message with another status, as `Store.setStatus` leaves it (the first move to
+    /// `sent` records the sent time): the engine tells the app without reading the row back
+    /// and opening its body again.
+    package func with(status: MessageStatus, now: Int64) -> Message {
+        Message(messageID: messageID, conversationID: conversationID, direction: direction, status: status, text: text,
+                senderTimestamp: senderTimestamp, createdAt: createdAt,
+                sentAt: status == .sent && sentAt == nil ? now : sentAt, receivedAt: receivedAt, unread: unread,
+                repaired: repaired)
+    }
 }
 
 /// The raw values are the SQLite encoding of `messages.direction`; YAOK_DIRECTION_* are the

@@ -20,6 +20,19 @@ package struct OutboxRow: Sendable, Equatable {
     package let expiresAt: Int64
 }
 
+/// An outbox row's scheduling: what changes as links take and fail its packet.
+package struct OutboxSchedule: Sendable, Equatable {
+    package let state: OutboxRow.State
+    package let attempts: Int
+    package let nextAttemptAt: Int64
+
+    package init(state: OutboxRow.State, attempts: Int, nextAttemptAt: Int64) {
+        self.state = state
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+    }
+}
+
 /// The outbox: one row per packet, ordered by `seq` (the order the user sent them).
 extension Store {
     private static let outboxColumns = "seq, packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms, mac"
@@ -72,6 +85,17 @@ extension Store {
     package func outboxRow(_ packetID: MessageID) throws -> OutboxRow? {
         try db.rows("SELECT \(Store.outboxColumns) FROM outbox WHERE packet_id = ?", [.blob(packetID.bytes)],
                     map: outboxRow).first
+    }
+
+    /// A row's scheduling alone (not MACed: it changes while locked), without loading its
+    /// packet: a receipt's bookkeeping, whose packet and kind were checked when sent.
+    package func outboxSchedule(_ packetID: MessageID) throws -> OutboxSchedule? {
+        try db.rows("SELECT state, attempts, next_attempt_ms FROM outbox WHERE packet_id = ?", [.blob(packetID.bytes)]) {
+            guard let state = OutboxRow.State(rawValue: $0.int(0)) else {
+                throw YaOKError(.corruptStore, "The data store is corrupt: an outbox row has an unknown state")
+            }
+            return OutboxSchedule(state: state, attempts: $0.int(1), nextAttemptAt: $0.int64(2))
+        }.first
     }
 
     /// Every row, in sending order (diagnostics, the outbox listing).

@@ -6,7 +6,7 @@ import YaOK
 /// of pipelined messages until all are delivered (issue 7 §10), beside the raw limits of the
 /// same run (loopback TCP with the same frame sizes, one synced SQLite commit), and a check
 /// that nothing was lost or duplicated. The peer is this same executable started as
-/// `yaok-bench lan-peer …`.
+/// `yaok-bench lan-peer …`. YAOK_BENCH_LAN_ONLY=batches runs only the batches of 100.
 enum LANBench {
     static func run() throws {
         let root = Measure.scratchDirectory + "/yaok-bench-lan-\(getpid())"
@@ -55,20 +55,24 @@ enum LANBench {
         let raw = try DeliveryBench.rawInsertRates(path: root + "/raw.db")
         Measure.report("raw: SQLite commit (one row, synced)", Measure.ms(1 / raw.single))
 
-        // One at a time: send, wait for the delivered event.
-        try delivered.reportLatency("LAN, send → delivered, one at a time", node: alice, contact: bobID, count: 500,
-                                    target: "p50 ≤ 1 ms", target99: "p99 ≤ 3 ms")
-
-        // Pipelined: 3,000 sent back to back; the clock stops at the last delivered.
+        // YAOK_BENCH_LAN_ONLY=batches: only the batches of 100 (to profile them alone).
+        let batchesOnly = ProcessInfo.processInfo.environment["YAOK_BENCH_LAN_ONLY"] == "batches"
         let n = 3_000
-        let before = delivered.count
-        let start = Measure.now()
-        for i in 0..<n { _ = try alice.send(to: bobID, text: "bulk \(i) " + String(repeating: "x", count: 100)) }
-        let sentIn = Measure.now() - start
-        try delivered.wait(above: before + n - 1, timeout: 300)
-        let elapsed = Measure.now() - start
-        Measure.report("LAN, \(n) pipelined, sent in", "\(Measure.format(sentIn, decimals: 2)) s (\(Int(Double(n) / sentIn)) sends/s)")
-        Measure.report("LAN, \(n) pipelined, delivered", "\(Int(Double(n) / elapsed)) messages/s", target: "≥ 2,500/s")
+        if !batchesOnly {
+            // One at a time: send, wait for the delivered event.
+            try delivered.reportLatency("LAN, send → delivered, one at a time", node: alice, contact: bobID, count: 500,
+                                        target: "p50 ≤ 1 ms", target99: "p99 ≤ 3 ms")
+
+            // Pipelined: 3,000 sent back to back; the clock stops at the last delivered.
+            let before = delivered.count
+            let start = Measure.now()
+            for i in 0..<n { _ = try alice.send(to: bobID, text: "bulk \(i) " + String(repeating: "x", count: 100)) }
+            let sentIn = Measure.now() - start
+            try delivered.wait(above: before + n - 1, timeout: 300)
+            let elapsed = Measure.now() - start
+            Measure.report("LAN, \(n) pipelined, sent in", "\(Measure.format(sentIn, decimals: 2)) s (\(Int(Double(n) / sentIn)) sends/s)")
+            Measure.report("LAN, \(n) pipelined, delivered", "\(Int(Double(n) / elapsed)) messages/s", target: "≥ 2,500/s")
+        }
 
         // The same, handed over in batches of 100 (one transaction and one disk sync each).
         let before2 = delivered.count
@@ -84,7 +88,7 @@ enum LANBench {
         // Nothing lost, nothing duplicated: every message sent was delivered once (by the
         // sender's events), and the peer's store holds each exactly once (opened here once
         // the peer has exited).
-        let sent = 500 + 2 * n
+        let sent = batchesOnly ? n : 500 + 2 * n
         peer.terminate()
         peer.waitUntilExit()
         let bob = try Node(dataDirectory: root + "/b", options: fastKDF())

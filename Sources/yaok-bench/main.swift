@@ -10,6 +10,7 @@ let suites: [(name: String, run: () throws -> Void)] = [
     ("carry-evict", CarryEvictionBench.run),
     ("wire", WireBench.run),
     ("delivery", DeliveryBench.run),
+    ("bulk", BulkBench.run),
     ("send", SendBench.run),
     ("kdf", KDFBench.run),
     ("lan", LANBench.run),

@@ -109,7 +109,7 @@ extension DeliveryEngine {
                                                               packetID: row.packetID, packet: row.packet))
             count += 1
             inflight.add(row.packetID, link: carrier.id, deadline: t + RetrySchedule.attemptTimeoutMs,
-                                    bytes: row.packet.count)
+                         bytes: row.packet.count, kind: row.kind)
         }
         for carrier in open {
             guard let batch = posts[carrier.id] else { continue }

@@ -68,7 +68,7 @@ extension DeliveryEngine {
                 guard let row = try store.outboxRow(due) else { continue }
                 try sendOnLink(.packet(row.packet), on: linkID)
                 inflight.add(row.packetID, link: linkID, deadline: t + RetrySchedule.attemptTimeoutMs,
-                                        bytes: row.packet.count)
+                             bytes: row.packet.count, kind: row.kind)
                 sent += 1
                 used.insert(linkID)
             }
@@ -88,10 +88,21 @@ extension DeliveryEngine {
     /// Packet `id` was taken by the link or carrier it was in flight on: it is no longer in
     /// flight, an ack is done with (off the outbox), and a message still queued is returned
     /// for the caller to mark (`sent` by a link, carried by a relay). nil: nothing left to do.
-    mutating func handedOn(_ id: MessageID, _ store: Store) throws -> OutboxRow? {
-        inflight.remove(id)
-        guard let row = try store.outboxRow(id) else { return nil }
-        switch row.kind {
+    mutating func handedOn(_ id: MessageID, _ store: Store) throws -> OutboxSchedule? {
+        let flight = inflight.remove(id)
+        // The kind was checked against the row's MAC when the pump loaded the packet to send
+        // it; the scheduling is not MACed (it changes while locked), so it is read alone,
+        // without loading and checking the packet again (16 KiB for a 10 KB message).
+        let kind: OutboxRow.Kind
+        let row: OutboxSchedule
+        if let known = flight?.kind {
+            guard let schedule = try store.outboxSchedule(id) else { return nil }
+            (kind, row) = (known, schedule)
+        } else {
+            guard let full = try store.outboxRow(id) else { return nil }
+            (kind, row) = (full.kind, OutboxSchedule(state: full.state, attempts: full.attempts, nextAttemptAt: full.nextAttemptAt))
+        }
+        switch kind {
         case .ack:
             // Off the outbox with the next commit that writes (`takenAcks`): a receipt for
             // an ack alone then costs no disk sync.
@@ -110,7 +121,11 @@ extension DeliveryEngine {
         try store.removeOutbox(id)
         inflight.remove(id)
         try ownCarriedDelivered(id, contactID: contactID, store)
-        if message.status != .delivered { _ = try setStatus(id, .delivered, store, keys) }
+        guard message.status != .delivered else { return }
+        // The message as just read, with its new status: reading it back would open its
+        // body again (up to 16 KiB decrypted and checked, for the event alone).
+        try store.setStatus(messageID: id.bytes, .delivered, now: now)
+        effects.events.append(.messageStatusChanged(message.with(status: .delivered, now: now)))
     }
 
     /// An attempt failed (no receipt in time, or the link closed first): retry later.

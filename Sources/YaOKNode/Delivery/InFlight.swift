@@ -1,4 +1,5 @@
 import YaOKWire
+import YaOKStore
 
 /// Packets handed to a link or carrier and not yet confirmed by a receipt, with the bytes
 /// each link has outstanding. The pump keeps those bytes under `Node.linkWindowBytes`: the
@@ -11,6 +12,9 @@ struct InFlight {
         /// Wall-clock time after which the attempt counts as failed.
         let deadline: Int64
         let bytes: Int
+        /// The packet's kind as the row said when it was loaded to send (checked against its
+        /// MAC then); nil when not known, and the receipt reads the whole row.
+        let kind: OutboxRow.Kind?
     }
 
     private var byID: [MessageID: Flight] = [:]
@@ -20,9 +24,9 @@ struct InFlight {
 
     subscript(id: MessageID) -> Flight? { byID[id] }
 
-    mutating func add(_ id: MessageID, link: UInt64, deadline: Int64, bytes: Int) {
+    mutating func add(_ id: MessageID, link: UInt64, deadline: Int64, bytes: Int, kind: OutboxRow.Kind? = nil) {
         remove(id)
-        byID[id] = Flight(link: link, deadline: deadline, bytes: bytes)
+        byID[id] = Flight(link: link, deadline: deadline, bytes: bytes, kind: kind)
         bytesByLink[link, default: 0] += bytes
     }
 

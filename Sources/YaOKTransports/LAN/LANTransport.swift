@@ -73,8 +73,10 @@ public final class LANTransport: Transport {
         /// An address and port whose peer turned out a stranger is not connected to again
         /// (from its beacons) for this many seconds.
         public var strangerBackoff: Double = 300
-        /// Bytes queued for one peer beyond which it counts as not reading: dropped.
-        public var maxWriteQueueBytes = 256 * 1024
+        /// Bytes queued for one peer beyond which it counts as not reading: dropped. Above
+        /// what a node leaves unconfirmed on a link (512 KiB, PROTOCOL.md §6.1), so a peer
+        /// that reads slowly is paced by receipts, never dropped for it; as on BLE.
+        public var maxWriteQueueBytes = 1 << 20
         /// Seconds between keepalive frames on a connection with nothing else to send.
         public var keepaliveInterval: Double = 15
         /// A connection on which nothing at all arrives for this many seconds is closed.
