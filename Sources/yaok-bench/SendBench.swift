@@ -56,6 +56,17 @@ enum SendBench {
             let rate = Double(n) / (Measure.now() - t)
             let (statements1, commits1) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
             let posts = alice.eventThreadPosts - posts0
+            // The carried copies are made by the engine's batches on its own thread (§12.6),
+            // not in `send`: those that ran meanwhile are in the counts above; the rest now.
+            let t1 = Measure.now()
+            let late = try alice.makeOwnCarriedCopies()
+            let owed = try alice.withDatabase { db in
+                try db.rows("SELECT count(*) FROM outbox WHERE carried & 2 != 0") { $0.int(0) }.first ?? 0
+            }
+            let held = try alice.carryStatistics().packetsHeld
+            print("  carried copies: \(held) held, \(late) made after the loop in "
+                  + Measure.format((Measure.now() - t1) * 1000, decimals: 1) + " ms, \(owed) still owed"
+                  + (carrying && owed != 0 ? " (LOST)" : ""))
             Measure.report("Node.send one at a time, carrying \(carrying ? "on" : "off")", "\(Int(rate)) messages/s, "
                            + Measure.format(1e6 / rate, decimals: 0) + " µs each; per send: "
                            + Measure.format(Double(statements1 - statements0) / Double(n), decimals: 1) + " statements, "

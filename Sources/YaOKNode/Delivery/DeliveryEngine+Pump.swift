@@ -75,7 +75,7 @@ extension DeliveryEngine {
             for linkID in used { if let link = links[linkID] { noteActivity(link.link.transport) } }
         }
         try pumpCarriers(served: served, store, keys)
-        scheduleTimer(store)
+        scheduleTimer(store, unlocked: keys != nil)
     }
 
     /// A link confirmed it took packet `id`.
@@ -129,15 +129,17 @@ extension DeliveryEngine {
         return m
     }
 
-    /// One timer per node, at the earliest of: the next retry, the next receipt deadline.
+    /// One timer per node, at the earliest of: the next retry, the next receipt deadline,
+    /// the next batch of own carried copies (while unlocked: they need the keys).
     /// The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
     /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
-    private mutating func scheduleTimer(_ store: Store) {
+    private mutating func scheduleTimer(_ store: Store, unlocked: Bool) {
         // An hourly sweep at the latest, for expiry.
         let t = now
         let keepalive = links.values.filter(\.isOpen).map { $0.lastSent + Node.linkKeepaliveMs }.min()
         let deadlines = [try? store.nextOutboxAttempt(after: t), inflight.earliestDeadline, keepalive,
                          carriers.values.map(\.pausedUntil).filter { $0 > t }.min(),
+                         unlocked ? carry.ownCopies.due(meeting: !carry.sessions.isEmpty, now: t) : nil,
                          t + 3_600_000].compactMap { $0 }
         guard let due = deadlines.min() else { return }
         guard !callerRunsTimers else { timerDue = due; return }
@@ -148,10 +150,15 @@ extension DeliveryEngine {
         timer = loop.schedule(after: min(seconds, 3600)) { [weak node] in node?.runDeliveryTimers() }
     }
 
-    /// The timer fired (or a test called `Node.runDeliveryTimers`): sweep and pump.
+    /// The timer fired (or a test called `Node.runDeliveryTimers`): own carried copies owed
+    /// are made (whatever woke the timer: an earlier batch is only a smaller one), then sweep
+    /// and pump.
     mutating func timerFired(_ store: Store, _ keys: UnlockedKeys?) throws {
         timer = nil
         timerDue = nil
+        // A failure here leaves them owed (flagged in the store) for the next batch; the
+        // sweep still runs.
+        _ = try? makeOwnCopies(store, keys)
         try pump(store, keys, sweep: true)
         // The sweep erases expired keys and prekeys: their checkpoint runs now, not later.
         store.erasePendingPages()

@@ -42,6 +42,7 @@ import Testing
         let before = try pair.alice.withDatabase { $0.statementsRun }
         for i in 0..<3 { _ = try pair.alice.send(to: pair.bobID, text: "message \(i)") }
         let statements = try pair.alice.withDatabase { $0.statementsRun } - before
+        try pair.alice.makeOwnCarriedCopies()  // made after the sends, in a batch (§12.6)
         let (charged, held) = try pair.alice.withStore { store, s in
             (try store.carryQuotaUsed(DeliveryEngine.ownDepositor, nowMs: s.delivery.now).packets,
              try store.carryUsage().packets)

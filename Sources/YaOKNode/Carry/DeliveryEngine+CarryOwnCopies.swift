@@ -1,0 +1,75 @@
+import YaOKSupport
+import YaOKWire
+import YaOKCrypto
+import YaOKStore
+
+/// Making the own carried copies of messages sent (docs/PROTOCOL.md §12.6, "Sending"). A
+/// send commits only its message and outbox row, the row flagged as owing a copy; here the
+/// copies are sealed and stored, many sends' in one transaction: on the engine's timer
+/// (`OwnCopyQueue.delayMs` after sending), before a meeting starts (so that it offers a
+/// message sent a moment ago), after an unlock (what a killed process left), never on the
+/// app's thread inside `send`.
+extension DeliveryEngine {
+    /// Makes the copies owed, up to `OwnCopyQueue.batchLimit` in one transaction (the rest
+    /// at the next turn: the timer is then due at once). Nothing while locked: sealing needs
+    /// the keys, and the flags wait in the store. Returns how many messages were settled.
+    @discardableResult
+    mutating func makeOwnCopies(_ store: Store, _ keys: UnlockedKeys?) throws -> Int {
+        guard let keys else { return 0 }
+        if !carry.ownCopies.scanned {
+            // Flags a process that ended before making its copies left (nothing is lost: the
+            // routed message went its way, and the copy comes now). Ahead of this process's
+            // own sends, which are in the list already and after them in the outbox.
+            let left = try store.messagesOwingCarriedCopy()
+            let queued = Set(carry.ownCopies.messages)
+            var queue = OwnCopyQueue()
+            queue.append(left.filter { !queued.contains($0) } + carry.ownCopies.messages, at: carry.ownCopies.since ?? now)
+            queue.scanned = true
+            carry.ownCopies = queue
+        }
+        guard !carry.ownCopies.messages.isEmpty else { return 0 }
+        let taken = Array(carry.ownCopies.messages.prefix(OwnCopyQueue.batchLimit))
+        do {
+            try batch(store) { engine in
+                for id in taken { try engine.makeOwnCopy(id, store, keys) }
+            }
+        } catch {
+            // Tried again at the next batch, not at once (a failing disk would spin the timer).
+            carry.ownCopies.since = now
+            throw error
+        }
+        carry.ownCopies.messages.removeFirst(taken.count)
+        carry.ownCopies.since = carry.ownCopies.messages.isEmpty ? nil : carry.ownCopies.since
+        return taken.count
+    }
+
+    /// One owed copy: the flag taken (so it is made once however often batches run), then,
+    /// while carrying is on and the contact still exists, the copy sealed as a send now
+    /// would seal it (§13.6: to the contact's newest receiver key, the message unsettled
+    /// under it until the copy's expiry) and stored (`keepOwnCarried`: offered on every
+    /// meeting in progress). A full store means no copy, as at sending.
+    private mutating func makeOwnCopy(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys) throws {
+        guard let contactID = try store.takeOwedCarriedCopy(id), carry.mode != .off,
+              let peer = try directory(store, keys)?.byContact[contactID],
+              let message = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
+              message.status != .delivered else { return }
+        try sealOwnCarried(Array(message.text.utf8), messageID: id, createdMs: message.senderTimestamp, to: peer,
+                           store, keys)
+    }
+}
+
+extension Node {
+    /// Makes the own carried copies still owed now, as the engine's timer would (tests,
+    /// yaok-bench). Returns how many messages were settled.
+    @discardableResult
+    package func makeOwnCarriedCopies() throws -> Int {
+        try withUnlockedEngine { engine, store, keys in
+            var made = 0
+            while true {
+                let n = try engine.makeOwnCopies(store, keys)
+                made += n
+                if n < OwnCopyQueue.batchLimit { return made }
+            }
+        }
+    }
+}
