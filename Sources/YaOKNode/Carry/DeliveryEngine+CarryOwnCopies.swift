@@ -5,13 +5,14 @@ import YaOKStore
 
 /// Making the own carried copies of messages sent (docs/PROTOCOL.md §12.6, "Sending"). A
 /// send commits only its message and outbox row, the row flagged as owing a copy; here the
-/// copies are sealed and stored, many sends' in one transaction: on the engine's timer
-/// (`OwnCopyQueue.delayMs` after sending), before a meeting starts (so that it offers a
+/// copies are sealed and stored, many sends' in one transaction: on a timer of their own
+/// (`OwnCopyQueue.delayMs` after sending, `meetingDelayMs` while a meeting is in progress;
+/// also whenever the delivery timer fires), before a meeting starts (so that it offers a
 /// message sent a moment ago), after an unlock (what a killed process left), never on the
 /// app's thread inside `send`.
 extension DeliveryEngine {
     /// Makes the copies owed, up to `OwnCopyQueue.batchLimit` in one transaction (the rest
-    /// at the next turn: the timer is then due at once). Nothing while locked: sealing needs
+    /// at the next turn: their timer is then due at once). Nothing while locked: sealing needs
     /// the keys, and the flags wait in the store. Returns how many messages were settled.
     @discardableResult
     mutating func makeOwnCopies(_ store: Store, _ keys: UnlockedKeys?) throws -> Int {
@@ -43,6 +44,19 @@ extension DeliveryEngine {
         return taken.count
     }
 
+    /// Arms the copies' timer for the next batch due (nothing while locked: the batch needs
+    /// the keys, and an unlock runs one). With `callerRunsTimers` only the due time is kept,
+    /// and the tests run `runDeliveryTimers` or `makeOwnCarriedCopies`.
+    mutating func scheduleOwnCopies(unlocked: Bool) {
+        guard unlocked, let due = carry.ownCopies.due(meeting: !carry.sessions.isEmpty) else { return }
+        guard !callerRunsTimers else { carry.ownCopies.timerDue = due; return }
+        if let current = carry.ownCopies.timerDue, current <= due, carry.ownCopies.timer != nil { return }
+        if let timer = carry.ownCopies.timer { loop.cancel(timer) }
+        carry.ownCopies.timerDue = due
+        let seconds = Double(max(due - now, 0)) / 1000 + 0.001
+        carry.ownCopies.timer = loop.schedule(after: min(seconds, 1)) { [weak node] in node?.runOwnCopyTimer() }
+    }
+
     /// One owed copy: the flag taken (so it is made once however often batches run), then,
     /// while carrying is on and the contact still exists, the copy sealed as a send now
     /// would seal it (§13.6: to the contact's newest receiver key, the message unsettled
@@ -59,6 +73,16 @@ extension DeliveryEngine {
 }
 
 extension Node {
+    /// The copies' timer fired: one batch (the next is armed if more are owed).
+    func runOwnCopyTimer() {
+        _ = try? withEngine { engine, store, keys in
+            engine.carry.ownCopies.timer = nil
+            engine.carry.ownCopies.timerDue = nil
+            defer { engine.scheduleOwnCopies(unlocked: keys != nil) }
+            try engine.makeOwnCopies(store, keys)
+        }
+    }
+
     /// Makes the own carried copies still owed now, as the engine's timer would (tests,
     /// yaok-bench). Returns how many messages were settled.
     @discardableResult

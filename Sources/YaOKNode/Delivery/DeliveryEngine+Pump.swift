@@ -75,7 +75,8 @@ extension DeliveryEngine {
             for linkID in used { if let link = links[linkID] { noteActivity(link.link.transport) } }
         }
         try pumpCarriers(served: served, store, keys)
-        scheduleTimer(store, unlocked: keys != nil)
+        scheduleTimer(store)
+        scheduleOwnCopies(unlocked: keys != nil)
     }
 
     /// A link confirmed it took packet `id`.
@@ -129,17 +130,15 @@ extension DeliveryEngine {
         return m
     }
 
-    /// One timer per node, at the earliest of: the next retry, the next receipt deadline,
-    /// the next batch of own carried copies (while unlocked: they need the keys).
-    /// The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
+    /// One timer per node, at the earliest of: the next retry, the next receipt deadline.
+    /// (Own carried copies have their own: DeliveryEngine+CarryOwnCopies.) The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
     /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
-    private mutating func scheduleTimer(_ store: Store, unlocked: Bool) {
+    private mutating func scheduleTimer(_ store: Store) {
         // An hourly sweep at the latest, for expiry.
         let t = now
         let keepalive = links.values.filter(\.isOpen).map { $0.lastSent + Node.linkKeepaliveMs }.min()
         let deadlines = [try? store.nextOutboxAttempt(after: t), inflight.earliestDeadline, keepalive,
                          carriers.values.map(\.pausedUntil).filter { $0 > t }.min(),
-                         unlocked ? carry.ownCopies.due(meeting: !carry.sessions.isEmpty, now: t) : nil,
                          t + 3_600_000].compactMap { $0 }
         guard let due = deadlines.min() else { return }
         guard !callerRunsTimers else { timerDue = due; return }
@@ -151,7 +150,7 @@ extension DeliveryEngine {
     }
 
     /// The timer fired (or a test called `Node.runDeliveryTimers`): own carried copies owed
-    /// are made (whatever woke the timer: an earlier batch is only a smaller one), then sweep
+    /// are made (a batch earlier than their own timer's is only a smaller one), then sweep
     /// and pump.
     mutating func timerFired(_ store: Store, _ keys: UnlockedKeys?) throws {
         timer = nil

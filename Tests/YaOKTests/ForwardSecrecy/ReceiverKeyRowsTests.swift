@@ -219,6 +219,8 @@ import Testing
         _ = try bob.setup(name: "Bob", pin: testPIN, confirmation: testPIN)
         let bobID = try alice.addContact(card: bob.profile().text).id
         _ = try alice.send(to: bobID, text: "one")  // sealed to Bob's prekey: one unsettled send
+        // Its carried copy made now: made after the unlock, it would record the send again.
+        try alice.makeOwnCarriedCopies()
         let ring = { try alice.state.withLock { s in
             try s.store!.receiverKeyRing(contactID: bobID, cipher: try #require(s.keys).cipher)
         } }
