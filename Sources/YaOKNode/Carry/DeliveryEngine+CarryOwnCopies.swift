@@ -21,12 +21,13 @@ extension DeliveryEngine {
             // Flags a process that ended before making its copies left (nothing is lost: the
             // routed message went its way, and the copy comes now). Ahead of this process's
             // own sends, which are in the list already and after them in the outbox.
-            let left = try store.messagesOwingCarriedCopy()
             let queued = Set(carry.ownCopies.messages)
-            var queue = OwnCopyQueue()
-            queue.append(left.filter { !queued.contains($0) } + carry.ownCopies.messages, at: carry.ownCopies.since ?? now)
-            queue.scanned = true
-            carry.ownCopies = queue
+            let left = try store.messagesOwingCarriedCopy().filter { !queued.contains($0) }
+            if !left.isEmpty {
+                carry.ownCopies.messages = left + carry.ownCopies.messages
+                carry.ownCopies.since = min(carry.ownCopies.since ?? now, now)
+            }
+            carry.ownCopies.scanned = true
         }
         guard !carry.ownCopies.messages.isEmpty else { return 0 }
         let taken = Array(carry.ownCopies.messages.prefix(OwnCopyQueue.batchLimit))
