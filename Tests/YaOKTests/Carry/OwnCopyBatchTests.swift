@@ -75,6 +75,23 @@ import Testing
         #expect(m["Alice"].carriedBudgets == [4])
     }
 
+    /// A send while a meeting is in progress: the copies' timer is due within the short
+    /// delay, and its batch offers the copy on that meeting at once.
+    @Test func aSendDuringAMeetingIsOfferedOnItAfterTheShortDelay() throws {
+        let m = try Meeting(["Alice", "Bob", "Carol"], callerRunsTimers: true)
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let pipe = try m.link("Alice", "Bob") { m["Alice"].carryIdle && m["Bob"].carryIdle }
+        defer { pipe.close() }
+        _ = try m["Alice"].send(to: carolAtAlice, text: "While we talk")
+        let due = m["Alice"].state.withLock { $0.delivery.carry.ownCopies.timerDue }
+        #expect(due != nil && due! <= m.clock.now + OwnCopyQueue.meetingDelayMs)
+        #expect(m["Bob"].carriedCount == 0)
+        m["Alice"].runOwnCopyTimer()
+        #expect(eventually { m["Bob"].carriedCount == 1 })
+        #expect(m["Bob"].carriedBudgets == [4])
+    }
+
     /// A process that ends between the send and the batch: the copy is made at the next
     /// unlock, once, and a second batch (or a third open) makes no other.
     @Test func aKillBeforeTheBatchStillMakesTheCopyOnce() throws {
