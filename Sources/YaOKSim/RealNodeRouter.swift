@@ -122,6 +122,9 @@ public final class RealNodeRouter: Router {
         }
         let sent = try node(message.from).send(to: contact, text: RealNodeRouter.text(of: message))
         hexOf[message.id] = sent.messageIDHex
+        // The node makes the carried copy on its timer within a second of sending (§12.6),
+        // well inside one step of the simulated clock: made now, as that timer would.
+        if carry != .off { try node(message.from).makeOwnCarriedCopies() }
         if carry != .off, let packet = try node(message.from).ownCarriedPacketID(sent.messageID) {
             messageOfPacket[packet] = message.id
         }

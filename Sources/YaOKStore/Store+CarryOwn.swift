@@ -57,6 +57,29 @@ extension Store {
         return db.changes
     }
 
+    /// Bit 2 of an outbox row's `carried`: the message's own carried copy is still to be made
+    /// (docs/PROTOCOL.md §12.6). `Node.send` writes it with the row; the engine makes the
+    /// copies later, many in one transaction, clearing it in the same transaction. A row
+    /// gone (delivered, expired, the conversation deleted) owes nothing any more.
+    package static let outboxOwesCarriedCopy: Int64 = 2
+
+    /// The messages whose own carried copy is still to be made, in sending order: what a
+    /// process that ended before making them left (read once, after the first unlock). A
+    /// scan of the outbox (the flag is a column behind the packet: fine once per process).
+    package func messagesOwingCarriedCopy() throws -> [MessageID] {
+        try db.rows("SELECT packet_id FROM outbox WHERE kind = 1 AND carried & 2 != 0 ORDER BY seq") {
+            try MessageID(bytes: $0.blob(0))
+        }
+    }
+
+    /// Takes message `id`'s owed carried copy: clears the flag and returns the recipient, or
+    /// nil when nothing is owed (already made, delivered, expired). Run in the transaction
+    /// that stores the copy, so a copy is made exactly once.
+    package func takeOwedCarriedCopy(_ id: MessageID) throws -> Int64? {
+        try db.rows("UPDATE outbox SET carried = carried & ~2 WHERE packet_id = ? AND carried & 2 != 0 RETURNING contact_id",
+                    [.blob(id.bytes)]) { $0.int64(0) }.first
+    }
+
     /// Carried packets held, in the order (expiry, id), from `after` on (exclusive), at most
     /// `limit`: the scan for one's own mail after an unlock.
     package func carriedPackets(after: CarryKey?, nowMs: Int64, limit: Int) throws -> [CarriedPacket] {

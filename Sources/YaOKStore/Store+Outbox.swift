@@ -34,20 +34,25 @@ package struct OutboxSchedule: Sendable, Equatable {
 }
 
 /// The outbox: one row per packet, ordered by `seq` (the order the user sent them).
+/// `carried` holds two flags: bit 1, a relay stored the message (sent, waiting for its ack:
+/// `markCarried`); bit 2, its own carried copy is still to be made (`enqueue`,
+/// Store+CarryOwn.swift).
 extension Store {
     private static let outboxColumns = "seq, packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms, mac"
 
     /// Needs the store attached (unlocked): the row's identity, recipient, expiry and packet
-    /// are MACed (not its scheduling, which changes while locked).
+    /// are MACed (not its scheduling, which changes while locked). `owesCarriedCopy`: the
+    /// message's own carried copy is still to be made (Store+CarryOwn.swift, bit 2 of
+    /// `carried`; written with the row, so marking it costs no page of its own).
     package func enqueue(_ kind: OutboxRow.Kind, packetID: MessageID, contactID: Int64, packet: [UInt8],
-                         now: Int64, expiresAt: Int64) throws {
+                         now: Int64, expiresAt: Int64, owesCarriedCopy: Bool = false) throws {
         let mac = try requireAttached().mac(.outbox(packetID: packetID.bytes, kind: kind.rawValue, contactID: contactID,
                                                     expiresAt: expiresAt, packet: packet))
         try db.query("""
-            INSERT OR IGNORE INTO outbox (packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms, mac)
-            VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?)
+            INSERT OR IGNORE INTO outbox (packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms, mac, carried)
+            VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?, ?)
             """, [.blob(packetID.bytes), .int(Int64(kind.rawValue)), .int(contactID), .blob(packet), .int(now), .int(expiresAt),
-                  .blob(mac)])
+                  .blob(mac), .int(owesCarriedCopy ? Store.outboxOwesCarriedCopy : 0)])
     }
 
     /// Replaces a row's packet with the same message sealed again (same ID, kind, recipient
@@ -108,7 +113,7 @@ extension Store {
     /// Rows already due wait for a link, and a link that opens pumps them itself. Runs after
     /// every send: one seek of outbox_timers, whose WHERE is this query's (migration 19).
     package func nextOutboxAttempt(after now: Int64) throws -> Int64? {
-        try db.rows("SELECT min(next_attempt_ms) FROM outbox WHERE (state = 0 OR carried = 1) AND next_attempt_ms > ?",
+        try db.rows("SELECT min(next_attempt_ms) FROM outbox WHERE (state = 0 OR carried & 1 = 1) AND next_attempt_ms > ?",
                     [.int(now)]) {
             $0.isNull(0) ? nil : $0.int64(0)
         }.first ?? nil
@@ -117,7 +122,7 @@ extension Store {
     package func setOutbox(_ packetID: MessageID, state: OutboxRow.State, attempts: Int, nextAttemptAt: Int64) throws {
         // Queued again: no longer waiting at a relay (`markCarried` sets it when one takes it).
         try db.query("""
-            UPDATE outbox SET state = ?, attempts = ?, next_attempt_ms = ?, carried = CASE WHEN ? = 0 THEN 0 ELSE carried END
+            UPDATE outbox SET state = ?, attempts = ?, next_attempt_ms = ?, carried = CASE WHEN ? = 0 THEN carried & ~1 ELSE carried END
             WHERE packet_id = ?
             """, [.int(Int64(state.rawValue)), .int(Int64(attempts)), .int(nextAttemptAt), .int(Int64(state.rawValue)),
                   .blob(packetID.bytes)])
@@ -125,7 +130,7 @@ extension Store {
 
     /// A relay stored message `packetID`: sent, waiting for its acknowledgement until `until`.
     package func markCarried(_ packetID: MessageID, until: Int64) throws {
-        try db.query("UPDATE outbox SET state = 1, carried = 1, next_attempt_ms = ? WHERE packet_id = ?",
+        try db.query("UPDATE outbox SET state = 1, carried = carried | 1, next_attempt_ms = ? WHERE packet_id = ?",
                      [.int(until), .blob(packetID.bytes)])
     }
 
@@ -133,10 +138,10 @@ extension Store {
     /// `contactID`, all of that contact's: a direct link came up) are queued again, due now.
     package func requeueCarried(now: Int64, contactID: Int64? = nil) throws {
         if let contactID {
-            try db.query("UPDATE outbox SET state = 0, carried = 0, next_attempt_ms = ? WHERE carried = 1 AND contact_id = ?",
+            try db.query("UPDATE outbox SET state = 0, carried = carried & ~1, next_attempt_ms = ? WHERE carried & 1 = 1 AND contact_id = ?",
                          [.int(now), .int(contactID)])
         } else {
-            try db.query("UPDATE outbox SET state = 0, carried = 0 WHERE carried = 1 AND next_attempt_ms <= ?", [.int(now)])
+            try db.query("UPDATE outbox SET state = 0, carried = carried & ~1 WHERE carried & 1 = 1 AND next_attempt_ms <= ?", [.int(now)])
         }
     }
 

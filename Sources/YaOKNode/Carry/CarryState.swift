@@ -14,6 +14,8 @@ struct CarryState {
     /// The carried tags our contacts send us under (§10.3), built from the contact directory
     /// when unlocked; nil while locked and whenever the contacts change.
     var tags: CarriedTagTable<Int64>?
+    /// Own carried copies of messages sent, still to be made (OwnCopyQueue.swift).
+    var ownCopies = OwnCopyQueue()
     /// When the carry store was last swept (expired packets, claims, quota rows).
     var lastSweep: Int64 = .min
     /// Bytes of carried packets this node hands over per clock hour on all its links

@@ -14,6 +14,9 @@ extension DeliveryEngine {
     mutating func carryLinkOpened(_ linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard carry.mode != .off, let link = links[linkID], link.isOpen else { return }
         try sweepCarryIfDue(store)
+        // Copies of messages sent a moment ago, made now: the snapshot below must hold them.
+        // (A store failure leaves them owed for the timer's batch; the meeting goes on.)
+        _ = try? makeOwnCopies(store, keys)
         let carries = carry.mode == .anyone || link.link.peerIsContact == true
         var session = CarrySession(carries: carries)
         // Not carrying on this link: reconcile as an empty store (the peer learns nothing of
@@ -36,9 +39,10 @@ extension DeliveryEngine {
     /// A relay session became ready (§12.9): this node opens a meeting with it, as the
     /// initiator, in modes `anyone` and `contacts` (the relay is a service the user chose,
     /// and it takes only wait-phase copies); not in `off`.
-    mutating func carryRelayOpened(_ carrier: Carrier, _ store: Store) throws {
+    mutating func carryRelayOpened(_ carrier: Carrier, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard carry.mode != .off else { return }
         try sweepCarryIfDue(store)
+        _ = try? makeOwnCopies(store, keys)  // as for a link: the snapshot holds them
         var session = CarrySession(carries: true)
         session.toRelay = true
         let keysHeld = try store.carriedKeys(nowMs: now, limit: carry.limits.maxPackets + 1)

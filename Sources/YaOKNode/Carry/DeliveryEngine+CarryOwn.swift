@@ -3,8 +3,8 @@ import YaOKWire
 import YaOKCrypto
 import YaOKStore
 
-/// This node's own carried packets (docs/PROTOCOL.md §12.6): the carried copy sealed with
-/// each message sent, its mail opened from carried packets, carried acks both ways, and the
+/// This node's own carried packets (docs/PROTOCOL.md §12.6): the carried copy of each
+/// message sent (made after the send: DeliveryEngine+CarryOwnCopies), its mail opened from carried packets, carried acks both ways, and the
 /// claims published when a message is delivered.
 extension DeliveryEngine {
     /// The depositor token of this node's own packets (their quota is not a stranger's).
@@ -19,7 +19,7 @@ extension DeliveryEngine {
         return p
     }
 
-    /// With a message to `peer` (inside `send`'s transaction): a carried copy of it (same
+    /// For a message to `peer` (in the transaction of a batch of copies): a carried copy of it (same
     /// message ID, budget 8, the default lifetime) into the carry store, so the first
     /// stranger met takes it, and the claim remembered for when the message is delivered.
     /// Nothing when carrying is off; a full store only means no copy (the routed path stays).
@@ -32,8 +32,7 @@ extension DeliveryEngine {
     }
 
     /// A carried copy of our message to `peer`, sealed, into the carry store and offered on
-    /// every meeting, its claim remembered for the delivery (`sealOwnCarried`, and the
-    /// group commit of sends, which sealed it outside the lock).
+    /// every meeting, its claim remembered for the delivery (`sealOwnCarried`).
     mutating func keepOwnCarried(_ packet: CarriedPacket, _ content: CarriedContent, to peer: PeerDirectory.Peer,
                                  _ store: Store) throws {
         guard case .taken(let entry, _) = try store.takeCarried(packet.encode(), from: Self.ownDepositor, nowMs: now,

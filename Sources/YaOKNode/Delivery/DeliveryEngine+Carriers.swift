@@ -17,7 +17,7 @@ extension DeliveryEngine {
         noteStatedIdentifier(carrier)
         noteActivity(transport)
         try pump(store, keys)
-        try carryRelayOpened(carrier, store)
+        try carryRelayOpened(carrier, store, keys)
         return carrier
     }
 

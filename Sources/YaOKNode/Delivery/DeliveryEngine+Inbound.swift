@@ -227,6 +227,8 @@ extension DeliveryEngine {
             }
             if held.count < Self.heldBatch { try engine.openOwnHeldCarried(store, keys) }
         }
+        // Own carried copies a killed process (or a lock) left owed are made now.
+        if held.count < Self.heldBatch { _ = try? makeOwnCopies(store, keys) }
         try pump(store, keys, sweep: true)
         return held.count == Self.heldBatch
     }

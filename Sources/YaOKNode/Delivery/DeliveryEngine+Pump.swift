@@ -76,6 +76,7 @@ extension DeliveryEngine {
         }
         try pumpCarriers(served: served, store, keys)
         scheduleTimer(store)
+        scheduleOwnCopies(unlocked: keys != nil)
     }
 
     /// A link confirmed it took packet `id`.
@@ -145,7 +146,7 @@ extension DeliveryEngine {
     }
 
     /// One timer per node, at the earliest of: the next retry, the next receipt deadline.
-    /// The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
+    /// (Own carried copies have their own: DeliveryEngine+CarryOwnCopies.) The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
     /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
     private mutating func scheduleTimer(_ store: Store) {
         // An hourly sweep at the latest, for expiry.
@@ -163,10 +164,15 @@ extension DeliveryEngine {
         timer = loop.schedule(after: min(seconds, 3600)) { [weak node] in node?.runDeliveryTimers() }
     }
 
-    /// The timer fired (or a test called `Node.runDeliveryTimers`): sweep and pump.
+    /// The timer fired (or a test called `Node.runDeliveryTimers`): own carried copies owed
+    /// are made (a batch earlier than their own timer's is only a smaller one), then sweep
+    /// and pump.
     mutating func timerFired(_ store: Store, _ keys: UnlockedKeys?) throws {
         timer = nil
         timerDue = nil
+        // A failure here leaves them owed (flagged in the store) for the next batch; the
+        // sweep still runs.
+        _ = try? makeOwnCopies(store, keys)
         try pump(store, keys, sweep: true)
         // The sweep erases expired keys and prekeys: their checkpoint runs now, not later.
         store.erasePendingPages()

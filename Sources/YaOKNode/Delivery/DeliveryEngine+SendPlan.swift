@@ -8,7 +8,8 @@ import YaOKStore
 ///
 /// 1. `planSend`, under the lock: the contacts, strictly increasing sender times, message
 ///    IDs, the key each message is sealed to (`sealingKey`, §13.5) and a ticket. No write.
-/// 2. `seal`, outside it, on the caller's thread: the routed packet and its carried copy.
+/// 2. `seal`, outside it, on the caller's thread: the routed packet. (Its carried copy is
+///    made later, off the app's thread: DeliveryEngine+CarryOwnCopies, §12.6.)
 /// 3. `commitSends`, under the lock, for every send handed in since the last commit
 ///    (SendCommitQueue): each key choice is checked against the contact's ring as it is
 ///    now, the ring's record of what was sealed to which key and the long-term count are
@@ -30,8 +31,6 @@ struct PlannedMessage: Sendable {
     let messageID: MessageID
     let createdMs: Int64
     let choice: SealChoice
-    /// Whether a carried copy goes with it (carrying on, §12.6).
-    let carried: Bool
 }
 
 /// One message sealed outside the lock.
@@ -39,7 +38,6 @@ struct SealedOutgoing: Sendable {
     let plan: PlannedMessage
     let header: RoutedHeader
     let packet: [UInt8]
-    let carried: (content: CarriedContent, packet: CarriedPacket)?
 }
 
 /// A send (one call: a message or a batch, all or nothing) sealed and waiting for its
@@ -75,8 +73,7 @@ extension DeliveryEngine {
             // messages sent within one millisecond still show in the order written.
             let t = max(now, lastSentAt + 1)
             lastSentAt = t
-            return PlannedMessage(text: item.text, peer: peer, messageID: .random(), createdMs: t, choice: choice,
-                                  carried: carry.mode != .off)
+            return PlannedMessage(text: item.text, peer: peer, messageID: .random(), createdMs: t, choice: choice)
         }
         defer { nextSendTicket += 1 }
         return (nextSendTicket, planned)
@@ -88,9 +85,9 @@ extension DeliveryEngine {
         return .receiver(key, announce: announce)
     }
 
-    /// Step 2, outside the lock: seals `plan` (the routed packet, and its carried copy when
-    /// carrying is on) as `choice` says. Pure computation on the caller's thread.
-    static func seal(_ plan: PlannedMessage, as choice: SealChoice, carried: Bool, by identity: Identity) throws -> SealedOutgoing {
+    /// Step 2, outside the lock: seals `plan`'s routed packet as `choice` says. Pure
+    /// computation on the caller's thread.
+    static func seal(_ plan: PlannedMessage, as choice: SealChoice, by identity: Identity) throws -> SealedOutgoing {
         let body = Array(plan.text.utf8)
         let peer = plan.peer
         let routed: (header: RoutedHeader, packet: [UInt8])
@@ -103,22 +100,11 @@ extension DeliveryEngine {
                                                          createdMs: plan.createdMs, messageID: plan.messageID,
                                                          route: peer.route)
         }
-        var copy: (content: CarriedContent, packet: CarriedPacket)?
-        if carried {
-            let content = try CarriedContent(kind: .message(text: body), id: plan.messageID, createdMs: plan.createdMs,
-                                             claim: PurgeClaim.random())
-            switch choice {
-            case .longTerm: copy = (content, try CarriedSeal.seal(content, from: identity, route: peer.route))
-            case .receiver(let key, let announce):
-                copy = (content, try CarriedSeal.sealForwardSecret(content, from: identity, route: peer.route,
-                                                                   receiverKey: key, announce: announce))
-            }
-        }
-        return SealedOutgoing(plan: plan, header: routed.header, packet: routed.packet, carried: copy)
+        return SealedOutgoing(plan: plan, header: routed.header, packet: routed.packet)
     }
 
     static func seal(_ plan: PlannedMessage, by identity: Identity) throws -> SealedOutgoing {
-        try seal(plan, as: plan.choice, carried: plan.carried, by: identity)
+        try seal(plan, as: plan.choice, by: identity)
     }
 
     /// Step 3, under the lock, by the committer: every send of `sends` (in ticket order) in
@@ -128,6 +114,7 @@ extension DeliveryEngine {
     /// (every caller gets the error: none is told a message was sent).
     mutating func commitSends(_ sends: [SealedSend], _ store: Store, _ keys: UnlockedKeys) throws -> [Result<[Message], any Error>] {
         var results: [Result<[Message], any Error>] = []
+        var owingCopies: [MessageID] = []
         try batch(store) { engine in
             var rings = SendRings()
             for send in sends {
@@ -142,6 +129,7 @@ extension DeliveryEngine {
                         try send.messages.map { try engine.commitOne($0, &tried, store, keys) }
                     }
                     rings = tried
+                    if engine.carry.mode != .off { owingCopies += messages.map(\.messageID) }
                     engine.effects.events += messages.map { .messageStored($0) }
                     results.append(.success(messages))
                 } catch let error as YaOKError where error.code == .storage || error.code == .diskFull {
@@ -160,6 +148,8 @@ extension DeliveryEngine {
             }
             if let fault = engine.sendCommitFault { throw fault }
         }
+        // Their carried copies are made by the engine's next batch (the timer the pump sets).
+        carry.ownCopies.append(owingCopies, at: now)
         // Stored: the sends succeeded whatever the pump does now (a store error there is
         // retried by the delivery timer; telling the callers "failed" would make them send
         // a second copy).
@@ -174,6 +164,7 @@ extension DeliveryEngine {
         let plan = sealed.plan
         let contactID = plan.peer.contactID
         var message = sealed
+        // Its own carried copy is owed (§12.6): flagged on the outbox row, made later.
         let carried = carry.mode != .off
         if forwardSecrecy {
             // Taken out of the group's rings while it changes, so that telling it of one more
@@ -181,23 +172,26 @@ extension DeliveryEngine {
             var ring = try rings.byContact.removeValue(forKey: contactID)
                 ?? store.receiverKeyRingToChange(contactID: contactID, cipher: keys.cipher)
             let choice = try sealChoice(to: plan.peer, &ring)
-            if choice != plan.choice || (carried && sealed.carried == nil) {
-                message = try Self.seal(plan, as: choice, carried: carried, by: keys.identity)
+            if choice != plan.choice {
+                message = try Self.seal(plan, as: choice, by: keys.identity)
             }
             switch choice {
             case .receiver(let key, _):
                 ring.sent(messageID: plan.messageID.bytes, peerKeyID: key.id, expiresMs: message.header.expiresAtMs)
-                if carried, let copy = message.carried {
-                    // Unsettled under that key until the carried copy's expiry too (§13.6).
-                    let expires = max(copy.packet.expiresAtMs, ring.pending[plan.messageID.bytes]?.expiresMs ?? .min)
+                if carried {
+                    // Unsettled under that key until the carried copy's expiry too (§13.6),
+                    // from now: the copy made later changes nothing here when sealed to
+                    // the same key, so the batch writes no ring for it.
+                    let copyExpires = Int64(try CarriedPacket.expiryHour(createdMs: plan.createdMs,
+                                                                         lifetimeMs: CarriedSeal.defaultLifetimeMs))
+                        * CarriedPacket.hourMs
+                    let expires = max(copyExpires, ring.pending[plan.messageID.bytes]?.expiresMs ?? .min)
                     ring.sent(messageID: plan.messageID.bytes, peerKeyID: key.id, expiresMs: expires)
                 }
             case .longTerm:
                 try store.countLongTermSeal(contactID: contactID, cipher: keys.cipher)
             }
             rings.byContact[contactID] = ring
-        } else if carried && sealed.carried == nil {
-            message = try Self.seal(plan, as: .longTerm, carried: true, by: keys.identity)
         }
         let t = plan.createdMs
         guard let stored = try store.insertMessage(conversation: contactID, messageID: plan.messageID.bytes,
@@ -210,8 +204,7 @@ extension DeliveryEngine {
         // message, and queued at those times a batch of n went out one a millisecond, the
         // delivery timer bringing the next (LAN batches capped at ~1,000 messages/s).
         try store.enqueue(.message, packetID: plan.messageID, contactID: contactID, packet: message.packet,
-                          now: now, expiresAt: message.header.expiresAtMs)
-        if carried, let copy = message.carried { try keepOwnCarried(copy.packet, copy.content, to: plan.peer, store) }
+                          now: now, expiresAt: message.header.expiresAtMs, owesCarriedCopy: carried)
         return stored
     }
 }

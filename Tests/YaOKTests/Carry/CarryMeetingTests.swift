@@ -18,6 +18,7 @@ import Testing
         let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
         if lockBob { try m["Bob"].lock() }
         let sent = try m["Alice"].send(to: carolAtAlice, text: "Across the shutdown")
+        try m["Alice"].makeOwnCarriedCopies()  // the engine's batch after the send (§12.6)
         #expect(m["Alice"].carriedBudgets == [8])
 
         try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 && m["Alice"].carriedBudgets == [4] }
@@ -184,6 +185,7 @@ extension CarryMeetingTests {
         defer { m.finish() }
         let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
         let sent = try m["Alice"].send(to: carolAtAlice, text: "Before the goodbye")
+        try m["Alice"].makeOwnCarriedCopies()  // the engine's batch after the send (§12.6)
         func record() -> Store.OwnCarried? {
             m["Alice"].state.withLock { s in (try? s.store?.ownCarried(messageID: sent.messageID.bytes)) ?? nil }
         }
@@ -202,6 +204,7 @@ extension CarryMeetingTests {
         defer { m.finish() }
         let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
         let sent = try m["Alice"].send(to: carolAtAlice, text: "Straight there")
+        try m["Alice"].makeOwnCarriedCopies()  // the engine's batch after the send (§12.6)
         let claimHash = try #require(m["Alice"].state.withLock { s in
             (try? s.store?.ownCarried(messageID: sent.messageID.bytes)).flatMap { $0 }.map { PurgeClaim.hash($0.claim) }
         })
@@ -221,6 +224,7 @@ extension CarryMeetingTests {
         defer { m.finish() }
         let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
         let sent = try m["Alice"].send(to: carolAtAlice, text: "Remember me")
+        try m["Alice"].makeOwnCarriedCopies()  // the engine's batch after the send (§12.6)
         let claimHash = try #require(m["Alice"].state.withLock { s in
             (try? s.store?.ownCarried(messageID: sent.messageID.bytes)).flatMap { $0 }.map { PurgeClaim.hash($0.claim) }
         })
@@ -309,6 +313,7 @@ extension CarryMeetingTests {
         defer { m.finish() }
         let carol = try m["Alice"].addContact(card: try Identity(name: "Carol").card.text).id
         let sent = try m["Alice"].send(to: carol, text: "One budget")
+        try m["Alice"].makeOwnCarriedCopies()  // the engine's batch after the send (§12.6)
         let packet = try #require(m["Alice"].ownCarriedPacketID(sent.messageID))
         m["Alice"].state.withLock { s in
             var other = CarrySession(carries: true)

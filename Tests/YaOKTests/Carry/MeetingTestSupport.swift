@@ -11,13 +11,24 @@ final class Meeting {
     let clock = TestClock()
     var dirs: [String: TempDir] = [:]
     var nodes: [String: Node] = [:]
+    /// No timer is armed: the tests run the engine's timer work (`runDeliveryTimers`).
+    let callerRunsTimers: Bool
 
-    init(_ names: [String]) throws {
+    init(_ names: [String], callerRunsTimers: Bool = false) throws {
+        self.callerRunsTimers = callerRunsTimers
         for name in names {
             let dir = TempDir()
             dirs[name] = dir
-            nodes[name] = try makeNode(dir, name: name, clock: clock)
+            let node = try Node(dataDirectory: dir.path, options: options)
+            _ = try node.setup(name: name, pin: testPIN, confirmation: testPIN)
+            nodes[name] = node
         }
+    }
+
+    var options: Node.Options {
+        var options = fastOptions(clock: clock)
+        options.callerRunsTimers = callerRunsTimers
+        return options
     }
 
     subscript(_ name: String) -> Node { nodes[name]! }
@@ -61,7 +72,7 @@ final class Meeting {
     /// Closes `name` and opens it again from its directory, unlocked (a restart after a kill).
     func reopen(_ name: String) throws {
         self[name].close()
-        let node = try Node(dataDirectory: dirs[name]!.path, options: fastOptions(clock: clock))
+        let node = try Node(dataDirectory: dirs[name]!.path, options: options)
         try node.unlock(pin: testPIN)
         nodes[name] = node
     }

@@ -46,6 +46,7 @@ import Testing
             defer { db.statementLog = nil }
             return (db.statementLog ?? []).count { !$0.hasPrefix("PRAGMA synchronous") }
         }
+        try pair.alice.makeOwnCarriedCopies()  // made after the sends, in a batch (§12.6)
         let (charged, held) = try pair.alice.withStore { store, s in
             (try store.carryQuotaUsed(DeliveryEngine.ownDepositor, nowMs: s.delivery.now).packets,
              try store.carryUsage().packets)

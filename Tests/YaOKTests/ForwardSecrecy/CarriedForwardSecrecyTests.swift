@@ -132,6 +132,7 @@ import Testing
         #expect(Node.Options().forwardSecrecy)
         let id = try alice.addContact(card: carol.profile().text).id
         _ = try alice.send(to: id, text: "plain")
+        try alice.makeOwnCarriedCopies()
         let packet = try #require(alice.state.withLock { s in
             try? s.store?.carriedPackets(after: nil, nowMs: s.delivery.now, limit: 10).first
         })

@@ -192,6 +192,8 @@ import Testing
         defer { nodes.close() }
         let (alice, bobID) = (nodes.alice, nodes.bobID)
         _ = try alice.send(to: bobID, text: "one")  // sealed to Bob's prekey: one unsettled send
+        // Its carried copy made now: made after the unlock, it would record the send again.
+        try alice.makeOwnCarriedCopies()
         let ring = { try alice.state.withLock { s in
             try s.store!.receiverKeyRing(contactID: bobID, cipher: try #require(s.keys).cipher)
         } }

@@ -35,6 +35,7 @@ import Testing
         let pair = try RelayPair()
         defer { pair.close() }
         let id = try pair.alice.send(to: pair.bobID, text: "carried and routed").messageID
+        try pair.alice.makeOwnCarriedCopies()  // the engine's batch after the send (§12.6)
         let own = try carried(pair.alice)
         #expect(own.count == 1 && own.values.first == 8)
         try pair.attach(pair.alice, port: relay.port, pin: relay.pin)
