@@ -337,7 +337,7 @@ enum Schema {
         ALTER TABLE outbox_19 RENAME TO outbox;
         CREATE INDEX outbox_pump_by_contact ON outbox (contact_id, state, seq, next_attempt_ms, expires_ms, packet_id);
         CREATE INDEX outbox_pump ON outbox (state, seq, next_attempt_ms, expires_ms, packet_id, contact_id);
-        CREATE INDEX outbox_timers ON outbox (next_attempt_ms, carried, state) WHERE state = 0 OR carried = 1;
+        CREATE INDEX outbox_timers ON outbox (next_attempt_ms, carried, state) WHERE state = 0 OR carried & 1 = 1;
         CREATE INDEX outbox_expiry ON outbox (expires_ms);
         CREATE TABLE messages_19 (
             id INTEGER PRIMARY KEY,
