@@ -68,7 +68,8 @@ enum DeliveryBench {
             let commits = sender.sendCommitStatistics
             Measure.report("Node.send\(batch == 1 ? "" : "(batch of \(batch))"), \(threads) threads", "\(Int(Double(got.count) / elapsed)) messages/s"
                            + (got.count == n ? "" : " (\(n - got.count) FAILED)")
-                           + ", \(Measure.format(Double(commits.sends) / Double(max(commits.groups, 1)), decimals: 1)) sends per commit",
+                           + ", \(Measure.format(Double(commits.sends) / Double(max(commits.groups, 1)), decimals: 1)) sends per commit"
+                           + ", \(Measure.format(Double(commits.sends) / Double(max(commits.syncs, 1)), decimals: 1)) per disk sync",
                            target: batch == 1 ? "≥ 5,000/s" : "≥ 8,000/s")
         }
 

@@ -39,12 +39,12 @@ extension Node {
     }
 
     /// As `withUnlockedEngine`, but the section's commits do not sync the disk under the
-    /// lock (`Database.unsynced`). Returns the section's result and its `finish`, to be run
-    /// with the lock released (other sections may run first): it syncs the log, then carries
-    /// out what the section decided (events to the app, units to links), and throws the
-    /// sync's error if the disk cannot confirm the write. A section that throws is carried
-    /// out at once.
-    func withUnlockedEngineUnsynced<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws -> (result: R, finish: () throws -> Void) {
+    /// lock (`Database.unsynced`). Returns the section's result, the sync that makes its
+    /// commits durable (throws if the disk cannot confirm them), and what carries out what
+    /// the section decided (events to the app, units to links), to be run with the lock
+    /// released, after the sync. A section that throws is carried out at once.
+    func withUnlockedEngineUnsynced<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws
+        -> (result: R, sync: () throws -> Void, perform: () -> Void) {
         var outcome: DeliveryEffects.Outcome = ([], [])
         var traffic = false
         do {
@@ -55,10 +55,7 @@ extension Node {
                 }
                 return try store.db.unsynced { try body(&s.delivery, store, keys) }
             }
-            return (result, { [outcome, traffic] in
-                defer { self.perform(outcome, flush: traffic) }
-                try syncer.sync()
-            })
+            return (result, { try syncer.sync() }, { [outcome, traffic] in self.perform(outcome, flush: traffic) })
         } catch {
             perform(outcome, flush: traffic)
             throw error

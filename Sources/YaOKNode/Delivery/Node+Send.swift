@@ -56,14 +56,15 @@ extension Node {
     }
 
     /// The group commit's first stage for `group` (SendCommitQueue): its rows written under
-    /// the lock without a sync; the sync and the group's events are its `finish`.
+    /// the lock without a sync; then its sync and its events.
     func writeSendGroup(_ group: [SealedSend]) throws -> SendCommitQueue<SealedSend, [Message]>.Written {
-        let (results, finish) = try withUnlockedEngineUnsynced { engine, store, keys in try engine.commitSends(group, store, keys) }
-        return .init(results: results, finish: finish)
+        let (results, sync, perform) = try withUnlockedEngineUnsynced { engine, store, keys in try engine.commitSends(group, store, keys) }
+        return .init(results: results, sync: sync, announce: perform)
     }
 
-    /// How many group commits `send` made, holding how many sends (for yaok-bench).
-    package var sendCommitStatistics: (groups: Int, sends: Int) { sendCommits.statistics }
+    /// How many group commits `send` made, holding how many sends, with how many disk syncs
+    /// (for yaok-bench).
+    package var sendCommitStatistics: (groups: Int, sends: Int, syncs: Int) { sendCommits.statistics }
 
     /// Runs `body` under the node's lock with the store's database (yaok-bench and tests
     /// count the statements and commits one send makes).

@@ -15,8 +15,11 @@ import YaOKSupport
 /// for ever.
 ///
 /// Two stages: a group is written (one at a time, under the node's lock) and then made
-/// durable (its `finish`, the disk sync, with no lock held), and the next group writes
-/// while the one before it syncs, so a sync's time is not lost to the senders behind it.
+/// durable (its `sync`, with no lock held), and the next group writes while the one before
+/// it syncs, so a sync's time is not lost to the senders behind it. One sync makes every
+/// group written before it began durable: the groups written during a sync share the next
+/// one (a group already covered does not sync again). Groups are announced (their events
+/// out, their callers answered) in the order they were written, each once durable.
 ///
 /// A committer first waits for the tickets taken (`taken`) before it began and still
 /// sealing: they are on their way (sealing is a fraction of a sync), and committing without
@@ -38,17 +41,20 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     /// One past the highest ticket taken so far (`taken`).
     private var issued: UInt64 = 0
     private var committing = false
-    /// Groups written so far, and finished (synced, their results out) so far.
-    private var groupsWritten = 0, groupsFinished = 0
+    /// Groups written so far; groups a completed sync made durable (the first this many);
+    /// groups announced so far.
+    private var groupsWritten = 0, groupsSynced = 0, groupsAnnounced = 0
 
-    /// What `commitGroup` returns once the group is written: one result per send, and what
-    /// makes it durable (the disk sync), run after the next group may begin to write.
+    /// What `commitGroup` returns once the group is written: one result per send, what
+    /// makes it and every group written before it durable (the disk sync), and what tells
+    /// the app once it is (events), run in the order groups were written.
     struct Written {
         let results: [Result<Output, any Error>]
-        let finish: () throws -> Void
+        let sync: () throws -> Void
+        let announce: () -> Void
     }
-    /// Groups committed and the sends in them, for the benchmark's average group size.
-    private var groups = 0, sends = 0
+    /// Groups committed, the sends in them and the syncs they took, for the benchmark.
+    private var groups = 0, sends = 0, syncs = 0
 
     init() {
         mutex.initialize(to: pthread_mutex_t())
@@ -72,11 +78,12 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
         return handedIn.values.count { $0 != nil }
     }
 
-    /// How many groups were committed, holding how many sends (yaok-bench prints them).
-    var statistics: (groups: Int, sends: Int) {
+    /// How many groups were committed, holding how many sends, with how many disk syncs
+    /// (yaok-bench prints them).
+    var statistics: (groups: Int, sends: Int, syncs: Int) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return (groups, sends)
+        return (groups, sends, syncs)
     }
 
     /// Records that `ticket` was taken: a committer that starts from now on waits for it.
@@ -135,13 +142,13 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
         }
         pthread_mutex_unlock(mutex)
         var outcome: [Result<Output, any Error>] = []
-        var finish: (() throws -> Void)?
+        var written: Written?
         if !items.isEmpty {
             do {
-                let written = try commitGroup(items)
-                finish = written.finish
-                outcome = written.results.count == items.count ? written.results
-                    : Array(repeating: .failure(YaOKError(.internal, "A group commit returned \(written.results.count) results for \(items.count) sends")), count: items.count)
+                let done = try commitGroup(items)
+                written = done
+                outcome = done.results.count == items.count ? done.results
+                    : Array(repeating: .failure(YaOKError(.internal, "A group commit returned \(done.results.count) results for \(items.count) sends")), count: items.count)
             } catch {
                 outcome = Array(repeating: .failure(error), count: items.count)
             }
@@ -151,23 +158,31 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
             groups += 1
             sends += items.count
         }
-        // Written: the next group may write while this one syncs. Groups finish in the
-        // order they wrote, so their callers learn (and their events go out) in ticket order.
+        // Written: the next group may write while this one waits for its turn and syncs.
         let turn = groupsWritten
         groupsWritten += 1
         committing = false
         pthread_cond_broadcast(condition)
-        while groupsFinished != turn { pthread_cond_wait(condition, mutex) }
-        if let finish {
-            pthread_mutex_unlock(mutex)
-            let finished = Result { try finish() }
-            pthread_mutex_lock(mutex)
-            if case .failure(let error) = finished {
-                outcome = outcome.map { $0.flatMap { _ in .failure(error) } }
+        while groupsAnnounced != turn { pthread_cond_wait(condition, mutex) }
+        if let written {
+            if groupsSynced <= turn {
+                // Not covered by a sync yet: this one covers every group written so far.
+                let covers = groupsWritten
+                syncs += 1
+                pthread_mutex_unlock(mutex)
+                let synced = Result { try written.sync() }
+                pthread_mutex_lock(mutex)
+                switch synced {
+                case .success: groupsSynced = max(groupsSynced, covers)
+                case .failure(let error): outcome = outcome.map { $0.flatMap { _ in .failure(error) } }
+                }
             }
+            pthread_mutex_unlock(mutex)
+            written.announce()
+            pthread_mutex_lock(mutex)
         }
         for (ticket, result) in zip(tickets, outcome) { results[ticket] = result }
-        groupsFinished += 1
+        groupsAnnounced += 1
         pthread_cond_broadcast(condition)
     }
 }

@@ -14,7 +14,7 @@ import Testing
         let thread = Thread {
             let result = queue.commit(ticket: ticket, .success(item)) { items in
                 groups.withLock { $0.append(items) }
-                return .init(results: items.map { .success($0 * 10) }, finish: {})
+                return .init(results: items.map { .success($0 * 10) }, sync: {}, announce: {})
             }
             if case .success(let value) = result { results.withLock { $0[item] = value } }
         }
@@ -61,43 +61,49 @@ import Testing
         let first = handIn(queue, 0, 1, groups: groups, results: results)
         #expect(eventually { queue.waiting == 1 })
         struct SealFailed: Error {}
-        let failed = queue.commit(ticket: 1, .failure(SealFailed())) { _ in .init(results: [], finish: {}) }
+        let failed = queue.commit(ticket: 1, .failure(SealFailed())) { _ in .init(results: [], sync: {}, announce: {}) }
         #expect((try? failed.get()) == nil)
         #expect(eventually { first.isFinished })
         #expect(groups.withLock { $0 } == [[1]])
     }
-    /// Two stages: the next group is written while the one before it syncs, and groups
-    /// finish (sync, answer their callers) in the order they were written.
-    @Test func theNextGroupWritesWhileTheOneBeforeSyncs() {
+    /// Two stages: the next groups are written while the one before them syncs, one sync
+    /// then covers them all, and groups are announced in the order they were written.
+    @Test func groupsWrittenDuringASyncShareTheNextOne() {
         let queue = Queue()
-        let written = Locked<[[Int]]>([]), finished = Locked<[Int]>([]), syncing = Locked(false)
+        let written = Locked<[[Int]]>([]), syncs = Locked<[Int]>([]), announced = Locked<[Int]>([])
+        let syncing = Locked(false)
         let release = DispatchSemaphore(value: 0)
-        queue.taken(0)
-        let first = Thread {
-            _ = queue.commit(ticket: 0, .success(1)) { items in
-                written.withLock { $0.append(items) }
-                return .init(results: items.map { .success($0) }, finish: {
-                    syncing.withLock { $0 = true }
-                    release.wait()  // a slow disk
-                    finished.withLock { $0.append(1) }
-                })
+        func group(_ ticket: UInt64, _ item: Int, slowSync: Bool = false) -> Thread {
+            let thread = Thread {
+                _ = queue.commit(ticket: ticket, .success(item)) { items in
+                    written.withLock { $0.append(items) }
+                    return .init(results: items.map { .success($0) }, sync: {
+                        syncs.withLock { $0.append(item) }
+                        if slowSync {
+                            syncing.withLock { $0 = true }
+                            release.wait()  // a slow disk
+                        }
+                    }, announce: { announced.withLock { $0.append(item) } })
+                }
             }
+            thread.start()
+            return thread
         }
-        first.start()
+        queue.taken(0)
+        let first = group(0, 1, slowSync: true)
         #expect(eventually { syncing.withLock { $0 } })
         queue.taken(1)
-        let second = Thread {
-            _ = queue.commit(ticket: 1, .success(2)) { items in
-                written.withLock { $0.append(items) }
-                return .init(results: items.map { .success($0) }, finish: { finished.withLock { $0.append(2) } })
-            }
-        }
-        second.start()
-        #expect(eventually { written.withLock { $0 } == [[1], [2]] })  // written during the first's sync
-        #expect(finished.withLock { $0 }.isEmpty && !second.isFinished)  // its turn comes after
+        let second = group(1, 2)
+        #expect(eventually { written.withLock { $0 }.count == 2 })  // written during the first's sync
+        queue.taken(2)
+        let third = group(2, 3)
+        #expect(eventually { written.withLock { $0 } == [[1], [2], [3]] })
+        #expect(announced.withLock { $0 }.isEmpty && !second.isFinished && !third.isFinished)
         release.signal()
-        #expect(eventually { first.isFinished && second.isFinished })
-        #expect(finished.withLock { $0 } == [1, 2])
+        #expect(eventually { first.isFinished && second.isFinished && third.isFinished })
+        #expect(announced.withLock { $0 } == [1, 2, 3])
+        #expect(syncs.withLock { $0 } == [1, 2])  // the second's sync covered the third
+        #expect(queue.statistics.syncs == 2)
     }
 
     @Test func aFailedSyncIsEveryCallersError() {
@@ -105,7 +111,7 @@ import Testing
         struct SyncFailed: Error {}
         queue.taken(0)
         let result = queue.commit(ticket: 0, .success(1)) { items in
-            .init(results: items.map { .success($0) }, finish: { throw SyncFailed() })
+            .init(results: items.map { .success($0) }, sync: { throw SyncFailed() }, announce: {})
         }
         #expect((try? result.get()) == nil)
     }
