@@ -313,7 +313,14 @@ public final class Database {
     }
 
     private func lastError(_ rc: Int32) throws -> YaOKError {
-        Database.error(rc, String(cString: sqlite3_errmsg(try db)))
+        let handle = try db
+        var message = String(cString: sqlite3_errmsg(handle))
+        if rc & 0xff == SQLITE_IOERR {
+            // "disk I/O error" alone names neither the operation nor the cause: the extended
+            // code (SQLITE_IOERR_*) and the system's errno do.
+            message += " (SQLite code \(sqlite3_extended_errcode(handle)), errno \(sqlite3_system_errno(handle)))"
+        }
+        return Database.error(rc, message)
     }
 
     static func error(_ rc: Int32, _ message: String) -> YaOKError {
