@@ -45,14 +45,7 @@ package final class Store {
         try Store.makeDirectory(directory)
         let path = directory + "/" + Store.fileName
         // Only the owner may read the files, though nothing secret is in them in clear.
-        // Creating the database file 0600 before SQLite opens it leaves no moment in which
-        // it is readable by others, and SQLite gives its -wal and -shm files the same mode.
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            throw YaOKError(errno == ENOSPC ? .diskFull : .storage,
-                            "Cannot open \(path): \(String(cString: strerror(errno)))")
-        }
-        Glibc.close(fd)
+        try Store.createPrivateFile(path)
         db = try Database(path: path)
         // A page cache of up to 16 MiB (SQLite's default is 2 MiB): a batch of 10 KB messages
         // writes ~50 KB of pages per message (the body, its outbox packet and the carried
@@ -87,6 +80,28 @@ package final class Store {
     }
 
     /// mkdir -p with mode 0700 for the directories it creates.
+    /// Creates the database file 0600 before SQLite opens it (no moment in which it is
+    /// readable by others; SQLite gives its -wal and -shm files the same mode), and refuses
+    /// a symbolic link in its place. A file that exists is not opened here: closing any
+    /// descriptor of a file drops every POSIX lock the process holds on it, so opening and
+    /// closing a database that a connection of this process has open (a relay's `stats`
+    /// read in the relay's own tests) took that connection's locks away.
+    package static func createPrivateFile(_ path: String) throws {
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd >= 0 {
+            Glibc.close(fd)
+            return
+        }
+        let failure = errno
+        var info = stat()
+        guard failure == EEXIST, lstat(path, &info) == 0 else {
+            throw YaOKError(failure == ENOSPC ? .diskFull : .storage, "Cannot open \(path): \(String(cString: strerror(failure)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw YaOKError(.storage, "Cannot open \(path): not a regular file")
+        }
+    }
+
     package static func makeDirectory(_ path: String) throws {
         guard !path.isEmpty else { throw YaOKError(.invalidArgument, "The data directory must not be empty") }
         var prefix = path.hasPrefix("/") ? "/" : ""

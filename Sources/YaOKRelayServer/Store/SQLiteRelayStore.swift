@@ -27,11 +27,7 @@ public final class SQLiteRelayStore: RelayStore {
         try Store.makeDirectory(directory)
         let path = directory + "/" + Self.fileName
         // Created 0600 before SQLite opens it; SQLite gives -wal and -shm the same mode.
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            throw YaOKError(errno == ENOSPC ? .diskFull : .storage, "Cannot open \(path): \(String(cString: strerror(errno)))")
-        }
-        Glibc.close(fd)
+        try Store.createPrivateFile(path)
         db = try Database(path: path)
         for suffix in ["", "-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
         // A checkpoint (every page of the WAL read back and copied into the database file)
