@@ -56,10 +56,21 @@ extension Node {
     }
 
     /// The group commit's first stage for `group` (SendCommitQueue): its rows written under
-    /// the lock without a sync; the sync and the group's events are its `finish`.
+    /// the lock without a sync; the sync and the group's events are its `finish`. Until the
+    /// sync, no other section's pump hands the group's messages on (UnsyncedSends); then
+    /// they are released, and pumped if a pump passed them over meanwhile.
     func writeSendGroup(_ group: [SealedSend]) throws -> SendCommitQueue<SealedSend, [Message]>.Written {
-        let (results, finish) = try withUnlockedEngineUnsynced { engine, store, keys in try engine.commitSends(group, store, keys) }
-        return .init(results: results, finish: finish)
+        let ((results, unsynced), finish) = try withUnlockedEngineUnsynced { engine, store, keys in
+            (try engine.commitSends(group, store, keys), engine.unsyncedSends)
+        }
+        let ids = results.flatMap { (try? $0.get())?.map(\.messageID) ?? [] }
+        return .init(results: results, finish: { [self] in
+            // After the group's events (its finish emits them), so a receipt's come later.
+            defer {
+                if unsynced.release(ids) { _ = try? withEngine { engine, store, keys in try engine.pump(store, keys) } }
+            }
+            try finish()
+        })
     }
 
     /// How many group commits `send` made, holding how many sends (for yaok-bench).
