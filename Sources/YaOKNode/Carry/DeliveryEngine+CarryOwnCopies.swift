@@ -31,6 +31,11 @@ extension DeliveryEngine {
         }
         guard !carry.ownCopies.messages.isEmpty else { return 0 }
         let taken = Array(carry.ownCopies.messages.prefix(OwnCopyQueue.batchLimit))
+        // Inside an outer transaction (a meeting that starts in the inbound drain's batch),
+        // which may still roll back the copies and the cleared flags with them: the queue
+        // keeps the messages until a batch of their own commits (for those made, a flag
+        // gone makes that batch's take a no-op).
+        let nested = store.db.inTransaction
         do {
             try batch(store) { engine in
                 for id in taken { try engine.makeOwnCopy(id, store, keys) }
@@ -40,6 +45,7 @@ extension DeliveryEngine {
             carry.ownCopies.since = now
             throw error
         }
+        guard !nested else { return taken.count }
         carry.ownCopies.messages.removeFirst(taken.count)
         carry.ownCopies.since = carry.ownCopies.messages.isEmpty ? nil : carry.ownCopies.since
         return taken.count
