@@ -37,3 +37,36 @@ import Testing
         #expect(m["Alice"].carriedCount == 1)
     }
 }
+
+/// The own carried copy of a message whose group commit is written but not synced yet
+/// (UnsyncedSends) waits for that sync, as its routed packet does: a meeting that starts in
+/// between (it makes the copies owed before its snapshot) would otherwise offer the copy to
+/// the recipient, whose ack could reach the app as MESSAGE_STATUS_CHANGED before the
+/// message's MESSAGE_STORED.
+@Suite(.serialized) struct OwnCopyUnsyncedTests {
+    @Test func noCopyIsMadeOfAMessageBeforeItsGroupSynced() throws {
+        let m = try Meeting(["Alice", "Carol"], callerRunsTimers: true)
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let alice = m["Alice"]
+        let (ticket, planned, keys) = try alice.withUnlocked { store, keys, s in
+            let (ticket, planned) = try s.delivery.planSend([(carolAtAlice, "Copy after the sync")], store, keys)
+            alice.sendCommits.taken(ticket)
+            return (ticket, planned, keys)
+        }
+        let id = try #require(planned.first?.messageID)
+        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        var madeBeforeSync: Int?
+        let result = alice.sendCommits.commit(ticket: ticket, sealed) { group in
+            let written = try alice.writeSendGroup(group)
+            madeBeforeSync = try alice.makeOwnCarriedCopies()
+            return written
+        }
+        _ = try result.get()
+        #expect(madeBeforeSync == 0)
+        #expect(alice.ownCarriedPacketID(id) == nil)
+        try alice.makeOwnCarriedCopies()
+        #expect(alice.ownCarriedPacketID(id) != nil)
+        #expect(alice.carriedCount == 1)
+    }
+}
