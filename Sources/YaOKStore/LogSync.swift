@@ -12,11 +12,13 @@ import YaOKSupport
 /// Its own descriptor of the log file, closed with it: a sync after the database closed
 /// (closing checkpoints and syncs everything) syncs a file that may be gone, harmlessly.
 public final class LogSync: Sendable {
-    private let descriptor: Int32
-    private let done = Locked(0)
+    /// The log's descriptor (internal for the tests, which put another file in its place).
+    let descriptor: Int32
+    /// Syncs run so far, and the first failure (kept: see `sync`).
+    private let state = Locked<(syncs: Int, failure: YaOKError?)>((0, nil))
 
     /// Syncs run so far (tests count one per group commit).
-    package var syncs: Int { done.withLock { $0 } }
+    package var syncs: Int { state.withLock { $0.syncs } }
 
     init(logPath: String) throws {
         let fd = open(logPath, O_RDONLY | O_CLOEXEC)
@@ -30,13 +32,25 @@ public final class LogSync: Sendable {
 
     /// Makes every commit written to the log so far durable (as `synchronous=FULL` would
     /// have at each commit). Safe from any thread, with or without the database's lock.
+    ///
+    /// Once a sync has failed, every later one fails with it (until the store is opened
+    /// again): the commits it covered stay committed in SQLite's view, later commits' frames
+    /// follow theirs in the log, and the kernel reports a writeback error once (the next
+    /// fdatasync may succeed with those pages lost), so after a crash the log would end at
+    /// the first frame lost and a later commit "synced" here would be gone too. (A
+    /// `synchronous=FULL` commit whose sync fails is not committed at all, and the next
+    /// commit writes over its frames.)
     public func sync() throws {
+        if let failure = state.withLock({ $0.failure }) { throw failure }
         while fdatasync(descriptor) != 0 {
             guard errno == EINTR else {
-                throw YaOKError(.storage, "The disk could not confirm the write: \(String(cString: strerror(errno)))")
+                let error = YaOKError(.storage, "The disk could not confirm the write (\(String(cString: strerror(errno)))): "
+                                      + "nothing more can be confirmed until the node is opened again")
+                state.withLock { $0.failure = $0.failure ?? error }
+                throw error
             }
         }
-        done.withLock { $0 += 1 }
+        state.withLock { $0.syncs += 1 }
     }
 }
 

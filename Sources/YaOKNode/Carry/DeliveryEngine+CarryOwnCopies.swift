@@ -30,7 +30,17 @@ extension DeliveryEngine {
             carry.ownCopies.scanned = true
         }
         guard !carry.ownCopies.messages.isEmpty else { return 0 }
-        let taken = Array(carry.ownCopies.messages.prefix(OwnCopyQueue.batchLimit))
+        let window = carry.ownCopies.messages.prefix(OwnCopyQueue.batchLimit)
+        // Messages whose group commit is written and not synced yet wait for it, as their
+        // routed packets do (UnsyncedSends): a copy offered to the recipient meanwhile could
+        // bring its ack to the app before the message's MESSAGE_STORED.
+        let held = unsyncedSends.held
+        let taken = held.isEmpty ? Array(window) : window.filter { !held.contains($0) }
+        // Inside an outer transaction (a meeting that starts in the inbound drain's batch),
+        // which may still roll back the copies and the cleared flags with them: the queue
+        // keeps the messages until a batch of their own commits (for those made, a flag
+        // gone makes that batch's take a no-op).
+        let nested = store.db.inTransaction
         do {
             try batch(store) { engine in
                 for id in taken { try engine.makeOwnCopy(id, store, keys) }
@@ -40,8 +50,13 @@ extension DeliveryEngine {
             carry.ownCopies.since = now
             throw error
         }
-        carry.ownCopies.messages.removeFirst(taken.count)
-        carry.ownCopies.since = carry.ownCopies.messages.isEmpty ? nil : carry.ownCopies.since
+        guard !nested else { return taken.count }
+        let waiting = held.isEmpty ? [] : window.filter { held.contains($0) }
+        carry.ownCopies.messages.removeFirst(window.count)
+        carry.ownCopies.messages.insert(contentsOf: waiting, at: 0)
+        // Those waiting for their sync: the next batch after the usual delay, not at once
+        // (the timer would spin while the sync runs).
+        carry.ownCopies.since = carry.ownCopies.messages.isEmpty ? nil : waiting.isEmpty ? carry.ownCopies.since : now
         return taken.count
     }
 

@@ -86,17 +86,18 @@ extension DeliveryEngine {
 
     /// Due packets of contacts that no direct link serves go to the first carrier that is
     /// not paused (direct links are preferred: AC-042-05).
-    mutating func pumpCarriers(served: Set<Int64>, _ store: Store, _ keys: UnlockedKeys?) throws {
+    mutating func pumpCarriers(served: Set<Int64>, unsynced: Set<MessageID>, _ store: Store, _ keys: UnlockedKeys?) throws {
         let t = now
         let open = carriers.values.filter { $0.pausedUntil <= t }.map(\.carrier).sorted { $0.id < $1.id }
         guard keys != nil, let first = open.first else { return }
         // Rows already in flight are due too: ask for enough to get past them, IDs first
         // (their packets are loaded only to be sent).
         let due = try store.dueOutboxIDs(contactID: nil, excluding: served, now: t,
-                                         limit: Node.pumpBatch + inflight.count + takenAcks.count)
+                                         limit: Node.pumpBatch + inflight.count + takenAcks.count + unsynced.count)
         var posts: [UInt64: [CarrierPost]] = [:]
         var count = 0
         for id in due where inflight[id] == nil && !takenAcks.contains(id) {
+            guard !unsynced.contains(id) else { unsyncedSends.passedOver(); continue }
             guard count < Node.pumpBatch else { break }
             // A message whose ack did not come through one relay goes through another if
             // one is connected (CarrierAckWatch.swift): by configured route, not by the

@@ -55,13 +55,17 @@ extension DeliveryEngine {
             if let contact = link.contactID { linksByContact[contact, default: []].append(linkID) }
         }
         let served = Set(linksByContact.keys)
+        // Sends written and not synced yet wait for their sync (UnsyncedSends).
+        let unsynced = linksByContact.isEmpty && carriers.isEmpty ? [] : unsyncedSends.held
         for (contact, linkIDs) in linksByContact.sorted(by: { $0.key < $1.key }) {
             var sent = 0
             var used = Set<UInt64>()
             // IDs first: rows in flight are still due, and loading (and MAC-checking) their
             // packets at every pump would cost more than sending.
-            for due in try store.dueOutboxIDs(contactID: contact, now: t, limit: Node.pumpBatch + inflight.count + takenAcks.count)
+            for due in try store.dueOutboxIDs(contactID: contact, now: t,
+                                              limit: Node.pumpBatch + inflight.count + takenAcks.count + unsynced.count)
             where inflight[due] == nil && !takenAcks.contains(due) {
+                guard !unsynced.contains(due) else { unsyncedSends.passedOver(); continue }
                 guard sent < Node.pumpBatch,
                       let linkID = linkIDs.first(where: { inflight.bytes(on: $0) < Node.linkWindowBytes })
                 else { break }
@@ -74,7 +78,7 @@ extension DeliveryEngine {
             }
             for linkID in used { if let link = links[linkID] { noteActivity(link.link.transport) } }
         }
-        try pumpCarriers(served: served, store, keys)
+        try pumpCarriers(served: served, unsynced: unsynced, store, keys)
         scheduleTimer(store)
         scheduleOwnCopies(unlocked: keys != nil)
     }

@@ -154,6 +154,9 @@ extension DeliveryEngine {
         // retried by the delivery timer; telling the callers "failed" would make them send
         // a second copy).
         try? pump(store, keys)
+        // Not durable until the group's sync (Node.writeSendGroup): other sections' pumps
+        // leave them alone until then; this pump's units go out after it.
+        unsyncedSends.hold(results.flatMap { (try? $0.get())?.map(\.messageID) ?? [] })
         return results
     }
 

@@ -96,6 +96,8 @@ struct DeliveryEngine {
     var takenAcks: Set<MessageID> = []
     /// Past this many, the next batch removes them whether or not it writes anything else.
     static let maxTakenAcks = 1_024
+    /// Messages of send groups written and not synced yet: the pumps skip them (UnsyncedSends.swift).
+    let unsyncedSends = UnsyncedSends()
 
     init(clock: @escaping @Sendable () -> Int64, loop: EventLoop, callerRunsTimers: Bool = false) {
         self.clock = clock

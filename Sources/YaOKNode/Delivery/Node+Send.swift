@@ -56,10 +56,19 @@ extension Node {
     }
 
     /// The group commit's first stage for `group` (SendCommitQueue): its rows written under
-    /// the lock without a sync; then its sync and its events.
+    /// the lock without a sync; then its sync, and its events. Until the group is durable no
+    /// other section's pump hands its messages on (UnsyncedSends); after its events they
+    /// are released, and pumped if a pump passed them over meanwhile.
     func writeSendGroup(_ group: [SealedSend]) throws -> SendCommitQueue<SealedSend, [Message]>.Written {
-        let (results, sync, perform) = try withUnlockedEngineUnsynced { engine, store, keys in try engine.commitSends(group, store, keys) }
-        return .init(results: results, sync: sync, announce: perform)
+        let ((results, unsynced), sync, perform) = try withUnlockedEngineUnsynced { engine, store, keys in
+            (try engine.commitSends(group, store, keys), engine.unsyncedSends)
+        }
+        let ids = results.flatMap { (try? $0.get())?.map(\.messageID) ?? [] }
+        return .init(results: results, sync: sync, announce: { [self] in
+            perform()
+            // After the group's events, so a receipt's come later.
+            if unsynced.release(ids) { _ = try? withEngine { engine, store, keys in try engine.pump(store, keys) } }
+        })
     }
 
     /// How many group commits `send` made, holding how many sends, with how many disk syncs

@@ -1,0 +1,38 @@
+import YaOKSupport
+import YaOKWire
+
+/// The messages of send groups written and not yet synced (`Node.writeSendGroup`: the
+/// group commits under the node's lock without a sync, and syncs after with the lock
+/// released). No pump hands them to a link or a relay meanwhile: their rows are not durable
+/// yet (a crash would lose the sender's copy of a message the recipient gets), and the app
+/// has not been told of them (their MESSAGE_STORED goes out after the sync, and a receipt's
+/// MESSAGE_STATUS_CHANGED must not come first). The group's own pump, in the same section,
+/// still hands them on: what it decides is carried out after the sync.
+///
+/// A reference shared by the engine and the group's finish, which releases them without
+/// the node's lock; then, if a pump passed any over, it pumps again.
+final class UnsyncedSends: Sendable {
+    private let state = Locked<(held: Set<MessageID>, passedOver: Bool)>(([], false))
+
+    /// Held from now until `release`.
+    func hold(_ ids: [MessageID]) {
+        guard !ids.isEmpty else { return }
+        state.withLock { $0.held.formUnion(ids) }
+    }
+
+    /// The messages held now (the pump reads them once per run).
+    var held: Set<MessageID> { state.withLock { $0.held } }
+
+    /// A pump skipped a held message: the release pumps again.
+    func passedOver() { state.withLock { $0.passedOver = true } }
+
+    /// Synced (or the sync failed: the rows are there all the same): no longer held.
+    /// Returns whether a pump passed over a held message since the last release.
+    func release(_ ids: [MessageID]) -> Bool {
+        state.withLock { state in
+            state.held.subtract(ids)
+            defer { state.passedOver = false }
+            return state.passedOver
+        }
+    }
+}
