@@ -9,6 +9,7 @@
 #include "node.h"
 
 #include <string.h>
+#include <unistd.h>
 
 static yaok_carry_status status_of(yaok_node *node) {
     yaok_carry_status s;
@@ -47,7 +48,13 @@ int main(void) {
     const char *text = "through strangers";
     CHECK(yaok_message_send(alice, bob_id, (const uint8_t *)text, strlen(text), &json) == YAOK_OK);
     yaok_string_free(json);
-    s = status_of(alice);
+    /* The copy is made on the node's event thread soon after the send (PROTOCOL.md §12.6),
+       not inside it: wait for it (up to 10 s). */
+    for (int i = 0; i < 200; i++) {
+        s = status_of(alice);
+        if (s.packets_held == 1) break;
+        usleep(50 * 1000);
+    }
     CHECK(s.packets_held == 1 && s.bytes_held > 100);
 
     /* The figures are in diagnostics too. */

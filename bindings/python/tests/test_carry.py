@@ -1,6 +1,7 @@
 """Carrying for others through the binding: mode and caps, the typed status, the event
 kind, misuse (include/yaok.h, "carrying for others"; docs/ABI.md, "carry")."""
 
+import time
 import pytest
 
 import yaok
@@ -23,7 +24,11 @@ def test_defaults_and_modes(node_pair):
     assert status.packets_held == 0 and status.packets_taken == 0
 
     # A message to a contact who is not linked: an own carried copy waits for a carrier.
+    # The copy is made on the node's event thread soon after the send (PROTOCOL.md §12.6).
     alice.send(bob_id, "through strangers")
+    deadline = time.monotonic() + 10
+    while alice.carry_status().packets_held != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert alice.carry_status().packets_held == 1
 
     alice.set_carry("contacts", max_packets=100, max_bytes=1 << 20)
