@@ -1,7 +1,7 @@
 /* Carrying for others from C (include/yaok.h, "carrying for others"): the mode and caps,
  * the typed status struct with its size field, and misuse. A message Alice sends to Bob
- * while they are not linked leaves an own carried copy in her store (docs/PROTOCOL.md
- * §12.6), which the status counts; switching carrying off deletes it. Compiled strictly
+ * while they are not linked leaves an own carried copy in her store, made on her event
+ * thread soon after the send (docs/PROTOCOL.md §12.6), which the status counts; switching carrying off deletes it. Compiled strictly
  * under ASan/UBSan. Prints "N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L
 #include "check.h"
@@ -9,7 +9,12 @@
 #include "node.h"
 
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
 
 static yaok_carry_status status_of(yaok_node *node) {
     yaok_carry_status s;
@@ -53,7 +58,7 @@ int main(void) {
     for (int i = 0; i < 200; i++) {
         s = status_of(alice);
         if (s.packets_held == 1) break;
-        usleep(50 * 1000);
+        sleep_ms(50);
     }
     CHECK(s.packets_held == 1 && s.bytes_held > 100);
 
