@@ -15,19 +15,8 @@ enum BulkBench {
         let root = Measure.scratchDirectory + "/yaok-bench-bulk-\(getpid())"
         defer { _ = system("rm -rf '\(root)'") }
         mkdir(root, 0o700)
-        var options = Node.Options()
-        options.pinHashing = .insecureFastForTestsOnly  // the KDF is not what is measured
-        options.allowTestOnlyKDFCosts = true
-        options.forwardSecrecy = Measure.forwardSecrecy
-        let alice = try Node(dataDirectory: root + "/alice", options: options)
-        let bob = try Node(dataDirectory: root + "/bob", options: options)
+        let (alice, bob, bobID) = try BenchNodes.pair(in: root)
         defer { alice.close(); bob.close() }
-        _ = try alice.setup(name: "Alice", pin: "246810", confirmation: "246810")
-        _ = try bob.setup(name: "Bob", pin: "246810", confirmation: "246810")
-        try alice.setAutoLock(.never)
-        try bob.setAutoLock(.never)
-        let bobID = try alice.addContact(card: bob.profile().text).id
-        _ = try bob.addContact(card: alice.profile().text)
 
         let delivered = DeliveredCounter()
         alice.setEventHandler { event in

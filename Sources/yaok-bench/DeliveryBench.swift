@@ -16,19 +16,8 @@ enum DeliveryBench {
         Measure.report("raw SQLite insert, one commit each", "\(Int(raw.single)) rows/s")
         Measure.report("raw SQLite insert, 100 per commit", "\(Int(raw.batched)) rows/s")
 
-        var options = Node.Options()
-        options.pinHashing = .insecureFastForTestsOnly  // the KDF is not what is measured
-        options.allowTestOnlyKDFCosts = true
-        options.forwardSecrecy = Measure.forwardSecrecy
-        let alice = try Node(dataDirectory: root + "/alice", options: options)
-        let bob = try Node(dataDirectory: root + "/bob", options: options)
+        let (alice, bob, bobID) = try BenchNodes.pair(in: root)
         defer { alice.close(); bob.close() }
-        _ = try alice.setup(name: "Alice", pin: "246810", confirmation: "246810")
-        _ = try bob.setup(name: "Bob", pin: "246810", confirmation: "246810")
-        try alice.setAutoLock(.never)
-        try bob.setAutoLock(.never)
-        let bobID = try alice.addContact(card: bob.profile().text).id
-        _ = try bob.addContact(card: alice.profile().text)
 
         // Durable enqueue: encrypt, store, queue (no link yet, so nothing leaves).
         let n = 2_000
@@ -49,10 +38,8 @@ enum DeliveryBench {
         // of its own whose carry store is not full yet (2,000 packets: the first figure's
         // 2,000 filled Alice's, and a full store costs every further send a scan of it).
         for (k, (threads, batch)) in [(4, 1), (2, 100)].enumerated() {
-            let sender = try Node(dataDirectory: root + "/sender\(k)", options: options)
+            let sender = try BenchNodes.node(root + "/sender\(k)", name: "Sender")
             defer { sender.close() }
-            _ = try sender.setup(name: "Sender", pin: "246810", confirmation: "246810")
-            try sender.setAutoLock(.never)
             let contact = try sender.addContact(card: bob.profile().text).id
             let each = batch == 1 ? n / threads : n / threads / batch
             let sent = Locked<[MessageID]>([])

@@ -21,7 +21,7 @@ enum LANBench {
             peer.waitUntilExit()
         }
 
-        let alice = try Node(dataDirectory: root + "/a", options: fastKDF())
+        let alice = try Node(dataDirectory: root + "/a", options: BenchNodes.options)
         defer { alice.close() }
         _ = try alice.setup(name: "Alice", pin: pin, confirmation: pin)
         try alice.setAutoLock(.never)
@@ -91,7 +91,7 @@ enum LANBench {
         let sent = batchesOnly ? n : 500 + 2 * n
         peer.terminate()
         peer.waitUntilExit()
-        let bob = try Node(dataDirectory: root + "/b", options: fastKDF())
+        let bob = try Node(dataDirectory: root + "/b", options: BenchNodes.options)
         defer { bob.close() }
         try bob.unlock(pin: pin)
         guard let aliceID = try bob.contacts().first?.id else { throw YaOKError(.internal, "the peer has no contact") }
@@ -102,7 +102,7 @@ enum LANBench {
     /// The peer process: sets up, swaps cards through files, listens on the LAN, runs until killed.
     static func peer(_ args: [String]) throws -> Never {
         guard args.count == 4 else { throw YaOKError(.invalidArgument, "lan-peer DIR CARD_OUT PEER_CARD PORT_OUT") }
-        let bob = try Node(dataDirectory: args[0], options: fastKDF())
+        let bob = try Node(dataDirectory: args[0], options: BenchNodes.options)
         _ = try bob.setup(name: "Bob", pin: pin, confirmation: pin)
         try bob.setAutoLock(.never)
         try bob.profile().text.write(toFile: args[1], atomically: true, encoding: .utf8)
@@ -117,16 +117,7 @@ enum LANBench {
         while true { sleep(60) }
     }
 
-    private static let pin = "246810"
-
-    /// The KDF is not what is measured; the stores are otherwise production (durable).
-    private static func fastKDF() -> Node.Options {
-        var options = Node.Options()
-        options.pinHashing = .insecureFastForTestsOnly
-        options.allowTestOnlyKDFCosts = true
-        options.forwardSecrecy = Measure.forwardSecrecy
-        return options
-    }
+    private static let pin = BenchNodes.pin
 
     private static func waitForFile(_ path: String) throws -> String {
         for _ in 0..<3000 {

@@ -14,19 +14,12 @@ enum SendBench {
         let root = Measure.scratchDirectory + "/yaok-bench-send-\(getpid())"
         defer { _ = system("rm -rf '\(root)'") }
         mkdir(root, 0o700)
-        var options = Node.Options()
-        options.pinHashing = .insecureFastForTestsOnly  // the KDF is not what is measured
-        options.allowTestOnlyKDFCosts = true
-        options.forwardSecrecy = Measure.forwardSecrecy
-        let bob = try Node(dataDirectory: root + "/bob", options: options)
+        let bob = try BenchNodes.node(root + "/bob", name: "Bob")
         defer { bob.close() }
-        _ = try bob.setup(name: "Bob", pin: "246810", confirmation: "246810")
         let card = try bob.profile().text
         for carrying in [true, false] {
-            let alice = try Node(dataDirectory: root + "/alice-\(carrying)", options: options)
+            let alice = try BenchNodes.node(root + "/alice-\(carrying)", name: "Alice")
             defer { alice.close() }
-            _ = try alice.setup(name: "Alice", pin: "246810", confirmation: "246810")
-            try alice.setAutoLock(.never)
             if !carrying { try alice.setCarry(mode: .off) }
             let bobID = try alice.addContact(card: card).id
             let text = String(repeating: "x", count: 100)
