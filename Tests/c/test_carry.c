@@ -7,14 +7,11 @@
 #include "check.h"
 #include "tempdir.h"
 #include "node.h"
+#include "wait.h"
 
 #include <string.h>
 #include <time.h>
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 static yaok_carry_status status_of(yaok_node *node) {
     yaok_carry_status s;

@@ -9,6 +9,7 @@
 #include "check.h"
 #include "tempdir.h"
 #include "node.h"
+#include "wait.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -20,10 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* ---- a yaok-relay process ---- */
 
