@@ -10,54 +10,176 @@ import YaOKStore
 /// also whenever the delivery timer fires), before a meeting starts (so that it offers a
 /// message sent a moment ago), after an unlock (what a killed process left), never on the
 /// app's thread inside `send`.
+///
+/// A batch goes in three steps, as a send does (DeliveryEngine+SendPlan): planned under the
+/// node's lock (which messages, their text, the key each is sealed to), sealed (~50 µs a
+/// copy), committed under the lock (each flag taken, the copy stored, the key choice checked
+/// again). The timers seal with the lock released (`Node.makeOwnCopyBatch`): a batch of 256
+/// sealed under it held every sender and the LAN waiting ~13 ms. Inside another section (a
+/// meeting's start, an unlock) the three run under its lock (`makeOwnCopies`).
+
+/// One own carried copy, planned under the lock.
+struct PlannedOwnCopy: Sendable {
+    let content: CarriedContent
+    let peer: PeerDirectory.Peer
+    let choice: SealChoice
+}
+
+/// A batch of own copies between its steps.
+struct OwnCopyBatch: Sendable {
+    /// The keys it was planned with: a lock before its commit leaves the flags owed.
+    let keys: UnlockedKeys
+    /// The messages it settles, copied or not (their flags are taken at the commit).
+    let messages: [MessageID]
+    /// Messages of the window still waiting for their group's sync (UnsyncedSends).
+    let waiting: [MessageID]
+    let planned: [PlannedOwnCopy]
+
+    /// Step 2: every planned copy sealed (a copy that cannot be sealed is none: its flag is
+    /// taken all the same, or it would fail every batch; its routed packet goes its way).
+    func seal() -> [CarriedPacket?] {
+        planned.map { try? DeliveryEngine.sealCarried($0.content, as: $0.choice, to: $0.peer, by: keys.identity) }
+    }
+}
+
 extension DeliveryEngine {
     /// Makes the copies owed, up to `OwnCopyQueue.batchLimit` in one transaction (the rest
-    /// at the next turn: their timer is then due at once). Nothing while locked: sealing needs
-    /// the keys, and the flags wait in the store. Returns how many messages were settled.
+    /// at the next turn: their timer is then due at once), all three steps under the
+    /// caller's lock. Nothing while locked: sealing needs the keys, and the flags wait in
+    /// the store. Returns how many messages were settled.
     @discardableResult
     mutating func makeOwnCopies(_ store: Store, _ keys: UnlockedKeys?) throws -> Int {
-        guard let keys else { return 0 }
-        if !carry.ownCopies.scanned {
-            // Flags a process that ended before making its copies left (nothing is lost: the
-            // routed message went its way, and the copy comes now). Ahead of this process's
-            // own sends, which are in the list already and after them in the outbox.
-            let queued = Set(carry.ownCopies.messages)
-            let left = try store.messagesOwingCarriedCopy().filter { !queued.contains($0) }
-            if !left.isEmpty {
-                carry.ownCopies.messages = left + carry.ownCopies.messages
-                carry.ownCopies.since = min(carry.ownCopies.since ?? now, now)
+        guard let keys, let batch = try planOwnCopies(store, keys) else { return 0 }
+        return try commitOwnCopies(batch, sealed: batch.seal(), store, keys)
+    }
+
+    /// Step 1: the next batch planned (nil: nothing owed, or all waiting for their sync).
+    /// Writes nothing, but for a ring that had to mint our first key to announce it (kept at
+    /// once, as `planSend` does).
+    mutating func planOwnCopies(_ store: Store, _ keys: UnlockedKeys) throws -> OwnCopyBatch? {
+        do {
+            try scanOwnCopiesLeft(store)
+            guard !carry.ownCopies.messages.isEmpty else { return nil }
+            let window = carry.ownCopies.messages.prefix(OwnCopyQueue.batchLimit)
+            // Messages whose group commit is written and not synced yet wait for it, as their
+            // routed packets do (UnsyncedSends): a copy offered to the recipient meanwhile could
+            // bring its ack to the app before the message's MESSAGE_STORED.
+            let held = unsyncedSends.held
+            let taken = held.isEmpty ? Array(window) : window.filter { !held.contains($0) }
+            let waiting = held.isEmpty ? [] : window.filter { held.contains($0) }
+            guard !taken.isEmpty else {
+                carry.ownCopies.since = now  // the usual delay, not at once: the timer would spin
+                return nil
             }
-            carry.ownCopies.scanned = true
+            var rings: [Int64: ReceiverKeyRing] = [:]
+            let planned = try taken.compactMap { id in try planOwnCopy(id, &rings, store, keys) }
+            return OwnCopyBatch(keys: keys, messages: taken, waiting: waiting, planned: planned)
+        } catch {
+            // Tried again at the next batch, not at once (a failing disk would spin the timer).
+            carry.ownCopies.since = now
+            throw error
         }
-        guard !carry.ownCopies.messages.isEmpty else { return 0 }
-        let window = carry.ownCopies.messages.prefix(OwnCopyQueue.batchLimit)
-        // Messages whose group commit is written and not synced yet wait for it, as their
-        // routed packets do (UnsyncedSends): a copy offered to the recipient meanwhile could
-        // bring its ack to the app before the message's MESSAGE_STORED.
-        let held = unsyncedSends.held
-        let taken = held.isEmpty ? Array(window) : window.filter { !held.contains($0) }
+    }
+
+    /// Flags a process that ended before making its copies left (nothing is lost: the
+    /// routed message went its way, and the copy comes now). Ahead of this process's own
+    /// sends, which are in the list already and after them in the outbox. Once, at the
+    /// first batch that has the keys.
+    private mutating func scanOwnCopiesLeft(_ store: Store) throws {
+        guard !carry.ownCopies.scanned else { return }
+        let queued = Set(carry.ownCopies.messages)
+        let left = try store.messagesOwingCarriedCopy().filter { !queued.contains($0) }
+        if !left.isEmpty {
+            carry.ownCopies.messages = left + carry.ownCopies.messages
+            carry.ownCopies.since = min(carry.ownCopies.since ?? now, now)
+        }
+        carry.ownCopies.scanned = true
+    }
+
+    /// One copy planned: while its flag is owed, carrying is on, the contact exists and the
+    /// message is not delivered, its content (a fresh claim) and the key it is sealed to
+    /// (§13.6: the contact's newest receiver key, as a send now would). A message row that
+    /// cannot be read for itself (not the store failing) gets no copy.
+    private mutating func planOwnCopy(_ id: MessageID, _ rings: inout [Int64: ReceiverKeyRing], _ store: Store,
+                                      _ keys: UnlockedKeys) throws -> PlannedOwnCopy? {
+        do {
+            guard carry.mode != .off, let contactID = try store.owedCarriedCopy(id),
+                  let peer = try directory(store, keys)?.byContact[contactID],
+                  let message = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
+                  message.status != .delivered else { return nil }
+            let content = try CarriedContent(kind: .message(text: Array(message.text.utf8)), id: id,
+                                             createdMs: message.senderTimestamp, claim: PurgeClaim.random())
+            var choice = SealChoice.longTerm
+            if forwardSecrecy {
+                var ring = try rings[contactID] ?? store.receiverKeyRing(contactID: contactID, cipher: keys.cipher)
+                let minted = ring.lastID
+                choice = try sealChoice(to: peer, &ring)
+                if ring.lastID != minted { try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher) }
+                rings[contactID] = ring
+            }
+            return PlannedOwnCopy(content: content, peer: peer, choice: choice)
+        } catch let error as YaOKError where error.code != .storage && error.code != .diskFull {
+            return nil
+        }
+    }
+
+    /// Step 3: the batch's copies stored in one transaction, each only if its flag is still
+    /// owed to the same contact (taken here: exactly once, however batches interleave) and
+    /// carrying is on; a key choice gone stale meanwhile (an announcement heard, a release
+    /// moved) is sealed again here. The flags of the batch's messages without a copy are
+    /// taken too. Returns how many messages were settled.
+    mutating func commitOwnCopies(_ batch: OwnCopyBatch, sealed: [CarriedPacket?], _ store: Store,
+                                  _ keys: UnlockedKeys) throws -> Int {
         // Inside an outer transaction (a meeting that starts in the inbound drain's batch),
         // which may still roll back the copies and the cleared flags with them: the queue
         // keeps the messages until a batch of their own commits (for those made, a flag
         // gone makes that batch's take a no-op).
         let nested = store.db.inTransaction
         do {
-            try batch(store) { engine in
-                for id in taken { try engine.makeOwnCopy(id, store, keys) }
+            try self.batch(store) { engine in
+                var copied: Set<MessageID> = []
+                for (plan, packet) in zip(batch.planned, sealed) {
+                    guard let packet else { continue }
+                    try engine.commitOwnCopy(plan, packet, store, keys)
+                    copied.insert(plan.content.id)
+                }
+                for id in batch.messages where !copied.contains(id) { _ = try store.takeOwedCarriedCopy(id) }
             }
         } catch {
-            // Tried again at the next batch, not at once (a failing disk would spin the timer).
             carry.ownCopies.since = now
             throw error
         }
-        guard !nested else { return taken.count }
-        let waiting = held.isEmpty ? [] : window.filter { held.contains($0) }
-        carry.ownCopies.messages.removeFirst(window.count)
-        carry.ownCopies.messages.insert(contentsOf: waiting, at: 0)
+        guard !nested else { return batch.messages.count }
+        let settled = Set(batch.messages)
+        carry.ownCopies.messages.removeAll { settled.contains($0) }
         // Those waiting for their sync: the next batch after the usual delay, not at once
         // (the timer would spin while the sync runs).
-        carry.ownCopies.since = carry.ownCopies.messages.isEmpty ? nil : waiting.isEmpty ? carry.ownCopies.since : now
-        return taken.count
+        if carry.ownCopies.messages.isEmpty {
+            carry.ownCopies.since = nil
+        } else if !batch.waiting.isEmpty {
+            carry.ownCopies.since = now
+        }
+        return batch.messages.count
+    }
+
+    /// One copy of a batch (its transaction): stored as `keepOwnCarried` does (offered on
+    /// every meeting in progress; a full store means no copy, as at sending).
+    private mutating func commitOwnCopy(_ plan: PlannedOwnCopy, _ packet: CarriedPacket, _ store: Store,
+                                        _ keys: UnlockedKeys) throws {
+        let id = plan.content.id
+        guard let contactID = try store.takeOwedCarriedCopy(id), contactID == plan.peer.contactID, carry.mode != .off,
+              let peer = try directory(store, keys)?.byContact[contactID], peer.identity == plan.peer.identity else { return }
+        var packet = packet
+        if forwardSecrecy {
+            var ring = try store.receiverKeyRing(contactID: contactID, cipher: keys.cipher)
+            let choice = try sealChoice(to: peer, &ring)
+            if choice != plan.choice { packet = try Self.sealCarried(plan.content, as: choice, to: peer, by: keys.identity) }
+            Self.recordCarried(plan.content, packet, as: choice, in: &ring)
+            try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
+        } else if plan.choice != .longTerm {
+            packet = try Self.sealCarried(plan.content, as: .longTerm, to: peer, by: keys.identity)
+        }
+        try keepOwnCarried(packet, plan.content, to: peer, store)
     }
 
     /// Arms the copies' timer for the next batch due (nothing while locked: the batch needs
@@ -72,30 +194,35 @@ extension DeliveryEngine {
         let seconds = Double(max(due - now, 0)) / 1000 + 0.001
         carry.ownCopies.timer = loop.schedule(after: min(seconds, 1)) { [weak node] in node?.runOwnCopyTimer() }
     }
-
-    /// One owed copy: the flag taken (so it is made once however often batches run), then,
-    /// while carrying is on and the contact still exists, the copy sealed as a send now
-    /// would seal it (§13.6: to the contact's newest receiver key, the message unsettled
-    /// under it until the copy's expiry) and stored (`keepOwnCarried`: offered on every
-    /// meeting in progress). A full store means no copy, as at sending.
-    private mutating func makeOwnCopy(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys) throws {
-        guard let contactID = try store.takeOwedCarriedCopy(id), carry.mode != .off,
-              let peer = try directory(store, keys)?.byContact[contactID],
-              let message = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
-              message.status != .delivered else { return }
-        try sealOwnCarried(Array(message.text.utf8), messageID: id, createdMs: message.senderTimestamp, to: peer,
-                           store, keys)
-    }
 }
 
 extension Node {
-    /// The copies' timer fired: one batch (the next is armed if more are owed).
+    /// The copies' timer fired: one batch, sealed with the lock released (the next is armed
+    /// if more are owed).
     func runOwnCopyTimer() {
-        _ = try? withEngine { engine, store, keys in
+        _ = try? withEngine { engine, _, _ in
             engine.carry.ownCopies.timer = nil
             engine.carry.ownCopies.timerDue = nil
-            defer { engine.scheduleOwnCopies(unlocked: keys != nil) }
-            try engine.makeOwnCopies(store, keys)
+        }
+        _ = try? makeOwnCopyBatch()
+        _ = try? withEngine { engine, _, keys in engine.scheduleOwnCopies(unlocked: keys != nil) }
+    }
+
+    /// One batch of own copies in three sections: planned under the lock, sealed outside it
+    /// (on the calling thread: the event thread, for the timers), committed under it.
+    /// Returns how many messages were settled (0: nothing owed, or the node locked).
+    @discardableResult
+    func makeOwnCopyBatch() throws -> Int {
+        guard let (batch, pause) = try withEngine({ engine, store, keys -> (OwnCopyBatch, (@Sendable () -> Void)?)? in
+            guard let keys, let batch = try engine.planOwnCopies(store, keys) else { return nil }
+            return (batch, engine.ownCopySealing)
+        }) else { return 0 }
+        let sealed = batch.seal()
+        pause?()
+        return try withEngine { engine, store, keys in
+            // Locked meanwhile: the flags stay owed for the batch after the unlock.
+            guard let keys, keys === batch.keys else { return 0 }
+            return try engine.commitOwnCopies(batch, sealed: sealed, store, keys)
         }
     }
 
@@ -103,13 +230,11 @@ extension Node {
     /// yaok-bench). Returns how many messages were settled.
     @discardableResult
     package func makeOwnCarriedCopies() throws -> Int {
-        try withUnlockedEngine { engine, store, keys in
-            var made = 0
-            while true {
-                let n = try engine.makeOwnCopies(store, keys)
-                made += n
-                if n < OwnCopyQueue.batchLimit { return made }
-            }
+        var made = 0
+        while true {
+            let n = try makeOwnCopyBatch()
+            made += n
+            if n < OwnCopyQueue.batchLimit { return made }
         }
     }
 }

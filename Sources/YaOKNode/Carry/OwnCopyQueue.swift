@@ -26,8 +26,9 @@ struct OwnCopyQueue {
     /// The same while a meeting is in progress, which offers the copy once it exists: short,
     /// so that it is offered on that link while it lasts, still one batch for a burst.
     static let meetingDelayMs: Int64 = 50
-    /// Copies made per transaction: the node's lock is held while they are sealed (~50 µs
-    /// each), so a long backlog goes in turns, other sections running in between.
+    /// Copies made per transaction: the timers seal them on the event thread (~50 µs each,
+    /// the node's lock released), so a long backlog goes in turns, the links' traffic
+    /// handled in between.
     static let batchLimit = 256
 
     mutating func append(_ ids: [MessageID], at now: Int64) {

@@ -75,21 +75,37 @@ extension DeliveryEngine {
     /// acknowledged, so it holds back no release.
     mutating func sealCarried(_ content: CarriedContent, to peer: PeerDirectory.Peer,
                               _ store: Store, _ keys: UnlockedKeys) throws -> CarriedPacket {
-        if forwardSecrecy {
-            var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
-            if let key = ring.sealingKey(nowMs: now) {
-                let packet = try CarriedSeal.sealForwardSecret(content, from: keys.identity, route: peer.route,
-                                                               receiverKey: key,
-                                                               announce: try ring.announcement(nowMs: now))
-                if case .message = content.kind {
-                    let expires = max(packet.expiresAtMs, ring.pending[content.id.bytes]?.expiresMs ?? .min)
-                    ring.sent(messageID: content.id.bytes, peerKeyID: key.id, expiresMs: expires)
-                }
-                try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
-                return packet
-            }
+        guard forwardSecrecy else { return try Self.sealCarried(content, as: .longTerm, to: peer, by: keys.identity) }
+        var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
+        let choice = try sealChoice(to: peer, &ring)
+        let packet = try Self.sealCarried(content, as: choice, to: peer, by: keys.identity)
+        if case .receiver = choice {
+            Self.recordCarried(content, packet, as: choice, in: &ring)
+            try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
         }
-        return try CarriedSeal.seal(content, from: keys.identity, route: peer.route)
+        return packet
+    }
+
+    /// Seals `content` to `peer` as `choice` says: pure computation, also outside the
+    /// node's lock (the own carried copies: DeliveryEngine+CarryOwnCopies).
+    static func sealCarried(_ content: CarriedContent, as choice: SealChoice, to peer: PeerDirectory.Peer,
+                            by identity: Identity) throws -> CarriedPacket {
+        switch choice {
+        case .longTerm:
+            return try CarriedSeal.seal(content, from: identity, route: peer.route)
+        case .receiver(let key, let announce):
+            return try CarriedSeal.sealForwardSecret(content, from: identity, route: peer.route, receiverKey: key,
+                                                     announce: announce)
+        }
+    }
+
+    /// The ring told of a carried message sealed to a receiver key: unsettled under it until
+    /// the packet's expiry (or the later one it already had).
+    static func recordCarried(_ content: CarriedContent, _ packet: CarriedPacket, as choice: SealChoice,
+                              in ring: inout ReceiverKeyRing) {
+        guard case .receiver(let key, _) = choice, case .message = content.kind else { return }
+        let expires = max(packet.expiresAtMs, ring.pending[content.id.bytes]?.expiresMs ?? .min)
+        ring.sent(messageID: content.id.bytes, peerKeyID: key.id, expiresMs: expires)
     }
 
     /// Opens a carried packet from `peer` (its tag matched): as §13.6 when its selector

@@ -168,15 +168,11 @@ extension DeliveryEngine {
         timer = loop.schedule(after: min(seconds, 3600)) { [weak node] in node?.runDeliveryTimers() }
     }
 
-    /// The timer fired (or a test called `Node.runDeliveryTimers`): own carried copies owed
-    /// are made (a batch earlier than their own timer's is only a smaller one), then sweep
-    /// and pump.
+    /// The timer fired (or a test called `Node.runDeliveryTimers`, which first makes a batch
+    /// of the own carried copies owed, outside this section): sweep and pump.
     mutating func timerFired(_ store: Store, _ keys: UnlockedKeys?) throws {
         timer = nil
         timerDue = nil
-        // A failure here leaves them owed (flagged in the store) for the next batch; the
-        // sweep still runs.
-        _ = try? makeOwnCopies(store, keys)
         try pump(store, keys, sweep: true)
         // The sweep erases expired keys and prekeys: their checkpoint runs now, not later.
         store.erasePendingPages()

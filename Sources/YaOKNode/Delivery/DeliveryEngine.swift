@@ -78,6 +78,9 @@ struct DeliveryEngine {
     /// TEST ONLY: when set, a group commit of sends throws it after writing every row, as
     /// a failing COMMIT (disk full, an I/O error) would.
     package var sendCommitFault: (any Error)?
+    /// TEST ONLY: called between a batch of own carried copies sealed and committed
+    /// (`Node.makeOwnCopyBatch`), outside the node's lock.
+    package var ownCopySealing: (@Sendable () -> Void)?
     /// docs/PROTOCOL.md §13, Node.Options.forwardSecrecy.
     var forwardSecrecy = false
     var lastKeyExpiry: Int64 = .min

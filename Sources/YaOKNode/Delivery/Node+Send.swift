@@ -99,8 +99,11 @@ extension Node {
         try withUnlockedEngine { engine, store, keys in try engine.outbox(store, keys) }
     }
 
-    /// What the timer runs: retries and deadlines due now by the node's clock.
+    /// What the timer runs: retries and deadlines due now by the node's clock. Own carried
+    /// copies owed are made first (a batch earlier than their own timer's is only a smaller
+    /// one; a failure leaves them owed, and the sweep still runs).
     package func runDeliveryTimers() {
+        _ = try? makeOwnCopyBatch()
         _ = try? withEngine { engine, store, keys in try engine.timerFired(store, keys) }
     }
 }

@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
+
+/// A timer's batch of own carried copies seals with the node's lock released
+/// (DeliveryEngine+CarryOwnCopies): what the app does meanwhile is not held up, and what it
+/// changes meanwhile is honoured by the commit.
+@Suite(.serialized) struct OwnCopySealingTests {
+    /// Runs `body` on another thread while `node`'s next batch is between sealing and
+    /// committing, and waits for it at most 10 s: a body that needs the node's lock, run
+    /// while the batch still held it, would not finish in time (and finishes later).
+    /// Returns whether it finished in time.
+    func whileSealing(_ node: Node, _ body: @escaping @Sendable () -> Void) -> Locked<Bool> {
+        let finished = Locked(false)
+        node.state.withLock { s in
+            s.delivery.ownCopySealing = {
+                let done = DispatchSemaphore(value: 0)
+                Thread {
+                    body()
+                    done.signal()
+                }.start()
+                finished.withLock { $0 = done.wait(timeout: .now() + 10) == .success }
+            }
+        }
+        return finished
+    }
+
+    func ownRecordCount(_ node: Node) throws -> Int {
+        try node.withDatabase { db in try db.rows("SELECT count(*) FROM carried_own") { $0.int(0) }.first ?? 0 }
+    }
+
+    @Test func aSendWhileABatchSealsIsNotKeptWaiting() throws {
+        let m = try Meeting(["Alice", "Carol"], callerRunsTimers: true)
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let alice = m["Alice"]
+        for i in 0..<3 { _ = try alice.send(to: carolAtAlice, text: "Carried later \(i)") }
+        let sentMeanwhile = Locked(false)
+        let finished = whileSealing(alice) {
+            if (try? alice.send(to: carolAtAlice, text: "Sent while the copies seal")) != nil {
+                sentMeanwhile.withLock { $0 = true }
+            }
+        }
+        m.clock.advance(seconds: 1)
+        alice.runOwnCopyTimer()
+        #expect(finished.withLock { $0 })
+        #expect(sentMeanwhile.withLock { $0 })
+        // The batch made its three; the message sent meanwhile owes its own, made next.
+        #expect(alice.carriedBudgets == [8, 8, 8])
+        alice.state.withLock { $0.delivery.ownCopySealing = nil }
+        m.clock.advance(seconds: 1)
+        alice.runOwnCopyTimer()
+        #expect(alice.carriedBudgets == [8, 8, 8, 8])
+        #expect(try ownRecordCount(alice) == 4)
+    }
+
+    /// Delivered after the batch planned its copy, before it committed: no copy, no record.
+    @Test func aMessageDeliveredWhileItsCopySealsGetsNone() throws {
+        let m = try Meeting(["Alice", "Carol"], callerRunsTimers: true)
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let alice = m["Alice"]
+        let delivered = try alice.send(to: carolAtAlice, text: "Acknowledged meanwhile")
+        let kept = try alice.send(to: carolAtAlice, text: "Still on its way")
+        let finished = whileSealing(alice) {
+            _ = try? alice.withUnlockedEngine { engine, store, keys in
+                try engine.markDelivered(delivered.messageID, contactID: carolAtAlice, store, keys)
+            }
+        }
+        m.clock.advance(seconds: 1)
+        alice.runOwnCopyTimer()
+        #expect(finished.withLock { $0 })
+        #expect(try alice.status(of: delivered.messageID) == .delivered)
+        #expect(alice.carriedBudgets == [8])
+        #expect(alice.state.withLock { s in (try? s.store?.ownCarried(messageID: delivered.messageID.bytes)) ?? nil } == nil)
+        #expect(alice.state.withLock { s in (try? s.store?.ownCarried(messageID: kept.messageID.bytes)) ?? nil } != nil)
+    }
+
+    /// Locked after the batch planned, before it committed: nothing is stored with keys the
+    /// node no longer holds, and the copies come once after the unlock.
+    @Test func aLockWhileABatchSealsLeavesTheCopiesOwed() throws {
+        let m = try Meeting(["Alice", "Carol"], callerRunsTimers: true)
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let alice = m["Alice"]
+        _ = try alice.send([(carolAtAlice, "one"), (carolAtAlice, "two")])
+        let finished = whileSealing(alice) { try? alice.lock() }
+        m.clock.advance(seconds: 1)
+        alice.runOwnCopyTimer()
+        #expect(finished.withLock { $0 })
+        #expect(alice.carriedCount == 0)
+        alice.state.withLock { $0.delivery.ownCopySealing = nil }
+        try alice.unlock(pin: testPIN)
+        try alice.makeOwnCarriedCopies()
+        #expect(alice.carriedBudgets == [8, 8])
+        #expect(try ownRecordCount(alice) == 2)
+    }
+}
