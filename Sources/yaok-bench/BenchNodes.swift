@@ -15,9 +15,15 @@ enum BenchNodes {
 
     /// A node set up as `name` in `directory`, never locking by itself.
     static func node(_ directory: String, name: String) throws -> Node {
-        let node = try Node(dataDirectory: directory, options: options)
+        try setUp(try Node(dataDirectory: directory, options: options), name: name)
+    }
+
+    /// `node` set up as `name`, never locking by itself, carrying as `Measure.carryOff` says.
+    @discardableResult
+    static func setUp(_ node: Node, name: String) throws -> Node {
         _ = try node.setup(name: name, pin: pin, confirmation: pin)
         try node.setAutoLock(.never)
+        if Measure.carryOff { try node.setCarry(mode: .off) }
         return node
     }
 

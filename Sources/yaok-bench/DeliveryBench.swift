@@ -58,6 +58,13 @@ enum DeliveryBench {
                            + ", \(Measure.format(Double(commits.sends) / Double(max(commits.groups, 1)), decimals: 1)) sends per commit"
                            + ", \(Measure.format(Double(commits.sends) / Double(max(commits.syncs, 1)), decimals: 1)) per disk sync",
                            target: batch == 1 ? "≥ 5,000/s" : "≥ 8,000/s")
+            // Where a group's time goes: a sync's share of the run says whether the disk or
+            // the senders' CPU and locks pace the groups.
+            func perGroup(_ seconds: Double, _ count: Int) -> String { Measure.format(seconds * 1e6 / Double(max(count, 1)), decimals: 0) + " µs" }
+            Measure.report("  group commit stages", "write \(perGroup(commits.writeSeconds, commits.groups)) a group, "
+                           + "sync \(perGroup(commits.syncSeconds, commits.syncs)) a sync, "
+                           + "announce \(perGroup(commits.announceSeconds, commits.groups)) a group; syncing "
+                           + Measure.format(100 * commits.syncSeconds / elapsed, decimals: 0) + " % of the run")
         }
 
         // Delivered events from here on: each message counted once (the backlog's too).

@@ -21,10 +21,8 @@ enum LANBench {
             peer.waitUntilExit()
         }
 
-        let alice = try Node(dataDirectory: root + "/a", options: BenchNodes.options)
+        let alice = try BenchNodes.node(root + "/a", name: "Alice")
         defer { alice.close() }
-        _ = try alice.setup(name: "Alice", pin: pin, confirmation: pin)
-        try alice.setAutoLock(.never)
         try alice.profile().text.write(toFile: root + "/a.card", atomically: true, encoding: .utf8)
         let bobID = try alice.addContact(card: try waitForFile(root + "/b.card")).id
         let port = try waitForFile(root + "/b.port")
@@ -102,9 +100,7 @@ enum LANBench {
     /// The peer process: sets up, swaps cards through files, listens on the LAN, runs until killed.
     static func peer(_ args: [String]) throws -> Never {
         guard args.count == 4 else { throw YaOKError(.invalidArgument, "lan-peer DIR CARD_OUT PEER_CARD PORT_OUT") }
-        let bob = try Node(dataDirectory: args[0], options: BenchNodes.options)
-        _ = try bob.setup(name: "Bob", pin: pin, confirmation: pin)
-        try bob.setAutoLock(.never)
+        let bob = try BenchNodes.node(args[0], name: "Bob")
         try bob.profile().text.write(toFile: args[1], atomically: true, encoding: .utf8)
         _ = try bob.addContact(card: try waitForFile(args[2]))
         var options = LANTransport.Options()

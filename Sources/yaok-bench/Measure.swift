@@ -17,6 +17,11 @@ enum Measure {
         return String(cString: value) != "0"
     }()
 
+    /// YAOK_BENCH_CARRY=off: the nodes set up by the delivery and LAN suites carry nothing
+    /// (`Node.setCarry(mode: .off)`: no own carried copies, no meetings), to show what
+    /// carrying costs a message. On (the default mode) otherwise, as in production.
+    static let carryOff: Bool = getenv("YAOK_BENCH_CARRY").map { String(cString: $0) == "off" } ?? false
+
     static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)

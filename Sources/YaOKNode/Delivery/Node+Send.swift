@@ -71,9 +71,9 @@ extension Node {
         })
     }
 
-    /// How many group commits `send` made, holding how many sends, with how many disk syncs
-    /// (for yaok-bench).
-    package var sendCommitStatistics: (groups: Int, sends: Int, syncs: Int) { sendCommits.statistics }
+    /// How many group commits `send` made, holding how many sends, with how many disk syncs,
+    /// and the time each stage took (for yaok-bench).
+    package var sendCommitStatistics: SendCommitStatistics { sendCommits.statistics }
 
     /// Runs `body` under the node's lock with the store's database (yaok-bench and tests
     /// count the statements and commits one send makes).

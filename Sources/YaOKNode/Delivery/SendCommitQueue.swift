@@ -53,8 +53,10 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
         let sync: () throws -> Void
         let announce: () -> Void
     }
-    /// Groups committed, the sends in them and the syncs they took, for the benchmark.
+    /// Groups committed, the sends in them and the syncs they took, for the benchmark; and
+    /// the time spent writing groups (the node's lock included), syncing, and announcing.
     private var groups = 0, sends = 0, syncs = 0
+    private var writeNanos: UInt64 = 0, syncNanos: UInt64 = 0, announceNanos: UInt64 = 0
 
     init() {
         mutex.initialize(to: pthread_mutex_t())
@@ -78,12 +80,13 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
         return handedIn.values.count { $0 != nil }
     }
 
-    /// How many groups were committed, holding how many sends, with how many disk syncs
-    /// (yaok-bench prints them).
-    var statistics: (groups: Int, sends: Int, syncs: Int) {
+    /// How many groups were committed, holding how many sends, with how many disk syncs,
+    /// and the seconds spent in each stage (yaok-bench prints them).
+    var statistics: SendCommitStatistics {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return (groups, sends, syncs)
+        return SendCommitStatistics(groups: groups, sends: sends, syncs: syncs, writeSeconds: Double(writeNanos) / 1e9,
+                                    syncSeconds: Double(syncNanos) / 1e9, announceSeconds: Double(announceNanos) / 1e9)
     }
 
     /// Records that `ticket` was taken: a committer that starts from now on waits for it.
@@ -141,6 +144,7 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
             next += 1
         }
         pthread_mutex_unlock(mutex)
+        let writeStart = Self.nanoseconds()
         var outcome: [Result<Output, any Error>] = []
         var written: Written?
         if !items.isEmpty {
@@ -157,6 +161,7 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
         if !items.isEmpty {
             groups += 1
             sends += items.count
+            writeNanos += Self.nanoseconds() - writeStart
         }
         // Written: the next group may write while this one waits for its turn and syncs.
         let turn = groupsWritten
@@ -170,19 +175,39 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
                 let covers = groupsWritten
                 syncs += 1
                 pthread_mutex_unlock(mutex)
+                let syncStart = Self.nanoseconds()
                 let synced = Result { try written.sync() }
+                let syncEnd = Self.nanoseconds()
                 pthread_mutex_lock(mutex)
+                syncNanos += syncEnd - syncStart
                 switch synced {
                 case .success: groupsSynced = max(groupsSynced, covers)
                 case .failure(let error): outcome = outcome.map { $0.flatMap { _ in .failure(error) } }
                 }
             }
             pthread_mutex_unlock(mutex)
+            let announceStart = Self.nanoseconds()
             written.announce()
+            let announceEnd = Self.nanoseconds()
             pthread_mutex_lock(mutex)
+            announceNanos += announceEnd - announceStart
         }
         for (ticket, result) in zip(tickets, outcome) { results[ticket] = result }
         groupsAnnounced += 1
         pthread_cond_broadcast(condition)
     }
+
+    private static func nanoseconds() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}
+
+/// What the group commit of `Node.send` did so far (yaok-bench prints it): groups, the
+/// sends in them, the disk syncs they took, and the seconds spent writing groups (the
+/// node's lock included), syncing and announcing them.
+package struct SendCommitStatistics: Sendable {
+    package let groups: Int, sends: Int, syncs: Int
+    package let writeSeconds: Double, syncSeconds: Double, announceSeconds: Double
 }

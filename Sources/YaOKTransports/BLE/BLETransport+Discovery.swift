@@ -501,10 +501,9 @@ extension BLETransport {
     /// (fairly chosen) connected to. (Channel deadlines: `sweepConnections`.)
     func tick(run: UInt64) {
         refreshAuthentication()  // before a connect may evict (`connectLocked`)
-        let closed = state.withLock { s -> [((any TransportLink)?, String)] in
-            guard s.running, s.run == run, let loop = s.loop else { return [] }
+        state.withLock { s in
+            guard s.running, s.run == run, let loop = s.loop else { return }
             let now = EventLoop.monotonicNanoseconds()
-            var closed: [((any TransportLink)?, String)] = []
             if let adapter = s.adapter, adapter.powered, !s.adapterGone {
                 if now &- s.tokenDrawnAt >= BLETransport.nanoseconds(options.tokenLifetime) { rotateTokenLocked(&s) }
                 keepDiscoveringLocked(&s, now: now)
@@ -516,8 +515,6 @@ extension BLETransport {
                 connectNextLocked(&s, now: now)
             }
             s.timer = loop.schedule(after: 1) { [weak self] in self?.tick(run: run) }
-            return closed
         }
-        for (link, reason) in closed { link?.close(reason: reason) }
     }
 }
