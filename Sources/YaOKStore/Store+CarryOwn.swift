@@ -66,9 +66,9 @@ extension Store {
     /// The messages whose own carried copy is still to be made, in sending order: what a
     /// process that ended before making them left (read once, after the first unlock). A
     /// scan of the outbox (the flag is a column behind the packet: fine once per process).
-    package func messagesOwingCarriedCopy() throws -> [MessageID] {
-        try db.rows("SELECT packet_id FROM outbox WHERE kind = 1 AND carried & 2 != 0 ORDER BY seq") {
-            try MessageID(bytes: $0.blob(0))
+    package func messagesOwingCarriedCopy() throws -> [(id: MessageID, contactID: Int64)] {
+        try db.rows("SELECT packet_id, contact_id FROM outbox WHERE kind = 1 AND carried & 2 != 0 ORDER BY seq") {
+            (try MessageID(bytes: $0.blob(0)), $0.int64(1))
         }
     }
 

@@ -87,12 +87,7 @@ extension DeliveryEngine {
     /// first batch that has the keys.
     private mutating func scanOwnCopiesLeft(_ store: Store) throws {
         guard !carry.ownCopies.scanned else { return }
-        let queued = Set(carry.ownCopies.messages)
-        let left = try store.messagesOwingCarriedCopy().filter { !queued.contains($0) }
-        if !left.isEmpty {
-            carry.ownCopies.messages = left + carry.ownCopies.messages
-            carry.ownCopies.since = min(carry.ownCopies.since ?? now, now)
-        }
+        carry.ownCopies.prepend(try store.messagesOwingCarriedCopy(), at: now)
         carry.ownCopies.scanned = true
     }
 
@@ -150,15 +145,10 @@ extension DeliveryEngine {
             throw error
         }
         guard !nested else { return batch.messages.count }
-        let settled = Set(batch.messages)
-        carry.ownCopies.messages.removeAll { settled.contains($0) }
+        carry.ownCopies.remove(Set(batch.messages))
         // Those waiting for their sync: the next batch after the usual delay, not at once
         // (the timer would spin while the sync runs).
-        if carry.ownCopies.messages.isEmpty {
-            carry.ownCopies.since = nil
-        } else if !batch.waiting.isEmpty {
-            carry.ownCopies.since = now
-        }
+        if !carry.ownCopies.messages.isEmpty, !batch.waiting.isEmpty { carry.ownCopies.since = now }
         return batch.messages.count
     }
 
@@ -186,7 +176,7 @@ extension DeliveryEngine {
     /// the keys, and an unlock runs one). With `callerRunsTimers` only the due time is kept,
     /// and the tests run `runDeliveryTimers` or `makeOwnCarriedCopies`.
     mutating func scheduleOwnCopies(unlocked: Bool) {
-        guard unlocked, let due = carry.ownCopies.due(meeting: !carry.sessions.isEmpty) else { return }
+        guard unlocked, let due = carry.ownCopies.due(meetings: carry.sessions.keys.map { links[$0]?.contactID }) else { return }
         guard !callerRunsTimers else { carry.ownCopies.timerDue = due; return }
         if let current = carry.ownCopies.timerDue, current <= due, carry.ownCopies.timer != nil { return }
         if let timer = carry.ownCopies.timer { loop.cancel(timer) }

@@ -8,7 +8,11 @@ import YaOKLoop
 /// scan, and a message listed here whose flag is gone (delivered, made) is passed over.
 struct OwnCopyQueue {
     /// Messages sent by this process whose copy is not made yet, in sending order.
-    var messages: [MessageID] = []
+    private(set) var messages: [MessageID] = []
+    /// The recipient of each, and how many are queued to each recipient: a meeting with the
+    /// recipient of every queued message does not hurry their copies (`due`).
+    private var recipients: [MessageID: Int64] = [:]
+    private var countTo: [Int64: Int] = [:]
     /// When the oldest of them was queued (nil: none): the copies are due `delayMs` later.
     var since: Int64?
     /// The store may hold flags left by a process that ended before making them: read at
@@ -31,16 +35,49 @@ struct OwnCopyQueue {
     /// handled in between.
     static let batchLimit = 256
 
-    mutating func append(_ ids: [MessageID], at now: Int64) {
-        guard !ids.isEmpty else { return }
+    /// Queues messages sent now to the recipients given (their contact IDs), after those queued.
+    mutating func append(_ sent: [(id: MessageID, contactID: Int64)], at now: Int64) {
+        guard !sent.isEmpty else { return }
         if messages.isEmpty { since = now }
-        messages += ids
+        for (id, contactID) in sent where recipients.updateValue(contactID, forKey: id) == nil {
+            messages.append(id)
+            countTo[contactID, default: 0] += 1
+        }
+    }
+
+    /// Queues messages a process that ended left owed, ahead of those queued (they were
+    /// sent before them), as sent at `now` at the latest.
+    mutating func prepend(_ left: [(id: MessageID, contactID: Int64)], at now: Int64) {
+        let fresh = left.filter { recipients[$0.id] == nil }
+        guard !fresh.isEmpty else { return }
+        for (id, contactID) in fresh {
+            recipients[id] = contactID
+            countTo[contactID, default: 0] += 1
+        }
+        messages = fresh.map(\.id) + messages
+        since = min(since ?? now, now)
+    }
+
+    /// Takes `settled` off the queue (made, or no longer owed).
+    mutating func remove(_ settled: Set<MessageID>) {
+        messages.removeAll { settled.contains($0) }
+        for id in settled {
+            guard let contactID = recipients.removeValue(forKey: id) else { continue }
+            countTo[contactID] = countTo[contactID].map { $0 - 1 }.flatMap { $0 > 0 ? $0 : nil }
+        }
+        if messages.isEmpty { since = nil }
     }
 
     /// When the next batch is due: `delayMs` after the oldest queued send, `meetingDelayMs`
-    /// while a meeting is in progress.
-    func due(meeting: Bool) -> Int64? {
+    /// while a meeting is in progress that the copies could go out on: `meetings` are the
+    /// contact IDs of the peers met (nil: a stranger, or a relay). A meeting with the
+    /// recipient of every queued message is not one: its link carries them routed, and a
+    /// copy is never offered to its own recipient (`offer`, PROTOCOL.md §12.3); over a busy
+    /// link to a contact, hurrying them only sealed and stored a copy of each message the
+    /// link was about to deliver.
+    func due(meetings: [Int64?]) -> Int64? {
         guard let since, !messages.isEmpty else { return nil }
-        return since + (meeting ? Self.meetingDelayMs : Self.delayMs)
+        let hurried = meetings.contains { peer in peer.map { (countTo[$0] ?? 0) < messages.count } ?? true }
+        return since + (hurried ? Self.meetingDelayMs : Self.delayMs)
     }
 }

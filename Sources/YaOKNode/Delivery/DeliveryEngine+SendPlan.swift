@@ -114,7 +114,7 @@ extension DeliveryEngine {
     /// (every caller gets the error: none is told a message was sent).
     mutating func commitSends(_ sends: [SealedSend], _ store: Store, _ keys: UnlockedKeys) throws -> [Result<[Message], any Error>] {
         var results: [Result<[Message], any Error>] = []
-        var owingCopies: [MessageID] = []
+        var owingCopies: [(id: MessageID, contactID: Int64)] = []
         try batch(store) { engine in
             var rings = SendRings()
             for send in sends {
@@ -129,7 +129,7 @@ extension DeliveryEngine {
                         try send.messages.map { try engine.commitOne($0, &tried, store, keys) }
                     }
                     rings = tried
-                    if engine.carry.mode != .off { owingCopies += messages.map(\.messageID) }
+                    if engine.carry.mode != .off { owingCopies += messages.map { ($0.messageID, $0.conversationID) } }
                     engine.effects.events += messages.map { .messageStored($0) }
                     results.append(.success(messages))
                 } catch let error as YaOKError where error.code == .storage || error.code == .diskFull {

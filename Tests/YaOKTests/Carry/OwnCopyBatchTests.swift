@@ -92,6 +92,26 @@ import Testing
         #expect(m["Bob"].carriedBudgets == [4])
     }
 
+    /// A send while the only meeting in progress is with its recipient: that link carries
+    /// the message routed, and the copy would not be offered there, so its copy is not
+    /// hurried (the usual delay; most such messages are delivered before it). A message to
+    /// another contact sent meanwhile is: the recipient could carry it.
+    @Test func aMeetingWithTheRecipientDoesNotHurryTheCopy() throws {
+        let m = try Meeting(["Alice", "Bob", "Carol"], callerRunsTimers: true)
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let (bobAtAlice, _) = try m.befriend("Alice", "Bob")
+        let pipe = try m.link("Alice", "Carol") { m["Alice"].carryIdle && m["Carol"].carryIdle }
+        defer { pipe.close() }
+        _ = try m["Alice"].send(to: carolAtAlice, text: "To the one I am talking to")
+        let due = m["Alice"].state.withLock { $0.delivery.carry.ownCopies.timerDue }
+        #expect(due != nil && due! > m.clock.now + OwnCopyQueue.meetingDelayMs)
+        #expect(due != nil && due! <= m.clock.now + OwnCopyQueue.delayMs)
+        _ = try m["Alice"].send(to: bobAtAlice, text: "For Bob, whom Carol may meet")
+        let hurried = m["Alice"].state.withLock { $0.delivery.carry.ownCopies.timerDue }
+        #expect(hurried != nil && hurried! <= m.clock.now + OwnCopyQueue.meetingDelayMs)
+    }
+
     /// A process that ends between the send and the batch: the copy is made at the next
     /// unlock, once, and a second batch (or a third open) makes no other.
     @Test func aKillBeforeTheBatchStillMakesTheCopyOnce() throws {
@@ -125,7 +145,7 @@ import Testing
         // The same messages queued again (as a scan after a restart would find them, had
         // the flag stayed): the flag, taken with the copy, says nothing is owed.
         let ids = try m["Alice"].outbox().map(\.messageID)
-        m["Alice"].state.withLock { $0.delivery.carry.ownCopies.append(ids, at: 0) }
+        m["Alice"].state.withLock { $0.delivery.carry.ownCopies.append(ids.map { ($0, carolAtAlice) }, at: 0) }
         #expect(try m["Alice"].makeOwnCarriedCopies() == 2)
         #expect(m["Alice"].carriedBudgets == [8, 8])
         #expect(try ownRecordCount(m["Alice"]) == 2)
