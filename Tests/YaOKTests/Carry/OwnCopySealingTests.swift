@@ -99,4 +99,39 @@ import Testing
         #expect(alice.carriedBudgets == [8, 8])
         #expect(try ownRecordCount(alice) == 2)
     }
+
+    /// The key a copy was planned for is checked again at its commit (§13.6: sealed as a
+    /// send at that moment would seal): a receiver key the contact announced in between
+    /// wins over the card's prekey the batch planned with.
+    @Test func aKeyAnnouncedWhileABatchSealsIsTheOneSealedTo() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let alice = pair.alice
+        let sent = try alice.send(to: pair.bobID, text: "Copied after the key")
+        // Bob's announcement (his first key for Alice), heard by Alice while the batch seals.
+        let announcement = try pair.bob.state.withLock { s -> Announcement in
+            var ring = try s.store!.receiverKeyRing(contactID: pair.aliceID, cipher: s.keys!.cipher)
+            let a = try ring.announcement(nowMs: s.delivery.now)
+            try s.store!.saveReceiverKeyRing(ring, contactID: pair.aliceID, cipher: s.keys!.cipher)
+            return a
+        }
+        // Planned (in the batch below) to his card's prekey, which his ring's keys do not hold.
+        let finished = whileSealing(alice) {
+            try? alice.state.withLock { s in
+                var ring = try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher)
+                try ring.acknowledged([], announced: announcement, nowMs: s.delivery.now)
+                try s.store!.saveReceiverKeyRing(ring, contactID: pair.bobID, cipher: s.keys!.cipher)
+            }
+        }
+        #expect(try alice.makeOwnCopyBatch() == 1)
+        #expect(finished.withLock { $0 })
+        let packet = try alice.state.withLock { s -> CarriedPacket? in
+            guard let own = try s.store!.ownCarried(messageID: sent.messageID.bytes) else { return nil }
+            return try s.store!.carriedPacket(own.packetID)
+        }
+        let bobKeys = try pair.bob.state.withLock { s in
+            try s.store!.receiverKeyRing(contactID: pair.aliceID, cipher: s.keys!.cipher).openingKeys
+        }
+        #expect(try CarriedSeal.isForwardSecret(#require(packet), receiverKeys: bobKeys))
+    }
 }
