@@ -139,7 +139,10 @@ public final class Database {
             let changesBefore = totalChanges
             let result = try body()
             try execute("COMMIT")
-            if totalChanges != changesBefore { writingCommits += 1 }
+            if totalChanges != changesBefore {
+                writingCommits += 1
+                if synchronousFull { syncingCommits += 1 }
+            }
             afterCommit?()
             if checkpointAfterCommit { checkpointNow() }
             return result
@@ -257,10 +260,46 @@ public final class Database {
     /// in-memory state that assumed a write stuck can tell that it may not have.
     public private(set) var rollbacks = 0
 
-    /// Outermost transactions that changed rows when they committed: each is a disk sync
-    /// (synchronous=FULL), while one that changed nothing writes nothing to the log and syncs
-    /// nothing. Tests count them per delivered message.
+    /// Outermost transactions that changed rows when they committed: each writes the log,
+    /// and is a disk sync unless its loss was tolerated (`transactionSyncedAsNeeded`), while
+    /// one that changed nothing writes nothing to the log and syncs nothing. Tests count
+    /// them per delivered message.
     public private(set) var writingCommits = 0
+
+    /// Writing commits that synced the log inside their COMMIT (synchronous=FULL).
+    private var syncingCommits = 0
+    /// Whether commits sync inside COMMIT (the connection's default), or leave it to `LogSync`.
+    package private(set) var synchronousFull = true
+
+    /// `PRAGMA synchronous`: FULL (the default) or NORMAL (`unsynced`). Outside transactions
+    /// only (SQLite refuses to change it inside one).
+    package func setSynchronous(full: Bool) throws {
+        try execute(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+        synchronousFull = full
+    }
+
+    /// Disk syncs of the log made for commits so far: inside COMMIT at synchronous=FULL, and
+    /// by `LogSync` (checkpoints' syncs are not counted). Tests count them per operation.
+    package var commitSyncs: Int { syncingCommits + (logSyncer?.syncs ?? 0) }
+
+    /// Rows changed inside `lossTolerant` (outermost calls only) since the connection opened.
+    package private(set) var lossTolerantChanges: Int64 = 0
+    private var lossTolerantDepth = 0
+
+    /// Runs `body`, whose writes may be lost with an OS crash or power loss without harm
+    /// (bookkeeping that is derived again: LogSync.swift, `transactionSyncedAsNeeded`), so
+    /// they alone never make a commit sync the disk. Every other write does: a write
+    /// nobody marked is taken as one that must be durable.
+    package func lossTolerant<T>(_ body: () throws -> T) rethrows -> T {
+        let before = totalChanges
+        lossTolerantDepth += 1
+        defer {
+            lossTolerantDepth -= 1
+            // Nested calls are counted once, by the outermost.
+            if lossTolerantDepth == 0 { lossTolerantChanges += totalChanges - before }
+        }
+        return try body()
+    }
 
     /// Whether a transaction is open on the connection (a `transaction` inside it is a savepoint).
     public var inTransaction: Bool { ((try? sqlite3_get_autocommit(db)) ?? 1) == 0 }

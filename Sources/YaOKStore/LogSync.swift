@@ -61,8 +61,28 @@ extension Database {
     public func unsynced<T>(_ body: () throws -> T) throws -> (result: T, sync: LogSync) {
         guard !inTransaction else { throw YaOKError(.internal, "Unsynced commits cannot begin inside a transaction") }
         let syncer = try logSync()
-        try execute("PRAGMA synchronous=NORMAL")
-        defer { try? execute("PRAGMA synchronous=FULL") }
+        try setSynchronous(full: false)
+        defer { try? setSynchronous(full: true) }
         return (try body(), syncer)
+    }
+
+    /// A transaction that syncs the disk only when it must: its commit writes the log
+    /// without syncing it (`unsynced`), and when it changed rows outside `lossTolerant` the
+    /// log is synced before it returns, so that what the caller does next (a receipt, an
+    /// ack, an event) follows a durable commit, as at synchronous=FULL. A commit of
+    /// tolerated losses alone is made durable by the next sync of any later commit (the
+    /// log is written and synced in order); an OS crash or power loss before that loses it
+    /// whole. Inside another transaction it is a savepoint, and the outermost decides;
+    /// inside `unsynced` it is a transaction whose sync is `unsynced`'s caller's.
+    ///
+    /// A failed sync throws with the rows committed (SQLite cannot take a commit back): the
+    /// caller must not let out what depended on them; `LogSync.sync` says why every later
+    /// sync fails too.
+    public func transactionSyncedAsNeeded<T>(_ body: () throws -> T) throws -> T {
+        guard !inTransaction, synchronousFull else { return try transaction(body) }
+        let changes = totalChanges, tolerated = lossTolerantChanges
+        let (result, syncer) = try unsynced { try transaction(body) }
+        if totalChanges - changes > lossTolerantChanges - tolerated { try syncer.sync() }
+        return result
     }
 }

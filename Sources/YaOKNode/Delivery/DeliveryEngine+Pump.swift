@@ -83,11 +83,16 @@ extension DeliveryEngine {
         scheduleOwnCopies(unlocked: keys != nil)
     }
 
-    /// A link confirmed it took packet `id`.
+    /// A link confirmed it took packet `id`. Loss-tolerant (no disk sync of its own): lost
+    /// with an OS crash, the message is only queued again and sent again, the recipient
+    /// answers its known bytes with a receipt only (§4.8), and its ack, sent once it stored
+    /// the message whatever we recorded, makes it `delivered`.
     mutating func confirmReceipt(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard let row = try handedOn(id, store) else { return }
-        try store.setOutbox(id, state: .sent, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt)
-        if let keys { _ = try setStatus(id, .sent, store, keys) }
+        try store.db.lossTolerant {
+            try store.setOutbox(id, state: .sent, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt)
+            if let keys { _ = try setStatus(id, .sent, store, keys) }
+        }
     }
 
     /// Packet `id` was taken by the link or carrier it was in flight on: it is no longer in

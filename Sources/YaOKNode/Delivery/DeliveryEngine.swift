@@ -115,19 +115,26 @@ struct DeliveryEngine {
     /// carrier commands are not sent, its events not emitted (`DeliveryEffects.rollback`),
     /// and the duplicate filter forgets its in-memory front (else a retry of a packet that
     /// was never stored would pass as a duplicate). The error is rethrown.
+    ///
+    /// The commit syncs the disk only when the batch wrote something that must be durable
+    /// before what it decided leaves (`Database.transactionSyncedAsNeeded`): a message
+    /// stored, an ack queued or applied, a key ring changed — every write but the few
+    /// marked `lossTolerant` (a link receipt's `sent`, taken acks off the outbox), which
+    /// an OS crash or power loss may take back harmlessly (docs/ARCHITECTURE.md, "Disk
+    /// syncs"). A sync that fails fails the batch the same way, its rows committed.
     mutating func batch<R>(_ store: Store, _ body: (inout DeliveryEngine) throws -> R) throws -> R {
         let mark = effects.mark
         do {
             var removed: Set<MessageID> = []
             let outermost = !store.db.inTransaction  // a savepoint's writes may still roll back
-            let result = try store.db.transaction {
+            let result = try store.db.transactionSyncedAsNeeded {
                 let changesBefore = store.db.totalChanges
                 let result = try body(&self)
                 if outermost, !takenAcks.isEmpty,
                    store.db.totalChanges != changesBefore || takenAcks.count >= Self.maxTakenAcks {
-                    // This commit syncs anyway: the taken acks leave the outbox with it.
+                    // This commit writes anyway: the taken acks leave the outbox with it.
                     removed = takenAcks
-                    for id in removed { try store.removeOutbox(id) }
+                    try store.db.lossTolerant { for id in removed { try store.removeOutbox(id) } }
                 }
                 return result
             }
