@@ -131,14 +131,21 @@ extension DeliveryEngine {
         // gone makes that batch's take a no-op).
         let nested = store.db.inTransaction
         do {
+            // Loss-tolerant (no disk sync of its own, Database.transactionSyncedAsNeeded): the
+            // copies and the cleared flags go or stay together, and an OS crash or power loss
+            // that takes them back leaves the flags owed, so the copies are made again (a
+            // stranger that took one meanwhile carries a second copy of the message, which
+            // its recipient stores once).
             try self.batch(store) { engine in
-                var copied: Set<MessageID> = []
-                for (plan, packet) in zip(batch.planned, sealed) {
-                    guard let packet else { continue }
-                    try engine.commitOwnCopy(plan, packet, store, keys)
-                    copied.insert(plan.content.id)
+                try store.db.lossTolerant {
+                    var copied: Set<MessageID> = []
+                    for (plan, packet) in zip(batch.planned, sealed) {
+                        guard let packet else { continue }
+                        try engine.commitOwnCopy(plan, packet, store, keys)
+                        copied.insert(plan.content.id)
+                    }
+                    for id in batch.messages where !copied.contains(id) { _ = try store.takeOwedCarriedCopy(id) }
                 }
-                for id in batch.messages where !copied.contains(id) { _ = try store.takeOwedCarriedCopy(id) }
             }
         } catch {
             carry.ownCopies.since = now

@@ -134,4 +134,20 @@ import Testing
         }
         #expect(try CarriedSeal.isForwardSecret(#require(packet), receiverKeys: bobKeys))
     }
+
+    /// A batch of copies is loss-tolerant: it syncs nothing (the flags come back with a
+    /// power loss that takes it, and the copies are made again).
+    @Test func aBatchOfCopiesSyncsNothing() throws {
+        let m = try Meeting(["Alice", "Carol"], callerRunsTimers: true)
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let alice = m["Alice"]
+        _ = try alice.send([(carolAtAlice, "one"), (carolAtAlice, "two")])
+        let before = try alice.withDatabase { ($0.commitSyncs, $0.writingCommits) }
+        #expect(try alice.makeOwnCopyBatch() == 2)
+        let after = try alice.withDatabase { ($0.commitSyncs, $0.writingCommits) }
+        #expect(alice.carriedBudgets == [8, 8])
+        #expect(after.1 == before.1 + 1)
+        #expect(after.0 == before.0)
+    }
 }
