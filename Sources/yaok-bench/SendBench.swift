@@ -9,7 +9,15 @@ import YaOK
 /// the log, each named by its table or index (the node then no longer checkpoints by
 /// itself: time the rate without it). With YAOK_BENCH_DIR on a
 /// tmpfs (/dev/shm) the syncs cost nothing and the rate is the CPU cost alone.
+/// YAOK_BENCH_SEND_COUNT sets the sends timed (2,000), so that a run under
+/// `valgrind --tool=callgrind` stays short: two counts' difference is the cost of the sends
+/// alone, set-up and warm-up subtracted.
 enum SendBench {
+    static let count: Int = {
+        guard let value = getenv("YAOK_BENCH_SEND_COUNT"), let n = Int(String(cString: value)), n > 0 else { return 2_000 }
+        return n
+    }()
+
     static func run() throws {
         let root = Measure.scratchDirectory + "/yaok-bench-send-\(getpid())"
         defer { _ = system("rm -rf '\(root)'") }
@@ -43,7 +51,7 @@ enum SendBench {
                 for sql in log { print("    " + sql.split(whereSeparator: \.isNewline).joined(separator: " ")) }
                 print("  pages: " + pages.joined(separator: ", "))
             }
-            let n = 2_000
+            let n = count
             let (statements0, commits0) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
             let posts0 = alice.eventThreadPosts
             let t = Measure.now()
