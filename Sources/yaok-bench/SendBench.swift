@@ -11,11 +11,15 @@ import YaOK
 /// tmpfs (/dev/shm) the syncs cost nothing and the rate is the CPU cost alone.
 /// YAOK_BENCH_SEND_COUNT sets the sends timed (2,000), so that a run under
 /// `valgrind --tool=callgrind` stays short: two counts' difference is the cost of the sends
-/// alone, set-up and warm-up subtracted.
+/// alone, set-up and warm-up subtracted. YAOK_BENCH_SEND_CARRYING=on or off runs only that half.
 enum SendBench {
     static let count: Int = {
         guard let value = getenv("YAOK_BENCH_SEND_COUNT"), let n = Int(String(cString: value)), n > 0 else { return 2_000 }
         return n
+    }()
+    static let carryingModes: [Bool] = {
+        guard let value = getenv("YAOK_BENCH_SEND_CARRYING") else { return [true, false] }
+        return [String(cString: value) != "off"]
     }()
 
     static func run() throws {
@@ -25,7 +29,7 @@ enum SendBench {
         let bob = try BenchNodes.node(root + "/bob", name: "Bob")
         defer { bob.close() }
         let card = try bob.profile().text
-        for carrying in [true, false] {
+        for carrying in carryingModes {
             let alice = try BenchNodes.node(root + "/alice-\(carrying)", name: "Alice")
             defer { alice.close() }
             if !carrying { try alice.setCarry(mode: .off) }
