@@ -48,11 +48,18 @@ extension Store {
     /// row altered in the file is refused (`corruptStore`), never re-authenticated.
     /// Every row is checked before any is written; one row (IDs are random: nearly always)
     /// is one UPDATE, which needs no savepoint around it to be all or nothing.
-    package func setStatus(messageID: [UInt8], _ status: MessageStatus, now: Int64) throws {
+    /// `returning`: the message as it now is (the row `outgoingMessage` reads), from the
+    /// same read, so that a caller telling the app does not read and check the row again.
+    @discardableResult
+    package func setStatus(messageID: [UInt8], _ status: MessageStatus, now: Int64, returning: Bool = false) throws -> Message? {
         let cipher = try requireAttached()
+        var updated: Message?
         let rows = try db.rows("SELECT \(Store.columns) FROM messages WHERE message_id = ? AND direction = 0",
                                [.blob(messageID)]) { row -> (Int64, RowMAC) in
             let stored = try Store.verifiedMetadata(row, cipher)
+            if returning, updated == nil {
+                updated = try Store.decode(row, stored, cipher).with(status: status, now: now)
+            }
             let sentAt = status == .sent && stored.sentAt == nil ? now : stored.sentAt
             return (row.int64(10), .message(conversation: stored.conversation, messageID: messageID,
                                             direction: stored.direction, status: status.rawValue,
@@ -70,6 +77,7 @@ extension Store {
         } else if !rows.isEmpty {
             try db.transaction { for (id, input) in rows { try update(id, input) } }
         }
+        return updated
     }
 
     /// The `limit` messages before `cursor` (or the newest), oldest first, by the sender's
@@ -140,7 +148,11 @@ extension Store {
         "The data store is corrupt: a message's status, times or read state were changed outside Ya OK")
 
     private static func decode(_ row: Row, _ cipher: FieldCipher) throws -> Message {
-        let m = try verifiedMetadata(row, cipher)
+        try decode(row, verifiedMetadata(row, cipher), cipher)
+    }
+
+    /// The message of `row`, whose clear columns `m` were checked.
+    private static func decode(_ row: Row, _ m: Metadata, _ cipher: FieldCipher) throws -> Message {
         guard let direction = MessageDirection(rawValue: m.direction),
               let status = MessageStatus(rawValue: m.status) else { throw FieldCipher.failure }
         let sealed = row.blob(9)

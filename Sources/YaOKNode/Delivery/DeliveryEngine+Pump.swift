@@ -143,8 +143,7 @@ extension DeliveryEngine {
 
     @discardableResult
     mutating func setStatus(_ id: MessageID, _ status: MessageStatus, _ store: Store, _ keys: UnlockedKeys) throws -> Message? {
-        try store.setStatus(messageID: id.bytes, status, now: now)
-        guard let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher) else { return nil }
+        guard let m = try store.setStatus(messageID: id.bytes, status, now: now, returning: true) else { return nil }
         effects.events.append(.messageStatusChanged(m))
         return m
     }
