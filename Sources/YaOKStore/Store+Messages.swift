@@ -80,6 +80,24 @@ extension Store {
         return updated
     }
 
+    /// Moves `message` (outgoing), as `outgoingMessage` read it in the caller's transaction
+    /// (its MAC checked there), to `status`: its row is rewritten from what was read, not
+    /// read and checked a second time. Only this conversation's row: the one an ack from
+    /// its recipient settles. Needs the store attached (unlocked).
+    package func setStatus(of message: Message, _ status: MessageStatus, now: Int64) throws {
+        let cipher = try requireAttached()
+        let changed = message.with(status: status, now: now)
+        let mac = cipher.mac(.message(conversation: message.conversationID, messageID: message.messageID.bytes,
+                                      direction: MessageDirection.outgoing.rawValue, status: status.rawValue,
+                                      senderTimestamp: message.senderTimestamp, createdAt: message.createdAt,
+                                      sentAt: changed.sentAt, receivedAt: message.receivedAt, unread: message.unread))
+        try db.query("""
+            UPDATE messages SET status = ?, sent_ms = ?, mac = ?
+            WHERE message_id = ? AND conversation_id = ? AND direction = 0
+            """, [.int(Int64(status.rawValue)), changed.sentAt.map { .int($0) } ?? .null, .blob(mac),
+                  .blob(message.messageID.bytes), .int(message.conversationID)])
+    }
+
     /// The `limit` messages before `cursor` (or the newest), oldest first, by the sender's
     /// timestamp with the row id breaking ties. Walks the (conversation, time, id) index
     /// backwards, so a page costs the same at any depth.

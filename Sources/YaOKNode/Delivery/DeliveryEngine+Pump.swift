@@ -128,8 +128,9 @@ extension DeliveryEngine {
         try ownCarriedDelivered(id, contactID: contactID, store)
         guard message.status != .delivered else { return }
         // The message as just read, with its new status: reading it back would open its
-        // body again (up to 16 KiB decrypted and checked, for the event alone).
-        try store.setStatus(messageID: id.bytes, .delivered, now: now)
+        // body again (up to 16 KiB decrypted and checked, for the event alone), and the
+        // row is rewritten from that read, not read and checked again.
+        try store.setStatus(of: message, .delivered, now: now)
         effects.events.append(.messageStatusChanged(message.with(status: .delivered, now: now)))
     }
 
