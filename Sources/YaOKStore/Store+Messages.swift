@@ -48,11 +48,18 @@ extension Store {
     /// row altered in the file is refused (`corruptStore`), never re-authenticated.
     /// Every row is checked before any is written; one row (IDs are random: nearly always)
     /// is one UPDATE, which needs no savepoint around it to be all or nothing.
-    package func setStatus(messageID: [UInt8], _ status: MessageStatus, now: Int64) throws {
+    /// `returning`: the message as it now is (the row `outgoingMessage` reads), from the
+    /// same read, so that a caller telling the app does not read and check the row again.
+    @discardableResult
+    package func setStatus(messageID: [UInt8], _ status: MessageStatus, now: Int64, returning: Bool = false) throws -> Message? {
         let cipher = try requireAttached()
+        var updated: Message?
         let rows = try db.rows("SELECT \(Store.columns) FROM messages WHERE message_id = ? AND direction = 0",
                                [.blob(messageID)]) { row -> (Int64, RowMAC) in
             let stored = try Store.verifiedMetadata(row, cipher)
+            if returning, updated == nil {
+                updated = try Store.decode(row, stored, cipher).with(status: status, now: now)
+            }
             let sentAt = status == .sent && stored.sentAt == nil ? now : stored.sentAt
             return (row.int64(10), .message(conversation: stored.conversation, messageID: messageID,
                                             direction: stored.direction, status: status.rawValue,
@@ -70,6 +77,25 @@ extension Store {
         } else if !rows.isEmpty {
             try db.transaction { for (id, input) in rows { try update(id, input) } }
         }
+        return updated
+    }
+
+    /// Moves `message` (outgoing), as `outgoingMessage` read it in the caller's transaction
+    /// (its MAC checked there), to `status`: its row is rewritten from what was read, not
+    /// read and checked a second time. Only this conversation's row: the one an ack from
+    /// its recipient settles. Needs the store attached (unlocked).
+    package func setStatus(of message: Message, _ status: MessageStatus, now: Int64) throws {
+        let cipher = try requireAttached()
+        let changed = message.with(status: status, now: now)
+        let mac = cipher.mac(.message(conversation: message.conversationID, messageID: message.messageID.bytes,
+                                      direction: MessageDirection.outgoing.rawValue, status: status.rawValue,
+                                      senderTimestamp: message.senderTimestamp, createdAt: message.createdAt,
+                                      sentAt: changed.sentAt, receivedAt: message.receivedAt, unread: message.unread))
+        try db.query("""
+            UPDATE messages SET status = ?, sent_ms = ?, mac = ?
+            WHERE message_id = ? AND conversation_id = ? AND direction = 0
+            """, [.int(Int64(status.rawValue)), changed.sentAt.map { .int($0) } ?? .null, .blob(mac),
+                  .blob(message.messageID.bytes), .int(message.conversationID)])
     }
 
     /// The `limit` messages before `cursor` (or the newest), oldest first, by the sender's
@@ -140,7 +166,11 @@ extension Store {
         "The data store is corrupt: a message's status, times or read state were changed outside Ya OK")
 
     private static func decode(_ row: Row, _ cipher: FieldCipher) throws -> Message {
-        let m = try verifiedMetadata(row, cipher)
+        try decode(row, verifiedMetadata(row, cipher), cipher)
+    }
+
+    /// The message of `row`, whose clear columns `m` were checked.
+    private static func decode(_ row: Row, _ m: Metadata, _ cipher: FieldCipher) throws -> Message {
         guard let direction = MessageDirection(rawValue: m.direction),
               let status = MessageStatus(rawValue: m.status) else { throw FieldCipher.failure }
         let sealed = row.blob(9)

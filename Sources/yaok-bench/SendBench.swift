@@ -9,7 +9,22 @@ import YaOK
 /// the log, each named by its table or index (the node then no longer checkpoints by
 /// itself: time the rate without it). With YAOK_BENCH_DIR on a
 /// tmpfs (/dev/shm) the syncs cost nothing and the rate is the CPU cost alone.
+/// YAOK_BENCH_SEND_COUNT sets the sends timed (2,000), so that a run under
+/// `valgrind --tool=callgrind` stays short: two counts' difference is the cost of the sends
+/// alone, set-up and warm-up subtracted. YAOK_BENCH_SEND_CARRYING=on or off runs only that half.
+/// YAOK_BENCH_SEND_RECEIVE=1 then delivers them to the receiver over a memory link (both
+/// nodes in this process, as the delivery suite's backlog), to profile its inbound drain too.
 enum SendBench {
+    static let count: Int = {
+        guard let value = getenv("YAOK_BENCH_SEND_COUNT"), let n = Int(String(cString: value)), n > 0 else { return 2_000 }
+        return n
+    }()
+    static let carryingModes: [Bool] = {
+        guard let value = getenv("YAOK_BENCH_SEND_CARRYING") else { return [true, false] }
+        return [String(cString: value) != "off"]
+    }()
+    static let receive = getenv("YAOK_BENCH_SEND_RECEIVE").map { String(cString: $0) == "1" } ?? false
+
     static func run() throws {
         let root = Measure.scratchDirectory + "/yaok-bench-send-\(getpid())"
         defer { _ = system("rm -rf '\(root)'") }
@@ -17,7 +32,7 @@ enum SendBench {
         let bob = try BenchNodes.node(root + "/bob", name: "Bob")
         defer { bob.close() }
         let card = try bob.profile().text
-        for carrying in [true, false] {
+        for carrying in carryingModes {
             let alice = try BenchNodes.node(root + "/alice-\(carrying)", name: "Alice")
             defer { alice.close() }
             try alice.setCarry(mode: carrying ? .anyone : .off)  // both, whatever YAOK_BENCH_CARRY says
@@ -43,11 +58,11 @@ enum SendBench {
                 for sql in log { print("    " + sql.split(whereSeparator: \.isNewline).joined(separator: " ")) }
                 print("  pages: " + pages.joined(separator: ", "))
             }
-            let n = 2_000
+            let n = count
             let (statements0, commits0) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
             let posts0 = alice.eventThreadPosts
             let t = Measure.now()
-            for i in 0..<n { try alice.send(to: bobID, text: "send \(i) " + text) }
+            let ids = try (0..<n).map { try alice.send(to: bobID, text: "send \($0) " + text).messageID }
             let rate = Double(n) / (Measure.now() - t)
             let (statements1, commits1) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
             let posts = alice.eventThreadPosts - posts0
@@ -68,6 +83,23 @@ enum SendBench {
             print("  carried copies: \(statistics.packetsHeld) held (the store's cap: \(statistics.limits.maxPackets)), "
                   + "\(late) made after the loop in " + Measure.format((Measure.now() - t1) * 1000, decimals: 1)
                   + " ms, \(owed) still owed" + (owed != 0 ? " (LOST)" : ""))
+            if receive { try deliver(ids, from: alice, to: bob, card: try alice.profile().text) }
         }
+    }
+
+    /// Delivers the backlog that holds `ids` from `alice` to `bob` over a memory link and
+    /// reports the rate and the receiver's statements and commits per message.
+    private static func deliver(_ ids: [MessageID], from alice: Node, to bob: Node, card: String) throws {
+        _ = try bob.addContact(card: card)
+        let (statements0, commits0) = try bob.withDatabase { ($0.statementsRun, $0.writingCommits) }
+        let t = Measure.now()
+        let pipe = try MemoryPipe(alice, bob)
+        defer { pipe.close() }
+        for id in ids.reversed() { try DeliveryBench.waitUntil { try alice.outgoingMessage(id).status == .delivered } }
+        let rate = Double(ids.count) / (Measure.now() - t)
+        let (statements1, commits1) = try bob.withDatabase { ($0.statementsRun, $0.writingCommits) }
+        Measure.report("  then delivered over a memory link", "\(Int(rate)) messages/s; the receiver's per message: "
+                       + Measure.format(Double(statements1 - statements0) / Double(ids.count), decimals: 1) + " statements, "
+                       + Measure.format(Double(commits1 - commits0) / Double(ids.count), decimals: 2) + " commits")
     }
 }

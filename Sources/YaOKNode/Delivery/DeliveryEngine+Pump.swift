@@ -133,8 +133,9 @@ extension DeliveryEngine {
         try ownCarriedDelivered(id, contactID: contactID, store)
         guard message.status != .delivered else { return }
         // The message as just read, with its new status: reading it back would open its
-        // body again (up to 16 KiB decrypted and checked, for the event alone).
-        try store.setStatus(messageID: id.bytes, .delivered, now: now)
+        // body again (up to 16 KiB decrypted and checked, for the event alone), and the
+        // row is rewritten from that read, not read and checked again.
+        try store.setStatus(of: message, .delivered, now: now)
         effects.events.append(.messageStatusChanged(message.with(status: .delivered, now: now)))
     }
 
@@ -148,8 +149,7 @@ extension DeliveryEngine {
 
     @discardableResult
     mutating func setStatus(_ id: MessageID, _ status: MessageStatus, _ store: Store, _ keys: UnlockedKeys) throws -> Message? {
-        try store.setStatus(messageID: id.bytes, status, now: now)
-        guard let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher) else { return nil }
+        guard let m = try store.setStatus(messageID: id.bytes, status, now: now, returning: true) else { return nil }
         effects.events.append(.messageStatusChanged(m))
         return m
     }

@@ -109,44 +109,53 @@ extension DeliveryEngine {
 
     /// Step 3, under the lock, by the committer: every send of `sends` (in ticket order) in
     /// one transaction, each all or nothing within it (a savepoint: a send refused for
-    /// itself leaves the others), then one pump. Returns each send's result; throws when
+    /// itself leaves the others), then one pump. A send alone in its group (one sender at a
+    /// time: nearly always) has no savepoint: refused, it rolls the whole transaction back,
+    /// which holds nothing else (a savepoint costs SQLite a copy of every page the send
+    /// changes, ~4 % of a send's instructions). Returns each send's result; throws when
     /// the store fails (a write or the commit), and then nothing of any send was stored
     /// (every caller gets the error: none is told a message was sent).
     mutating func commitSends(_ sends: [SealedSend], _ store: Store, _ keys: UnlockedKeys) throws -> [Result<[Message], any Error>] {
         var results: [Result<[Message], any Error>] = []
         var owingCopies: [(id: MessageID, contactID: Int64)] = []
-        try batch(store) { engine in
-            var rings = SendRings()
-            for send in sends {
-                guard send.keys === keys else {
-                    results.append(.failure(YaOKError(.locked, "The node was locked while the message was sealed")))
-                    continue
-                }
-                let mark = engine.effects.mark
-                var tried = rings  // a send that fails leaves the rings as they were
-                do {
-                    let messages = try store.db.transaction {
-                        try send.messages.map { try engine.commitOne($0, &tried, store, keys) }
+        let alone = sends.count == 1
+        do {
+            try batch(store) { engine in
+                var rings = SendRings()
+                for send in sends {
+                    guard send.keys === keys else {
+                        results.append(.failure(YaOKError(.locked, "The node was locked while the message was sealed")))
+                        continue
                     }
-                    rings = tried
-                    if engine.carry.mode != .off { owingCopies += messages.map { ($0.messageID, $0.conversationID) } }
-                    engine.effects.events += messages.map { .messageStored($0) }
-                    results.append(.success(messages))
-                } catch let error as YaOKError where error.code == .storage || error.code == .diskFull {
-                    // The store failed, not this send: SQLite may have rolled the whole
-                    // transaction back (SQLITE_FULL does), so the group fails with it.
-                    throw error
-                } catch {
-                    engine.effects.rollback(to: mark)
-                    results.append(.failure(error))
+                    let mark = engine.effects.mark
+                    var tried = rings  // a send that fails leaves the rings as they were
+                    do {
+                        let messages = alone
+                            ? try send.messages.map { try engine.commitOne($0, &tried, store, keys) }
+                            : try store.db.transaction { try send.messages.map { try engine.commitOne($0, &tried, store, keys) } }
+                        rings = tried
+                        if engine.carry.mode != .off { owingCopies += messages.map { ($0.messageID, $0.conversationID) } }
+                        engine.effects.events += messages.map { .messageStored($0) }
+                        results.append(.success(messages))
+                    } catch let error as YaOKError where error.code == .storage || error.code == .diskFull {
+                        // The store failed, not this send: SQLite may have rolled the whole
+                        // transaction back (SQLITE_FULL does), so the group fails with it.
+                        throw error
+                    } catch {
+                        if alone { throw RefusedAlone(error: error) }  // its writes roll back with the batch
+                        engine.effects.rollback(to: mark)
+                        results.append(.failure(error))
+                    }
                 }
+                // Every ring read, changed or not: the store let go of its copy's sends while the
+                // group held it (receiverKeyRingToChange), and a ring unchanged writes nothing.
+                for (contactID, ring) in rings.byContact.sorted(by: { $0.key < $1.key }) {
+                    try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
+                }
+                if let fault = engine.sendCommitFault { throw fault }
             }
-            // Every ring read, changed or not: the store let go of its copy's sends while the
-            // group held it (receiverKeyRingToChange), and a ring unchanged writes nothing.
-            for (contactID, ring) in rings.byContact.sorted(by: { $0.key < $1.key }) {
-                try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
-            }
-            if let fault = engine.sendCommitFault { throw fault }
+        } catch let refused as RefusedAlone {
+            results = [.failure(refused.error)]
         }
         // Their carried copies are made by the engine's next batch (the timer the pump sets).
         carry.ownCopies.append(owingCopies, at: now)
@@ -210,6 +219,12 @@ extension DeliveryEngine {
                           now: now, expiresAt: message.header.expiresAtMs, owesCarriedCopy: carried)
         return stored
     }
+}
+
+/// A send alone in its group refused for itself (not for the store): thrown out of the
+/// group's transaction so that it rolls back, in place of the savepoint of a larger group.
+private struct RefusedAlone: Error {
+    let error: any Error
 }
 
 /// The rings of the contacts a group commit sealed to: read once, told of every message,
