@@ -135,15 +135,15 @@ extension DeliveryEngine {
             // copies and the cleared flags go or stay together, and an OS crash or power loss
             // that takes them back leaves the flags owed, so the copies are made again (a
             // stranger that took one meanwhile carries a second copy of the message, which
-            // its recipient stores once).
+            // its recipient stores once). But for a key minted here (`commitOwnCopy`).
             try self.batch(store) { engine in
+                var copied: Set<MessageID> = []
+                for (plan, packet) in zip(batch.planned, sealed) {
+                    guard let packet else { continue }
+                    try engine.commitOwnCopy(plan, packet, store, keys)
+                    copied.insert(plan.content.id)
+                }
                 try store.db.lossTolerant {
-                    var copied: Set<MessageID> = []
-                    for (plan, packet) in zip(batch.planned, sealed) {
-                        guard let packet else { continue }
-                        try engine.commitOwnCopy(plan, packet, store, keys)
-                        copied.insert(plan.content.id)
-                    }
                     for id in batch.messages where !copied.contains(id) { _ = try store.takeOwedCarriedCopy(id) }
                 }
             }
@@ -164,19 +164,28 @@ extension DeliveryEngine {
     private mutating func commitOwnCopy(_ plan: PlannedOwnCopy, _ packet: CarriedPacket, _ store: Store,
                                         _ keys: UnlockedKeys) throws {
         let id = plan.content.id
-        guard let contactID = try store.takeOwedCarriedCopy(id), contactID == plan.peer.contactID, carry.mode != .off,
+        guard let contactID = try store.db.lossTolerant({ try store.takeOwedCarriedCopy(id) }),
+              contactID == plan.peer.contactID, carry.mode != .off,
               let peer = try directory(store, keys)?.byContact[contactID], peer.identity == plan.peer.identity else { return }
         var packet = packet
         if forwardSecrecy {
             var ring = try store.receiverKeyRing(contactID: contactID, cipher: keys.cipher)
+            let minted = ring.lastID
             let choice = try sealChoice(to: peer, &ring)
             if choice != plan.choice { packet = try Self.sealCarried(plan.content, as: choice, to: peer, by: keys.identity) }
             Self.recordCarried(plan.content, packet, as: choice, in: &ring)
-            try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
+            if ring.lastID != minted {
+                // Our first key for the contact, minted here (its first announcement heard
+                // while the batch sealed): this copy announces it and may leave at once, so
+                // the key is durable first, as every key announced (the batch syncs).
+                try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
+            } else {
+                try store.db.lossTolerant { try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher) }
+            }
         } else if plan.choice != .longTerm {
             packet = try Self.sealCarried(plan.content, as: .longTerm, to: peer, by: keys.identity)
         }
-        try keepOwnCarried(packet, plan.content, to: peer, store)
+        try store.db.lossTolerant { try keepOwnCarried(packet, plan.content, to: peer, store) }
     }
 
     /// Arms the copies' timer for the next batch due (nothing while locked: the batch needs

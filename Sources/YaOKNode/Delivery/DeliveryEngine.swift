@@ -119,7 +119,8 @@ struct DeliveryEngine {
     /// The commit syncs the disk only when the batch wrote something that must be durable
     /// before what it decided leaves (`Database.transactionSyncedAsNeeded`): a message
     /// stored, an ack queued or applied, a key ring changed — every write but the few
-    /// marked `lossTolerant` (a link receipt's `sent`, taken acks off the outbox), which
+    /// marked `lossTolerant` (a link receipt's `sent`, taken acks off the outbox, a batch of
+    /// own carried copies but for a key it mints: DeliveryEngine+CarryOwnCopies), which
     /// an OS crash or power loss may take back harmlessly (docs/ARCHITECTURE.md, "Disk
     /// syncs"). A sync that fails fails the batch the same way, its rows committed.
     mutating func batch<R>(_ store: Store, _ body: (inout DeliveryEngine) throws -> R) throws -> R {

@@ -135,6 +135,39 @@ import Testing
         #expect(try CarriedSeal.isForwardSecret(#require(packet), receiverKeys: bobKeys))
     }
 
+    /// A key of ours minted at the commit (the contact's first announcement heard while the
+    /// batch sealed to its long-term key, no key of ours for it yet) is announced by the
+    /// copy, which may be offered at once on a meeting in progress: that batch syncs, or a
+    /// power loss would forget a key announced, and the next one minted would reuse its ID.
+    @Test func aKeyMintedAtTheCommitIsDurableBeforeTheCopyLeaves() throws {
+        let m = try Meeting(["Alice"], callerRunsTimers: true)
+        defer { m.finish() }
+        let alice = m["Alice"]
+        let carol = try Identity(name: "Carol")
+        let carolID = try alice.addContact(card: carol.card.text).id  // no prekey: the long-term key
+        _ = try alice.send(to: carolID, text: "Copied after her first key")
+        var carolRing = ReceiverKeyRing()
+        let announcement = try carolRing.announcement(nowMs: m.clock.now)
+        let syncsBeforeCommit = Locked(-1), mintedBefore = Locked<UInt32>(99)
+        let finished = whileSealing(alice) {
+            try? alice.state.withLock { s in
+                var ring = try s.store!.receiverKeyRing(contactID: carolID, cipher: s.keys!.cipher)
+                mintedBefore.withLock { $0 = ring.lastID }
+                try ring.acknowledged([], announced: announcement, nowMs: s.delivery.now)
+                try s.store!.saveReceiverKeyRing(ring, contactID: carolID, cipher: s.keys!.cipher)
+                syncsBeforeCommit.withLock { $0 = s.store!.db.commitSyncs }
+            }
+        }
+        #expect(try alice.makeOwnCopyBatch() == 1)
+        #expect(finished.withLock { $0 })
+        let (lastID, syncs) = try alice.withUnlocked { store, keys, _ in
+            (try store.receiverKeyRing(contactID: carolID, cipher: keys.cipher).lastID, store.db.commitSyncs)
+        }
+        #expect(mintedBefore.withLock { $0 } == 0)
+        #expect(lastID == 1)
+        #expect(syncs == syncsBeforeCommit.withLock { $0 } + 1)
+    }
+
     /// A batch of copies is loss-tolerant: it syncs nothing (the flags come back with a
     /// power loss that takes it, and the copies are made again).
     @Test func aBatchOfCopiesSyncsNothing() throws {
