@@ -35,10 +35,26 @@ struct OwnCopyBatch: Sendable {
     let waiting: [MessageID]
     let planned: [PlannedOwnCopy]
 
-    /// Step 2: every planned copy sealed (a copy that cannot be sealed is none: its flag is
-    /// taken all the same, or it would fail every batch; its routed packet goes its way).
-    func seal() -> [CarriedPacket?] {
-        planned.map { try? DeliveryEngine.sealCarried($0.content, as: $0.choice, to: $0.peer, by: keys.identity) }
+    /// Step 2: every planned copy sealed. A copy that cannot be sealed for itself is none
+    /// (its flag is taken all the same, or it would fail every batch; its routed packet goes
+    /// its way); a failure of the node's (memory, `failsTheBatch`) fails the batch, its flags
+    /// still owed.
+    func seal(_ sealer: ((PlannedOwnCopy, Identity) throws -> CarriedPacket)? = nil) throws -> [CarriedPacket?] {
+        try planned.map { plan in
+            do {
+                if let sealer { return try sealer(plan, keys.identity) }  // tests
+                return try DeliveryEngine.sealCarried(plan.content, as: plan.choice, to: plan.peer, by: keys.identity)
+            } catch where !OwnCopyBatch.failsTheBatch(error) {
+                return nil
+            }
+        }
+    }
+
+    /// Whether `error` is the node's (the store, the disk, memory) rather than one message's:
+    /// then the batch fails and is tried again later, nothing taken.
+    static func failsTheBatch(_ error: any Error) -> Bool {
+        guard let error = error as? YaOKError else { return false }
+        return error.code == .storage || error.code == .diskFull || error.code == .outOfMemory
     }
 }
 
@@ -50,7 +66,14 @@ extension DeliveryEngine {
     @discardableResult
     mutating func makeOwnCopies(_ store: Store, _ keys: UnlockedKeys?) throws -> Int {
         guard let keys, let batch = try planOwnCopies(store, keys) else { return 0 }
-        return try commitOwnCopies(batch, sealed: batch.seal(), store, keys)
+        let sealed: [CarriedPacket?]
+        do {
+            sealed = try batch.seal()
+        } catch {
+            carry.ownCopies.since = now  // tried again after the delay, not at once
+            throw error
+        }
+        return try commitOwnCopies(batch, sealed: sealed, store, keys)
     }
 
     /// Step 1: the next batch planned (nil: nothing owed, or all waiting for their sync).
@@ -113,7 +136,7 @@ extension DeliveryEngine {
                 rings[contactID] = ring
             }
             return PlannedOwnCopy(content: content, peer: peer, choice: choice)
-        } catch let error as YaOKError where error.code != .storage && error.code != .diskFull {
+        } catch where !OwnCopyBatch.failsTheBatch(error) {
             return nil
         }
     }
@@ -223,7 +246,14 @@ extension Node {
             guard let keys, let batch = try engine.planOwnCopies(store, keys) else { return nil }
             return (batch, engine.ownCopySealing)
         }) else { return 0 }
-        let sealed = batch.seal()
+        let sealed: [CarriedPacket?]
+        do {
+            sealed = try batch.seal()
+        } catch {
+            // Tried again after the delay, not at once (the timer would spin while it lasts).
+            _ = try? withEngine { engine, _, _ in engine.carry.ownCopies.since = engine.now }
+            throw error
+        }
         pause?()
         return try withEngine { engine, store, keys in
             // Locked meanwhile: the flags stay owed for the batch after the unlock.

@@ -183,4 +183,25 @@ import Testing
         #expect(after.1 == before.1 + 1)
         #expect(after.0 == before.0)
     }
+
+    /// A copy that cannot be sealed for itself is none (its flag is taken, or it would fail
+    /// every batch); a failure of the node's (memory) fails the whole batch, nothing taken.
+    @Test func onlyAFailureOfTheNodesFailsTheBatch() throws {
+        let m = try Meeting(["Alice", "Carol"], callerRunsTimers: true)
+        defer { m.finish() }
+        let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
+        let alice = m["Alice"]
+        _ = try alice.send([(carolAtAlice, "one"), (carolAtAlice, "two")])
+        let batch = try #require(try alice.withUnlockedEngine { engine, store, keys in try engine.planOwnCopies(store, keys) })
+        #expect(batch.planned.count == 2)
+        let first = batch.planned[0].content.id
+        let refusedOne = try batch.seal { plan, identity in
+            guard plan.content.id != first else { throw YaOKError(.invalidArgument, "this message only") }
+            return try DeliveryEngine.sealCarried(plan.content, as: plan.choice, to: plan.peer, by: identity)
+        }
+        #expect(refusedOne.map { $0 == nil } == [true, false])
+        #expect(throws: YaOKError.self) {
+            try batch.seal { _, _ in throw YaOKError(.outOfMemory, "sodium_malloc failed") }
+        }
+    }
 }
