@@ -15,8 +15,10 @@ import YaOKStore
 /// node's lock (which messages, their text, the key each is sealed to), sealed (~50 µs a
 /// copy), committed under the lock (each flag taken, the copy stored, the key choice checked
 /// again). The timers seal with the lock released (`Node.makeOwnCopyBatch`): a batch of 256
-/// sealed under it held every sender and the LAN waiting ~13 ms. Inside another section (a
-/// meeting's start, an unlock) the three run under its lock (`makeOwnCopies`).
+/// sealed under it held every app thread's send waiting ~13 ms. (The event thread seals, so
+/// its other work, the links' traffic and timers, still waits for a batch's sealing.)
+/// Inside another section (a meeting's start, an unlock) the three run under its lock
+/// (`makeOwnCopies`).
 
 /// One own carried copy, planned under the lock.
 struct PlannedOwnCopy: Sendable {
