@@ -135,6 +135,9 @@ public final class Database {
                 throw error
             }
         }
+        // Outside `unsynced` a commit syncs: a restore of FULL that failed at its end (the
+        // pragma refused) is tried again here, never left to let commits go unsynced.
+        if unsyncedDepth == 0, !synchronousFull { try setSynchronous(full: true) }
         try control("BEGIN IMMEDIATE")
         do {
             let changesBefore = totalChanges
@@ -283,6 +286,8 @@ public final class Database {
     private var syncingCommits = 0
     /// Whether commits sync inside COMMIT (the connection's default), or leave it to `LogSync`.
     package private(set) var synchronousFull = true
+    /// `unsynced` calls in progress: their commits' syncs are their callers'.
+    var unsyncedDepth = 0
 
     /// `PRAGMA synchronous`: FULL (the default) or NORMAL (`unsynced`). Outside transactions
     /// only (SQLite refuses to change it inside one).

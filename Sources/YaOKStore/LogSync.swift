@@ -62,7 +62,12 @@ extension Database {
         guard !inTransaction else { throw YaOKError(.internal, "Unsynced commits cannot begin inside a transaction") }
         let syncer = try logSync()
         try setSynchronous(full: false)
-        defer { try? setSynchronous(full: true) }
+        unsyncedDepth += 1
+        defer {
+            unsyncedDepth -= 1
+            // If this fails, the next transaction tries again before it begins (`transaction`).
+            try? setSynchronous(full: true)
+        }
         return (try body(), syncer)
     }
 
@@ -79,7 +84,7 @@ extension Database {
     /// caller must not let out what depended on them; `LogSync.sync` says why every later
     /// sync fails too.
     public func transactionSyncedAsNeeded<T>(_ body: () throws -> T) throws -> T {
-        guard !inTransaction, synchronousFull else { return try transaction(body) }
+        guard !inTransaction, unsyncedDepth == 0 else { return try transaction(body) }
         let changes = totalChanges, tolerated = lossTolerantChanges
         let (result, syncer) = try unsynced { try transaction(body) }
         if totalChanges - changes > lossTolerantChanges - tolerated { try syncer.sync() }
