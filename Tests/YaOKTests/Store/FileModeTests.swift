@@ -37,29 +37,34 @@ import Testing
 /// a second open of a live store (a relay's `stats` beside the relay, in its tests) took
 /// the first connection's locks away, and SQLite then failed with "disk I/O error".
 @Suite struct PrivateFileTests {
-    /// POSIX locks this process holds on `path`'s file (/proc/locks names it by inode).
-    private func locks(on path: String) -> Int {
-        var st = stat()
-        guard stat(path, &st) == 0, let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return -1 }
-        let me = String(getpid())
-        return text.split(separator: "\n").count { line in
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            return fields.count > 5 && fields[1] == "POSIX" && fields[4] == me && fields[5].hasSuffix(":\(st.st_ino)")
-        }
+    /// Whether any lock is held on `fd`'s file, this process's own included: an open file
+    /// description lock conflicts with a POSIX lock even of the same process (fcntl(2)),
+    /// where F_GETLK would not see our own. /proc/locks is no help: in a container it may
+    /// name processes by another PID namespace's numbers (CI's did).
+    private func isLocked(_ fd: Int32) -> Bool? {
+        let F_OFD_GETLK: Int32 = 36  // <fcntl.h>, hidden from Swift behind _GNU_SOURCE
+        var probe = flock()
+        probe.l_type = Int16(F_WRLCK)
+        probe.l_whence = Int16(SEEK_SET)
+        guard withUnsafeMutablePointer(to: &probe, { fcntl(fd, F_OFD_GETLK, $0) }) == 0 else { return nil }
+        return probe.l_type != Int16(F_UNLCK)
     }
 
     @Test func aLiveStoresLocksSurviveASecondOpen() throws {
         let dir = TempDir()
         defer { dir.remove() }
         let store = try Store(directory: dir.path)
-        defer { store.db.close() }
         let path = dir.path + "/" + Store.fileName
+        // Kept open until the store is closed: closing it would be the very thing tested.
+        let probe = open(path, O_RDONLY | O_CLOEXEC)
+        try #require(probe >= 0)
         try store.db.execute("BEGIN IMMEDIATE")
-        let held = locks(on: path)
-        #expect(held > 0)
+        #expect(isLocked(probe) == true)
         try Store.createPrivateFile(path)  // what a second store's open does first
-        #expect(locks(on: path) == held)
+        #expect(isLocked(probe) == true)
         try store.db.execute("ROLLBACK")
+        store.db.close()
+        Glibc.close(probe)
     }
 
     @Test func aSymbolicLinkInThePlaceOfTheDatabaseIsRefused() throws {
