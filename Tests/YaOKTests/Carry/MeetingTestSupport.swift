@@ -118,3 +118,10 @@ extension Node {
         }
     }
 }
+
+extension Node {
+    /// The own carried copies' records (`carried_own`): one per copy made and not yet settled.
+    func ownCopyRecordCount() throws -> Int {
+        try withDatabase { db in try db.rows("SELECT count(*) FROM carried_own") { $0.int(0) }.first ?? 0 }
+    }
+}

@@ -22,10 +22,6 @@ import Testing
         node.state.withLock { s in (try? s.store?.ownCarried(messageID: id.bytes)) ?? nil }
     }
 
-    func ownRecordCount(_ node: Node) throws -> Int {
-        try node.withDatabase { db in try db.rows("SELECT count(*) FROM carried_own") { $0.int(0) }.first ?? 0 }
-    }
-
     @Test func aSendWritesNoCarriedCopyInItsOwnTransaction() throws {
         let m = try Meeting(["Alice", "Carol"], callerRunsTimers: true)
         defer { m.finish() }
@@ -131,7 +127,7 @@ import Testing
         try m.reopen("Alice")
         try m["Alice"].makeOwnCarriedCopies()
         #expect(m["Alice"].carriedBudgets == [8])
-        #expect(try ownRecordCount(m["Alice"]) == 1)
+        #expect(try m["Alice"].ownCopyRecordCount() == 1)
         // The routed message is unaffected: still on the outbox, pending.
         #expect(try m["Alice"].outbox().map(\.messageID) == [sent.messageID])
     }
@@ -148,7 +144,7 @@ import Testing
         m["Alice"].state.withLock { $0.delivery.carry.ownCopies.append(ids.map { ($0, carolAtAlice) }, at: 0) }
         #expect(try m["Alice"].makeOwnCarriedCopies() == 2)
         #expect(m["Alice"].carriedBudgets == [8, 8])
-        #expect(try ownRecordCount(m["Alice"]) == 2)
+        #expect(try m["Alice"].ownCopyRecordCount() == 2)
     }
 
     /// Acknowledged before the batch (the ack came over a link within the delay): no copy,

@@ -29,10 +29,6 @@ import Testing
         return finished
     }
 
-    func ownRecordCount(_ node: Node) throws -> Int {
-        try node.withDatabase { db in try db.rows("SELECT count(*) FROM carried_own") { $0.int(0) }.first ?? 0 }
-    }
-
     @Test func aSendWhileABatchSealsIsNotKeptWaiting() throws {
         let m = try Meeting(["Alice", "Carol"], callerRunsTimers: true)
         defer { m.finish() }
@@ -55,7 +51,7 @@ import Testing
         m.clock.advance(seconds: 1)
         alice.runOwnCopyTimer()
         #expect(alice.carriedBudgets == [8, 8, 8, 8])
-        #expect(try ownRecordCount(alice) == 4)
+        #expect(try alice.ownCopyRecordCount() == 4)
     }
 
     /// Delivered after the batch planned its copy, before it committed: no copy, no record.
@@ -97,7 +93,7 @@ import Testing
         try alice.unlock(pin: testPIN)
         try alice.makeOwnCarriedCopies()
         #expect(alice.carriedBudgets == [8, 8])
-        #expect(try ownRecordCount(alice) == 2)
+        #expect(try alice.ownCopyRecordCount() == 2)
     }
 
     /// The key a copy was planned for is checked again at its commit (§13.6: sealed as a
