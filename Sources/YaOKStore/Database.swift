@@ -288,6 +288,9 @@ public final class Database {
     package private(set) var synchronousFull = true
     /// `unsynced` calls in progress: their commits' syncs are their callers'.
     var unsyncedDepth = 0
+    /// `syncsDeferred` calls in progress, and the sync one of their commits owes.
+    var deferredSyncDepth = 0
+    var owedSync: LogSync?
 
     /// `PRAGMA synchronous`: FULL (the default) or NORMAL (`unsynced`). Outside transactions
     /// only (SQLite refuses to change it inside one).

@@ -87,7 +87,27 @@ extension Database {
         guard !inTransaction, unsyncedDepth == 0 else { return try transaction(body) }
         let changes = totalChanges, tolerated = lossTolerantChanges
         let (result, syncer) = try unsynced { try transaction(body) }
-        if totalChanges - changes > lossTolerantChanges - tolerated { try syncer.sync() }
+        if totalChanges - changes > lossTolerantChanges - tolerated {
+            if deferredSyncDepth > 0 { owedSync = syncer } else { try syncer.sync() }
+        }
         return result
+    }
+
+    /// Runs `body`, and returns its result (or error) with the sync that its
+    /// `transactionSyncedAsNeeded` commits still owe (nil: none had to sync), instead of
+    /// syncing inside each: the caller syncs once `body` has returned, with the lock that
+    /// serialises the database released, and lets nothing that depends on those commits out
+    /// before the sync returns (the event thread's inbound drain: docs/ARCHITECTURE.md "Disk
+    /// syncs"), even when `body` threw after one of them. Other commits (synchronous=FULL,
+    /// `unsynced`) are unchanged. Not nested.
+    public func syncsDeferred<T>(_ body: () throws -> T) -> (result: Result<T, any Error>, owed: LogSync?) {
+        guard deferredSyncDepth == 0 else { return (Result { try body() }, nil) }
+        deferredSyncDepth = 1
+        defer {
+            deferredSyncDepth = 0
+            owedSync = nil
+        }
+        let result = Result { try body() }
+        return (result, owedSync)
     }
 }

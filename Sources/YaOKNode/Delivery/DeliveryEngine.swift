@@ -81,6 +81,9 @@ struct DeliveryEngine {
     /// TEST ONLY: called between a batch of own carried copies sealed and committed
     /// (`Node.makeOwnCopyBatch`), outside the node's lock.
     package var ownCopySealing: (@Sendable () -> Void)?
+    /// TEST ONLY: called between an inbound drain's commit and its disk sync
+    /// (`Node.withEngineSyncedAfter`), outside the node's lock.
+    package var drainSyncing: (@Sendable () -> Void)?
     /// docs/PROTOCOL.md §13, Node.Options.forwardSecrecy.
     var forwardSecrecy = false
     var lastKeyExpiry: Int64 = .min

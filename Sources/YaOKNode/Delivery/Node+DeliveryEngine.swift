@@ -62,6 +62,57 @@ extension Node {
         }
     }
 
+    /// `withEngine` for the event thread's inbound drain: a batch that must be durable before
+    /// what it decided leaves (`DeliveryEngine.batch`) commits under the lock but syncs the
+    /// disk after the lock is released (`Database.syncsDeferred`), so that app threads
+    /// plan, seal and write their sends meanwhile instead of waiting out the sync. Nothing the
+    /// section decided leaves before the sync: its events are emitted and its closes done
+    /// after it, and units and carrier commands only ever leave through the event thread's
+    /// flush (`flushOutgoing`), which this thread runs only once the sync has returned, so
+    /// no other section's traffic queued meanwhile (which may rest on the batch: an ack of
+    /// a message it stored, in the outbox) leaves before it either. A sync that fails fails
+    /// the section as a failed batch does: what was queued since the section began is not
+    /// sent (the peers retry) and its events did not happen. On another thread (tests that
+    /// run the engine themselves) another thread could flush meanwhile: synced inside.
+    func withEngineSyncedAfter<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> R) throws -> R {
+        guard loop.isLoopThread else { return try withEngine(body) }
+        var outcome: DeliveryEffects.Outcome = ([], [])
+        var traffic = false
+        var mark: DeliveryEffects.Mark?
+        var pause: (@Sendable () -> Void)?
+        let result: Result<R, any Error>
+        let owed: LogSync?
+        do {
+            (result, owed) = try withStore { store, s in
+                mark = s.delivery.effects.mark
+                pause = s.delivery.drainSyncing
+                defer {
+                    outcome = s.delivery.effects.takeOutcome()
+                    traffic = s.delivery.effects.hasTraffic
+                }
+                return store.db.syncsDeferred { try body(&s.delivery, store, s.keys) }
+            }
+        } catch {
+            perform(outcome, flush: traffic)  // the node closed: nothing was run
+            throw error
+        }
+        if let owed, let mark {
+            pause?()
+            do {
+                try owed.sync()
+            } catch {
+                _ = try? withStore { store, s in
+                    s.delivery.effects.rollback(to: mark)
+                    store.seen.dropFront()
+                }
+                perform(([], outcome.closes), flush: false)
+                throw error
+            }
+        }
+        perform(outcome, flush: traffic)
+        return try result.get()
+    }
+
     /// Carries out what a section decided, outside the lock: the links the engine ends are
     /// closed (their transports told), units and carrier commands go to the event thread's
     /// flush, events to the app. `flush`: whether anything waited for the flush when the

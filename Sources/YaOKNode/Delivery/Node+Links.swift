@@ -86,9 +86,10 @@ extension Node {
         return outcome
     }
 
-    /// Processes every queued unit in one transaction. A batch that failed (disk full, a
-    /// storage error) took nothing: no receipt went out, so the senders try again.
+    /// Processes every queued unit in one transaction, synced with the node's lock released
+    /// (`withEngineSyncedAfter`). A batch that failed (disk full, a storage error, its sync)
+    /// let nothing out: no receipt went out, so the senders try again.
     func drainInbound() {
-        _ = try? withEngine { engine, store, keys in try engine.drainInbound(store, keys) }
+        _ = try? withEngineSyncedAfter { engine, store, keys in try engine.drainInbound(store, keys) }
     }
 }
