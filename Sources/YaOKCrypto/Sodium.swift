@@ -121,8 +121,9 @@ package enum Sodium {
     }
 
     /// The X25519 public key of a 32-byte secret: the same bytes as crypto_scalarmult_base,
-    /// made the way libsodium's ref10 code makes them, in half the time on x86_64 (see
-    /// Field25519): the secret clamped as X25519 clamps it, times the Ed25519 base point
+    /// made the way libsodium's ref10 code makes them, faster on x86_64 (see Field25519;
+    /// `yaok-bench crypto` times both): the secret clamped as X25519 clamps it (bit 255 is
+    /// cleared again by libsodium, which takes 255-bit scalars), times the Ed25519 base point
     /// (crypto_scalarmult_ed25519_base_noclamp, constant-time, precomputed tables), the
     /// resulting public point mapped to Montgomery form.
     package static func x25519PublicKey(secret: UnsafeRawBufferPointer) throws -> [UInt8] {
