@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKLoop
 import YaOKWire
 import YaOKCrypto
 import YaOKStore
@@ -185,7 +186,10 @@ extension DeliveryEngine {
                 ?? store.receiverKeyRingToChange(contactID: contactID, cipher: keys.cipher)
             let choice = try sealChoice(to: plan.peer, &ring)
             if choice != plan.choice {
+                let start = EventLoop.monotonicNanoseconds()
                 message = try Self.seal(plan, as: choice, by: keys.identity)
+                reseals.count += 1
+                reseals.nanos += EventLoop.monotonicNanoseconds() - start
             }
             switch choice {
             case .receiver(let key, _):

@@ -89,6 +89,6 @@ extension Node {
     /// Processes every queued unit in one transaction. A batch that failed (disk full, a
     /// storage error) took nothing: no receipt went out, so the senders try again.
     func drainInbound() {
-        _ = try? withEngine { engine, store, keys in try engine.drainInbound(store, keys) }
+        _ = try? withEngine(section: .drain) { engine, store, keys in try engine.drainInbound(store, keys) }
     }
 }
