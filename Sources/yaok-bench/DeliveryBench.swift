@@ -44,6 +44,7 @@ enum DeliveryBench {
             let each = batch == 1 ? n / threads : n / threads / batch
             let sent = Locked<[MessageID]>([])
             t = Measure.now()
+            let cpu = Measure.cpuSeconds()
             DispatchQueue.concurrentPerform(iterations: threads) { k in
                 for i in 0..<each {
                     let items = (0..<batch).map { (contact, "thread \(k).\(i).\($0) " + String(repeating: "x", count: 100)) }
@@ -51,6 +52,7 @@ enum DeliveryBench {
                 }
             }
             let elapsed = Measure.now() - t
+            let cpuUsed = Measure.cpuSeconds() - cpu
             let got = sent.withLock { $0 }
             let commits = sender.sendCommitStatistics
             Measure.report("Node.send\(batch == 1 ? "" : "(batch of \(batch))"), \(threads) threads", "\(Int(Double(got.count) / elapsed)) messages/s"
@@ -65,6 +67,8 @@ enum DeliveryBench {
                            + "sync \(perGroup(commits.syncSeconds, commits.syncs)) a sync, "
                            + "announce \(perGroup(commits.announceSeconds, commits.groups)) a group; syncing "
                            + Measure.format(100 * commits.syncSeconds / elapsed, decimals: 0) + " % of the run")
+            Measure.report("  CPU", Measure.format(cpuUsed * 1e6 / Double(max(got.count, 1)), decimals: 0)
+                           + " µs a message (every thread), " + Measure.format(cpuUsed / elapsed, decimals: 2) + " cores busy")
             reportLock(sender.lockStatistics, elapsed: elapsed)
         }
 
