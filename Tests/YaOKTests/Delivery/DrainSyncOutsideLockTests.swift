@@ -101,7 +101,9 @@ import Testing
         defer { close(null) }
         let descriptor = try alice.withStore { store, _ in try store.db.logSync().descriptor }
         #expect(dup2(null, descriptor) == descriptor)
-        // Commands for the other carrier wait for the event thread's flush when the drain begins.
+        // Commands for the other carrier wait for the event thread's flush when the drain
+        // begins (the flushes that opening the carriers posted have run by then).
+        try Self.waitForEventThread(alice)
         try alice.withStore { _, s in
             s.delivery.effects.carrierCommands += [(other, .mailboxesChanged), (other, .mailboxesChanged)]
         }
@@ -127,13 +129,18 @@ import Testing
         try #require(pending.withLock { $0 }, "the other carrier's commands were still queued when the drain began")
         // Whatever the event thread flushes after the failed sync has been handed on.
         for _ in 0..<3 {
-            let idle = DispatchSemaphore(value: 0)
             alice.flushOutgoing()
-            _ = alice.loop.post { idle.signal() }
-            try #require(idle.wait(timeout: .now() + 30) == .success)
+            try Self.waitForEventThread(alice)
         }
         #expect(relay.state.withLock { $0.deleted } == 0)
         #expect(relay.stored >= 1)
         #expect(try bob.status(of: id) != .delivered)
+    }
+
+    /// Returns once `node`'s event thread has run what was posted to it before.
+    static func waitForEventThread(_ node: Node) throws {
+        let idle = DispatchSemaphore(value: 0)
+        _ = node.loop.post { idle.signal() }
+        try #require(idle.wait(timeout: .now() + 30) == .success)
     }
 }
