@@ -73,9 +73,11 @@ import Testing
         let pipe = try MemoryPipe(alice, bob)
         defer { pipe.close() }
         try #require(synced.wait(timeout: .now() + 30) == .success)
-        // Time for anything that would leave to arrive (not even the link's handshake
-        // answer leaves: a batch that fails lets nothing out).
-        usleep(300_000)
+        // Whatever Alice's failed drain let out has reached Bob's event thread and been
+        // processed there (the pipe hands units over at once), and what Bob answered has
+        // come back: not even the link's handshake answer leaves (a batch that fails lets
+        // nothing out).
+        for node in [alice, bob, alice, bob] { try Self.waitForEventThread(node) }
         #expect(try bob.status(of: id) != .delivered)
         #expect(try bob.status(of: id) != .sent)
         #expect(!aliceEvents.all.contains { if case .messageReceived = $0 { true } else { false } })
