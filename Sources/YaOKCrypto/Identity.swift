@@ -39,20 +39,18 @@ public final class Identity: Sendable {
         }
         let encSecret = try SecureBytes(count: 32)
         let signSecret = try SecureBytes(count: Int(crypto_sign_SECRETKEYBYTES))
-        var encPublic = [UInt8](repeating: 0, count: 32)
         var signPublic = [UInt8](repeating: 0, count: Int(crypto_sign_PUBLICKEYBYTES))
         let ok: Bool = secrets.withUnsafeBytes { src in
             encSecret.withUnsafeMutableBytes { enc in
                 signSecret.withUnsafeMutableBytes { sign in
                     let s = src.bindMemory(to: UInt8.self).baseAddress!
                     enc.copyMemory(from: UnsafeRawBufferPointer(start: s, count: 32))
-                    let e = enc.bindMemory(to: UInt8.self).baseAddress!
-                    return crypto_scalarmult_base(&encPublic, e) == 0
-                        && crypto_sign_seed_keypair(&signPublic, sign.bindMemory(to: UInt8.self).baseAddress!, s + 32) == 0
+                    return crypto_sign_seed_keypair(&signPublic, sign.bindMemory(to: UInt8.self).baseAddress!, s + 32) == 0
                 }
             }
         }
         guard ok else { throw YaOKError(.internal, "Key derivation failed") }
+        let encPublic = try encSecret.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
         encryptionSecret = encSecret
         signingSecret = signSecret
         publicIdentity = try PublicIdentity(encryptionKey: encPublic, signingKey: signPublic)

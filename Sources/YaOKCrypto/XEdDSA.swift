@@ -86,108 +86,11 @@ enum XEdDSA {
     /// nil for a non-canonical `u` (≥ p = 2^255 − 19) or u = −1 (no Edwards point).
     static func edwardsKey(x25519Public u: [UInt8]) -> [UInt8]? {
         guard u.count == 32, Field25519.isCanonical(u) else { return nil }
-        let x = Field25519(u)
+        let x = Field25519(littleEndian: u)
         let denominator = x + Field25519.one
         guard !denominator.isZero else { return nil }
-        var y = ((x - Field25519.one) * denominator.inverse()).bytes
+        var y = ((x - Field25519.one) * denominator.inverse).littleEndianBytes
         y[31] &= 0x7F
         return y
-    }
-}
-
-/// Arithmetic modulo p = 2^255 − 19 for public values only (not constant time): the
-/// Montgomery-to-Edwards conversion libsodium lacks. Sixteen 16-bit limbs in Int64, as in
-/// TweetNaCl.
-struct Field25519 {
-    private var limbs: [Int64]
-
-    static let one = Field25519(limbs: [1] + [Int64](repeating: 0, count: 15))
-
-    private init(limbs: [Int64]) { self.limbs = limbs }
-
-    /// From 32 little-endian bytes; the top bit is ignored.
-    init(_ bytes: [UInt8]) {
-        var l = [Int64](repeating: 0, count: 16)
-        for i in 0..<16 { l[i] = Int64(bytes[2 * i]) | Int64(bytes[2 * i + 1]) << 8 }
-        l[15] &= 0x7FFF
-        limbs = l
-    }
-
-    /// Whether 32 little-endian bytes encode a number below p (and so the top bit is clear).
-    static func isCanonical(_ bytes: [UInt8]) -> Bool {
-        guard bytes[31] & 0x80 == 0 else { return false }
-        guard bytes[31] == 0x7F, bytes[1...30].allSatisfy({ $0 == 0xFF }) else { return true }
-        return bytes[0] < 0xED
-    }
-
-    static func + (a: Field25519, b: Field25519) -> Field25519 {
-        Field25519(limbs: (0..<16).map { a.limbs[$0] &+ b.limbs[$0] })
-    }
-
-    static func - (a: Field25519, b: Field25519) -> Field25519 {
-        Field25519(limbs: (0..<16).map { a.limbs[$0] &- b.limbs[$0] })
-    }
-
-    static func * (a: Field25519, b: Field25519) -> Field25519 {
-        var t = [Int64](repeating: 0, count: 31)
-        for i in 0..<16 {
-            for j in 0..<16 { t[i + j] = t[i + j] &+ a.limbs[i] &* b.limbs[j] }
-        }
-        for i in 0..<15 { t[i] = t[i] &+ 38 &* t[i + 16] }
-        var out = Field25519(limbs: Array(t[0..<16]))
-        out.carry()
-        out.carry()
-        return out
-    }
-
-    /// a^(p − 2) = 1/a (and 0 for 0).
-    func inverse() -> Field25519 {
-        var c = self
-        for bit in stride(from: 253, through: 0, by: -1) {
-            c = c * c
-            if bit != 2 && bit != 4 { c = c * self }
-        }
-        return c
-    }
-
-    var isZero: Bool { bytes.allSatisfy { $0 == 0 } }
-
-    /// The canonical 32 little-endian bytes (fully reduced below p).
-    var bytes: [UInt8] {
-        var t = self
-        t.carry()
-        t.carry()
-        t.carry()
-        for _ in 0..<2 {
-            var m = [Int64](repeating: 0, count: 16)
-            m[0] = t.limbs[0] &- 0xFFED
-            for i in 1..<15 {
-                m[i] = t.limbs[i] &- 0xFFFF &- ((m[i - 1] >> 16) & 1)
-                m[i - 1] &= 0xFFFF
-            }
-            m[15] = t.limbs[15] &- 0x7FFF &- ((m[14] >> 16) & 1)
-            let borrow = (m[15] >> 16) & 1
-            m[14] &= 0xFFFF
-            if borrow == 0 { t.limbs = m }  // t ≥ p: keep t − p
-        }
-        var out = [UInt8](repeating: 0, count: 32)
-        for i in 0..<16 {
-            out[2 * i] = UInt8(truncatingIfNeeded: t.limbs[i])
-            out[2 * i + 1] = UInt8(truncatingIfNeeded: t.limbs[i] >> 8)
-        }
-        return out
-    }
-
-    private mutating func carry() {
-        for i in 0..<16 {
-            limbs[i] = limbs[i] &+ (1 << 16)
-            let c = limbs[i] >> 16
-            if i < 15 {
-                limbs[i + 1] = limbs[i + 1] &+ c &- 1
-            } else {
-                limbs[0] = limbs[0] &+ 38 &* (c &- 1)
-            }
-            limbs[i] = limbs[i] &- (c << 16)
-        }
     }
 }

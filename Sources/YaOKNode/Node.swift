@@ -48,6 +48,9 @@ public final class Node: Sendable {
         /// files waits to cover later erasures too (Node+Erasure.swift). The stated bound is
         /// `Node.erasureDelaySeconds`.
         package var erasureDelaySeconds = Node.erasureDelaySeconds
+        /// Package-only, for yaok-bench: record how long each section waits for and holds
+        /// the node's lock (`Node.lockStatistics`). Off: one branch a section.
+        package var lockStatistics = false
 
         public init() {}
     }
@@ -148,8 +151,9 @@ public final class Node: Sendable {
     var testOnlyKDFCostsAllowed: Bool { options.allowTestOnlyKDFCosts || PINHashing.testCostsAllowedByEnvironment }
 
     /// Runs `body` under the node's lock with the open store.
-    func withStore<R: Sendable>(_ body: (Store, inout NodeState) throws -> R) throws -> R {
-        try state.withLock { s in
+    /// `section`: what `lockStatistics` counts it as (nil: by the thread).
+    func withStore<R: Sendable>(section: LockSection? = nil, _ body: (Store, inout NodeState) throws -> R) throws -> R {
+        try withState(section: section) { s in
             guard let store = s.store else { throw YaOKError(.closed, "The node has been closed") }
             return try body(store, &s)
         }
@@ -157,8 +161,9 @@ public final class Node: Sendable {
 
     /// Runs `body` under the node's lock with the store and the keys; `locked` if there are
     /// no keys. Counts as activity for auto-lock.
-    func withUnlocked<R: Sendable>(_ body: (Store, UnlockedKeys, inout NodeState) throws -> R) throws -> R {
-        try withStore { store, s in
+    func withUnlocked<R: Sendable>(section: LockSection? = nil,
+                                   _ body: (Store, UnlockedKeys, inout NodeState) throws -> R) throws -> R {
+        try withStore(section: section) { store, s in
             guard let keys = s.keys else { throw YaOKError(.locked) }
             s.lastActivity = EventLoop.monotonicNanoseconds()
             return try body(store, keys, &s)
@@ -210,6 +215,8 @@ struct NodeState {
     var delivery: DeliveryEngine
     /// The app's device secret (setDeviceSecret), in guarded memory until cleared or closed.
     var deviceSecret: SecureBytes?
+    /// Where the lock went, with `Options.lockStatistics` (Node.withState).
+    var lockStatistics = NodeLockStatistics()
 
     init(store: Store, autoLock: AutoLock, delivery: DeliveryEngine) {
         self.store = store

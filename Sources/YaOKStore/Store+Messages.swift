@@ -14,22 +14,23 @@ extension Store {
     package func insertMessage(conversation: Int64, messageID: [UInt8], direction: MessageDirection, status: MessageStatus,
                        text: String, senderTimestamp: Int64, createdAt: Int64, receivedAt: Int64?,
                        unread: Bool, repaired: Bool = false, cipher: FieldCipher) throws -> Message? {
-        let body = try cipher.sealPadded(Array(text.utf8), ad: RowAD.messageBody(conversation: conversation, messageID: messageID,
-                                                                       direction: direction.rawValue, repaired: repaired))
-        let mac = cipher.mac(.message(conversation: conversation, messageID: messageID, direction: direction.rawValue,
-                                      status: status.rawValue, senderTimestamp: senderTimestamp, createdAt: createdAt,
-                                      sentAt: nil, receivedAt: receivedAt, unread: unread))
+        try insertMessage(SealedMessageRow(conversation: conversation, messageID: MessageID(bytes: messageID), direction: direction,
+                                           status: status, text: text, senderTimestamp: senderTimestamp, createdAt: createdAt,
+                                           receivedAt: receivedAt, unread: unread, repaired: repaired, cipher: cipher))
+    }
+
+    /// Inserts a message row sealed ahead (outside the node's lock); nil as above.
+    package func insertMessage(_ row: SealedMessageRow) throws -> Message? {
+        let m = row.message
         try db.query("""
             INSERT OR IGNORE INTO messages
             (conversation_id, message_id, direction, status, sender_ts_ms, created_ms, sent_ms, received_ms, unread, body, mac)
             VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)
-            """, [.int(conversation), .blob(messageID), .int(Int64(direction.rawValue)), .int(Int64(status.rawValue)),
-                  .int(senderTimestamp), .int(createdAt), receivedAt.map { .int($0) } ?? .null,
-                  .int(unread ? 1 : 0), .blob(body), .blob(mac)])
+            """, [.int(m.conversationID), .blob(m.messageID.bytes), .int(Int64(m.direction.rawValue)), .int(Int64(m.status.rawValue)),
+                  .int(m.senderTimestamp), .int(m.createdAt), m.receivedAt.map { .int($0) } ?? .null,
+                  .int(m.unread ? 1 : 0), .blob(row.body), .blob(row.mac)])
         guard db.changes > 0 else { return nil }
-        return Message(messageID: try MessageID(bytes: messageID), conversationID: conversation, direction: direction, status: status,
-                       text: text, senderTimestamp: senderTimestamp, createdAt: createdAt, sentAt: nil,
-                       receivedAt: receivedAt, unread: unread, repaired: repaired)
+        return m
     }
 
     package func message(conversation: Int64, messageID: [UInt8], cipher: FieldCipher) throws -> Message? {

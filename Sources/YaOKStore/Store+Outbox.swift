@@ -46,13 +46,18 @@ extension Store {
     /// `carried`; written with the row, so marking it costs no page of its own).
     package func enqueue(_ kind: OutboxRow.Kind, packetID: MessageID, contactID: Int64, packet: [UInt8],
                          now: Int64, expiresAt: Int64, owesCarriedCopy: Bool = false) throws {
-        let mac = try requireAttached().mac(.outbox(packetID: packetID.bytes, kind: kind.rawValue, contactID: contactID,
-                                                    expiresAt: expiresAt, packet: packet))
+        try enqueue(SealedOutboxRow(kind, packetID: packetID, contactID: contactID, packet: packet, expiresAt: expiresAt,
+                                    cipher: requireAttached()), now: now, owesCarriedCopy: owesCarriedCopy)
+    }
+
+    /// `enqueue` of a row MACed ahead (outside the node's lock), under the attached cipher.
+    package func enqueue(_ row: SealedOutboxRow, now: Int64, owesCarriedCopy: Bool = false) throws {
+        _ = try requireAttached()
         try db.query("""
             INSERT OR IGNORE INTO outbox (packet_id, kind, contact_id, packet, state, attempts, next_attempt_ms, expires_ms, mac, carried)
             VALUES (?, ?, ?, ?, 0, 0, ?, ?, ?, ?)
-            """, [.blob(packetID.bytes), .int(Int64(kind.rawValue)), .int(contactID), .blob(packet), .int(now), .int(expiresAt),
-                  .blob(mac), .int(owesCarriedCopy ? Store.outboxOwesCarriedCopy : 0)])
+            """, [.blob(row.packetID.bytes), .int(Int64(row.kind.rawValue)), .int(row.contactID), .blob(row.packet), .int(now),
+                  .int(row.expiresAt), .blob(row.mac), .int(owesCarriedCopy ? Store.outboxOwesCarriedCopy : 0)])
     }
 
     /// Replaces a row's packet with the same message sealed again (same ID, kind, recipient

@@ -13,9 +13,12 @@ enum BenchNodes {
         return options
     }
 
-    /// A node set up as `name` in `directory`, never locking by itself.
-    static func node(_ directory: String, name: String) throws -> Node {
-        try setUp(try Node(dataDirectory: directory, options: options), name: name)
+    /// A node set up as `name` in `directory`, never locking by itself; `lockStatistics`:
+    /// recording where its lock goes (`Node.lockStatistics`).
+    static func node(_ directory: String, name: String, lockStatistics: Bool = false) throws -> Node {
+        var options = options
+        options.lockStatistics = lockStatistics
+        return try setUp(try Node(dataDirectory: directory, options: options), name: name)
     }
 
     /// `node` set up as `name`, never locking by itself, carrying as `Measure.carryOff` says.

@@ -5,13 +5,16 @@ import YaOK
 ///  - identity key generation time (target < 1 ms; the seed asks < 500 ms);
 ///  - envelope seal+open per second for 1 KB and 10 KB bodies;
 ///  - the same sequence of raw libsodium calls the envelope makes (RawEnvelope below), per
-///    second, and the ratio envelope / raw (target ≤ 1.5×).
+///    second, and the ratio envelope / raw (target ≤ 1.5×);
+///  - an X25519 public key (each envelope's ephemeral key): libsodium's crypto_scalarmult_base
+///    against Sodium.x25519PublicKey (Ed25519 fixed base and the Swift map, the same bytes).
 /// Each figure is the best of several rounds (the least disturbed by other work on the machine).
 enum CryptoBench {
     static let rounds = 5
 
     static func run() throws {
         try keyGeneration()
+        try fixedBaseKey()
         for size in [1024, 10 * 1024] { try sealOpen(bodySize: size) }
     }
 
@@ -49,6 +52,23 @@ enum CryptoBench {
         let v1 = alice.card, v2 = alice.card(prekey: try ReceiverKeyPair.generate(id: ReceiverKey.prekeyID(day: 20_000)).key)
         Measure.report("  card size v1 / v2 (\"Alice\")",
                        "\(v1.payload.count) / \(v2.payload.count) bytes, \(v1.text.count) / \(v2.text.count) characters")
+    }
+
+    static func fixedBaseKey() throws {
+        let iterations = 2000
+        let secret = randomBytes(32)
+        var out = [UInt8](repeating: 0, count: 32)
+        var libsodium = Double.infinity, ours = Double.infinity, edwards = Double.infinity
+        for _ in 0..<rounds {
+            edwards = min(edwards, Measure.perIteration(iterations) { _ = crypto_scalarmult_ed25519_base_noclamp(&out, secret) })
+            libsodium = min(libsodium, Measure.perIteration(iterations) { _ = crypto_scalarmult_base(&out, secret) })
+            ours = min(ours, try Measure.perIteration(iterations) {
+                out = try secret.withUnsafeBytes { try Sodium.x25519PublicKey(secret: $0) }
+            })
+        }
+        Measure.report("X25519 public key, crypto_scalarmult_base", "\(Measure.format(libsodium * 1e6, decimals: 1)) µs")
+        Measure.report("X25519 public key, Sodium.x25519PublicKey", "\(Measure.format(ours * 1e6, decimals: 1)) µs")
+        Measure.report("  of which Ed25519 fixed base", "\(Measure.format(edwards * 1e6, decimals: 1)) µs")
     }
 
     static func cardTime() throws -> Double {

@@ -38,12 +38,13 @@ enum DeliveryBench {
         // of its own whose carry store is not full yet (2,000 packets: the first figure's
         // 2,000 filled Alice's, and a full store costs every further send a scan of it).
         for (k, (threads, batch)) in [(4, 1), (2, 100)].enumerated() {
-            let sender = try BenchNodes.node(root + "/sender\(k)", name: "Sender")
+            let sender = try BenchNodes.node(root + "/sender\(k)", name: "Sender", lockStatistics: true)
             defer { sender.close() }
             let contact = try sender.addContact(card: bob.profile().text).id
             let each = batch == 1 ? n / threads : n / threads / batch
             let sent = Locked<[MessageID]>([])
             t = Measure.now()
+            let cpu = Measure.cpuSeconds()
             DispatchQueue.concurrentPerform(iterations: threads) { k in
                 for i in 0..<each {
                     let items = (0..<batch).map { (contact, "thread \(k).\(i).\($0) " + String(repeating: "x", count: 100)) }
@@ -51,6 +52,7 @@ enum DeliveryBench {
                 }
             }
             let elapsed = Measure.now() - t
+            let cpuUsed = Measure.cpuSeconds() - cpu
             let got = sent.withLock { $0 }
             let commits = sender.sendCommitStatistics
             Measure.report("Node.send\(batch == 1 ? "" : "(batch of \(batch))"), \(threads) threads", "\(Int(Double(got.count) / elapsed)) messages/s"
@@ -65,6 +67,9 @@ enum DeliveryBench {
                            + "sync \(perGroup(commits.syncSeconds, commits.syncs)) a sync, "
                            + "announce \(perGroup(commits.announceSeconds, commits.groups)) a group; syncing "
                            + Measure.format(100 * commits.syncSeconds / elapsed, decimals: 0) + " % of the run")
+            Measure.report("  CPU", Measure.format(cpuUsed * 1e6 / Double(max(got.count, 1)), decimals: 0)
+                           + " µs a message (every thread), " + Measure.format(cpuUsed / elapsed, decimals: 2) + " cores busy")
+            reportLock(sender.lockStatistics, elapsed: elapsed)
         }
 
         // Delivered events from here on: each message counted once (the backlog's too).
@@ -103,6 +108,21 @@ enum DeliveryBench {
         try waitUntil { delivered.count >= ids.count + 300 + 100 + 200 }
         guard let aliceID = try bob.contacts().first?.id else { throw YaOKError(.internal, "Bob has no contact") }
         delivered.reportIntegrity(sent: ids.count + 300 + 100 + 200, receivedByPeer: try ReceivedCount.of(bob, conversation: aliceID))
+    }
+
+    /// Where the node's lock went during a run of `elapsed` seconds: per kind of section, how
+    /// many, the mean wait for the lock and hold of it, and the share of the run it was held.
+    static func reportLock(_ lock: NodeLockStatistics, elapsed: Double) {
+        func micros(_ nanos: UInt64, _ count: Int) -> String { Measure.format(Double(nanos) / 1e3 / Double(max(count, 1)), decimals: 0) }
+        for section in LockSection.allCases where lock[section].sections > 0 {
+            let f = lock[section]
+            Measure.report("  lock: \(section.name)", "\(f.sections) × wait \(micros(f.waitNanos, f.sections)) µs "
+                           + "(max \(micros(f.maxWaitNanos, 1))), hold \(micros(f.holdNanos, f.sections)) µs; held "
+                           + Measure.format(100 * Double(f.holdNanos) / 1e9 / elapsed, decimals: 0) + " % of the run")
+        }
+        if lock.reseals > 0 {
+            Measure.report("  lock: re-seals in group writes", "\(lock.reseals) × \(micros(lock.resealNanos, lock.reseals)) µs")
+        }
     }
 
     static func rawInsertRates(path: String) throws -> (single: Double, batched: Double) {

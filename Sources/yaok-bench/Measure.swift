@@ -28,6 +28,14 @@ enum Measure {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
+    /// CPU seconds this process used so far, every thread's, user and system
+    /// (CLOCK_PROCESS_CPUTIME_ID): over a run, against its wall time, how many cores it kept busy.
+    static func cpuSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
     /// Runs `body` `iterations` times (after a short warm-up) and returns seconds per iteration.
     @discardableResult
     static func perIteration(_ iterations: Int, warmup: Int = 10, _ body: () throws -> Void) rethrows -> Double {

@@ -1,4 +1,5 @@
 import YaOKSupport
+import YaOKLoop
 import YaOKWire
 import YaOKCrypto
 import YaOKStore
@@ -8,13 +9,15 @@ import YaOKStore
 ///
 /// 1. `planSend`, under the lock: the contacts, strictly increasing sender times, message
 ///    IDs, the key each message is sealed to (`sealingKey`, §13.5) and a ticket. No write.
-/// 2. `seal`, outside it, on the caller's thread: the routed packet. (Its carried copy is
-///    made later, off the app's thread: DeliveryEngine+CarryOwnCopies, §12.6.)
+/// 2. `seal`, outside it, on the caller's thread: the routed packet, then the message row's
+///    encrypted body and MAC and the outbox row's MAC (`SealedSend.rows`). (Its carried copy
+///    is made later, off the app's thread: DeliveryEngine+CarryOwnCopies, §12.6.)
 /// 3. `commitSends`, under the lock, for every send handed in since the last commit
 ///    (SendCommitQueue): each key choice is checked against the contact's ring as it is
 ///    now, the ring's record of what was sealed to which key and the long-term count are
 ///    written in the same transaction as the rows, and a send whose choice went stale (an
-///    announcement arrived in between) is sealed again there. So what is stored is exactly
+///    announcement arrived in between) is sealed again there (its outbox row MACed again).
+///    The rows themselves are only bound and inserted under the lock. So what is stored is exactly
 ///    what one send at a time under the lock would have stored.
 
 /// The key a send is sealed to: the contact's receiver key with our announcement, or its
@@ -45,6 +48,46 @@ struct SealedOutgoing: Sendable {
 struct SealedSend: Sendable {
     let keys: UnlockedKeys
     let messages: [SealedOutgoing]
+    /// Each message's rows, sealed here on the caller's thread with the store's cipher, so
+    /// that the commit under the lock only binds them (an error is the send's, at its commit).
+    let rows: Result<[OutgoingRows], any Error>
+
+    init(keys: UnlockedKeys, messages: [SealedOutgoing]) {
+        self.keys = keys
+        self.messages = messages
+        rows = Result { try messages.map { try OutgoingRows($0, cipher: keys.cipher) } }
+    }
+}
+
+/// One sealed message's message and outbox rows: functions of what was planned (message
+/// ID, text, contact, sender time, status `pending`) and of the packet. A message sealed
+/// again at its commit keeps its message row and gets a new outbox row (`resealed`).
+struct OutgoingRows: Sendable {
+    let message: SealedMessageRow
+    let outbox: SealedOutboxRow
+
+    init(_ sealed: SealedOutgoing, cipher: FieldCipher) throws {
+        let plan = sealed.plan
+        message = try SealedMessageRow(conversation: plan.peer.contactID, messageID: plan.messageID, direction: .outgoing,
+                                       status: .pending, text: plan.text, senderTimestamp: plan.createdMs,
+                                       createdAt: plan.createdMs, receivedAt: nil, unread: false, cipher: cipher)
+        outbox = Self.outbox(sealed, cipher: cipher)
+    }
+
+    private init(message: SealedMessageRow, outbox: SealedOutboxRow) {
+        self.message = message
+        self.outbox = outbox
+    }
+
+    /// These rows for `sealed`, the same message sealed again.
+    func resealed(_ sealed: SealedOutgoing, cipher: FieldCipher) -> OutgoingRows {
+        OutgoingRows(message: message, outbox: Self.outbox(sealed, cipher: cipher))
+    }
+
+    private static func outbox(_ sealed: SealedOutgoing, cipher: FieldCipher) -> SealedOutboxRow {
+        SealedOutboxRow(.message, packetID: sealed.plan.messageID, contactID: sealed.plan.peer.contactID,
+                        packet: sealed.packet, expiresAt: sealed.header.expiresAtMs, cipher: cipher)
+    }
 }
 
 extension DeliveryEngine {
@@ -130,9 +173,10 @@ extension DeliveryEngine {
                     let mark = engine.effects.mark
                     var tried = rings  // a send that fails leaves the rings as they were
                     do {
+                        let sealed = Array(zip(send.messages, try send.rows.get()))
                         let messages = alone
-                            ? try send.messages.map { try engine.commitOne($0, &tried, store, keys) }
-                            : try store.db.transaction { try send.messages.map { try engine.commitOne($0, &tried, store, keys) } }
+                            ? try sealed.map { try engine.commitOne($0, $1, &tried, store, keys) }
+                            : try store.db.transaction { try sealed.map { try engine.commitOne($0, $1, &tried, store, keys) } }
                         rings = tried
                         if engine.carry.mode != .off { owingCopies += messages.map { ($0.messageID, $0.conversationID) } }
                         engine.effects.events += messages.map { .messageStored($0) }
@@ -170,12 +214,14 @@ extension DeliveryEngine {
     }
 
     /// One message of a group: the key choice checked (sealed again under the lock if it
-    /// went stale), the ring told or the long-term seal counted, the rows written.
-    private mutating func commitOne(_ sealed: SealedOutgoing, _ rings: inout SendRings, _ store: Store,
-                                    _ keys: UnlockedKeys) throws -> Message {
+    /// went stale), the ring told or the long-term seal counted, its rows (sealed outside
+    /// the lock) written.
+    private mutating func commitOne(_ sealed: SealedOutgoing, _ sealedRows: OutgoingRows, _ rings: inout SendRings,
+                                    _ store: Store, _ keys: UnlockedKeys) throws -> Message {
         let plan = sealed.plan
         let contactID = plan.peer.contactID
         var message = sealed
+        var rows = sealedRows
         // Its own carried copy is owed (§12.6): flagged on the outbox row, made later.
         let carried = carry.mode != .off
         if forwardSecrecy {
@@ -185,7 +231,11 @@ extension DeliveryEngine {
                 ?? store.receiverKeyRingToChange(contactID: contactID, cipher: keys.cipher)
             let choice = try sealChoice(to: plan.peer, &ring)
             if choice != plan.choice {
+                let start = EventLoop.monotonicNanoseconds()
                 message = try Self.seal(plan, as: choice, by: keys.identity)
+                rows = rows.resealed(message, cipher: keys.cipher)
+                reseals.count += 1
+                reseals.nanos += EventLoop.monotonicNanoseconds() - start
             }
             switch choice {
             case .receiver(let key, _):
@@ -205,18 +255,13 @@ extension DeliveryEngine {
             }
             rings.byContact[contactID] = ring
         }
-        let t = plan.createdMs
-        guard let stored = try store.insertMessage(conversation: contactID, messageID: plan.messageID.bytes,
-                                                   direction: .outgoing, status: .pending, text: plan.text,
-                                                   senderTimestamp: t, createdAt: t, receivedAt: nil,
-                                                   unread: false, cipher: keys.cipher) else {
+        guard let stored = try store.insertMessage(rows.message) else {
             throw YaOKError(.internal, "A fresh message ID collided")
         }
         // Due now, every one: the sender times run ahead of the clock by a millisecond a
         // message, and queued at those times a batch of n went out one a millisecond, the
         // delivery timer bringing the next (LAN batches capped at ~1,000 messages/s).
-        try store.enqueue(.message, packetID: plan.messageID, contactID: contactID, packet: message.packet,
-                          now: now, expiresAt: message.header.expiresAtMs, owesCarriedCopy: carried)
+        try store.enqueue(rows.outbox, now: now, owesCarriedCopy: carried)
         return stored
     }
 }

@@ -75,6 +75,9 @@ struct DeliveryEngine {
     var lastSentAt: Int64 = 0
     /// The ticket the next planned send takes (DeliveryEngine+SendPlan, SendCommitQueue).
     var nextSendTicket: UInt64 = 0
+    /// Sends a group's write sealed again under the lock (their key choice went stale), and
+    /// the time that took (yaok-bench: `Node.lockStatistics`).
+    var reseals: (count: Int, nanos: UInt64) = (0, 0)
     /// TEST ONLY: when set, a group commit of sends throws it after writing every row, as
     /// a failing COMMIT (disk full, an I/O error) would.
     package var sendCommitFault: (any Error)?

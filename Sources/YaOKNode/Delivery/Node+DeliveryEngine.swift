@@ -10,11 +10,13 @@ extension Node {
     /// thrown, what it decided is carried out outside the lock (`perform`). A throw does not
     /// undo decisions: outside a batch each store write committed when made, so what was
     /// decided happened; a batch undoes its own (`DeliveryEngine.batch`).
-    func withEngine<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> R) throws -> R {
+    /// `section`: what `lockStatistics` counts it as (nil: by the thread).
+    func withEngine<R: Sendable>(section: LockSection? = nil,
+                                 _ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> R) throws -> R {
         var outcome: DeliveryEffects.Outcome = ([], [])
         var traffic = false
         defer { perform(outcome, flush: traffic) }
-        return try withStore { store, s in
+        return try withStore(section: section) { store, s in
             defer {
                 outcome = s.delivery.effects.takeOutcome()
                 traffic = s.delivery.effects.hasTraffic
@@ -43,12 +45,13 @@ extension Node {
     /// commits durable (throws if the disk cannot confirm them), and what carries out what
     /// the section decided (events to the app, units to links), to be run with the lock
     /// released, after the sync. A section that throws is carried out at once.
-    func withUnlockedEngineUnsynced<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws
+    func withUnlockedEngineUnsynced<R: Sendable>(section: LockSection? = nil,
+                                                 _ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws
         -> (result: R, sync: () throws -> Void, perform: () -> Void) {
         var outcome: DeliveryEffects.Outcome = ([], [])
         var traffic = false
         do {
-            let (result, syncer) = try withUnlocked { store, keys, s in
+            let (result, syncer) = try withUnlocked(section: section) { store, keys, s in
                 defer {
                     outcome = s.delivery.effects.takeOutcome()
                     traffic = s.delivery.effects.hasTraffic
@@ -74,8 +77,9 @@ extension Node {
     /// the section as a failed batch does: what was queued since the section began is not
     /// sent (the peers retry) and its events did not happen. On another thread (tests that
     /// run the engine themselves) another thread could flush meanwhile: synced inside.
-    func withEngineSyncedAfter<R: Sendable>(_ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> R) throws -> R {
-        guard loop.isLoopThread else { return try withEngine(body) }
+    func withEngineSyncedAfter<R: Sendable>(section: LockSection? = nil,
+                                            _ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> R) throws -> R {
+        guard loop.isLoopThread else { return try withEngine(section: section, body) }
         var outcome: DeliveryEffects.Outcome = ([], [])
         var traffic = false
         var mark: DeliveryEffects.Mark?
@@ -83,7 +87,7 @@ extension Node {
         let result: Result<R, any Error>
         let owed: LogSync?
         do {
-            (result, owed) = try withStore { store, s in
+            (result, owed) = try withStore(section: section) { store, s in
                 mark = s.delivery.effects.mark
                 pause = s.delivery.drainSyncing
                 defer {
@@ -101,7 +105,7 @@ extension Node {
             do {
                 try owed.sync()
             } catch {
-                _ = try? withStore { store, s in
+                _ = try? withStore(section: section) { store, s in
                     s.delivery.effects.rollback(to: mark)
                     store.seen.dropFront()
                 }
@@ -139,12 +143,12 @@ extension Node {
         // that accepts at once), and the engine then queues more. Sending that from a nested
         // flush would put it ahead of what this flush still holds (a later message posted
         // before an earlier one), so the nested call returns and this loop sends it next.
-        guard state.withLock({ s in
+        guard withState(section: .flush, { s in
             defer { s.delivery.flushing = true }
             return !s.delivery.flushing
         }) else { return }
         while true {
-            let (units, commands) = state.withLock { s in
+            let (units, commands) = withState(section: .flush) { s in
                 let carriers = s.delivery.carriers
                 let taken = s.delivery.effects.takeTraffic { carriers[$0.id]?.carrier === $0 }
                 if taken.units.isEmpty && taken.commands.isEmpty { s.delivery.flushing = false }

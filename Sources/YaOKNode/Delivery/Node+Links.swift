@@ -90,6 +90,6 @@ extension Node {
     /// (`withEngineSyncedAfter`). A batch that failed (disk full, a storage error, its sync)
     /// let nothing out: no receipt went out, so the senders try again.
     func drainInbound() {
-        _ = try? withEngineSyncedAfter { engine, store, keys in try engine.drainInbound(store, keys) }
+        _ = try? withEngineSyncedAfter(section: .drain) { engine, store, keys in try engine.drainInbound(store, keys) }
     }
 }

@@ -46,7 +46,7 @@ extension Node {
         // the group, and this returns once its rows are durable (DeliveryEngine+SendPlan).
         // (`withUnlocked`, not `withUnlockedEngine`: planning decides nothing to perform, and
         // each section's end posts a flush to the event thread.)
-        let (ticket, planned, keys) = try withUnlocked { store, keys, s in
+        let (ticket, planned, keys) = try withUnlocked(section: .sendPlan) { store, keys, s in
             let (ticket, planned) = try s.delivery.planSend(batch, store, keys)
             sendCommits.taken(ticket)
             return (ticket, planned, keys)
@@ -60,7 +60,7 @@ extension Node {
     /// other section's pump hands its messages on (UnsyncedSends); after its events they
     /// are released, and pumped if a pump passed them over meanwhile.
     func writeSendGroup(_ group: [SealedSend]) throws -> SendCommitQueue<SealedSend, [Message]>.Written {
-        let ((results, unsynced), sync, perform) = try withUnlockedEngineUnsynced { engine, store, keys in
+        let ((results, unsynced), sync, perform) = try withUnlockedEngineUnsynced(section: .sendWrite) { engine, store, keys in
             (try engine.commitSends(group, store, keys), engine.unsyncedSends)
         }
         let ids = results.flatMap { (try? $0.get())?.map(\.messageID) ?? [] }
@@ -104,7 +104,7 @@ extension Node {
     /// one; a failure leaves them owed, and the sweep still runs).
     package func runDeliveryTimers() {
         _ = try? makeOwnCopyBatch()
-        _ = try? withEngine { engine, store, keys in try engine.timerFired(store, keys) }
+        _ = try? withEngine(section: .timers) { engine, store, keys in try engine.timerFired(store, keys) }
     }
 }
 

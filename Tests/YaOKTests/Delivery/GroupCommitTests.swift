@@ -156,10 +156,20 @@ import Testing
         let bobKey = { try? alice.state.withLock { s in try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher).peerKey }.flatMap { $0.isPrekey ? nil : $0 } }
         #expect(eventually { bobKey() != nil })
         // The commit finds the choice stale and seals to Bob's key instead.
+        let plannedID = try #require(planned.first?.messageID)
+        let stored = Locked<OutboxRow?>(nil)
         let messages = try alice.sendCommits.commit(ticket: ticket, sealed) { group in
-            try alice.writeSendGroup(group)
+            let written = try alice.writeSendGroup(group)
+            // Before the group's sync and events (its packet out, then acked): the outbox row
+            // as written, its MAC checked on the way.
+            stored.withLock { $0 = try? alice.withStore { store, _ in try store.outboxRow(plannedID) } }
+            return written
         }.get()
         let id = try #require(messages.first?.messageID)
+        #expect(alice.lockStatistics.reseals == 1)
+        // The packet sealed again is the one stored, under a MAC of its own.
+        let packet = try #require(stored.withLock { $0 }?.packet)
+        #expect(packet != (try sealed.get().messages.first?.packet))
         let (longTerm, pendingKey) = try alice.state.withLock { s in
             (try s.store!.longTermSeals(contactID: pair.bobID, cipher: s.keys!.cipher),
              try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher).pending[id.bytes]?.keyID)
