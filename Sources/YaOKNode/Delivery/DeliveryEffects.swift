@@ -16,7 +16,11 @@ struct DeliveryEffects {
     /// Links the node ends, with the reason the transport is told.
     var closes: [(link: Link, reason: String)] = []
 
-    /// How much of each kind was decided at some point of a section.
+    /// How much of each kind was decided at some point of a section. Nothing is taken out
+    /// of the queues but from the front, all of it, by the flush (`takeTraffic`), which no
+    /// mark outlives (the event thread's drain holds one across its sync: see
+    /// `Node.withEngineSyncedAfter`): so what follows a mark is exactly what was queued
+    /// after it. A closed carrier's commands are dropped by `takeTraffic`, not on close.
     struct Mark {
         fileprivate let units: Int
         fileprivate let carrierCommands: Int
@@ -40,13 +44,14 @@ struct DeliveryEffects {
     /// Whether anything waits for the event thread's flush (units or carrier commands).
     var hasTraffic: Bool { !units.isEmpty || !carrierCommands.isEmpty }
 
-    /// Takes what the event thread hands to transports (units, then carrier commands).
-    mutating func takeTraffic() -> (units: [(link: Link, unit: [UInt8])], commands: [(carrier: Carrier, command: CarrierCommand)]) {
+    /// Takes what the event thread hands to transports (units, then carrier commands),
+    /// the commands of carriers no longer `open` left out (closed after they were queued).
+    mutating func takeTraffic(open: (Carrier) -> Bool) -> (units: [(link: Link, unit: [UInt8])], commands: [(carrier: Carrier, command: CarrierCommand)]) {
         defer {
             units = []
             carrierCommands = []
         }
-        return (units, carrierCommands)
+        return (units, carrierCommands.filter { open($0.carrier) })
     }
 
     /// What the end of a section performs.

@@ -79,7 +79,8 @@ extension DeliveryEngine {
         carry.relayMeetings[carrier.id] = nil
         carryLinkClosed(carrier.id, store)
         for id in inflight.ids(on: carrier.id) { inflight.remove(id) }
-        effects.carrierCommands.removeAll { $0.carrier === carrier }
+        // Its commands still queued are dropped by the flush (`DeliveryEffects.takeTraffic`),
+        // not here: a mark counts what was queued before it (`DeliveryEffects.Mark`).
         if keys != nil { try pump(store, keys) }
         return true
     }

@@ -149,7 +149,8 @@ extension Node {
         }) else { return }
         while true {
             let (units, commands) = withState(section: .flush) { s in
-                let taken = s.delivery.effects.takeTraffic()
+                let carriers = s.delivery.carriers
+                let taken = s.delivery.effects.takeTraffic { carriers[$0.id]?.carrier === $0 }
                 if taken.units.isEmpty && taken.commands.isEmpty { s.delivery.flushing = false }
                 return taken
             }

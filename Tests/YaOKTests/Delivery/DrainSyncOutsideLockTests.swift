@@ -73,11 +73,76 @@ import Testing
         let pipe = try MemoryPipe(alice, bob)
         defer { pipe.close() }
         try #require(synced.wait(timeout: .now() + 30) == .success)
-        // Time for anything that would leave to arrive (not even the link's handshake
-        // answer leaves: a batch that fails lets nothing out).
-        usleep(300_000)
+        // Whatever Alice's failed drain let out has reached Bob's event thread and been
+        // processed there (the pipe hands units over at once), and what Bob answered has
+        // come back: not even the link's handshake answer leaves (a batch that fails lets
+        // nothing out).
+        for node in [alice, bob, alice, bob] { try Self.waitForEventThread(node) }
         #expect(try bob.status(of: id) != .delivered)
         #expect(try bob.status(of: id) != .sent)
         #expect(!aliceEvents.all.contains { if case .messageReceived = $0 { true } else { false } })
+    }
+
+    /// A carrier closed (from its transport's thread) while a drain syncs takes its queued
+    /// commands with it, some of them queued before the drain began: a failed sync must
+    /// still take back exactly the drain's own (its release to the relay it fetched from,
+    /// and the ack it posts there), not by how many commands there are now. Else the relay
+    /// deletes a message whose storing was never confirmed on disk, and the sender hears it
+    /// was delivered.
+    @Test func aCarrierClosedWhileADrainSyncsDoesNotLetTheFailedDrainsReleaseOut() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let (alice, bob) = (pair.alice, pair.bob)
+        let relay = MemoryRelay()
+        try relay.connect(bob)
+        try relay.connect(alice)
+        let other = try alice.openCarrier(transport: "relay", route: "elsewhere", relay: Array(16..<32), callbacks: CarrierCallbacks(
+            post: { _ in }, release: { _ in }, mailboxesChanged: {}, closed: { _ in }))
+        // fdatasync refuses /dev/null (EINVAL): Alice's disk fails at her next sync of the log.
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { close(null) }
+        let descriptor = try alice.withStore { store, _ in try store.db.logSync().descriptor }
+        #expect(dup2(null, descriptor) == descriptor)
+        // Commands for the other carrier wait for the event thread's flush when the drain
+        // begins (the flushes that opening the carriers posted have run by then).
+        try Self.waitForEventThread(alice)
+        try alice.withStore { _, s in
+            s.delivery.effects.carrierCommands += [(other, .mailboxesChanged), (other, .mailboxesChanged)]
+        }
+        let pending = Locked(false)
+        let synced = DispatchSemaphore(value: 0)
+        try alice.withStore { _, s in
+            s.delivery.drainSyncing = {
+                pending.withLock { p in
+                    p = (try? alice.withStore { _, s in s.delivery.effects.carrierCommands.contains { $0.carrier === other } }) ?? false
+                }
+                let closed = DispatchSemaphore(value: 0)
+                Thread.detachNewThread {
+                    other.close(reason: "its session ended")
+                    closed.signal()
+                }
+                closed.wait()
+                synced.signal()
+            }
+        }
+
+        let id = try bob.send(to: pair.aliceID, text: "via the relay").messageID
+        try #require(synced.wait(timeout: .now() + 30) == .success)
+        try #require(pending.withLock { $0 }, "the other carrier's commands were still queued when the drain began")
+        // Whatever the event thread flushes after the failed sync has been handed on.
+        for _ in 0..<3 {
+            alice.flushOutgoing()
+            try Self.waitForEventThread(alice)
+        }
+        #expect(relay.state.withLock { $0.deleted } == 0)
+        #expect(relay.stored >= 1)
+        #expect(try bob.status(of: id) != .delivered)
+    }
+
+    /// Returns once `node`'s event thread has run what was posted to it before.
+    static func waitForEventThread(_ node: Node) throws {
+        let idle = DispatchSemaphore(value: 0)
+        _ = node.loop.post { idle.signal() }
+        try #require(idle.wait(timeout: .now() + 30) == .success)
     }
 }
