@@ -13,7 +13,7 @@
 /// NOT constant-time (the final reduction and `isCanonical` compare and branch): it only
 /// ever sees public values, Ed25519 and X25519 public keys. Secrets stay in libsodium.
 /// Representation: five 51-bit limbs (ref10's 64-bit layout), products in UInt128.
-struct Field25519: Equatable {
+struct Field25519 {
     private var l0, l1, l2, l3, l4: UInt64
 
     private static let mask: UInt64 = (1 << 51) - 1

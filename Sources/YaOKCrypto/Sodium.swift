@@ -131,12 +131,16 @@ package enum Sodium {
             throw YaOKError(.invalidArgument, "X25519 secret keys are 32 bytes")
         }
         var edwards = [UInt8](repeating: 0, count: 32)
+        // The temporary is the output too: libsodium copies the scalar into its output before
+        // multiplying, so an output on the heap would hold the secret meanwhile.
         let rc = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { scalar in
             defer { sodium_memzero(scalar.baseAddress, 32) }
             _ = scalar.initialize(from: UnsafeRawBufferPointer(start: s, count: 32))
             scalar[0] &= 248
             scalar[31] = scalar[31] & 127 | 64
-            return crypto_scalarmult_ed25519_base_noclamp(&edwards, scalar.baseAddress!)
+            let rc = crypto_scalarmult_ed25519_base_noclamp(scalar.baseAddress!, scalar.baseAddress!)
+            for i in 0..<32 { edwards[i] = scalar[i] }
+            return rc
         }
         // libsodium refuses a scalar that is 0 modulo the group order ℓ; no clamped one is (a
         // multiple of 8 from 2^254 to 2^255, where the multiples of ℓ are 4ℓ … 7ℓ, none a

@@ -53,7 +53,14 @@ enum XEdDSA {
         publicKey[31] &= 0x7F
 
         // r = hash1(a || M || Z) mod q, with hash1(X) = SHA-512(0xFE || 0xFF × 31 || X).
-        var hashed = [0xFE] + [UInt8](repeating: 0xFF, count: 31) + a + message + [UInt8](repeating: 0, count: 64)
+        // Built in one buffer, wiped after: a `+` chain leaves intermediate arrays holding `a`.
+        var hashed: [UInt8] = []
+        hashed.reserveCapacity(32 + a.count + message.count + 64)
+        hashed.append(0xFE)
+        hashed.append(contentsOf: repeatElement(0xFF, count: 31))
+        hashed.append(contentsOf: a)
+        hashed.append(contentsOf: message)
+        hashed.append(contentsOf: repeatElement(0, count: 64))
         defer { Sodium.wipe(&hashed) }
         _ = crypto_hash_sha512(&nonceHash, hashed, UInt64(hashed.count))
         crypto_core_ed25519_scalar_reduce(&r, nonceHash)

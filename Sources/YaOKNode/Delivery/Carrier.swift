@@ -8,8 +8,10 @@ import YaOKCrypto
 /// counts as `sent` once the service has stored it (`accepted`). A transport opens one
 /// with `Node.openCarrier` when its session is ready and closes it when the session ends.
 ///
-/// Threads: every method may be called from any thread; the work runs on the node's event
-/// thread. The callbacks given to `openCarrier` run on the event thread, outside the lock.
+/// Threads: every method may be called from any thread. `receive` queues the packet for
+/// the event thread's inbound drain; `accepted`, `refused`, `receiveCarry` and `close` do
+/// their work on the calling thread, under the node's lock. The callbacks given to
+/// `openCarrier` run on the event thread, outside the lock.
 public final class Carrier: Sendable {
     public let id: UInt64
     /// The transport's name ("relay").
