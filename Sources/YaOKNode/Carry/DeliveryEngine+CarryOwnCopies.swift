@@ -14,7 +14,7 @@ import YaOKStore
 /// A batch goes in three steps, as a send does (DeliveryEngine+SendPlan): planned under the
 /// node's lock (which messages, their text, the key each is sealed to), sealed (~50 µs a
 /// copy), committed under the lock (each flag taken, the copy stored, the key choice checked
-/// again). The timers seal with the lock released (`Node.makeOwnCopyBatch`): a batch of 256
+/// again). The timers seal with the lock released (`Node.makeOwnCopyBatch`): a batch of 256 (32 now)
 /// sealed under it held every app thread's send waiting ~13 ms. (The event thread seals, so
 /// its other work, the links' traffic and timers, still waits for a batch's sealing.)
 /// Inside another section (a meeting's start, an unlock) the three run under its lock

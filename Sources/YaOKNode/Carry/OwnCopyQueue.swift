@@ -30,10 +30,13 @@ struct OwnCopyQueue {
     /// The same while a meeting is in progress, which offers the copy once it exists: short,
     /// so that it is offered on that link while it lasts, still one batch for a burst.
     static let meetingDelayMs: Int64 = 50
-    /// Copies made per transaction: the timers seal them on the event thread (~50 µs each,
-    /// the node's lock released), so a long backlog goes in turns, the links' traffic
-    /// handled in between.
-    static let batchLimit = 256
+    /// Copies made per transaction: the timers seal them on the event thread (~40 µs each,
+    /// the node's lock released) and plan and commit them under the lock (~30 µs each), so
+    /// a long backlog goes in turns, the links' traffic and the app's sends handled in
+    /// between. 256 held the lock ~8 ms twice a batch (`yaok-bench delivery`'s lock figures),
+    /// the senders' longest waits; 32 hold it ~1 ms, and a transaction of their own costs no
+    /// disk sync (loss-tolerant).
+    static let batchLimit = 32
 
     /// Queues messages sent now to the recipients given (their contact IDs), after those queued.
     mutating func append(_ sent: [(id: MessageID, contactID: Int64)], at now: Int64) {
