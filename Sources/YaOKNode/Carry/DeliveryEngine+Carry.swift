@@ -14,7 +14,8 @@ extension DeliveryEngine {
     mutating func carryLinkOpened(_ linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard carry.mode != .off, let link = links[linkID], link.isOpen else { return }
         try sweepCarryIfDue(store)
-        // Copies of messages sent a moment ago, made now: the snapshot below must hold them.
+        // Copies of messages sent a moment ago, made now (one batch, the oldest owed): the
+        // snapshot below holds them; the rest follow on the timer, offered as they are made.
         // (A store failure leaves them owed for the timer's batch; the meeting goes on.)
         _ = try? makeOwnCopies(store, keys)
         let carries = carry.mode == .anyone || link.link.peerIsContact == true

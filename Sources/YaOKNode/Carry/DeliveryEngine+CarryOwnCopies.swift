@@ -14,8 +14,8 @@ import YaOKStore
 /// A batch goes in three steps, as a send does (DeliveryEngine+SendPlan): planned under the
 /// node's lock (which messages, their text, the key each is sealed to), sealed (~50 µs a
 /// copy), committed under the lock (each flag taken, the copy stored, the key choice checked
-/// again). The timers seal with the lock released (`Node.makeOwnCopyBatch`): a batch of 256 (32 now)
-/// sealed under it held every app thread's send waiting ~13 ms. (The event thread seals, so
+/// again). The timers seal with the lock released (`Node.makeOwnCopyBatch`): a batch sealed
+/// under it held every app thread's send waiting (~13 ms for 256). (The event thread seals, so
 /// its other work, the links' traffic and timers, still waits for a batch's sealing.)
 /// Inside another section (a meeting's start, an unlock) the three run under its lock
 /// (`makeOwnCopies`).
@@ -216,7 +216,10 @@ extension DeliveryEngine {
               let peer = try directory(store, keys)?.byContact[contactID], peer.identity == plan.peer.identity else { return }
         var packet = packet
         if forwardSecrecy {
-            var entry = try rings[contactID] ?? OwnCopyRing(ring: store.receiverKeyRing(contactID: contactID, cipher: keys.cipher))
+            // Taken out of `rings` while changed: left in, it would share the ring's storage
+            // and every copy would copy the contact's whole list of unsettled sends.
+            var entry = try rings.removeValue(forKey: contactID)
+                ?? OwnCopyRing(ring: store.receiverKeyRing(contactID: contactID, cipher: keys.cipher))
             let minted = entry.ring.lastID
             let choice = try sealChoice(to: peer, &entry.ring)
             if choice != plan.choice { packet = try Self.sealCarried(plan.content, as: choice, to: peer, by: keys.identity) }

@@ -35,7 +35,7 @@ struct OwnCopyQueue {
     /// a long backlog goes in turns, the links' traffic and the app's sends handled in
     /// between. 256 held the lock ~8 ms twice a batch (`yaok-bench delivery`'s lock figures),
     /// the senders' longest waits; 32 hold it ~1 ms, and a transaction of their own costs no
-    /// disk sync (loss-tolerant).
+    /// disk sync (loss-tolerant) unless a key of ours is minted at its commit.
     static let batchLimit = 32
 
     /// Queues messages sent now to the recipients given (their contact IDs), after those queued.

@@ -141,7 +141,10 @@ import Testing
         let alice = m["Alice"]
         let carol = try Identity(name: "Carol")
         let carolID = try alice.addContact(card: carol.card.text).id  // no prekey: the long-term key
+        // Two copies in the batch: the key is minted for the first, and the ring saved once
+        // after the second must still sync.
         _ = try alice.send(to: carolID, text: "Copied after her first key")
+        _ = try alice.send(to: carolID, text: "And a second")
         var carolRing = ReceiverKeyRing()
         let announcement = try carolRing.announcement(nowMs: m.clock.now)
         let syncsBeforeCommit = Locked(-1), mintedBefore = Locked<UInt32>(99)
@@ -154,7 +157,7 @@ import Testing
                 syncsBeforeCommit.withLock { $0 = s.store!.db.commitSyncs }
             }
         }
-        #expect(try alice.makeOwnCopyBatch() == 1)
+        #expect(try alice.makeOwnCopyBatch() == 2)
         #expect(finished.withLock { $0 })
         let (lastID, syncs) = try alice.withUnlocked { store, keys, _ in
             (try store.receiverKeyRing(contactID: carolID, cipher: keys.cipher).lastID, store.db.commitSyncs)
