@@ -130,10 +130,8 @@ extension DeliveryEngine {
     private mutating func planOwnCopy(_ id: MessageID, _ rings: inout [Int64: ReceiverKeyRing], _ store: Store,
                                       _ keys: UnlockedKeys) throws -> PlannedOwnCopy? {
         do {
-            guard carry.mode != .off, let contactID = try store.owedCarriedCopy(id),
-                  let peer = try directory(store, keys)?.byContact[contactID],
-                  let message = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
-                  message.status != .delivered else { return nil }
+            guard carry.mode != .off, let (contactID, message) = try store.owedCarriedCopyMessage(id, cipher: keys.cipher),
+                  let peer = try directory(store, keys)?.byContact[contactID], message.status != .delivered else { return nil }
             let content = try CarriedContent(kind: .message(text: Array(message.text.utf8)), id: id,
                                              createdMs: message.senderTimestamp, claim: PurgeClaim.random())
             var choice = SealChoice.longTerm
