@@ -174,15 +174,18 @@ extension DeliveryEngine {
                     try engine.commitOwnCopy(plan, packet, &rings, store, keys)
                     copied.insert(plan.content.id)
                 }
+                // No savepoint for a ring's save: an error fails the whole batch.
                 for (contactID, entry) in rings.sorted(by: { $0.key < $1.key }) {
                     if entry.minted {
                         // Our first key for the contact, minted here (its first announcement
                         // heard while the batch sealed): a copy announces it and may leave at
                         // once, so the key is durable first, as every key announced (the
                         // batch syncs).
-                        try store.saveReceiverKeyRing(entry.ring, contactID: contactID, cipher: keys.cipher)
+                        try store.saveReceiverKeyRing(entry.ring, contactID: contactID, cipher: keys.cipher, savepoint: false)
                     } else {
-                        try store.db.lossTolerant { try store.saveReceiverKeyRing(entry.ring, contactID: contactID, cipher: keys.cipher) }
+                        try store.db.lossTolerant {
+                            try store.saveReceiverKeyRing(entry.ring, contactID: contactID, cipher: keys.cipher, savepoint: false)
+                        }
                     }
                 }
                 try store.db.lossTolerant {

@@ -22,8 +22,7 @@ import Testing
             defer { db.statementLog = nil }
             return db.statementLog ?? []
         }
-        // None a copy (the contact's key ring, saved once a batch, may have one).
-        #expect(statements.filter { $0.hasPrefix("SAVEPOINT") }.count <= 1)
+        #expect(statements.filter { $0.hasPrefix("SAVEPOINT") } == [])
         #expect(statements.filter { $0.contains("JOIN messages") }.count == 3)
         #expect(statements.filter { $0.contains("FROM messages WHERE message_id = ? AND direction = 0") } == [])
         #expect(m["Alice"].carriedCount == 3)
