@@ -59,6 +59,7 @@ public final class Database {
 
     /// Runs one or more statements that take no parameters and return no rows we need.
     public func execute(_ sql: String) throws {
+        try restoreFullSync(writing: true)
         countStatement(sql)
         statementsPrepared += 1  // sqlite3_exec parses `sql` each time
         let rc = sqlite3_exec(try db, sql, nil, nil, nil)
@@ -89,6 +90,7 @@ public final class Database {
                 sqlite3_finalize(statement)
             }
         }
+        if !synchronousFull, unsyncedDepth == 0 { try restoreFullSync(writing: sqlite3_stmt_readonly(statement) == 0) }
         try bind(arguments, to: statement)
         while true {
             let rc = sqlite3_step(statement)
@@ -135,8 +137,8 @@ public final class Database {
                 throw error
             }
         }
-        // Outside `unsynced` a commit syncs: a restore of FULL that failed at its end (the
-        // pragma refused) is tried again here, never left to let commits go unsynced.
+        // Outside `unsynced` a commit syncs: the connection left at NORMAL by the last
+        // `unsynced` is put back at FULL first.
         if unsyncedDepth == 0, !synchronousFull { try setSynchronous(full: true) }
         try control("BEGIN IMMEDIATE")
         do {
@@ -295,8 +297,21 @@ public final class Database {
     /// `PRAGMA synchronous`: FULL (the default) or NORMAL (`unsynced`). Outside transactions
     /// only (SQLite refuses to change it inside one).
     package func setSynchronous(full: Bool) throws {
-        try execute(full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL")
+        let sql = full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"
+        countStatement(sql)
+        statementsPrepared += 1
+        let rc = sqlite3_exec(try db, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw try lastError(rc) }
         synchronousFull = full
+    }
+
+    /// `unsynced` leaves the connection at NORMAL: a statement outside it and outside any
+    /// transaction that may write (`writing`: an autocommit write would otherwise go
+    /// unsynced) puts FULL back before it runs, as `transaction` does before BEGIN. Reads
+    /// leave it (the next group's switch is spared).
+    private func restoreFullSync(writing: Bool) throws {
+        guard writing, !synchronousFull, unsyncedDepth == 0, sqlite3_get_autocommit(try db) != 0 else { return }
+        try setSynchronous(full: true)
     }
 
     /// Disk syncs of the log made for commits so far: inside COMMIT at synchronous=FULL, and

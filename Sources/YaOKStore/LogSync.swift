@@ -61,13 +61,14 @@ extension Database {
     public func unsynced<T>(_ body: () throws -> T) throws -> (result: T, sync: LogSync) {
         guard !inTransaction else { throw YaOKError(.internal, "Unsynced commits cannot begin inside a transaction") }
         let syncer = try logSync()
-        try setSynchronous(full: false)
+        // Left at NORMAL afterwards: the next commit that must sync by itself puts FULL back
+        // first (`Database.restoreFullSync`), so back-to-back groups and batches (nearly
+        // every commit of a busy node) switch nothing. Each switch is a `PRAGMA` parsed anew
+        // (SQLite applies it when preparing, so a kept statement does nothing): two a group
+        // were ~7 % of a group's write under the node's lock.
+        if synchronousFull { try setSynchronous(full: false) }
         unsyncedDepth += 1
-        defer {
-            unsyncedDepth -= 1
-            // If this fails, the next transaction tries again before it begins (`transaction`).
-            try? setSynchronous(full: true)
-        }
+        defer { unsyncedDepth -= 1 }
         return (try body(), syncer)
     }
 

@@ -36,26 +36,45 @@ extension Store {
                              policy: CarryPolicy = .default, quota: Bool = true) throws -> CarryTake {
         try policy.validate()
         let packet = try CarriedPacket.offeredToCarry(bytes, nowMs: nowMs)
+        return try db.transaction { try take(packet, from: depositor, nowMs: nowMs, policy: policy, quota: quota) }
+    }
+
+    /// `takeCarried` for a packet this node sealed itself a moment ago (an own carried
+    /// copy, §12.6), in the caller's transaction: no bytes to decode (a `CarriedPacket` is
+    /// encodable by construction, and `encode` makes what `decode` accepts; its time is
+    /// checked and its budget and hop limit clamped as for any packet), no quota, and no
+    /// savepoint of its own (~10 % of a copy's commit under the node's lock: SQLite copies
+    /// every page it changes for a savepoint): the caller's transaction rolls back whole
+    /// when this throws, so what it wrote never stays half done. `internal` outside one.
+    package func takeOwnCarried(_ packet: CarriedPacket, from depositor: CarryDepositor, nowMs: Int64,
+                                policy: CarryPolicy) throws -> CarryTake {
+        guard db.inTransaction else { throw YaOKError(.internal, "An own carried packet is taken inside a transaction") }
+        try policy.validate()
+        return try take(try CarriedPacket.offeredToCarry(packet, nowMs: nowMs), from: depositor, nowMs: nowMs,
+                        policy: policy, quota: false)
+    }
+
+    /// The checks and writes of a take, in the caller's transaction or savepoint.
+    private func take(_ packet: CarriedPacket, from depositor: CarryDepositor, nowMs: Int64, policy: CarryPolicy,
+                      quota: Bool) throws -> CarryTake {
         let encoded = packet.encode()
         let entry = CarriedEntry(id: packet.identity, expiresAtMs: packet.expiresAtMs, copyBudget: packet.copyBudget,
                                  hopLimit: packet.hopLimit, size: encoded.count, takenAtMs: nowMs, depositor: depositor,
                                  claimHash: packet.claimHash)
-        return try db.transaction {
-            if try !db.rows("SELECT 1 FROM carried_packets WHERE id = ?", [.blob(entry.id)], map: { $0.int(0) }).isEmpty {
-                return .duplicate
-            }
-            if try isPurged(claimHash: entry.claimHash, nowMs: nowMs) { return .purged }
-            guard try !quota || carryQuotaAllows(depositor, size: entry.size, nowMs: nowMs, policy: policy) else { return .overQuota }
-            guard let victims = try carryVictims(toFit: entry, nowMs: nowMs, policy: policy) else { return .full }
-            for victim in victims { try db.query("DELETE FROM carried_packets WHERE id = ?", [.blob(victim)]) }
-            try db.query("""
-                INSERT INTO carried_packets (id, expires_ms, copy_budget, hop_limit, size, taken_ms, depositor, claim_hash, packet)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, [.blob(entry.id), .int(entry.expiresAtMs), .int(Int64(entry.copyBudget)), .int(Int64(entry.hopLimit)),
-                      .int(Int64(entry.size)), .int(nowMs), .blob(depositor.bytes), .blob(entry.claimHash), .blob(encoded)])
-            if quota { try chargeCarryQuota(depositor, size: entry.size, nowMs: nowMs) }
-            return .taken(entry, evicted: victims)
+        if try !db.rows("SELECT 1 FROM carried_packets WHERE id = ?", [.blob(entry.id)], map: { $0.int(0) }).isEmpty {
+            return .duplicate
         }
+        if try isPurged(claimHash: entry.claimHash, nowMs: nowMs) { return .purged }
+        guard try !quota || carryQuotaAllows(depositor, size: entry.size, nowMs: nowMs, policy: policy) else { return .overQuota }
+        guard let victims = try carryVictims(toFit: entry, nowMs: nowMs, policy: policy) else { return .full }
+        for victim in victims { try db.query("DELETE FROM carried_packets WHERE id = ?", [.blob(victim)]) }
+        try db.query("""
+            INSERT INTO carried_packets (id, expires_ms, copy_budget, hop_limit, size, taken_ms, depositor, claim_hash, packet)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.blob(entry.id), .int(entry.expiresAtMs), .int(Int64(entry.copyBudget)), .int(Int64(entry.hopLimit)),
+                  .int(Int64(entry.size)), .int(nowMs), .blob(depositor.bytes), .blob(entry.claimHash), .blob(encoded)])
+        if quota { try chargeCarryQuota(depositor, size: entry.size, nowMs: nowMs) }
+        return .taken(entry, evicted: victims)
     }
 
     /// Packets held and their bytes (as encoded): one row the triggers of migration 17 keep,
@@ -212,7 +231,12 @@ extension CarriedPacket {
     /// (`decode(_:nowMs:)` throws what it refuses), with the copy budget clamped to 8 and the
     /// hop limit to 10: a depositor cannot buy copies or reach (§10.9).
     package static func offeredToCarry(_ bytes: [UInt8], nowMs: Int64) throws -> CarriedPacket {
-        let offered = try decode(bytes, nowMs: nowMs)
+        try offeredToCarry(decode(bytes), nowMs: nowMs)
+    }
+
+    /// `offered` (decoded, or built by this node) time-checked and clamped as `bytes` are.
+    package static func offeredToCarry(_ offered: CarriedPacket, nowMs: Int64) throws -> CarriedPacket {
+        try offered.checkTime(nowMs: nowMs)
         return try CarriedPacket(hopLimit: min(offered.hopLimit, HopLimit.maximum),
                                  copyBudget: min(offered.copyBudget, CopyBudget.maximum),
                                  expiryHour: offered.expiryHour, routingTag: offered.routingTag,

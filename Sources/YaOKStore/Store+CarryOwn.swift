@@ -72,17 +72,11 @@ extension Store {
         }
     }
 
-    /// The recipient of message `id` while its carried copy is owed (nil: nothing owed). A
-    /// read: the batch plans the copy under the lock, seals it outside, and takes the flag
-    /// (`takeOwedCarriedCopy`) in the transaction that stores it.
-    package func owedCarriedCopy(_ id: MessageID) throws -> Int64? {
-        try db.rows("SELECT contact_id FROM outbox WHERE packet_id = ? AND carried & 2 != 0",
-                    [.blob(id.bytes)]) { $0.int64(0) }.first
-    }
-
     /// Takes message `id`'s owed carried copy: clears the flag and returns the recipient, or
     /// nil when nothing is owed (already made, delivered, expired). Run in the transaction
-    /// that stores the copy, so a copy is made exactly once.
+    /// that stores the copy, so a copy is made exactly once: the batch plans the copy under
+    /// the lock (reading the flag: `owedCarriedCopyMessage`), seals it outside, and takes
+    /// the flag here.
     package func takeOwedCarriedCopy(_ id: MessageID) throws -> Int64? {
         try db.rows("UPDATE outbox SET carried = carried & ~2 WHERE packet_id = ? AND carried & 2 != 0 RETURNING contact_id",
                     [.blob(id.bytes)]) { $0.int64(0) }.first

@@ -44,6 +44,21 @@ extension Store {
                     [.blob(messageID)]) { try Store.decode($0, cipher) }.first
     }
 
+    /// Message `id` and its recipient while its own carried copy is owed (nil: nothing owed,
+    /// or no such outgoing message): `owedCarriedCopy` and `outgoingMessage` in one
+    /// statement, for each copy a batch plans under the node's lock (DeliveryEngine+CarryOwnCopies).
+    package func owedCarriedCopyMessage(_ id: MessageID, cipher: FieldCipher) throws -> (contactID: Int64, message: Message)? {
+        try db.rows("""
+            SELECT \(Store.joinedColumns), o.contact_id FROM outbox o
+            JOIN messages m ON m.message_id = o.packet_id AND m.direction = 0
+            WHERE o.packet_id = ? AND o.carried & 2 != 0
+            """, [.blob(id.bytes)]) { (contactID: $0.int64(12), message: try Store.decode($0, cipher)) }.first
+    }
+
+    /// `columns` of `messages` as `m` in a join.
+    private static let joinedColumns = columns.split(separator: ",").map { "m." + $0.filter { !$0.isWhitespace } }
+        .joined(separator: ", ")
+
     /// Sets the status; the first move to `sent` also records the sent time. Needs the
     /// store attached (unlocked): each row's MAC is checked before it is rewritten, so a
     /// row altered in the file is refused (`corruptStore`), never re-authenticated.

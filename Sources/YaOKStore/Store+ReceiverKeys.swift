@@ -113,9 +113,15 @@ extension Store {
     /// A ring as last read or written (its `storeVersion` the one kept) is compared with the
     /// kept copy, and only the sends it touched since are written: a send writes one row, not
     /// the 4,096 a sender may hold. Any other ring is compared with the rows themselves.
+    ///
+    /// `savepoint: false` inside a caller's transaction that rolls back whole when this throws
+    /// (a group commit of sends, a batch of own carried copies): no savepoint of its own, which
+    /// cost two statements and SQLite's copies of the pages it changes under the node's lock
+    /// at every group. Outside a transaction it is one all the same.
     @discardableResult
-    package func saveReceiverKeyRing(_ ring: ReceiverKeyRing, contactID: Int64, cipher: FieldCipher) throws -> Int {
-        let erased = try db.transaction { () -> Int in
+    package func saveReceiverKeyRing(_ ring: ReceiverKeyRing, contactID: Int64, cipher: FieldCipher,
+                                     savepoint: Bool = true) throws -> Int {
+        let write = { [self] () throws -> Int in
             let kept = ringCache.kept(contactID, cipher: cipher)
             // whole: every send compared; holdsPending: stored.ring's sends are the rows'.
             let stored: (ring: ReceiverKeyRing, state: [UInt8]?, whole: Bool, holdsPending: Bool)
@@ -160,6 +166,7 @@ extension Store {
             ringCache.keep(.init(ring: saved, state: state), contactID, cipher: cipher, inTransaction: true)
             return gone.count
         }
+        let erased = try !savepoint && db.inTransaction ? write() : db.transaction(write)
         if erased > 0 { eraseFreedPages() }
         return erased
     }

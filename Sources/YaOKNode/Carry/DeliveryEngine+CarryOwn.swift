@@ -19,24 +19,14 @@ extension DeliveryEngine {
         return p
     }
 
-    /// For a message to `peer` (in the transaction of a batch of copies): a carried copy of it (same
-    /// message ID, budget 8, the default lifetime) into the carry store, so the first
-    /// stranger met takes it, and the claim remembered for when the message is delivered.
-    /// Nothing when carrying is off; a full store only means no copy (the routed path stays).
-    mutating func sealOwnCarried(_ text: [UInt8], messageID: MessageID, createdMs: Int64, to peer: PeerDirectory.Peer,
-                                 _ store: Store, _ keys: UnlockedKeys) throws {
-        guard carry.mode != .off else { return }
-        let content = try CarriedContent(kind: .message(text: text), id: messageID, createdMs: createdMs,
-                                         claim: PurgeClaim.random())
-        try keepOwnCarried(try sealCarried(content, to: peer, store, keys), content, to: peer, store)
-    }
-
-    /// A carried copy of our message to `peer`, sealed, into the carry store and offered on
-    /// every meeting, its claim remembered for the delivery (`sealOwnCarried`).
+    /// A carried copy of our message to `peer` (sealed for a batch of copies, in its
+    /// transaction: DeliveryEngine+CarryOwnCopies), into the carry store (so the first
+    /// stranger met takes it; a full store only means no copy, the routed path stays) and
+    /// offered on every meeting, its claim remembered for the delivery.
     mutating func keepOwnCarried(_ packet: CarriedPacket, _ content: CarriedContent, to peer: PeerDirectory.Peer,
                                  _ store: Store) throws {
-        guard case .taken(let entry, _) = try store.takeCarried(packet.encode(), from: Self.ownDepositor, nowMs: now,
-                                                                policy: ownPolicy, quota: false) else { return }
+        guard case .taken(let entry, _) = try store.takeOwnCarried(packet, from: Self.ownDepositor, nowMs: now,
+                                                                   policy: ownPolicy) else { return }
         try store.rememberOwnCarried(Store.OwnCarried(messageID: content.id.bytes, contactID: peer.contactID,
                                                       packetID: entry.id, claim: content.claim,
                                                       expiresAtMs: entry.expiresAtMs))

@@ -130,10 +130,8 @@ extension DeliveryEngine {
     private mutating func planOwnCopy(_ id: MessageID, _ rings: inout [Int64: ReceiverKeyRing], _ store: Store,
                                       _ keys: UnlockedKeys) throws -> PlannedOwnCopy? {
         do {
-            guard carry.mode != .off, let contactID = try store.owedCarriedCopy(id),
-                  let peer = try directory(store, keys)?.byContact[contactID],
-                  let message = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
-                  message.status != .delivered else { return nil }
+            guard carry.mode != .off, let (contactID, message) = try store.owedCarriedCopyMessage(id, cipher: keys.cipher),
+                  let peer = try directory(store, keys)?.byContact[contactID], message.status != .delivered else { return nil }
             let content = try CarriedContent(kind: .message(text: Array(message.text.utf8)), id: id,
                                              createdMs: message.senderTimestamp, claim: PurgeClaim.random())
             var choice = SealChoice.longTerm
@@ -176,15 +174,18 @@ extension DeliveryEngine {
                     try engine.commitOwnCopy(plan, packet, &rings, store, keys)
                     copied.insert(plan.content.id)
                 }
+                // No savepoint for a ring's save: an error fails the whole batch.
                 for (contactID, entry) in rings.sorted(by: { $0.key < $1.key }) {
                     if entry.minted {
                         // Our first key for the contact, minted here (its first announcement
                         // heard while the batch sealed): a copy announces it and may leave at
                         // once, so the key is durable first, as every key announced (the
                         // batch syncs).
-                        try store.saveReceiverKeyRing(entry.ring, contactID: contactID, cipher: keys.cipher)
+                        try store.saveReceiverKeyRing(entry.ring, contactID: contactID, cipher: keys.cipher, savepoint: false)
                     } else {
-                        try store.db.lossTolerant { try store.saveReceiverKeyRing(entry.ring, contactID: contactID, cipher: keys.cipher) }
+                        try store.db.lossTolerant {
+                            try store.saveReceiverKeyRing(entry.ring, contactID: contactID, cipher: keys.cipher, savepoint: false)
+                        }
                     }
                 }
                 try store.db.lossTolerant {

@@ -193,8 +193,9 @@ extension DeliveryEngine {
                 }
                 // Every ring read, changed or not: the store let go of its copy's sends while the
                 // group held it (receiverKeyRingToChange), and a ring unchanged writes nothing.
+                // No savepoint: an error here fails the whole group.
                 for (contactID, ring) in rings.byContact.sorted(by: { $0.key < $1.key }) {
-                    try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
+                    try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher, savepoint: false)
                 }
                 if let fault = engine.sendCommitFault { throw fault }
             }

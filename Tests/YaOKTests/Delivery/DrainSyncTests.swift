@@ -38,8 +38,17 @@ import Testing
         #expect(written == 1)
         #expect(synced == 0)
         #expect(try pair.alice.status(of: id) == .sent)
-        // The connection is back at synchronous=FULL for every other commit.
-        #expect(try pair.alice.withDatabase { db in try db.rows("PRAGMA synchronous") { $0.int(0) }.first } == 2)
+        // Every other commit still syncs in its COMMIT: one that must puts synchronous=FULL
+        // back before it begins (SynchronousLeftNormalTests).
+        let (full, fullSyncs) = try pair.alice.withDatabase { db -> (Bool, Int) in
+            let before = db.commitSyncs
+            try db.transaction {
+                try db.execute("CREATE TABLE drain_sync_probe (x INTEGER)")
+                try db.query("INSERT INTO drain_sync_probe VALUES (1)")
+            }
+            return (db.synchronousFull, db.commitSyncs - before)
+        }
+        #expect(full && fullSyncs == 1)
 
         // Bob's ack (and, with forward secrecy, a release-only ack beside it): each applied
         // in a batch that syncs before the receipt for it may leave.

@@ -41,7 +41,7 @@ import Testing
         _ = try pair.alice.send(to: pair.bobID, text: "first")  // the directory and the ring loaded
         try pair.alice.withDatabase { $0.statementLog = [] }
         for i in 0..<3 { _ = try pair.alice.send(to: pair.bobID, text: "message \(i)") }
-        // Not counted: the two PRAGMAs around each group commit's unsynced section (LogSync).
+        // Not counted: a `PRAGMA synchronous` switch (Database.unsynced), when a commit at FULL ran between groups.
         let statements = try pair.alice.withDatabase { db in
             defer { db.statementLog = nil }
             return (db.statementLog ?? []).count { !$0.hasPrefix("PRAGMA synchronous") }
