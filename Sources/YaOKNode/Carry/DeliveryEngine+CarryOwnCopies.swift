@@ -215,6 +215,12 @@ extension DeliveryEngine {
         guard let contactID = try store.db.lossTolerant({ try store.takeOwedCarriedCopy(id) }),
               contactID == plan.peer.contactID, carry.mode != .off,
               let peer = try directory(store, keys)?.byContact[contactID], peer.identity == plan.peer.identity else { return }
+        // A copy the carry store refuses for its time (expired: a process back after the
+        // copy's lifetime; or expiring too far ahead: sent while the clock was ahead) is
+        // none, as one that cannot be sealed: its refusal inside the batch's transaction
+        // would fail the whole batch, every time, and no copy behind it would be made. (Its
+        // expiry is the content's, whatever key a new seal below chooses.)
+        guard (try? packet.checkTime(nowMs: now)) != nil else { return }
         var packet = packet
         if forwardSecrecy {
             // Taken out of `rings` while changed: left in, it would share the ring's storage
