@@ -91,6 +91,10 @@ extension DeliveryEngine {
     mutating func planOwnCopies(_ store: Store, _ keys: UnlockedKeys) throws -> OwnCopyBatch? {
         do {
             try scanOwnCopiesLeft(store)
+            if let inside = carry.ownCopies.settledInside, !store.db.inTransaction {
+                if store.db.rollbacks == inside.rollbacks { carry.ownCopies.remove(inside.messages) }
+                carry.ownCopies.settledInside = nil
+            }
             guard !carry.ownCopies.messages.isEmpty else { return nil }
             let window = carry.ownCopies.messages.prefix(OwnCopyQueue.batchLimit)
             // Messages whose group commit is written and not synced yet wait for it, as their
@@ -157,8 +161,9 @@ extension DeliveryEngine {
                                   _ keys: UnlockedKeys) throws -> Int {
         // Inside an outer transaction (a meeting that starts in the inbound drain's batch),
         // which may still roll back the copies and the cleared flags with them: the queue
-        // keeps the messages until a batch of their own commits (for those made, a flag
-        // gone makes that batch's take a no-op).
+        // keeps the messages until the next batch of its own, which takes them off unless
+        // a rollback happened meanwhile (`OwnCopyQueue.settledInside`; else that batch
+        // finds their flags gone, and its take is a no-op).
         let nested = store.db.inTransaction
         do {
             // Loss-tolerant (no disk sync of its own, Database.transactionSyncedAsNeeded): the
@@ -196,7 +201,11 @@ extension DeliveryEngine {
             carry.ownCopies.since = now
             throw error
         }
-        guard !nested else { return batch.messages.count }
+        guard !nested else {
+            let before = carry.ownCopies.settledInside
+            carry.ownCopies.settledInside = ((before?.messages ?? []).union(batch.messages), before?.rollbacks ?? store.db.rollbacks)
+            return batch.messages.count
+        }
         carry.ownCopies.remove(Set(batch.messages))
         // Those waiting for their sync: the next batch after the usual delay, not at once
         // (the timer would spin while the sync runs).

@@ -22,6 +22,12 @@ struct OwnCopyQueue {
     /// sweep's erasure checkpoint, every time it fires) and when it is due.
     var timer: EventLoop.TimerID?
     var timerDue: Int64?
+    /// Messages settled by batches inside another section's transaction (a meeting's start
+    /// in the inbound drain), and the connection's count of rollbacks before the first: that
+    /// transaction may still roll their copies back, so they stay queued until the next
+    /// batch of its own, which takes them off if no rollback happened since (then it
+    /// committed: their flags are gone) instead of reading each flag gone.
+    var settledInside: (messages: Set<MessageID>, rollbacks: Int)?
 
     /// How long after a send its copy is made at the latest (a meeting that starts sooner
     /// makes it sooner): long enough that the copies of a burst of sends share a transaction,
