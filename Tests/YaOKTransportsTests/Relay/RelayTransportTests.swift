@@ -166,9 +166,9 @@ func relayStatus(_ t: RelayTransport) -> String { t.status }
         // Messages sent meanwhile wait at the relay and arrive after the unlock.
         try pair.attach(pair.alice, port: relay.port, pin: relay.pin)
         let m = try pair.alice.send(to: pair.bobID, text: "while Bob was locked")
-        try waitUntil("stored") { try pair.alice.messageStatus(m.messageID) == .sent }
+        try waitUntil("stored", timeout: 20) { try pair.alice.messageStatus(m.messageID) == .sent }
         try pair.bob.unlock(pin: "246810")
-        try waitUntil("delivered after the unlock", timeout: 10) { try pair.alice.messageStatus(m.messageID) == .delivered }
+        try waitUntil("delivered after the unlock", timeout: 20) { try pair.alice.messageStatus(m.messageID) == .delivered }
         #expect(relayStatus(b) == "Connected")
     }
 
