@@ -30,6 +30,10 @@ import Testing
     @Test func aLinkThatConfirmsNothingGetsOnlyAWindowOfPackets() throws {
         let pair = try Pair()
         defer { pair.close() }
+        // Routed packets only: own carried copies made before the link (under
+        // ThreadSanitizer the sends outlast the copies' timer) could be offered in the
+        // meeting, and their hand-over (its own window) is counted as large units too.
+        try pair.alice.setCarry(mode: .off)
         _ = try pair.alice.send((0..<60).map { (pair.bobID, "\($0) " + Self.big) })
         // Every large unit is lost, so no receipt ever comes back.
         let large = Locked<[Int]>([])
