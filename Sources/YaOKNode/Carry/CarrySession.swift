@@ -21,6 +21,10 @@ struct CarrySession {
     /// refused, or handed us (never offered or handed back to it on this link).
     var offered: Set<[UInt8]> = []
     var settled: Set<[UInt8]> = []
+    /// Own copies not offered yet because recognition had not settled on this side when they
+    /// would have been (§12.3 step 2): the peer may be the recipient of some. Offered once it
+    /// settles, but those to the peer. (Bounded by the store: own copies are its packets.)
+    var heldOwn: Set<[UInt8]> = []
     /// Identities we asked the peer for and have not received yet.
     var asked: Set<[UInt8]> = []
     /// The lowest budget of a packet to carry still asked for on this link (2: any that may

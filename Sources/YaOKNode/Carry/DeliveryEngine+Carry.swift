@@ -129,12 +129,18 @@ extension DeliveryEngine {
     /// oldest expiry first, in offers of at most 255.
     mutating func offer(_ ids: [[UInt8]], on linkID: UInt64, _ store: Store) throws {
         guard let session = carry.sessions[linkID], session.carries else { return }
+        let settled = recognitionSettled(on: linkID)
         let peer = links[linkID]?.contactID
         var fresh: [CarriedPacket] = []
         for id in ids where !session.offered.contains(id) && !session.settled.contains(id) {
             // Our own copy of a message to this very peer: the message goes over the link
             // itself (routed, §6); its copy is for the strangers who may meet them first.
-            if let peer, try store.ownCarriedRecipient(packetID: id) == peer { continue }
+            // Who the peer is may not be known yet (a meeting for anyone starts on the peer's
+            // probe, before its proof): then own copies wait for it (`offerHeldOwnCopies`).
+            if !settled || peer != nil, let recipient = try store.ownCarriedRecipient(packetID: id) {
+                guard settled else { carry.sessions[linkID]?.heldOwn.insert(id); continue }
+                if recipient == peer { continue }
+            }
             if let packet = try store.carriedPacket(id), packet.expiresAtMs > now { fresh.append(packet) }
         }
         guard !fresh.isEmpty else { return }
@@ -152,6 +158,22 @@ extension DeliveryEngine {
             let chunk = Array(entries[start..<min(start + CarryLinkMessage.maxEntries, entries.count)])
             try sendOnLink(.carry(.offer(chunk)), on: linkID)
         }
+    }
+
+    /// Whether this side knows who the peer of `linkID` is (PROTOCOL.md §5.9, "settled": a
+    /// contact's proof verified, or the peer's probe held none of our contacts' markers). A
+    /// relay's meeting is settled: a relay is never a message's recipient.
+    func recognitionSettled(on linkID: UInt64) -> Bool {
+        guard let link = links[linkID] else { return carry.relayMeetings[linkID] != nil }
+        return link.peer != nil || link.probeUnmatched
+    }
+
+    /// Recognition settled on `linkID` after its meeting began: the own copies held back
+    /// meanwhile are offered now, but those to the peer (`offer`).
+    mutating func offerHeldOwnCopies(on linkID: UInt64, _ store: Store) throws {
+        guard let held = carry.sessions[linkID]?.heldOwn, !held.isEmpty else { return }
+        carry.sessions[linkID]?.heldOwn = []
+        try offer(Array(held), on: linkID, store)
     }
 
     /// Offers a packet that just entered the store (an own message or ack) on every meeting

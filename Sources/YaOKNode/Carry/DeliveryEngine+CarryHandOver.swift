@@ -27,6 +27,12 @@ extension DeliveryEngine {
             let id = session.queue.removeFirst()
             guard !session.settled.contains(id), session.awaiting[id] == nil,
                   let held = try store.carriedPacket(id), held.expiresAtMs > now else { continue }
+            // Offered before the link was recognised as the recipient's (a contact holding
+            // more than 256 cards, whose proof came after its probe): the message goes routed.
+            if let peer = links[linkID]?.contactID, try store.ownCarriedRecipient(packetID: id) == peer {
+                session.settled.insert(id)
+                continue
+            }
             let promised = carry.sessions.reduce(0) { $0 + ($1.key == linkID ? 0 : Int($1.value.awaiting[id]?.given ?? 0)) }
             let free = Int(min(held.copyBudget, CopyBudget.maximum)) - promised
             // A relay keeps wait-phase copies (§12.9): it gets budget 1 and costs ours nothing.

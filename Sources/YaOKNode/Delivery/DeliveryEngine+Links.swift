@@ -237,6 +237,7 @@ extension DeliveryEngine {
         // for a node with 256 contacts): the peer refuses the proof and says nothing, and a
         // waiting initiator never sends the first reconciliation message (§5.9).
         if proofs.isEmpty || carry.mode == .anyone { try startMeeting(linkID, store, keys) }
+        if proofs.isEmpty { try offerHeldOwnCopies(on: linkID, store) }
     }
 
     /// A peer's proof (§5.9): verified, it makes the link that contact's (recognised), with
@@ -260,6 +261,7 @@ extension DeliveryEngine {
             updatePresence(contact, store, keys)
         }
         try startMeeting(linkID, store, keys)
+        try offerHeldOwnCopies(on: linkID, store)
     }
 
     private mutating func receiveLinkPayload(_ payload: LinkPayload, on linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
