@@ -90,7 +90,11 @@ public final class Database {
                 sqlite3_finalize(statement)
             }
         }
-        if !synchronousFull, unsyncedDepth == 0 { try restoreFullSync(writing: sqlite3_stmt_readonly(statement) == 0) }
+        if !synchronousFull, unsyncedDepth == 0 {
+            // SQLite calls BEGIN and SAVEPOINT read-only, but outside a transaction they open
+            // one whose writes commit later, no statement of theirs restoring FULL.
+            try restoreFullSync(writing: sqlite3_stmt_readonly(statement) == 0 || Self.opensTransaction(sql))
+        }
         try bind(arguments, to: statement)
         while true {
             let rc = sqlite3_step(statement)
@@ -303,6 +307,11 @@ public final class Database {
         let rc = sqlite3_exec(try db, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw try lastError(rc) }
         synchronousFull = full
+    }
+
+    private static func opensTransaction(_ sql: String) -> Bool {
+        let head = sql.drop { $0.isWhitespace }.prefix(9).uppercased()
+        return head.hasPrefix("BEGIN") || head.hasPrefix("SAVEPOINT")
     }
 
     /// `unsynced` leaves the connection at NORMAL: a statement outside it and outside any

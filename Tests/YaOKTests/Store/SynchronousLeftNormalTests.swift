@@ -58,4 +58,20 @@ import Testing
         #expect(db.commitSyncs == syncs + 1)
         #expect(db.synchronousFull)
     }
+
+    /// A transaction opened by hand (a plain BEGIN or SAVEPOINT through `query`, which SQLite
+    /// calls read-only) after `unsynced` commits at FULL, as `transaction()` does.
+    @Test(arguments: ["BEGIN", "begin immediate", " SAVEPOINT s"])
+    func aTransactionOpenedByHandAfterUnsyncedRunsAtFull(_ opening: String) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let db = try database(dir)
+        try insertUnsynced(db, 1)
+        #expect(!db.synchronousFull)
+        try db.query(opening)
+        try db.query("INSERT INTO t VALUES (?)", [.int(2)])
+        try db.query(opening.contains("SAVEPOINT") ? "RELEASE s" : "COMMIT")
+        #expect(db.synchronousFull)
+        #expect(try level(db) == 2)
+    }
 }
