@@ -30,9 +30,10 @@ import Testing
     @Test func aLinkThatConfirmsNothingGetsOnlyAWindowOfPackets() throws {
         let pair = try Pair()
         defer { pair.close() }
-        // Routed packets only: own carried copies made before the link (under
-        // ThreadSanitizer the sends outlast the copies' timer) could be offered in the
-        // meeting, and their hand-over (its own window) is counted as large units too.
+        // Routed packets only: what the meeting hands over (its own window) would count as
+        // large units too. (Under ThreadSanitizer the sends outlast the own copies' timer,
+        // whose batches, made between Bob's probe and his proof, were offered to him and
+        // handed over, most likely; since OwnCopyRecognitionTests they wait for the proof.)
         try pair.alice.setCarry(mode: .off)
         _ = try pair.alice.send((0..<60).map { (pair.bobID, "\($0) " + Self.big) })
         // Every large unit is lost, so no receipt ever comes back.
