@@ -70,6 +70,7 @@ enum DeliveryBench {
             Measure.report("  CPU", Measure.format(cpuUsed * 1e6 / Double(max(got.count, 1)), decimals: 0)
                            + " µs a message (every thread), " + Measure.format(cpuUsed / elapsed, decimals: 2) + " cores busy")
             reportLock(sender.lockStatistics, elapsed: elapsed)
+            try reportOwnCopiesLeft(sender, sent: got.count)
         }
 
         // Delivered events from here on: each message counted once (the backlog's too).
@@ -108,6 +109,20 @@ enum DeliveryBench {
         try waitUntil { delivered.count >= ids.count + 300 + 100 + 200 }
         guard let aliceID = try bob.contacts().first?.id else { throw YaOKError(.internal, "Bob has no contact") }
         delivered.reportIntegrity(sent: ids.count + 300 + 100 + 200, receivedByPeer: try ReceivedCount.of(bob, conversation: aliceID))
+    }
+
+    /// The own carried copies a run of sends left owed (they wait for the app's pause,
+    /// OwnCopyQueue.quietMs): how many, and the time making them takes now. With carrying
+    /// off, nothing.
+    static func reportOwnCopiesLeft(_ node: Node, sent: Int) throws {
+        guard !Measure.carryOff else { return }
+        let owed = try node.withDatabase { db in
+            try db.rows("SELECT count(*) FROM outbox WHERE carried & 2 != 0") { $0.int(0) }.first ?? 0
+        }
+        let t = Measure.now()
+        let made = try node.makeOwnCarriedCopies()
+        Measure.report("  own carried copies", "\(sent - owed) of \(sent) made during the run; the \(owed) left (\(made) made) "
+                       + "took " + Measure.format((Measure.now() - t) * 1000, decimals: 0) + " ms after it")
     }
 
     /// Where the node's lock went during a run of `elapsed` seconds: per kind of section, how

@@ -248,11 +248,19 @@ extension DeliveryEngine {
         try store.db.lossTolerant { try keepOwnCarried(packet, plan.content, to: peer, store) }
     }
 
+    /// The peers of the meetings in progress, for `OwnCopyQueue.due` (nil: a stranger, or
+    /// a relay).
+    var ownCopyMeetings: [Int64?] { carry.sessions.keys.map { links[$0]?.contactID } }
+
+    /// Whether the app's sends keep the copies waiting now (OwnCopyQueue.quietMs): the
+    /// timers then make no batch.
+    var ownCopiesWaitForPause: Bool { carry.ownCopies.waitsForPause(at: now, meetings: ownCopyMeetings) }
+
     /// Arms the copies' timer for the next batch due (nothing while locked: the batch needs
     /// the keys, and an unlock runs one). With `callerRunsTimers` only the due time is kept,
     /// and the tests run `runDeliveryTimers` or `makeOwnCarriedCopies`.
     mutating func scheduleOwnCopies(unlocked: Bool) {
-        guard unlocked, let due = carry.ownCopies.due(meetings: carry.sessions.keys.map { links[$0]?.contactID }) else { return }
+        guard unlocked, let due = carry.ownCopies.due(meetings: ownCopyMeetings) else { return }
         guard !callerRunsTimers else { carry.ownCopies.timerDue = due; return }
         if let current = carry.ownCopies.timerDue, current <= due, carry.ownCopies.timer != nil { return }
         if let timer = carry.ownCopies.timer { loop.cancel(timer) }
@@ -264,13 +272,15 @@ extension DeliveryEngine {
 
 extension Node {
     /// The copies' timer fired: one batch, sealed with the lock released (the next is armed
-    /// if more are owed).
+    /// if more are owed), unless the app is still sending (`OwnCopyQueue.quietMs`).
     func runOwnCopyTimer() {
-        _ = try? withEngine { engine, _, _ in
+        let waits = (try? withEngine { engine, _, _ -> Bool in
             engine.carry.ownCopies.timer = nil
             engine.carry.ownCopies.timerDue = nil
-        }
-        _ = try? makeOwnCopyBatch()
+            return engine.ownCopiesWaitForPause
+        }) ?? false
+        // Sends since the timer was armed moved the batch later (armed again below).
+        if !waits { _ = try? makeOwnCopyBatch() }
         _ = try? withEngine { engine, _, keys in engine.scheduleOwnCopies(unlocked: keys != nil) }
     }
 

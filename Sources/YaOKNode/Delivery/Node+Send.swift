@@ -101,9 +101,10 @@ extension Node {
 
     /// What the timer runs: retries and deadlines due now by the node's clock. Own carried
     /// copies owed are made first (a batch earlier than their own timer's is only a smaller
-    /// one; a failure leaves them owed, and the sweep still runs).
+    /// one; a failure leaves them owed, and the sweep still runs), unless the app is still
+    /// sending (OwnCopyQueue.quietMs).
     package func runDeliveryTimers() {
-        _ = try? makeOwnCopyBatch()
+        if (try? withEngine { engine, _, _ in engine.ownCopiesWaitForPause }) == false { _ = try? makeOwnCopyBatch() }
         _ = try? withEngine(section: .timers) { engine, store, keys in try engine.timerFired(store, keys) }
     }
 }

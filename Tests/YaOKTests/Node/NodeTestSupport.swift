@@ -25,10 +25,11 @@ final class TestClock: Sendable {
     private let times = Locked(Times())
     var now: Int64 { times.withLock { $0.wall } }
     var boot: BootTime { times.withLock { $0.boot } }
-    func advance(seconds: Int64) {
+    func advance(seconds: Int64) { advance(milliseconds: seconds * 1000) }
+    func advance(milliseconds: Int64) {
         times.withLock {
-            $0.wall += seconds * 1000
-            $0.boot = BootTime(bootID: $0.boot.bootID, milliseconds: $0.boot.milliseconds + seconds * 1000)
+            $0.wall += milliseconds
+            $0.boot = BootTime(bootID: $0.boot.bootID, milliseconds: $0.boot.milliseconds + milliseconds)
         }
     }
     func moveWallClock(seconds: Int64) { times.withLock { $0.wall += seconds * 1000 } }
