@@ -309,8 +309,23 @@ public final class Database {
         synchronousFull = full
     }
 
+    /// Whether `sql` is a BEGIN or a SAVEPOINT: its first keyword, after the whitespace and
+    /// comments SQLite skips (a comment first would otherwise hide it), in any case.
     private static func opensTransaction(_ sql: String) -> Bool {
-        let head = sql.drop { $0.isWhitespace }.prefix(9).uppercased()
+        var rest = Substring(sql)
+        while true {
+            rest = rest.drop { $0.isWhitespace }
+            if rest.hasPrefix("--") {
+                rest = rest.drop { !$0.isNewline }
+            } else if rest.hasPrefix("/*") {
+                var body = rest.dropFirst(2)
+                while !body.isEmpty, !body.hasPrefix("*/") { body = body.dropFirst() }
+                rest = body.dropFirst(2)
+            } else {
+                break
+            }
+        }
+        let head = rest.prefix(9).uppercased()
         return head.hasPrefix("BEGIN") || head.hasPrefix("SAVEPOINT")
     }
 

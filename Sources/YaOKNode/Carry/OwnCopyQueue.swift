@@ -13,7 +13,9 @@ struct OwnCopyQueue {
     /// recipient of every queued message does not hurry their copies (`due`).
     private var recipients: [MessageID: Int64] = [:]
     private var countTo: [Int64: Int] = [:]
-    /// When the oldest of them was queued (nil: none): the copies are due `delayMs` later.
+    /// When the first of them was queued since none was (nil: none), or the last failed
+    /// batch or one that found copies waiting for their sync: the copies are due `delayMs`
+    /// later. A batch that leaves some queued otherwise keeps it, so the rest are due at once.
     var since: Int64?
     /// When the app last queued one (`append`): while sends keep coming, the copies wait
     /// for a pause (`due`).
@@ -89,7 +91,7 @@ struct OwnCopyQueue {
         if messages.isEmpty { (since, lastQueued) = (nil, nil) }
     }
 
-    /// When the next batch is due: `delayMs` after the oldest queued send (later while the
+    /// When the next batch is due: `delayMs` after `since` (later while the
     /// app keeps sending: `quietMs`), `meetingDelayMs` while a meeting is in progress that
     /// the copies could go out on: `meetings` are the
     /// contact IDs of the peers met (nil: a stranger, or a relay). A meeting with the

@@ -37,6 +37,20 @@ import Testing
         #expect(!queue.waitsForPause(at: 1_000 + OwnCopyQueue.maxDeferMs, meetings: []))
     }
 
+    /// A batch of 32 that leaves copies owed does not restart the delays (PROTOCOL.md §12.6:
+    /// they count from the first send owed since none was): the rest are due at once, and a
+    /// burst past its bound waits no more.
+    @Test func aPartialBatchDoesNotRestartTheDelays() {
+        var paused = queue(sendsEvery: 1, from: 1_000, until: 1_039)
+        paused.remove(Set(paused.messages.prefix(OwnCopyQueue.batchLimit)))
+        #expect(paused.messages.count == 40 - OwnCopyQueue.batchLimit)
+        #expect(paused.due(meetings: []) == 1_000 + OwnCopyQueue.delayMs)
+        var burst = queue(sendsEvery: 10, from: 1_000, until: 9_000)
+        burst.remove(Set(burst.messages.prefix(OwnCopyQueue.batchLimit)))
+        #expect(burst.due(meetings: []) == 1_000 + OwnCopyQueue.maxDeferMs)
+        #expect(!burst.waitsForPause(at: 9_000, meetings: []))
+    }
+
     @Test func aMeetingThatCouldCarryThemDoesNotWait() {
         let queue = queue(sendsEvery: 10, from: 1_000, until: 3_000)
         // A stranger (nil), or a contact other than the recipient (2): the short delay.

@@ -62,9 +62,6 @@ import Testing
         #expect(peer.link.peerIsContact == true)
     }
 
-    /// Alice, carrying for anyone, with contacts Bob and Carol (identities the test holds) and
-    /// an own carried copy of a message to each.
-
     /// A contact whose probe leaves this node out (it holds more than 256 cards) is taken for a
     /// stranger until its proof comes: own copies offered meanwhile, its own included, are
     /// not handed to it once it is known to be their recipient, whatever it asks for.
@@ -109,10 +106,57 @@ import Testing
         #expect(handedOver == [carolsCopy], "handed \(handedOver.map { $0 == carolsCopy ? "Carol's" : $0 == bobsCopy ? "Bob's" : "other" })")
     }
 
+    /// Locked, Alice still recognises Bob (the contact link keys are kept, §5.9) but not which
+    /// of her contacts he is (the directory needs the keys): his own copy is offered with
+    /// Carol's, the only way it can reach him before the unlock (no routed message goes to a
+    /// link whose contact is not known). PROTOCOL.md §12.3 step 2 says so.
+    @Test func aLockedNodeOffersARecognisedContactItsOwnCopyToo() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (alice, bob, carolsCopy, bobsCopy) = try aliceWithTwoOwnCopies(dir)
+        defer { alice.close() }
+        let key = try ContactLinkKey(own: bob, peer: try alice.profile().publicIdentity)
+        try alice.lock()
+        let peer = try HandPeer(alice, nodeRole: .responder)
+        defer { peer.link.close() }
+        let probe = ContactRecognition(role: .initiator, handshakeHash: peer.handshakeHash, contacts: [key]).probe()
+        try peer.send(.contactProbe(try ContactProbeBody(decoding: probe.dropFirst())))
+        #expect(eventually { (try? peer.payloads())?.contains { if case .contactProof = $0 { true } else { false } } == true })
+        let proof = key.mac(ContactRecognition.proofContext, role: .initiator, handshakeHash: peer.handshakeHash)
+        try peer.send(.contactProof(try ContactProofBody(decoding: proof[...])))
+        #expect(eventually { peer.link.peerIsContact == true })
+
+        var reconciler = try Reconciler(store: try ReconciliationSet([], idLength: CarryLinkMessage.identityLength),
+                                        role: .initiator, parameters: try .standard(idLength: CarryLinkMessage.identityLength),
+                                        hash: ReconciliationBLAKE2b())
+        guard case .send(let opening) = try reconciler.initiate() else { Issue.record("no opening message"); return }
+        try peer.send(.carry(.reconcile(opening)))
+        var read = 0
+        while offered((try? peer.payloads()) ?? []).count < 2 {
+            #expect(eventually { reconciles((try? peer.payloads()) ?? []).count > read || offered((try? peer.payloads()) ?? []).count >= 2 })
+            let replies = reconciles(try peer.payloads())
+            guard replies.count > read else { continue }
+            for bytes in replies[read...] {
+                switch try reconciler.receive(bytes) {
+                case .send(let b), .finish(let b):
+                    while let list = reconciler.takeHaveWant() { try peer.send(.carry(.reconcile(list))) }
+                    try peer.send(.carry(.reconcile(b)))
+                case .finished, .budgetExhausted, .idle:
+                    while let list = reconciler.takeHaveWant() { try peer.send(.carry(.reconcile(list))) }
+                }
+            }
+            read = replies.count
+        }
+        settle(alice)
+        #expect(Set(offered(try peer.payloads())) == [carolsCopy, bobsCopy])
+    }
+
     private func handed(_ payloads: [LinkPayload]) -> [[UInt8]] {
         payloads.compactMap { if case .carry(.carried(let packet)) = $0 { packet.identity } else { nil } }
     }
 
+    /// Alice, carrying for anyone, with contacts Bob and Carol (identities the test holds) and
+    /// an own carried copy of a message to each.
     private func aliceWithTwoOwnCopies(_ dir: TempDir) throws -> (Node, Identity, carols: [UInt8], bobs: [UInt8]) {
         let alice = try makeNode(dir, name: "Alice")
         let bob = try Identity(name: "Bob")

@@ -60,8 +60,9 @@ import Testing
     }
 
     /// A transaction opened by hand (a plain BEGIN or SAVEPOINT through `query`, which SQLite
-    /// calls read-only) after `unsynced` commits at FULL, as `transaction()` does.
-    @Test(arguments: ["BEGIN", "begin immediate", " SAVEPOINT s"])
+    /// calls read-only) after `unsynced` commits at FULL, as `transaction()` does: in either
+    /// case, after whitespace or a comment, as SQLite reads it.
+    @Test(arguments: ["BEGIN", "begin immediate", " SAVEPOINT s", "-- by hand\nBEGIN", "/* by hand */ savepoint s"])
     func aTransactionOpenedByHandAfterUnsyncedRunsAtFull(_ opening: String) throws {
         let dir = TempDir()
         defer { dir.remove() }
@@ -70,7 +71,7 @@ import Testing
         #expect(!db.synchronousFull)
         try db.query(opening)
         try db.query("INSERT INTO t VALUES (?)", [.int(2)])
-        try db.query(opening.contains("SAVEPOINT") ? "RELEASE s" : "COMMIT")
+        try db.query(opening.uppercased().contains("SAVEPOINT") ? "RELEASE s" : "COMMIT")
         #expect(db.synchronousFull)
         #expect(try level(db) == 2)
     }
