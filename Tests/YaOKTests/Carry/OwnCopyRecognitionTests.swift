@@ -28,27 +28,7 @@ import Testing
         #expect(eventually { (try? peer.payloads())?.contains { if case .contactProof = $0 { true } else { false } } == true })
 
         // Bob reconciles from an empty store: Alice learns he lacks both copies.
-        var reconciler = try Reconciler(store: try ReconciliationSet([], idLength: CarryLinkMessage.identityLength),
-                                        role: .initiator, parameters: try .standard(idLength: CarryLinkMessage.identityLength),
-                                        hash: ReconciliationBLAKE2b())
-        guard case .send(let opening) = try reconciler.initiate() else { Issue.record("no opening message"); return }
-        try peer.send(.carry(.reconcile(opening)))
-        var read = 0
-        while !reconciler.isFinished {
-            #expect(eventually { reconciles((try? peer.payloads()) ?? []).count > read })
-            let replies = reconciles(try peer.payloads())
-            guard replies.count > read else { return }
-            for bytes in replies[read...] {
-                switch try reconciler.receive(bytes) {
-                case .send(let b), .finish(let b):
-                    while let list = reconciler.takeHaveWant() { try peer.send(.carry(.reconcile(list))) }
-                    try peer.send(.carry(.reconcile(b)))
-                case .finished, .budgetExhausted, .idle:
-                    while let list = reconciler.takeHaveWant() { try peer.send(.carry(.reconcile(list))) }
-                }
-            }
-            read = replies.count
-        }
+        let reconciler = try reconcileFromEmpty(peer)
         settle(alice)
         #expect(reconciler.want.count == 2, "the control: Bob's reconciliation says he lacks both copies")
         #expect(offered(try peer.payloads()).isEmpty, "an own copy offered before the peer is known")
@@ -126,29 +106,37 @@ import Testing
         try peer.send(.contactProof(try ContactProofBody(decoding: proof[...])))
         #expect(eventually { peer.link.peerIsContact == true })
 
+        _ = try reconcileFromEmpty(peer)
+        #expect(eventually { offered((try? peer.payloads()) ?? []).count >= 2 })
+        settle(alice)
+        #expect(Set(offered(try peer.payloads())) == [carolsCopy, bobsCopy])
+    }
+
+    /// The hand-driven peer, as the link's initiator, reconciles an empty store with the node
+    /// to the end (§11: its have/want lists before each range message).
+    private func reconcileFromEmpty(_ peer: HandPeer) throws -> Reconciler {
         var reconciler = try Reconciler(store: try ReconciliationSet([], idLength: CarryLinkMessage.identityLength),
                                         role: .initiator, parameters: try .standard(idLength: CarryLinkMessage.identityLength),
                                         hash: ReconciliationBLAKE2b())
-        guard case .send(let opening) = try reconciler.initiate() else { Issue.record("no opening message"); return }
+        guard case .send(let opening) = try reconciler.initiate() else {
+            Issue.record("no opening message")
+            return reconciler
+        }
         try peer.send(.carry(.reconcile(opening)))
         var read = 0
-        while offered((try? peer.payloads()) ?? []).count < 2 {
-            #expect(eventually { reconciles((try? peer.payloads()) ?? []).count > read || offered((try? peer.payloads()) ?? []).count >= 2 })
+        while !reconciler.isFinished {
+            #expect(eventually { reconciles((try? peer.payloads()) ?? []).count > read })
             let replies = reconciles(try peer.payloads())
-            guard replies.count > read else { continue }
+            guard replies.count > read else { return reconciler }
             for bytes in replies[read...] {
-                switch try reconciler.receive(bytes) {
-                case .send(let b), .finish(let b):
-                    while let list = reconciler.takeHaveWant() { try peer.send(.carry(.reconcile(list))) }
-                    try peer.send(.carry(.reconcile(b)))
-                case .finished, .budgetExhausted, .idle:
-                    while let list = reconciler.takeHaveWant() { try peer.send(.carry(.reconcile(list))) }
-                }
+                let step = try reconciler.receive(bytes)
+                while let list = reconciler.takeHaveWant() { try peer.send(.carry(.reconcile(list))) }
+                if case .send(let b) = step { try peer.send(.carry(.reconcile(b))) }
+                if case .finish(let b) = step { try peer.send(.carry(.reconcile(b))) }
             }
             read = replies.count
         }
-        settle(alice)
-        #expect(Set(offered(try peer.payloads())) == [carolsCopy, bobsCopy])
+        return reconciler
     }
 
     private func handed(_ payloads: [LinkPayload]) -> [[UInt8]] {
