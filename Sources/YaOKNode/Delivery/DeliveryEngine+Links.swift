@@ -144,7 +144,7 @@ extension DeliveryEngine {
 
     /// Counts a unit dropped as bad; a link that sends more than `maxBadUnitsPerLink` of
     /// them within a minute is closed (a slow trickle of noise over days is not).
-    private mutating func countBadUnit(on linkID: UInt64, _ error: YaOKError) throws {
+    mutating func countBadUnit(on linkID: UInt64, _ error: YaOKError) throws {
         guard var link = links[linkID] else { return }
         let t = now
         if t - link.badUnitsSince >= 60_000 {
@@ -217,7 +217,7 @@ extension DeliveryEngine {
     /// named none of our contacts), or earlier if the peer's meeting already began (its first
     /// carry payload). Settled first, so that carrying "for contacts only" knows who the peer
     /// is (PROTOCOL.md §5.9, "Ready and recognised"). Once per link.
-    private mutating func startMeeting(_ linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
+    mutating func startMeeting(_ linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard carry.sessions[linkID] == nil else { return }
         try carryLinkOpened(linkID, store, keys)
     }
@@ -227,6 +227,7 @@ extension DeliveryEngine {
         guard let link = links[linkID], let recognition = link.channel.recognition else { return }
         let proofs = try recognition.receiveProbe(probe.bytes[...])
         for proof in proofs { try sendOnLink(.contactProof(try ContactProofBody(decoding: proof.dropFirst())), on: linkID) }
+        if !proofs.isEmpty, link.peer == nil { links[linkID]?.sentProof = true }
         if proofs.isEmpty, link.peer == nil {
             links[linkID]?.probeUnmatched = true
             if let updated = links[linkID] { tellPeerStanding(updated) }
@@ -261,6 +262,7 @@ extension DeliveryEngine {
             updatePresence(contact, store, keys)
         }
         try startMeeting(linkID, store, keys)
+        try takeHeldMeeting(on: linkID, store, keys)
         try offerHeldOwnCopies(on: linkID, store)
     }
 
@@ -283,6 +285,7 @@ extension DeliveryEngine {
         case .contactProof(let proof):
             try receiveContactProof(proof, on: linkID, store, keys)
         case .carry(let message):
+            if holdMeetingPayload(message, on: linkID) { return }
             try startMeeting(linkID, store, keys)
             try receiveCarry(message, on: linkID, store, keys)
         }

@@ -38,6 +38,7 @@ extension DeliveryEngine {
                 }
             }
         }
+        if sweep { try takeOverdueHeldMeetings(store, keys) }
         // A prekey's ID is its day, so it is erased on time while locked too (§13.4 rule 5):
         // every packet sealed to it has expired by then, so no held packet needs it.
         if sweep, keys == nil { try store.expirePrekeys(nowMs: t) }
@@ -162,7 +163,7 @@ extension DeliveryEngine {
         let t = now
         let keepalive = links.values.filter(\.isOpen).map { $0.lastSent + Node.linkKeepaliveMs }.min()
         let deadlines = [try? store.nextOutboxAttempt(after: t), inflight.earliestDeadline, keepalive,
-                         carriers.values.map(\.pausedUntil).filter { $0 > t }.min(),
+                         carriers.values.map(\.pausedUntil).filter { $0 > t }.min(), nextHeldMeetingDue,
                          t + 3_600_000].compactMap { $0 }
         guard let due = deadlines.min() else { return }
         guard !callerRunsTimers else { timerDue = due; return }

@@ -20,6 +20,13 @@ struct LinkState {
     /// The peer's probe held no marker of any contact of ours: a stranger, unless a proof
     /// still arrives (it had us past its probe's capacity).
     var probeUnmatched = false
+    /// This side sent a proof for the peer's probe and has not verified one from the peer:
+    /// the peer is probably a contact whose own proof is on its way (§5.9).
+    var sentProof = false
+    /// The peer's meeting payloads held, in order, until its proof verifies or
+    /// `heldMeetingUntil` (carrying for contacts only: `DeliveryEngine+MeetingWait`).
+    var heldMeeting: [CarryLinkMessage] = []
+    var heldMeetingUntil: Int64?
     /// What the last YAOK_EVENT_LINK_AUTHENTICATED said about the peer (nil: none sent yet).
     var announced: (isContact: Bool, contactID: Int64?)?
     let openedAt: Int64
