@@ -38,7 +38,6 @@ extension DeliveryEngine {
                 }
             }
         }
-        if sweep { try takeOverdueHeldMeetings(store, keys) }
         // A prekey's ID is its day, so it is erased on time while locked too (§13.4 rule 5):
         // every packet sealed to it has expired by then, so no held packet needs it.
         if sweep, keys == nil { try store.expirePrekeys(nowMs: t) }
@@ -49,6 +48,8 @@ extension DeliveryEngine {
                 try sendOnLink(.keepalive, on: linkID)
             }
         }
+        // Meetings held for a contact's proof that did not come (DeliveryEngine+MeetingWait).
+        if sweep { try takeOverdueHeldMeetings(store, keys) }
         // A contact's open links, oldest first: the next one takes over when one's window is
         // full (two links to one contact: over the LAN and Bluetooth, or both directions).
         var linksByContact: [Int64: [UInt64]] = [:]
