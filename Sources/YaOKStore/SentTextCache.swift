@@ -15,7 +15,7 @@ import Glibc
 /// Plaintext kept in memory, so: only while the node is unlocked (`Store.detach` empties
 /// it, as it does the key rings), when the database key that opens every body is in
 /// memory too; an entry leaves when its message is delivered, and all of them when a
-/// contact's messages are deleted; at most `byteBudget` bytes and `capacity` entries
+/// contact's messages are deleted or a transaction (or savepoint) rolls back; at most `byteBudget` bytes and `capacity` entries
 /// (past either a text is not kept, and its reads open the body as before).
 final class SentTextCache {
     /// About 300 messages of 10 KB (sealed body and text): a batch of 200 fits.

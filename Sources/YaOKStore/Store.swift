@@ -59,7 +59,11 @@ package final class Store {
         // pread (`yaok-bench bulk`: 90 → 31 preads per message). Pages are allocated as used.
         try db.execute("PRAGMA cache_size=-16384")
         db.afterCommit = { [ringCache] in ringCache.committedTransaction() }
-        db.afterRollback = { [ringCache] in ringCache.removeAll() }
+        // A text kept for a row rolled back would never match a read, only take room.
+        db.afterRollback = { [ringCache, sentTexts] in
+            ringCache.removeAll()
+            sentTexts.removeAll()
+        }
         for suffix in Store.fileSuffixes { _ = chmod(path + suffix, 0o600) }
         try Schema.migrate(db)
         seen = try DuplicateFilter(database: db)

@@ -1,5 +1,6 @@
 import Testing
 @testable import YaOKSupport
+@testable import YaOKWire
 @testable import YaOKStore
 @testable import YaOKNode
 
@@ -72,6 +73,23 @@ import Testing
         let before = try bodiesOpened(pair.alice)
         #expect(try pair.alice.outgoingMessage(id).text == "kept until the lock")
         #expect(try bodiesOpened(pair.alice) == before + 1)
+    }
+
+    @Test func aRollbackForgetsTheTexts() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        struct Abort: Error {}
+        try pair.alice.withStore { store, s in
+            guard let keys = s.keys else { throw YaOKError(.locked) }
+            _ = try? store.db.transaction {
+                _ = try store.insertMessage(conversation: pair.bobID, messageID: MessageID.random().bytes, direction: .outgoing,
+                                            status: .pending, text: "rolled back", senderTimestamp: 1, createdAt: 1,
+                                            receivedAt: nil, unread: false, cipher: keys.cipher)
+                #expect(store.sentTexts.count == 1)
+                throw Abort()
+            }
+            #expect(store.sentTexts.count == 0)
+        }
     }
 
     @Test func deletingAConversationForgetsItsTexts() throws {
