@@ -38,7 +38,10 @@ public enum ConcurrentMap {
                 if let thread = helper { pthread_join(thread, nil) } else { run(part + 1) }
             }
         }
-        return try results.map { try $0!.get() }
+        return try results.map { slot in
+            guard let result = slot else { throw YaOKError(.internal, "A concurrent map left an item undone") }
+            return try result.get()
+        }
     }
 
     /// The results' storage, handed to the helpers: each writes its own chunk's slots only.
