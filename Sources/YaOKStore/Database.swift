@@ -456,4 +456,10 @@ public struct Row {
         guard count > 0, let p = sqlite3_column_blob(statement, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: count))
     }
+    /// A blob's bytes in place, without the copy `blob` makes; valid only inside `body`.
+    func withBlob<R>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard count > 0, let p = sqlite3_column_blob(statement, column) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeRawBufferPointer(start: p, count: count))
+    }
 }

@@ -11,6 +11,9 @@ package struct SealedMessageRow: Sendable {
     let message: Message
     let body: [UInt8]
     let mac: [UInt8]
+    /// What `body` was sealed to and under (SentTextCache).
+    let ad: [UInt8]
+    let cipher: FieldCipher
 
     /// The row of a message not sent yet (`sentAt` nil), under `cipher`, the store's.
     package init(conversation: Int64, messageID: MessageID, direction: MessageDirection, status: MessageStatus,
@@ -19,8 +22,10 @@ package struct SealedMessageRow: Sendable {
         message = Message(messageID: messageID, conversationID: conversation, direction: direction, status: status,
                           text: text, senderTimestamp: senderTimestamp, createdAt: createdAt, sentAt: nil,
                           receivedAt: receivedAt, unread: unread, repaired: repaired)
-        body = try cipher.sealPadded(Array(text.utf8), ad: RowAD.messageBody(conversation: conversation, messageID: messageID.bytes,
-                                                                           direction: direction.rawValue, repaired: repaired))
+        ad = RowAD.messageBody(conversation: conversation, messageID: messageID.bytes, direction: direction.rawValue,
+                               repaired: repaired)
+        self.cipher = cipher
+        body = try cipher.sealPadded(Array(text.utf8), ad: ad)
         mac = cipher.mac(.message(conversation: conversation, messageID: messageID.bytes, direction: direction.rawValue,
                                   status: status.rawValue, senderTimestamp: senderTimestamp, createdAt: createdAt,
                                   sentAt: nil, receivedAt: receivedAt, unread: unread))

@@ -62,6 +62,12 @@ extension Store {
     /// copies later, many in one transaction, clearing it in the same transaction. A row
     /// gone (delivered, expired, the conversation deleted) owes nothing any more.
     package static let outboxOwesCarriedCopy: Int64 = 2
+    /// Bit 4: the copy was taken (made). Set as bit 2 is cleared so that the column keeps
+    /// its stored size (SQLite stores 0 and 1 in no bytes, 2 to 127 in one): an UPDATE that
+    /// keeps a row's size is written over it in place, one that changes it rewrites the
+    /// whole row, its packet's overflow pages included (for a 10 KB message ten pages of
+    /// the log instead of two: `yaok-bench bulk`). Nothing reads it.
+    package static let outboxCarriedCopyTaken: Int64 = 4
 
     /// The messages whose own carried copy is still to be made, in sending order: what a
     /// process that ended before making them left (read once, after the first unlock). A
@@ -72,14 +78,17 @@ extension Store {
         }
     }
 
-    /// Takes message `id`'s owed carried copy: clears the flag and returns the recipient, or
+    /// Takes message `id`'s owed carried copy: clears the flag (marking it taken, which
+    /// keeps the row's size) and returns the recipient, or
     /// nil when nothing is owed (already made, delivered, expired). Run in the transaction
     /// that stores the copy, so a copy is made exactly once: the batch plans the copy under
     /// the lock (reading the flag: `owedCarriedCopyMessage`), seals it outside, and takes
     /// the flag here.
     package func takeOwedCarriedCopy(_ id: MessageID) throws -> Int64? {
-        try db.rows("UPDATE outbox SET carried = carried & ~2 WHERE packet_id = ? AND carried & 2 != 0 RETURNING contact_id",
-                    [.blob(id.bytes)]) { $0.int64(0) }.first
+        try db.rows("""
+            UPDATE outbox SET carried = (carried & ~\(Store.outboxOwesCarriedCopy)) | \(Store.outboxCarriedCopyTaken)
+            WHERE packet_id = ? AND carried & \(Store.outboxOwesCarriedCopy) != 0 RETURNING contact_id
+            """, [.blob(id.bytes)]) { $0.int64(0) }.first
     }
 
     /// Carried packets held, in the order (expiry, id), from `after` on (exclusive), at most

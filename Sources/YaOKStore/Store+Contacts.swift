@@ -125,6 +125,7 @@ extension Store {
         try db.transaction {
             ringCache.forget(id)  // its rings' rows go by ON DELETE CASCADE
             if withMessages {
+                sentTexts.removeAll()  // no deleted text stays in memory (any contact's: rare)
                 try db.query("DELETE FROM conversations WHERE id = ?", [.int(id)])
             } else {
                 try db.query("DELETE FROM contacts WHERE id = ?", [.int(id)])

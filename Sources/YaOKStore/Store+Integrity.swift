@@ -77,6 +77,7 @@ extension Store {
     package func detach() {
         attached = nil
         ringCache.removeAll()
+        sentTexts.removeAll()
         erasePendingPages()
     }
 

@@ -30,18 +30,22 @@ extension Store {
                   .int(m.senderTimestamp), .int(m.createdAt), m.receivedAt.map { .int($0) } ?? .null,
                   .int(m.unread ? 1 : 0), .blob(row.body), .blob(row.mac)])
         guard db.changes > 0 else { return nil }
+        // Read back as it moves to `sent` and `delivered` and for its own carried copy.
+        if m.direction == .outgoing {
+            sentTexts.keep(m.text, messageID: m.messageID.bytes, sealed: row.body, ad: row.ad, cipher: row.cipher)
+        }
         return m
     }
 
     package func message(conversation: Int64, messageID: [UInt8], cipher: FieldCipher) throws -> Message? {
         try db.rows("SELECT \(Store.columns) FROM messages WHERE conversation_id = ? AND message_id = ?",
-                    [.int(conversation), .blob(messageID)]) { try Store.decode($0, cipher) }.first
+                    [.int(conversation), .blob(messageID)]) { try decode($0, cipher) }.first
     }
 
     /// The outgoing message with this ID (IDs are random, 16 bytes: at most one).
     package func outgoingMessage(messageID: [UInt8], cipher: FieldCipher) throws -> Message? {
         try db.rows("SELECT \(Store.columns) FROM messages WHERE message_id = ? AND direction = 0",
-                    [.blob(messageID)]) { try Store.decode($0, cipher) }.first
+                    [.blob(messageID)]) { try decode($0, cipher) }.first
     }
 
     /// Message `id` and its recipient while its own carried copy is owed (nil: nothing owed,
@@ -52,7 +56,7 @@ extension Store {
             SELECT \(Store.joinedColumns), o.contact_id FROM outbox o
             JOIN messages m ON m.message_id = o.packet_id AND m.direction = 0
             WHERE o.packet_id = ? AND o.carried & 2 != 0
-            """, [.blob(id.bytes)]) { (contactID: $0.int64(12), message: try Store.decode($0, cipher)) }.first
+            """, [.blob(id.bytes)]) { (contactID: $0.int64(12), message: try decode($0, cipher)) }.first
     }
 
     /// `columns` of `messages` as `m` in a join.
@@ -74,7 +78,7 @@ extension Store {
                                [.blob(messageID)]) { row -> (Int64, RowMAC) in
             let stored = try Store.verifiedMetadata(row, cipher)
             if returning, updated == nil {
-                updated = try Store.decode(row, stored, cipher).with(status: status, now: now)
+                updated = try decode(row, stored, cipher).with(status: status, now: now)
             }
             let sentAt = status == .sent && stored.sentAt == nil ? now : stored.sentAt
             return (row.int64(10), .message(conversation: stored.conversation, messageID: messageID,
@@ -88,6 +92,7 @@ extension Store {
                     mac = ? WHERE id = ?
                 """, [.int(Int64(status.rawValue)), .int(Int64(status.rawValue)), .int(now), .blob(cipher.mac(input)), .int(id)])
         }
+        if status == .delivered { sentTexts.remove(messageID) }  // never read back for delivery again
         if rows.count == 1 {
             try update(rows[0].0, rows[0].1)
         } else if !rows.isEmpty {
@@ -102,6 +107,7 @@ extension Store {
     /// its recipient settles. Needs the store attached (unlocked).
     package func setStatus(of message: Message, _ status: MessageStatus, now: Int64) throws {
         let cipher = try requireAttached()
+        if status == .delivered { sentTexts.remove(message.messageID.bytes) }  // never read back for delivery again
         let changed = message.with(status: status, now: now)
         let mac = cipher.mac(.message(conversation: message.conversationID, messageID: message.messageID.bytes,
                                       direction: MessageDirection.outgoing.rawValue, status: status.rawValue,
@@ -125,7 +131,7 @@ extension Store {
             ORDER BY sender_ts_ms DESC, id DESC LIMIT ?
             """, [.int(conversation), .int(cursor?.timestamp ?? Int64.max), .int(cursor?.rowID ?? Int64.max),
                   .int(Int64(limit) + 1)]) { row in
-            newestFirst.append((try Store.decode(row, cipher), HistoryCursor(timestamp: row.int64(4), rowID: row.int64(10))))
+            newestFirst.append((try decode(row, cipher), HistoryCursor(timestamp: row.int64(4), rowID: row.int64(10))))
         }
         let hasMore = newestFirst.count > limit
         let page = newestFirst.prefix(limit)
@@ -181,26 +187,36 @@ extension Store {
     static let messageAltered = YaOKError(.corruptStore,
         "The data store is corrupt: a message's status, times or read state were changed outside Ya OK")
 
-    private static func decode(_ row: Row, _ cipher: FieldCipher) throws -> Message {
-        try decode(row, verifiedMetadata(row, cipher), cipher)
+    private func decode(_ row: Row, _ cipher: FieldCipher) throws -> Message {
+        try decode(row, Store.verifiedMetadata(row, cipher), cipher)
     }
 
     /// The message of `row`, whose clear columns `m` were checked.
-    private static func decode(_ row: Row, _ m: Metadata, _ cipher: FieldCipher) throws -> Message {
+    private func decode(_ row: Row, _ m: Metadata, _ cipher: FieldCipher) throws -> Message {
         guard let direction = MessageDirection(rawValue: m.direction),
               let status = MessageStatus(rawValue: m.status) else { throw FieldCipher.failure }
-        let sealed = row.blob(9)
+        func ad(repaired: Bool) -> [UInt8] {
+            RowAD.messageBody(conversation: m.conversation, messageID: m.messageID, direction: direction.rawValue,
+                              repaired: repaired)
+        }
         func open(repaired: Bool) throws -> String {
-            try cipher.openPaddedString(sealed, ad: RowAD.messageBody(conversation: m.conversation, messageID: m.messageID,
-                                                                      direction: direction.rawValue, repaired: repaired))
+            bodiesOpened += 1
+            return try cipher.openPaddedString(row.blob(9), ad: ad(repaired: repaired))
         }
         // Nearly every text opens under the first label; a repaired one under the second.
+        // An outgoing one sealed by this store since the unlock is usually kept (SentTextCache).
+        let kept = direction == .outgoing
+            ? row.withBlob(9) { sentTexts.text(m.messageID, stored: $0, ad: ad(repaired: false), cipher: cipher) } : nil
         let text: String
         var repaired = false
-        do { text = try open(repaired: false) } catch {
-            guard direction == .incoming else { throw error }
-            text = try open(repaired: true)
-            repaired = true
+        if let kept {
+            text = kept
+        } else {
+            do { text = try open(repaired: false) } catch {
+                guard direction == .incoming else { throw error }
+                text = try open(repaired: true)
+                repaired = true
+            }
         }
         return Message(messageID: try MessageID(bytes: m.messageID), conversationID: m.conversation, direction: direction,
                        status: status, text: text, senderTimestamp: m.senderTimestamp, createdAt: m.createdAt,

@@ -34,6 +34,11 @@ package final class Store {
     /// The forward-secrecy rings as stored, decoded (Store+ReceiverKeys): kept while the
     /// node is unlocked, in step with the transactions.
     let ringCache = ReceiverKeyRingCache()
+    /// Outgoing texts as sealed into their rows, while unlocked (SentTextCache): a row read
+    /// back whose body is what was sealed is not opened again.
+    let sentTexts = SentTextCache()
+    /// Message bodies decrypted so far (tests: which reads open a body).
+    package internal(set) var bodiesOpened = 0
     /// Set by an owner that runs the erasure checkpoint itself, coalesced (Store+Erasure):
     /// called when a first erasure waits for it. nil: every erasure checkpoints at once.
     package var erasureScheduler: (() -> Void)?
@@ -54,7 +59,11 @@ package final class Store {
         // pread (`yaok-bench bulk`: 90 → 31 preads per message). Pages are allocated as used.
         try db.execute("PRAGMA cache_size=-16384")
         db.afterCommit = { [ringCache] in ringCache.committedTransaction() }
-        db.afterRollback = { [ringCache] in ringCache.removeAll() }
+        // A text kept for a row rolled back would never match a read, only take room.
+        db.afterRollback = { [ringCache, sentTexts] in
+            ringCache.removeAll()
+            sentTexts.removeAll()
+        }
         for suffix in Store.fileSuffixes { _ = chmod(path + suffix, 0o600) }
         try Schema.migrate(db)
         seen = try DuplicateFilter(database: db)

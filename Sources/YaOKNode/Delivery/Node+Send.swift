@@ -51,7 +51,7 @@ extension Node {
             sendCommits.taken(ticket)
             return (ticket, planned, keys)
         }
-        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
         return try sendCommits.commit(ticket: ticket, sealed) { try writeSendGroup($0) }.get()
     }
 

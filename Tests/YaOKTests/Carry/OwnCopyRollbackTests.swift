@@ -55,7 +55,7 @@ import Testing
             return (ticket, planned, keys)
         }
         let id = try #require(planned.first?.messageID)
-        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
         var madeBeforeSync: Int?
         let result = alice.sendCommits.commit(ticket: ticket, sealed) { group in
             let written = try alice.writeSendGroup(group)

@@ -14,10 +14,8 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         let events = EventRecorder()
-        events.attach(to: pair.alice)
-        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        let pipe = try pair.memoryLink(recording: events)
         defer { pipe.close() }
-        #expect(eventually { (try? pair.alice.contact(pair.bobID).connection) == .online(transport: "memory") })
         try pair.alice.withDatabase { $0.statementLog = [] }
         func delivered() -> [Message] {
             events.all.compactMap { event -> Message? in
@@ -53,10 +51,8 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         let events = EventRecorder()
-        events.attach(to: pair.alice)
-        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        let pipe = try pair.memoryLink(recording: events)
         defer { pipe.close() }
-        #expect(eventually { (try? pair.alice.contact(pair.bobID).connection) == .online(transport: "memory") })
         try pair.alice.withDatabase { $0.statementLog = [] }
         let id = try pair.alice.send(to: pair.bobID, text: String(repeating: "r", count: 10_000)).messageID
         #expect(eventually {

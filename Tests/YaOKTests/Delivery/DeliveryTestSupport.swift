@@ -1,3 +1,4 @@
+import Testing
 import Foundation
 @testable import YaOKSupport
 @testable import YaOKWire
@@ -54,5 +55,16 @@ extension Node {
         let (_, packet) = try SealedMessage.seal(Array(text.utf8), from: sender, to: key, createdMs: sentAt, messageID: messageID)
         try injectRouted(packet)
         return packet
+    }
+}
+
+extension Pair {
+    /// A memory link between the two, returned once Alice sees Bob online over it; Alice's
+    /// events recorded into `events` from before it opened.
+    func memoryLink(recording events: EventRecorder) throws -> MemoryPipe {
+        events.attach(to: alice)
+        let pipe = try MemoryPipe(alice, bob)
+        #expect(eventually { (try? alice.contact(bobID).connection) == .online(transport: "memory") })
+        return pipe
     }
 }

@@ -118,7 +118,7 @@ import Testing
         }
         threads.forEach { $0.start() }
         #expect(eventually { node.sendCommits.waiting == 3 })
-        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
         let mine = node.sendCommits.commit(ticket: ticket, sealed) { group in
             #expect(group.count == 4)
             return try node.writeSendGroup(group)
@@ -145,7 +145,7 @@ import Testing
         var plannedKey: ReceiverKey?
         if case .receiver(let key, _) = planned.first?.choice { plannedKey = key }
         #expect(plannedKey?.isPrekey ?? true)
-        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
         // Meanwhile Bob writes twice (a contact's prekey is not an announced key): Alice's ack of the first tells him her key, so his
         // second is sealed to it and announces his.
         let pipe = try MemoryPipe(alice, pair.bob)

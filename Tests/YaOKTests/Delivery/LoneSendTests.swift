@@ -36,7 +36,7 @@ import Testing
                                         receivedAt: nil, unread: false, cipher: keys.cipher)
             return (ticket, planned, keys)
         }
-        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
         let outcome = node.sendCommits.commit(ticket: ticket, sealed) { try node.writeSendGroup($0) }
         #expect(throws: YaOKError.self) { try outcome.get() }
         #expect(throws: YaOKError.self) { try node.outgoingMessage(planned[0].messageID) }

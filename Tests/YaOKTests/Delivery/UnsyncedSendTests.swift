@@ -24,7 +24,7 @@ import Testing
             return (ticket, planned, keys)
         }
         let id = try #require(planned.first?.messageID)
-        let sealed = Result { SealedSend(keys: keys, messages: try planned.map { try DeliveryEngine.seal($0, by: keys.identity) }) }
+        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
         var pipe: MemoryPipe?
         defer { pipe?.close() }
         var inFlightBeforeSync: Bool?

@@ -36,6 +36,22 @@ import Testing
         #expect(Set(pages).count == pages.count, "a page written twice: \(pages)")
     }
 
+    /// Making a message's own carried copy takes its outbox row's flag in place: the row
+    /// keeps its size (`Store.outboxCarriedCopyTaken`), so SQLite writes its leaf page, not
+    /// the whole row again with its packet (a 10 KB message's: five overflow pages, and
+    /// five more freed, before).
+    @Test func takingAnOwnCopyDoesNotRewriteTheOutboxPacket() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        _ = try pair.alice.send(to: pair.bobID, text: String(repeating: "o", count: 10_000))
+        _ = try pair.alice.makeOwnCopyBatch()  // rings and caches settled
+        _ = try pair.alice.send(to: pair.bobID, text: String(repeating: "p", count: 10_000))
+        var made = 0
+        let pages = try pagesWritten(pair.alice) { made = try pair.alice.makeOwnCopyBatch() }
+        #expect(made == 1)
+        #expect(pages.filter { $0 == "outbox" }.count <= 1, "\(pages)")
+    }
+
     /// Carrying off: the message, its outbox row and the unsettled send (13 before).
     @Test func aSendWithoutCarryingWritesAtMost10Pages() throws {
         let pair = try Pair()
