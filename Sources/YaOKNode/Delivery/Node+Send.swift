@@ -36,7 +36,9 @@ extension Node {
 
     /// Sends several messages in one transaction: one disk sync for all of them (an app
     /// that sends a batch, or forwards a backlog). All or nothing: if one is refused,
-    /// none is stored. Same rules and statuses as `send(to:text:)`.
+    /// none is stored. Same rules and statuses as `send(to:text:)`. A batch of four or more is
+    /// sealed on the calling thread and short-lived helper threads (`ConcurrentMap`, up to
+    /// four threads in all), joined before this returns.
     @discardableResult
     public func send(_ batch: [(contactID: Int64, text: String)]) throws -> [Message] {
         guard !batch.isEmpty else { return [] }
