@@ -19,7 +19,9 @@ import Testing
     @Test func aContactsReconciliationBeforeItsProofGetsAContactsMeeting() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        let (alice, bob, carolsCopy, _) = try aliceWithTwoOwnCopies(dir)
+        // A clock that stands still: the node's own 3 s timer, however late the test runs
+        // (ThreadSanitizer), finds nothing overdue.
+        let (alice, bob, carolsCopy, _) = try aliceWithTwoOwnCopies(dir, clock: TestClock())
         defer { alice.close() }
         try alice.setCarry(mode: .contactsOnly)
         let peer = try HandPeer(alice, nodeRole: .responder)
@@ -84,5 +86,50 @@ import Testing
         settle(alice)
         #expect(HandPeer.offered(try peer.payloads()).isEmpty)
         #expect(peer.link.peerIsContact != true)
+    }
+
+    /// Past `Node.maxHeldMeetingPayloads` the meeting starts at once, and the payloads held
+    /// go first, in order: Alice answers the reconciliation opening that was held.
+    @Test func aPayloadPastTheCapStartsTheMeetingWithTheHeldOnesFirst() throws {
+        try heldOpening(shows: 0) { alice, peer in
+            for i in 0..<Node.maxHeldMeetingPayloads {
+                try peer.send(.carry(.taken([[UInt8](repeating: UInt8(i), count: CarryLinkMessage.identityLength)])))
+            }
+        }
+    }
+
+    /// Carrying no longer for contacts only (`setCarry`), nothing waits for a proof: the held
+    /// meeting starts at once, its payloads first, and carries for anyone (both copies shown).
+    @Test func leavingContactsOnlyStartsAHeldMeetingAtOnce() throws {
+        try heldOpening(shows: 2) { alice, _ in try alice.setCarry(mode: .anyone) }
+    }
+
+    /// Alice (contacts only, clock standing still) holds a peer's reconciliation opening (its
+    /// probe drew her proof; no proof of its own comes); after `then`, she has answered it,
+    /// reconciling a store of `shows` packets (0: a stranger's meeting in contacts only).
+    private func heldOpening(shows: Int, then: (Node, HandPeer) throws -> Void) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let (alice, bob, _, _) = try aliceWithTwoOwnCopies(dir, clock: TestClock())
+        defer { alice.close() }
+        try alice.setCarry(mode: .contactsOnly)
+        let peer = try HandPeer(alice, nodeRole: .responder)
+        defer { peer.link.close() }
+        let key = try ContactLinkKey(own: bob, peer: try alice.profile().publicIdentity)
+        let probe = ContactRecognition(role: .initiator, handshakeHash: peer.handshakeHash, contacts: [key]).probe()
+        try peer.send(.contactProbe(try ContactProbeBody(decoding: probe.dropFirst())))
+        #expect(eventually { peer.sawProof() })
+        var reconciler = try HandPeer.emptyInitiator()
+        guard case .send(let opening) = try reconciler.initiate() else { Issue.record("no opening message"); return }
+        try peer.send(.carry(.reconcile(opening)))
+        settle(alice)
+        #expect(HandPeer.reconciles(try peer.payloads()).isEmpty, "the opening was not held")
+
+        try then(alice, peer)
+        #expect(eventually { !HandPeer.reconciles((try? peer.payloads()) ?? []).isEmpty }, "the held opening is still held")
+        reconciler = try peer.reconcileFromEmpty(opened: reconciler)
+        #expect(reconciler.isFinished)
+        #expect(reconciler.want.count == shows)
+        #expect(alice.state.withLock { $0.delivery.links.values.allSatisfy { $0.heldMeeting.isEmpty } })
     }
 }
