@@ -76,6 +76,17 @@ import Testing
         try held.alice.setCarry(mode: .anyone)
         try held.expectAnswered(showing: 2)
     }
+
+    /// Carrying turned off, there is no meeting: the held payloads are dropped at once, not
+    /// kept for a proof (or 3 s) to start a meeting that is no more.
+    @Test func turningCarryingOffDropsTheHeldPayloads() throws {
+        let held = try HeldOpening()
+        defer { held.close() }
+        try held.alice.setCarry(mode: .off)
+        #expect(held.alice.state.withLock { $0.delivery.links.values.allSatisfy { $0.heldMeeting.isEmpty && $0.heldMeetingUntil == nil } })
+        settle(held.alice)
+        #expect(HandPeer.reconciles(try held.peer.payloads()).isEmpty)
+    }
 }
 
 /// Alice (contacts only, on a clock that stands still) with two own copies, and a hand-driven
