@@ -14,10 +14,10 @@ import YaOKStore
 /// first (a stranger's: a false positive of the filter is never answered, §5.9). PROTOCOL.md
 /// §5.9, "Ready, settled and recognised".
 extension DeliveryEngine {
-    /// Holds `message` instead of taking it, when the rule above applies; false to take it.
-    /// Past `Node.maxHeldMeetingPayloads` the meeting starts as a stranger's now (the peer
-    /// sends one reconciliation message, a few offers and claims before an answer: more is
-    /// no contact waiting for its proof to land).
+    /// Holds `message` instead of taking it, when the rule above applies; false to take it
+    /// (after the payloads held: `takeHeldMeeting`). Past `Node.maxHeldMeetingPayloads` the
+    /// meeting starts as a stranger's now (the peer sends one reconciliation message, a few
+    /// offers and claims before an answer: more is no contact waiting for its proof to land).
     mutating func holdMeetingPayload(_ message: CarryLinkMessage, on linkID: UInt64) -> Bool {
         guard carry.mode == .contactsOnly, carry.sessions[linkID] == nil, var link = links[linkID],
               link.peer == nil, link.sentProof, link.heldMeeting.count < Node.maxHeldMeetingPayloads else { return false }
@@ -46,11 +46,13 @@ extension DeliveryEngine {
         }
     }
 
-    /// The timer's part: meetings whose peer's proof did not come in time start now, as a
-    /// stranger's. A link closed for its bad payloads is closed, as on receipt.
-    mutating func takeOverdueHeldMeetings(_ store: Store, _ keys: UnlockedKeys?) throws {
-        let t = now
-        for (linkID, link) in links.sorted(by: { $0.key < $1.key }) where (link.heldMeetingUntil ?? .max) <= t {
+    /// Held meetings due by `t` start now, as a stranger's: the timer's part (the peer's proof
+    /// did not come in time), or all of them (`.max`) when carrying is no longer for contacts
+    /// only (`Node.setCarry`: nothing waits for a proof; off, the payloads go unread). A link
+    /// that sent too many bad payloads is closed, as on receipt; storage failures propagate.
+    mutating func takeHeldMeetings(dueBy t: Int64, _ store: Store, _ keys: UnlockedKeys?) throws {
+        for (linkID, link) in links.sorted(by: { $0.key < $1.key }) {
+            guard let until = link.heldMeetingUntil, until <= t else { continue }
             do {
                 try takeHeldMeeting(on: linkID, store, keys)
             } catch let error as YaOKError where error.code != .diskFull && error.code != .storage {

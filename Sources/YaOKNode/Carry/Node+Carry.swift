@@ -15,7 +15,7 @@ extension Node {
         policy.maxBytes = limits.maxBytes
         try policy.validate()
         try limits.validateUpperBounds()
-        try withEngine { engine, store, _ in
+        try withEngine { engine, store, keys in
             if mode == .off {
                 try store.deleteAllCarried()
             } else {
@@ -39,6 +39,7 @@ extension Node {
             try setting.save(store)
             engine.carry.mode = mode
             engine.carry.limits = limits
+            if mode != .contactsOnly { try engine.takeHeldMeetings(dueBy: .max, store, keys) }
         }
     }
 

@@ -216,7 +216,7 @@ extension DeliveryEngine {
     /// recognition has settled on this side (a contact's proof verified, or the peer's probe
     /// named none of our contacts), or earlier if the peer's meeting already began (its first
     /// carry payload). Settled first, so that carrying "for contacts only" knows who the peer
-    /// is (PROTOCOL.md §5.9, "Ready and recognised"). Once per link.
+    /// is (PROTOCOL.md §5.9, "Ready, settled and recognised"). Once per link.
     mutating func startMeeting(_ linkID: UInt64, _ store: Store, _ keys: UnlockedKeys?) throws {
         guard carry.sessions[linkID] == nil else { return }
         try carryLinkOpened(linkID, store, keys)
@@ -286,6 +286,8 @@ extension DeliveryEngine {
             try receiveContactProof(proof, on: linkID, store, keys)
         case .carry(let message):
             if holdMeetingPayload(message, on: linkID) { return }
+            // Payloads held before this one go first (a 17th, or no longer for contacts only).
+            try takeHeldMeeting(on: linkID, store, keys)
             try startMeeting(linkID, store, keys)
             try receiveCarry(message, on: linkID, store, keys)
         }

@@ -49,7 +49,7 @@ extension DeliveryEngine {
             }
         }
         // Meetings held for a contact's proof that did not come (DeliveryEngine+MeetingWait).
-        if sweep { try takeOverdueHeldMeetings(store, keys) }
+        if sweep { try takeHeldMeetings(dueBy: t, store, keys) }
         // A contact's open links, oldest first: the next one takes over when one's window is
         // full (two links to one contact: over the LAN and Bluetooth, or both directions).
         var linksByContact: [Int64: [UInt64]] = [:]

@@ -58,6 +58,21 @@ extension HandPeer {
         }
     }
 
+    /// As the link's initiator, sends a probe holding the marker of `key` (the peer is that
+    /// contact of the node, or a stranger whose random bits hold its marker by chance) and
+    /// waits for the node's proof.
+    func sendProbe(_ key: ContactLinkKey) throws {
+        let probe = ContactRecognition(role: .initiator, handshakeHash: handshakeHash, contacts: [key]).probe()
+        try send(.contactProbe(try ContactProbeBody(decoding: probe.dropFirst())))
+        #expect(eventually { self.sawProof() })
+    }
+
+    /// As the link's initiator, sends its proof for `key` (§5.9 step 2's answer).
+    func sendProof(_ key: ContactLinkKey) throws {
+        let proof = key.mac(ContactRecognition.proofContext, role: .initiator, handshakeHash: handshakeHash)
+        try send(.contactProof(try ContactProofBody(decoding: proof[...])))
+    }
+
     /// Whether the node sent a contact proof on this link.
     func sawProof() -> Bool {
         (try? payloads())?.contains { if case .contactProof = $0 { true } else { false } } == true

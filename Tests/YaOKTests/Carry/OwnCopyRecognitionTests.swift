@@ -22,10 +22,8 @@ import Testing
         let peer = try HandPeer(alice, nodeRole: .responder)
         defer { peer.link.close() }
         let key = try ContactLinkKey(own: bob, peer: try alice.profile().publicIdentity)
-        let probe = ContactRecognition(role: .initiator, handshakeHash: peer.handshakeHash, contacts: [key]).probe()
-        try peer.send(.contactProbe(try ContactProbeBody(decoding: probe.dropFirst())))
         // Alice answers the probe with her proof and starts her meeting (for anyone).
-        #expect(eventually { peer.sawProof() })
+        try peer.sendProbe(key)
 
         // Bob reconciles from an empty store: Alice learns he lacks both copies.
         let reconciler = try peer.reconcileFromEmpty()
@@ -34,8 +32,7 @@ import Testing
         #expect(HandPeer.offered(try peer.payloads()).isEmpty, "an own copy offered before the peer is known")
 
         // Bob proves who he is: Carol's copy is offered now, his own never.
-        let proof = key.mac(ContactRecognition.proofContext, role: .initiator, handshakeHash: peer.handshakeHash)
-        try peer.send(.contactProof(try ContactProofBody(decoding: proof[...])))
+        try peer.sendProof(key)
         #expect(eventually { !HandPeer.offered((try? peer.payloads()) ?? []).isEmpty })
         settle(alice)
         #expect(HandPeer.offered(try peer.payloads()) == [carolsCopy])
@@ -99,11 +96,8 @@ import Testing
         try alice.lock()
         let peer = try HandPeer(alice, nodeRole: .responder)
         defer { peer.link.close() }
-        let probe = ContactRecognition(role: .initiator, handshakeHash: peer.handshakeHash, contacts: [key]).probe()
-        try peer.send(.contactProbe(try ContactProbeBody(decoding: probe.dropFirst())))
-        #expect(eventually { peer.sawProof() })
-        let proof = key.mac(ContactRecognition.proofContext, role: .initiator, handshakeHash: peer.handshakeHash)
-        try peer.send(.contactProof(try ContactProofBody(decoding: proof[...])))
+        try peer.sendProbe(key)
+        try peer.sendProof(key)
         #expect(eventually { peer.link.peerIsContact == true })
 
         _ = try peer.reconcileFromEmpty()
