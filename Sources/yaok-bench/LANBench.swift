@@ -6,7 +6,8 @@ import YaOK
 /// of pipelined messages until all are delivered (issue 7 §10), beside the raw limits of the
 /// same run (loopback TCP with the same frame sizes, one synced SQLite commit), and a check
 /// that nothing was lost or duplicated. The peer is this same executable started as
-/// `yaok-bench lan-peer …`. YAOK_BENCH_LAN_ONLY=batches runs only the batches of 100.
+/// `yaok-bench lan-peer …`. YAOK_BENCH_LAN_ONLY=batches runs only the batches of 100,
+/// YAOK_BENCH_LAN_ONLY=latency only the messages one at a time (each to profile alone).
 enum LANBench {
     static func run() throws {
         let root = Measure.scratchDirectory + "/yaok-bench-lan-\(getpid())"
@@ -53,14 +54,16 @@ enum LANBench {
         let raw = try DeliveryBench.rawInsertRates(path: root + "/raw.db")
         Measure.report("raw: SQLite commit (one row, synced)", Measure.ms(1 / raw.single))
 
-        // YAOK_BENCH_LAN_ONLY=batches: only the batches of 100 (to profile them alone).
-        let batchesOnly = ProcessInfo.processInfo.environment["YAOK_BENCH_LAN_ONLY"] == "batches"
+        // YAOK_BENCH_LAN_ONLY=batches or latency: only that part (to profile it alone).
+        let only = ProcessInfo.processInfo.environment["YAOK_BENCH_LAN_ONLY"]
+        let batchesOnly = only == "batches", latencyOnly = only == "latency"
         let n = 3_000
         if !batchesOnly {
             // One at a time: send, wait for the delivered event.
-            try delivered.reportLatency("LAN, send → delivered, one at a time", node: alice, contact: bobID, count: 500,
-                                        target: "p50 ≤ 1 ms", target99: "p99 ≤ 3 ms")
-
+            try delivered.reportLatency("LAN, send → delivered, one at a time", node: alice, contact: bobID,
+                                        count: latencyOnly ? 2_000 : 500, target: "p50 ≤ 1 ms", target99: "p99 ≤ 3 ms")
+        }
+        if !batchesOnly && !latencyOnly {
             // Pipelined: 3,000 sent back to back; the clock stops at the last delivered.
             let before = delivered.count
             let start = Measure.now()
@@ -73,20 +76,22 @@ enum LANBench {
         }
 
         // The same, handed over in batches of 100 (one transaction and one disk sync each).
-        let before2 = delivered.count
-        let start2 = Measure.now()
-        for b in 0..<(n / 100) {
-            _ = try alice.send((0..<100).map { (bobID, "batch \(b).\($0) " + String(repeating: "x", count: 100)) })
+        if !latencyOnly {
+            let before = delivered.count
+            let start = Measure.now()
+            for b in 0..<(n / 100) {
+                _ = try alice.send((0..<100).map { (bobID, "batch \(b).\($0) " + String(repeating: "x", count: 100)) })
+            }
+            try delivered.wait(above: before + n - 1, timeout: 300)
+            Measure.report("LAN, \(n) in batches of 100, delivered", "\(Int(Double(n) / (Measure.now() - start))) messages/s",
+                           target: "≥ 2,500/s")
         }
-        try delivered.wait(above: before2 + n - 1, timeout: 300)
-        Measure.report("LAN, \(n) in batches of 100, delivered", "\(Int(Double(n) / (Measure.now() - start2))) messages/s",
-                       target: "≥ 2,500/s")
         Measure.report("peak RSS of the sending process", "\(Measure.format(Measure.peakRSSMiB(), decimals: 1)) MiB")
 
         // Nothing lost, nothing duplicated: every message sent was delivered once (by the
         // sender's events), and the peer's store holds each exactly once (opened here once
         // the peer has exited).
-        let sent = batchesOnly ? n : 500 + 2 * n
+        let sent = batchesOnly ? n : latencyOnly ? 2_000 : 500 + 2 * n
         peer.terminate()
         peer.waitUntilExit()
         let bob = try Node(dataDirectory: root + "/b", options: BenchNodes.options)
