@@ -46,6 +46,9 @@ public enum SecurityEventKind: String, Sendable, Equatable, CaseIterable {
     /// The log itself was found altered: events changed, removed, or its seal broken
     /// (`detail` says what). Written at the unlock (or listing) that found it.
     case logTampered = "log_tampered"
+    /// An outbox entry failed its integrity check (changed outside Ya OK): removed unsent,
+    /// its message `failed` (a retry seals it again), the other entries sent as before.
+    case outboxTampered = "outbox_tampered"
     /// A kind written by a newer version: kept, not dropped.
     case other = "other"
 }

@@ -160,12 +160,15 @@ extension Store {
         try db.query("DELETE FROM outbox WHERE packet_id = ?", [.blob(packetID.bytes)])
     }
 
-    /// Rows whose packets expired before `now`, in sending order. Sorted here, not by the
-    /// query: with ORDER BY seq SQLite would read every row (and its packet) in seq order
-    /// rather than seek the few expired ones by outbox_expiry.
-    package func expiredOutbox(now: Int64) throws -> [OutboxRow] {
-        try db.rows("SELECT \(Store.outboxColumns) FROM outbox WHERE expires_ms <= ?", [.int(now)], map: outboxRow)
-            .sorted { $0.seq < $1.seq }
+    /// The IDs of rows whose packets expired before `now`, in sending order. Sorted here,
+    /// not by the query: with ORDER BY seq SQLite would read every row in seq order rather
+    /// than seek the few expired ones by outbox_expiry. IDs only: the caller reads (and
+    /// checks) each row, so that one that fails its check does not keep the others from
+    /// expiring (DeliveryEngine+DamagedOutbox).
+    package func expiredOutboxIDs(now: Int64) throws -> [MessageID] {
+        try db.rows("SELECT seq, packet_id FROM outbox WHERE expires_ms <= ?", [.int(now)]) {
+            ($0.int64(0), try MessageID(bytes: $0.blob(1)))
+        }.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
     /// Checked against its MAC whenever the store is attached (unlocked). While locked the

@@ -105,7 +105,7 @@ extension DeliveryEngine {
             // identifier a relay states (a liar can state an honest relay's).
             let carrier = CarrierAckWatch.pick(open, avoiding: ackWatch.missedAt[id] ?? []) ?? first
             guard inflight.bytes(on: carrier.id) < Node.linkWindowBytes else { continue }
-            guard let row = try store.outboxRow(id), !served.contains(row.contactID),
+            guard let row = try checkedOutboxRow(id, store, keys), !served.contains(row.contactID),
                   let mailbox = peers?.outgoingMailbox(row.contactID, relay: carrier.relay) else { continue }
             posts[carrier.id, default: []].append(CarrierPost(mailbox: mailbox.id, mailboxKey: mailbox.key,
                                                               packetID: row.packetID, packet: row.packet))

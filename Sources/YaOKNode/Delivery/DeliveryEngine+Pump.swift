@@ -30,7 +30,8 @@ extension DeliveryEngine {
             try sweepCarryIfDue(store)
             if let keys { try expireReceiverKeysIfDue(store, keys) }
             try store.requeueCarried(now: t)
-            for row in try store.expiredOutbox(now: t) {
+            for id in try store.expiredOutboxIDs(now: t) {
+                guard let row = try checkedOutboxRow(id, store, keys) else { continue }
                 try store.removeOutbox(row.packetID)
                 inflight.remove(row.packetID)
                 if row.kind == .message, let keys = keys {
@@ -71,7 +72,7 @@ extension DeliveryEngine {
                 guard sent < Node.pumpBatch,
                       let linkID = linkIDs.first(where: { inflight.bytes(on: $0) < Node.linkWindowBytes })
                 else { break }
-                guard let row = try store.outboxRow(due) else { continue }
+                guard let row = try checkedOutboxRow(due, store, keys) else { continue }
                 try sendOnLink(.packet(row.packet), on: linkID)
                 inflight.add(row.packetID, link: linkID, deadline: t + RetrySchedule.attemptTimeoutMs,
                              bytes: row.packet.count, kind: row.kind)
@@ -143,7 +144,7 @@ extension DeliveryEngine {
 
     /// An attempt failed (no receipt in time, or the link closed first): retry later.
     mutating func failAttempt(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys?) throws {
-        guard let row = try store.outboxRow(id), row.state == .queued else { return }
+        guard let row = try checkedOutboxRow(id, store, keys), row.state == .queued else { return }
         let attempts = row.attempts + 1
         try store.setOutbox(id, state: .queued, attempts: attempts, nextAttemptAt: now + RetrySchedule.delay(afterAttempts: attempts))
         if row.kind == .message, let keys = keys { _ = try setStatus(id, .failed, store, keys) }
@@ -159,14 +160,15 @@ extension DeliveryEngine {
     /// One timer per node, at the earliest of: the next retry, the next receipt deadline.
     /// (Own carried copies have their own: DeliveryEngine+CarryOwnCopies.) The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
     /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
-    private mutating func scheduleTimer(_ store: Store) {
+    private mutating func scheduleTimer(_ store: Store, notBefore: Int64? = nil) {
         // An hourly sweep at the latest, for expiry.
         let t = now
         let keepalive = links.values.filter(\.isOpen).map { $0.lastSent + Node.linkKeepaliveMs }.min()
         let deadlines = [try? store.nextOutboxAttempt(after: t), inflight.earliestDeadline, keepalive,
                          carriers.values.map(\.pausedUntil).filter { $0 > t }.min(), nextHeldMeetingDue,
                          t + 3_600_000].compactMap { $0 }
-        guard let due = deadlines.min() else { return }
+        guard let earliest = deadlines.min() else { return }
+        let due = max(earliest, notBefore ?? earliest)
         guard !callerRunsTimers else { timerDue = due; return }
         if let current = timerDue, current <= due, timer != nil { return }
         if let timer = timer { loop.cancel(timer) }
@@ -180,7 +182,16 @@ extension DeliveryEngine {
     mutating func timerFired(_ store: Store, _ keys: UnlockedKeys?) throws {
         timer = nil
         timerDue = nil
-        try pump(store, keys, sweep: true)
+        do {
+            try pump(store, keys, sweep: true)
+        } catch {
+            // The sweep stopped at a store error (a full disk, an I/O error) before it set the
+            // next timer: without one, retries, expiry and keepalives would wait for the next
+            // send or link. Not at once either: what failed is likely still due, and would fail
+            // again in a loop.
+            scheduleTimer(store, notBefore: now + Node.failedSweepRetryMs)
+            throw error
+        }
         // The sweep erases expired keys and prekeys: their checkpoint runs now, not later.
         store.erasePendingPages()
     }

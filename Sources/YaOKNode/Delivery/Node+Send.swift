@@ -8,6 +8,8 @@ import YaOKStore
 extension Node {
     /// How many packets one link takes per pump before the next turn of the loop.
     static let pumpBatch = 256
+    /// How long after a timer's sweep failed (a store error) the timer tries again.
+    static let failedSweepRetryMs: Int64 = 10_000
     /// How many bytes one link or carrier may have unconfirmed. Below the receiver's queue
     /// for one link (`maxQueuedBytesPerLink`, 1 MiB) and the transports' write queues (1 MiB),
     /// so pacing by receipts never trips either; above what the slowest link (Bluetooth LE,

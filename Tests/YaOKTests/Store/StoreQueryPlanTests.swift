@@ -72,7 +72,7 @@ import Testing
             try store.requeueCarried(now: now)
             try store.requeueCarried(now: now, contactID: pair.bobID)
             try store.makeOutboxDue(contactID: pair.bobID, now: now)
-            _ = try store.expiredOutbox(now: now)
+            _ = try store.expiredOutboxIDs(now: now)
             _ = try store.carriedKeys(nowMs: now, limit: 10)
             _ = try store.carriedEntries(nowMs: now, limit: 10)
             _ = try store.carriedCount(nowMs: now)
@@ -107,7 +107,7 @@ import Testing
         store.db.statementLog = []
         _ = try store.nextOutboxAttempt(after: 0)
         try store.requeueCarried(now: 0)
-        _ = try store.expiredOutbox(now: 0)
+        _ = try store.expiredOutboxIDs(now: 0)
         _ = try store.dueOutboxIDs(contactID: nil, excluding: [1, 2], now: 0, limit: 1)
         let log = store.db.statementLog ?? []
         #expect(log.count == 4)

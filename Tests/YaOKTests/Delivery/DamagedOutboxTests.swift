@@ -1,0 +1,109 @@
+import Testing
+import Foundation
+@testable import YaOKSupport
+@testable import YaOKLoop
+@testable import YaOKWire
+@testable import YaOKCrypto
+@testable import YaOKStore
+@testable import YaOKNode
+
+/// One outbox row that fails its integrity check (changed in the file, or damaged on disk)
+/// must not hold back everything behind it (DeliveryEngine+DamagedOutbox), and a sweep that
+/// fails on a store error must not leave the node without its timer.
+@Suite struct DamagedOutboxTests {
+    /// Alice's node with Bob as a contact and `texts` sent to him while no link was open,
+    /// closed; then `sql` run on its file, as someone with the file (or a bad disk) would.
+    private static func aliceWithQueued(_ texts: [String], edit sql: String, dirA: TempDir, bob: Node,
+                                        clock: TestClock? = nil) throws -> (ids: [MessageID], bobID: Int64) {
+        let alice = try makeNode(dirA, name: "Alice", clock: clock)
+        let bobID = try alice.addContact(card: bob.profile().text).id
+        _ = try bob.addContact(card: alice.profile().text)
+        let ids = try texts.map { try alice.send(to: bobID, text: $0).messageID }
+        alice.close()
+        let db = try Database(path: dirA.path + "/" + Store.fileName)
+        defer { db.close() }
+        try db.execute(sql)
+        return (ids, bobID)
+    }
+
+    private static func reopen(_ dir: TempDir, clock: TestClock? = nil) throws -> Node {
+        let node = try Node(dataDirectory: dir.path, options: fastOptions(clock: clock))
+        try node.unlock(pin: testPIN)
+        return node
+    }
+
+    @Test func aDamagedRowIsTakenOutAndTheRestIsDelivered() throws {
+        let dirA = TempDir(), dirB = TempDir()
+        defer { dirA.remove(); dirB.remove() }
+        let bob = try makeNode(dirB, name: "Bob")
+        defer { bob.close() }
+        // The first message's row gets another expiry (a column its MAC covers).
+        let (ids, bobID) = try Self.aliceWithQueued(["first", "second", "third"], edit: """
+            UPDATE outbox SET expires_ms = expires_ms + 1 WHERE seq = (SELECT min(seq) FROM outbox)
+            """, dirA: dirA, bob: bob)
+        let alice = try Self.reopen(dirA)
+        defer { alice.close() }
+        let aliceID = try #require(try bob.contacts().first?.id)
+
+        let pipe = try MemoryPipe(alice, bob)
+        defer { pipe.close() }
+        // Behind the damaged row, the others go as before.
+        #expect(eventually { (try? alice.status(of: ids[2])) == .delivered && (try? alice.status(of: ids[1])) == .delivered })
+        #expect(try bob.texts(aliceID).sorted() == ["second", "third"])
+        // The damaged one is failed, said so in the security log, and off the outbox.
+        #expect(try alice.status(of: ids[0]) == .failed)
+        let event = try #require(try alice.securityEvents().first { $0.kind == .outboxTampered })
+        #expect(event.detail.contains("\(ids[0])"))
+        #expect(event.detail.contains("can be retried"))
+        #expect(try alice.outbox().isEmpty)
+        // Nothing lost: a retry seals its text afresh, and it arrives once.
+        _ = try alice.retry(ids[0])
+        #expect(eventually { (try? alice.status(of: ids[0])) == .delivered })
+        #expect(try bob.texts(aliceID).sorted() == ["first", "second", "third"])
+    }
+
+    @Test func aDamagedExpiredRowDoesNotStopTheSweep() throws {
+        let clock = TestClock()
+        let dirA = TempDir(), dirB = TempDir()
+        defer { dirA.remove(); dirB.remove() }
+        let bob = try makeNode(dirB, name: "Bob", clock: clock)
+        defer { bob.close() }
+        let (ids, _) = try Self.aliceWithQueued(["first", "second"], edit: """
+            UPDATE outbox SET expires_ms = expires_ms + 1 WHERE seq = (SELECT min(seq) FROM outbox)
+            """, dirA: dirA, bob: bob, clock: clock)
+        let alice = try Self.reopen(dirA, clock: clock)
+        defer { alice.close() }
+        // Both expire with no link; the sweep takes the damaged one out and expires the other.
+        clock.advance(seconds: 8 * 86_400)
+        alice.runDeliveryTimers()
+        #expect(try alice.status(of: ids[0]) == .failed)
+        #expect(try alice.status(of: ids[1]) == .failed)
+        #expect(try alice.outbox().isEmpty)
+        #expect(try alice.securityEvents().filter { $0.kind == .outboxTampered }.count == 1)
+    }
+
+    @Test func aSweepThatFailsSetsTheTimerAgain() throws {
+        let clock = TestClock()
+        let dir = TempDir()
+        defer { dir.remove() }
+        let alice = try makeNode(dir, clock: clock)
+        defer { alice.close() }
+        let bob = try alice.addContact(card: try cardText("Bob"))
+        let sent = try alice.send(to: bob.id, text: "expires")
+        // The sweep's expiry fails on a store error (as a full disk or an I/O error would).
+        try alice.withDatabase { db in
+            try db.execute("CREATE TEMP TRIGGER injected_failure BEFORE DELETE ON outbox BEGIN SELECT RAISE(ABORT, 'injected'); END")
+        }
+        clock.advance(seconds: 8 * 86_400)
+        let failedAt = try alice.withStore { _, s in s.delivery.now }
+        alice.runDeliveryTimers()
+        #expect(try alice.status(of: sent.messageID) == .pending)
+        let due = try #require(try alice.withStore { _, s in s.delivery.timerDue })
+        #expect(due >= failedAt + Node.failedSweepRetryMs)
+        // The trouble gone, the timer's next sweep expires it.
+        try alice.withDatabase { db in try db.execute("DROP TRIGGER injected_failure") }
+        clock.advance(seconds: 10)
+        alice.runDeliveryTimers()
+        #expect(try alice.status(of: sent.messageID) == .failed)
+    }
+}
