@@ -15,12 +15,17 @@ import YaOKStore
 /// §5.9, "Ready, settled and recognised".
 extension DeliveryEngine {
     /// Holds `message` instead of taking it, when the rule above applies; false to take it
-    /// (after the payloads held: `takeHeldMeeting`). Past `Node.maxHeldMeetingPayloads` the
-    /// meeting starts as a stranger's now (the peer sends one reconciliation message, a few
-    /// offers and claims before an answer: more is no contact waiting for its proof to land).
+    /// (after the payloads held: `takeHeldMeeting`). Past `Node.maxHeldMeetingPayloads`, or
+    /// `Node.maxHeldMeetingBytes` in all, the meeting starts as a stranger's now (the peer
+    /// sends one reconciliation message, a few offers and claims before an answer: more is
+    /// no contact waiting for its proof to land).
     mutating func holdMeetingPayload(_ message: CarryLinkMessage, on linkID: UInt64) -> Bool {
         guard carry.mode == .contactsOnly, carry.sessions[linkID] == nil, var link = links[linkID],
               link.peer == nil, link.sentProof, link.heldMeeting.count < Node.maxHeldMeetingPayloads else { return false }
+        // Its size as it came (the body; a body that does not encode again is not held).
+        guard let size = try? message.encodeBody().count,
+              link.heldMeetingBytes + size <= Node.maxHeldMeetingBytes else { return false }
+        link.heldMeetingBytes += size
         link.heldMeeting.append(message)
         if link.heldMeetingUntil == nil { link.heldMeetingUntil = now + Node.proofWaitMs }
         links[linkID] = link
@@ -34,6 +39,7 @@ extension DeliveryEngine {
         guard var link = links[linkID], link.heldMeetingUntil != nil else { return }
         let held = link.heldMeeting
         link.heldMeeting = []
+        link.heldMeetingBytes = 0
         link.heldMeetingUntil = nil
         links[linkID] = link
         try startMeeting(linkID, store, keys)
@@ -72,4 +78,8 @@ extension Node {
     /// never comes.
     static let proofWaitMs: Int64 = 3_000
     static let maxHeldMeetingPayloads = 16
+    /// And at most this many bytes of them per link: one reconciliation message (16 KiB at
+    /// most) and a few offers (12.7 KB at most each) fit; 16 carried packets (~17 KB each)
+    /// of a peer that may be no contact at all do not.
+    static let maxHeldMeetingBytes = 64 * 1024
 }

@@ -26,6 +26,7 @@ struct LinkState {
     /// The peer's meeting payloads held, in order, until its proof verifies or
     /// `heldMeetingUntil` (carrying for contacts only: `DeliveryEngine+MeetingWait`).
     var heldMeeting: [CarryLinkMessage] = []
+    var heldMeetingBytes = 0
     var heldMeetingUntil: Int64?
     /// What the last YAOK_EVENT_LINK_AUTHENTICATED said about the peer (nil: none sent yet).
     var announced: (isContact: Bool, contactID: Int64?)?

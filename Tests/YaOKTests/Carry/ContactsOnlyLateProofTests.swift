@@ -68,6 +68,23 @@ import Testing
         try held.expectAnswered(showing: 0)
     }
 
+    /// Fewer payloads than the cap, but more bytes than `Node.maxHeldMeetingBytes` (full
+    /// offers of made-up packets, ~10 KB each): the meeting starts as a stranger's too.
+    @Test func bytesPastTheCapStartTheMeetingWithTheHeldOnesFirst() throws {
+        let held = try HeldOpening()
+        defer { held.close() }
+        let offers = (0..<7).map { _ in
+            (0..<CarryLinkMessage.maxEntries).map { _ in
+                CarryOffer(identity: Sodium.randomBytes(16), routingTag: RoutingTag(value: 7), copyBudget: 8,
+                           claimHash: Sodium.randomBytes(16))
+            }
+        }
+        #expect(offers.count + 1 < Node.maxHeldMeetingPayloads)
+        #expect(try offers.reduce(0) { $0 + (try CarryLinkMessage.offer($1).encodeBody().count) } > Node.maxHeldMeetingBytes)
+        for offer in offers { try held.peer.send(.carry(.offer(offer))) }
+        try held.expectAnswered(showing: 0)
+    }
+
     /// Carrying no longer for contacts only (`setCarry`), nothing waits for a proof: the held
     /// meeting starts at once, its payloads first, and carries for anyone (both copies shown).
     @Test func leavingContactsOnlyStartsAHeldMeetingAtOnce() throws {
