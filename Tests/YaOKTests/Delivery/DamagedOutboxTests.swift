@@ -62,6 +62,89 @@ import Foundation
         #expect(try bob.texts(aliceID).sorted() == ["first", "second", "third"])
     }
 
+    /// The row's ID is the file's word: an edit can make a row name a message delivered long
+    /// ago (its own row gone). The row is taken out, but that message stays `delivered`: it
+    /// became `failed`, under our own MAC, before only waiting messages were marked.
+    @Test func aRowNamingADeliveredMessageDoesNotFailIt() throws {
+        let dirA = TempDir(), dirB = TempDir()
+        defer { dirA.remove(); dirB.remove() }
+        let bob = try makeNode(dirB, name: "Bob")
+        defer { bob.close() }
+        var alice = try makeNode(dirA, name: "Alice")
+        let bobID = try alice.addContact(card: bob.profile().text).id
+        _ = try bob.addContact(card: alice.profile().text)
+        var pipe = try MemoryPipe(alice, bob)
+        let delivered = try alice.send(to: bobID, text: "delivered").messageID
+        #expect(eventually { (try? alice.status(of: delivered)) == .delivered })
+        pipe.close()
+        let queued = try alice.send(to: bobID, text: "queued").messageID
+        alice.close()
+        let hex = delivered.bytes.map { String(format: "%02x", $0) }.joined()
+        do {
+            let db = try Database(path: dirA.path + "/" + Store.fileName)
+            defer { db.close() }
+            try db.execute("UPDATE outbox SET packet_id = X'\(hex)'")
+        }
+        alice = try Self.reopen(dirA)
+        defer { alice.close() }
+        pipe = try MemoryPipe(alice, bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? alice.securityEvents().contains { $0.kind == .outboxTampered }) == true })
+        #expect(try alice.status(of: delivered) == .delivered)
+        #expect(try alice.outbox().isEmpty)
+        // The message whose row was renamed lost its row, as if it had been deleted: that
+        // the file can do without any check noticing (docs/ABI.md, "Integrity").
+        #expect(try alice.status(of: queued) == .pending)
+        let event = try #require(try alice.securityEvents().first { $0.kind == .outboxTampered })
+        #expect(!event.detail.contains("can be retried"))
+    }
+
+    /// Without the keys (a locked node's pump) a damaged row is passed over, not removed:
+    /// its message could not be marked `failed`, and would stay `pending` for ever with
+    /// nothing left to send. The first pump with the keys takes it out.
+    @Test func withoutTheKeysADamagedRowIsPassedOver() throws {
+        let dirA = TempDir(), dirB = TempDir()
+        defer { dirA.remove(); dirB.remove() }
+        let bob = try makeNode(dirB, name: "Bob")
+        defer { bob.close() }
+        let (ids, _) = try Self.aliceWithQueued(["first"], edit: "UPDATE outbox SET expires_ms = expires_ms + 1",
+                                                dirA: dirA, bob: bob)
+        let alice = try Self.reopen(dirA)
+        defer { alice.close() }
+        let locked = try alice.withEngine { engine, store, _ in try engine.checkedOutboxRow(ids[0], store, nil) == nil }
+        #expect(locked)
+        #expect(try alice.withDatabase { db in try db.rows("SELECT count(*) FROM outbox") { $0.int(0) } } == [1])
+        #expect(try alice.securityEvents().allSatisfy { $0.kind != .outboxTampered })
+        let unlocked = try alice.withEngine { engine, store, keys in try engine.checkedOutboxRow(ids[0], store, keys) == nil }
+        #expect(unlocked)
+        #expect(try alice.status(of: ids[0]) == .failed)
+        #expect(try alice.outbox().isEmpty)
+    }
+
+    /// The unlock brings the messages' statuses in line with the outbox before it opens
+    /// what arrived while locked: one damaged row (here to Carol, with no link, so that no
+    /// pump reaches it) stopped it there, and the held packets stayed unopened, at every
+    /// unlock while the row stayed.
+    @Test func aDamagedRowDoesNotKeepHeldPacketsUnopened() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let carol = try pair.bob.addContact(card: try cardText("Carol")).id
+        let toCarol = try pair.bob.send(to: carol, text: "to Carol").messageID
+        try pair.bob.withDatabase { db in try db.execute("UPDATE outbox SET expires_ms = expires_ms + 1") }
+        try pair.bob.lock()
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        let m = try pair.alice.send(to: pair.bobID, text: "while you sleep")
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
+        #expect(try pair.bob.state.withLock { try $0.store!.heldCount() } == 1)
+        try pair.bob.unlock(pin: testPIN)
+        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        #expect(try pair.bob.texts(pair.aliceID) == ["while you sleep"])
+        // The damaged row was taken out on the way.
+        #expect(try pair.bob.status(of: toCarol) == .failed)
+        #expect(try pair.bob.securityEvents().filter { $0.kind == .outboxTampered }.count == 1)
+    }
+
     @Test func aDamagedExpiredRowDoesNotStopTheSweep() throws {
         let clock = TestClock()
         let dirA = TempDir(), dirB = TempDir()
