@@ -7,19 +7,19 @@ import YaOKStore
 /// without them, its kind or state is unknown or SQLite finds its page damaged. Read by the
 /// pump, that error used to end the pump and the sweep: the contact's messages queued after
 /// it, every contact after that one, the expiry and the keepalives all waited for ever
-/// behind one row. Now the pump, the sweep and a failed attempt's bookkeeping take such a
-/// row out instead: removed unsent (its packet cannot be trusted, and a row changed once
+/// behind one row. Now the pump, the sweep, a failed attempt's bookkeeping and the unlock's
+/// status check (`reconcileStatuses`) take such a row out instead: removed unsent (its packet cannot be trusted, and a row changed once
 /// would only fail again), its message `failed` so that the app sees it and a retry seals
 /// the text afresh (`Node.retry`: no outbox row left, so it seals anew), and an
 /// `outbox_tampered` security event naming it. Everything else goes on as before. Listing
-/// the outbox (`Node.outbox`) still reports `corruptStore` until the pump has removed it.
+/// the outbox (`Node.outbox`) still reports `corruptStore` until it has been removed.
 ///
 /// The row's ID is the file's word, not ours: it may name a message that was delivered long
 /// ago (its row gone), so only a message still waiting for delivery is marked `failed`,
 /// never a delivered one (that would let an edit of the file turn a delivered message into
 /// a failed one under our own MAC). While locked the row is only passed over: without the
 /// keys its message cannot be marked, and removed then it would stay "sending" for ever
-/// with nothing left to send; the first pump with the keys takes it out.
+/// with nothing left to send; the unlock, or the first send or sweep after it, takes it out.
 extension DeliveryEngine {
     /// The outbox row `id`, checked; nil when there is none, or when it failed its check
     /// (taken out as above, or passed over while locked). Other errors (storage) propagate.
