@@ -146,6 +146,34 @@ import Foundation
         #expect(try pair.bob.securityEvents().filter { $0.kind == .outboxTampered }.count == 1)
     }
 
+    /// An ack held while locked for a message whose row was altered: opening it threw, the
+    /// unlock's batch rolled back, and nothing that arrived while locked was opened, at any
+    /// unlock while the ack stayed held. The ack now changes nothing for that message (its
+    /// row is never authenticated again) and the rest opens.
+    @Test func aHeldAckForAnAlteredMessageDoesNotKeepTheRestHeld() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        // Bob, locked, holds Alice's message: his ack waits for his unlock.
+        try pair.bob.lock()
+        var pipe = try MemoryPipe(pair.alice, pair.bob)
+        let sent = try pair.alice.send(to: pair.bobID, text: "altered").messageID
+        #expect(eventually { (try? pair.alice.status(of: sent)) == .sent })
+        pipe.close()
+        // Alice locks, and her message's row is altered in the file meanwhile.
+        try pair.alice.lock()
+        try pair.alice.withDatabase { db in try db.execute("UPDATE messages SET unread = 1 WHERE direction = 0") }
+        try pair.bob.unlock(pin: testPIN)
+        let hello = try pair.bob.send(to: pair.aliceID, text: "hello").messageID
+        pipe = try MemoryPipe(pair.alice, pair.bob)
+        defer { pipe.close() }
+        // Bob's ack and his message, held by Alice.
+        #expect(eventually { (try? pair.alice.state.withLock { try $0.store!.heldCount() }) == 2 })
+        try pair.alice.unlock(pin: testPIN)
+        #expect(eventually { (try? pair.bob.status(of: hello)) == .delivered })
+        #expect(try pair.alice.state.withLock { try $0.store!.heldCount() } == 0)
+        #expect(throws: YaOKError(.corruptStore)) { try pair.alice.status(of: sent) }
+    }
+
     @Test func aDamagedExpiredRowDoesNotStopTheSweep() throws {
         let clock = TestClock()
         let dirA = TempDir(), dirB = TempDir()
