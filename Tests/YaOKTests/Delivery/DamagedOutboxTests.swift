@@ -132,14 +132,10 @@ import Foundation
         let carol = try pair.bob.addContact(card: try cardText("Carol")).id
         let toCarol = try pair.bob.send(to: carol, text: "to Carol").messageID
         try pair.bob.withDatabase { db in try db.execute("UPDATE outbox SET expires_ms = expires_ms + 1") }
-        try pair.bob.lock()
-        let pipe = try MemoryPipe(pair.alice, pair.bob)
+        let (pipe, sent) = try pair.sendWhileBobIsLocked("while you sleep")
         defer { pipe.close() }
-        let m = try pair.alice.send(to: pair.bobID, text: "while you sleep")
-        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
-        #expect(try pair.bob.state.withLock { try $0.store!.heldCount() } == 1)
         try pair.bob.unlock(pin: testPIN)
-        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        #expect(eventually { (try? pair.alice.status(of: sent)) == .delivered })
         #expect(try pair.bob.texts(pair.aliceID) == ["while you sleep"])
         // The damaged row was taken out on the way.
         #expect(try pair.bob.status(of: toCarol) == .failed)
@@ -154,20 +150,19 @@ import Foundation
         let pair = try Pair()
         defer { pair.close() }
         // Bob, locked, holds Alice's message: his ack waits for his unlock.
-        try pair.bob.lock()
-        var pipe = try MemoryPipe(pair.alice, pair.bob)
-        let sent = try pair.alice.send(to: pair.bobID, text: "altered").messageID
-        #expect(eventually { (try? pair.alice.status(of: sent)) == .sent })
-        pipe.close()
+        let (firstLink, sent) = try pair.sendWhileBobIsLocked("altered")
+        firstLink.close()
         // Alice locks, and her message's row is altered in the file meanwhile.
         try pair.alice.lock()
         try pair.alice.withDatabase { db in try db.execute("UPDATE messages SET unread = 1 WHERE direction = 0") }
         try pair.bob.unlock(pin: testPIN)
+        #expect(eventually { (try? pair.bob.texts(pair.aliceID)) == ["altered"] })  // its ack queued
         let hello = try pair.bob.send(to: pair.aliceID, text: "hello").messageID
-        pipe = try MemoryPipe(pair.alice, pair.bob)
+        let pipe = try MemoryPipe(pair.alice, pair.bob)
         defer { pipe.close() }
-        // Bob's ack and his message, held by Alice.
-        #expect(eventually { (try? pair.alice.state.withLock { try $0.store!.heldCount() }) == 2 })
+        // Bob's ack (sent first: queued first) and his message, held by Alice.
+        #expect(eventually { (try? pair.bob.status(of: hello)) == .sent })
+        #expect(try pair.alice.state.withLock { try $0.store!.heldCount() } >= 2)
         try pair.alice.unlock(pin: testPIN)
         #expect(eventually { (try? pair.bob.status(of: hello)) == .delivered })
         #expect(try pair.alice.state.withLock { try $0.store!.heldCount() } == 0)
