@@ -33,6 +33,19 @@ extension DeliveryEngine {
         }
     }
 
+    /// Our message `id`; nil when there is none, or when its row fails its check (changed
+    /// outside Ya OK, or damaged on disk). Such a row is left as it is, never authenticated
+    /// again by a write: what reads it on the way (an ack, the unlock's status check) goes
+    /// on with the next ID instead of failing the batch it is in. Other errors (storage)
+    /// propagate.
+    func checkedOutgoingMessage(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys) throws -> Message? {
+        do {
+            return try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher)
+        } catch let error as YaOKError where error.code == .corruptStore {
+            return nil
+        }
+    }
+
     private mutating func removeDamagedOutbox(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys) throws {
         try store.removeOutbox(id)
         inflight.remove(id)

@@ -244,14 +244,8 @@ extension DeliveryEngine {
     mutating func reconcileStatuses(_ store: Store, _ keys: UnlockedKeys?) throws {
         guard let keys else { return }
         for id in try store.outboxIDs(kind: .message) {
-            guard let row = try checkedOutboxRow(id, store, keys), row.kind == .message else { continue }
-            let message: Message?
-            do {
-                message = try store.outgoingMessage(messageID: row.packetID.bytes, cipher: keys.cipher)
-            } catch let error as YaOKError where error.code == .corruptStore {
-                continue
-            }
-            guard let m = message else { continue }
+            guard let row = try checkedOutboxRow(id, store, keys), row.kind == .message,
+                  let m = try checkedOutgoingMessage(id, store, keys) else { continue }
             let expected: MessageStatus = row.state == .sent ? .sent : (row.attempts > 0 ? .failed : .pending)
             if m.status != expected, m.status != .delivered { _ = try setStatus(row.packetID, expected, store, keys) }
         }

@@ -132,14 +132,8 @@ extension DeliveryEngine {
     /// batch the ack came in, and a held ack (or a carried one) failed every unlock's
     /// opening of what arrived while locked, for as long as it was kept.
     mutating func markDelivered(_ id: MessageID, contactID: Int64, _ store: Store, _ keys: UnlockedKeys?) throws {
-        guard let keys else { return }
-        let found: Message?
-        do {
-            found = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher)
-        } catch let error as YaOKError where error.code == .corruptStore {
-            return
-        }
-        guard let message = found, message.conversationID == contactID else { return }  // an ack only counts from the recipient
+        guard let keys, let message = try checkedOutgoingMessage(id, store, keys),
+              message.conversationID == contactID else { return }  // an ack only counts from the recipient
         try store.removeOutbox(id)
         inflight.remove(id)
         try ownCarriedDelivered(id, contactID: contactID, store)
