@@ -49,6 +49,9 @@ public enum SecurityEventKind: String, Sendable, Equatable, CaseIterable {
     /// An outbox entry failed its integrity check (changed outside Ya OK): removed unsent,
     /// its message `failed` (a retry seals it again), the other entries sent as before.
     case outboxTampered = "outbox_tampered"
+    /// A contact's forward-secrecy keys failed their integrity check at the hourly expiry:
+    /// left as they are, the other contacts' expired as before. Once per contact a run.
+    case receiverKeysDamaged = "receiver_keys_damaged"
     /// A kind written by a newer version: kept, not dropped.
     case other = "other"
 }

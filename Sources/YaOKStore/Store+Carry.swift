@@ -91,8 +91,20 @@ extension Store {
             """)
     }
 
+    /// The entry with identity `id`, or nil. A row whose columns no longer decode (the file
+    /// was altered: a depositor token of no valid length, say) is deleted and nil returned,
+    /// as `carriedPacket` does with its bytes: thrown instead, it would end every hand-over
+    /// answer and every offer list that named it, and what came after it, at each meeting
+    /// until it expired.
     package func carriedEntry(_ id: [UInt8]) throws -> CarriedEntry? {
-        try db.rows("SELECT \(Self.entryColumns) FROM carried_packets WHERE id = ?", [.blob(id)], map: Self.carriedEntry).first
+        let rows = try db.rows("SELECT \(Self.entryColumns) FROM carried_packets WHERE id = ?", [.blob(id)]) { row in
+            Result { try Self.carriedEntry(row) }
+        }
+        guard let entry = try? rows.first?.get() else {
+            if !rows.isEmpty { try removeCarried(id) }
+            return nil
+        }
+        return entry
     }
 
     /// The packet with identity `id` as this node holds it (its budget and hop limit now),

@@ -108,6 +108,14 @@ extension Store {
         }.first
     }
 
+    /// The IDs of every row of `kind`, in sending order: for the caller to read (and check)
+    /// each, so that one that fails its check does not hide the others.
+    package func outboxIDs(kind: OutboxRow.Kind) throws -> [MessageID] {
+        try db.rows("SELECT packet_id FROM outbox WHERE kind = ? ORDER BY seq", [.int(Int64(kind.rawValue))]) {
+            try MessageID(bytes: $0.blob(0))
+        }
+    }
+
     /// Every row, in sending order (diagnostics, the outbox listing).
     package func outboxRows(kind: OutboxRow.Kind? = nil) throws -> [OutboxRow] {
         let filter = kind.map { " WHERE kind = \($0.rawValue)" } ?? ""

@@ -206,10 +206,27 @@ extension DeliveryEngine {
         lastKeyExpiry = t
         try store.expirePrekeys(nowMs: t)
         for contactID in try store.contactsWithReceiverKeys() {
-            var ring = try store.receiverKeyRing(contactID: contactID, cipher: keys.cipher)
+            var ring: ReceiverKeyRing
+            do {
+                ring = try store.receiverKeyRing(contactID: contactID, cipher: keys.cipher)
+            } catch let error as YaOKError where error.code == .corruptStore {
+                try noteDamagedRing(contactID, store)
+                continue
+            }
             if !ring.expire(nowMs: t).isEmpty {
                 try store.saveReceiverKeyRing(ring, contactID: contactID, cipher: keys.cipher)
             }
         }
+    }
+
+    /// A ring that fails its check (a row changed in the file, or damaged on disk) is left
+    /// as it is, and the expiry goes on with the next contact: stopping there, as it did,
+    /// kept every later contact's keys past their retention, hour after hour. Its keys
+    /// cannot be read, so none is used either. Logged once per contact while the node runs,
+    /// not every hour.
+    private mutating func noteDamagedRing(_ contactID: Int64, _ store: Store) throws {
+        guard damagedRingsLogged.insert(contactID).inserted else { return }
+        let detail = "The forward-secrecy keys of contact \(contactID) failed their integrity check (changed outside Ya OK, or damaged on disk): left as they are, not expired"
+        effects.events.append(.security(try store.appendSecurityEvent(.receiverKeysDamaged, detail, time: now)))
     }
 }

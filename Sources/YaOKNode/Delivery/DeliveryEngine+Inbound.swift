@@ -237,11 +237,15 @@ extension DeliveryEngine {
 
     /// Receipts and failures that arrived while locked changed the outbox but not the
     /// messages' statuses (those rows are sealed under keys a locked node lacks): bring the
-    /// statuses in line with the outbox after an unlock.
+    /// statuses in line with the outbox after an unlock. Row by row, each checked: one that
+    /// fails its check is taken out (DeliveryEngine+DamagedOutbox), and a message row that
+    /// fails its own is left as it is; either, throwing, would stop the unlock before any
+    /// held packet was opened, at every unlock while it stayed.
     mutating func reconcileStatuses(_ store: Store, _ keys: UnlockedKeys?) throws {
         guard let keys else { return }
-        for row in try store.outboxRows(kind: .message) {
-            guard let m = try store.outgoingMessage(messageID: row.packetID.bytes, cipher: keys.cipher) else { continue }
+        for id in try store.outboxIDs(kind: .message) {
+            guard let row = try checkedOutboxRow(id, store, keys), row.kind == .message,
+                  let m = try checkedOutgoingMessage(id, store, keys) else { continue }
             let expected: MessageStatus = row.state == .sent ? .sent : (row.attempts > 0 ? .failed : .pending)
             if m.status != expected, m.status != .delivered { _ = try setStatus(row.packetID, expected, store, keys) }
         }

@@ -126,10 +126,13 @@ extension DeliveryEngine {
         }
     }
 
-    /// The recipient acknowledged message `id`: delivered, and off the outbox.
+    /// The recipient acknowledged message `id`: delivered, and off the outbox. A message
+    /// whose row fails its check (changed outside Ya OK, or damaged on disk) is left as it
+    /// is (an altered row is never authenticated again): thrown, that error failed the whole
+    /// batch the ack came in, and a held ack (or a carried one) failed every unlock's
+    /// opening of what arrived while locked, for as long as it was kept.
     mutating func markDelivered(_ id: MessageID, contactID: Int64, _ store: Store, _ keys: UnlockedKeys?) throws {
-        guard let keys = keys,
-              let message = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
+        guard let keys, let message = try checkedOutgoingMessage(id, store, keys),
               message.conversationID == contactID else { return }  // an ack only counts from the recipient
         try store.removeOutbox(id)
         inflight.remove(id)

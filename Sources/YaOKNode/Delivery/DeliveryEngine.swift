@@ -90,6 +90,8 @@ struct DeliveryEngine {
     /// docs/PROTOCOL.md §13, Node.Options.forwardSecrecy.
     var forwardSecrecy = false
     var lastKeyExpiry: Int64 = .min
+    /// Contacts whose ring failed its check at an expiry, logged once (DeliveryEngine+ForwardSecrecy).
+    var damagedRingsLogged: Set<Int64> = []
     /// The last packet dropped for its time: the link and how far its creation time was
     /// from our clock (positive: ahead), for diagnostics ("a contact's clock is off").
     var lastClockSkew: (link: UInt64, ms: Int64)?

@@ -23,6 +23,22 @@ import Testing
         #expect(try bench.store.carryUsage() == (1, packet.encode().count))
     }
 
+    /// A row changed in the file so that it no longer decodes (here its depositor token:
+    /// no CHECK in the schema holds its length) is taken out, not thrown: thrown, it ended
+    /// every offer list and hand-over answer that named it, and all behind it, at every
+    /// meeting until it expired. The others stay.
+    @Test func anEntryThatNoLongerDecodesIsTakenOut() throws {
+        let bench = try CarryBench()
+        defer { bench.finish() }
+        let bad = try bench.packet(budget: 4), good = try bench.packet(budget: 4)
+        try bench.mustTake(bad)
+        try bench.mustTake(good)
+        try bench.store.db.query("UPDATE carried_packets SET depositor = X'' WHERE id = ?", [.blob(bad.identity)])
+        #expect(try bench.store.carriedEntry(bad.identity) == nil)
+        #expect(try bench.store.carriedPacket(bad.identity) == nil)
+        #expect(try bench.store.carriedEntry(good.identity) != nil)
+    }
+
     @Test func aDuplicateIsRefusedAndChangesNothing() throws {
         let bench = try CarryBench()
         defer { bench.finish() }

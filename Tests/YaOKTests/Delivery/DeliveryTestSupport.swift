@@ -25,6 +25,17 @@ struct Pair {
         dirA.remove()
         dirB.remove()
     }
+
+    /// Locks Bob, links the two and sends him `text`: the link took it (Alice sees `sent`)
+    /// and Bob holds it, for his unlock to open and acknowledge. The caller closes the pipe.
+    func sendWhileBobIsLocked(_ text: String) throws -> (pipe: MemoryPipe, sent: MessageID) {
+        try bob.lock()
+        let pipe = try MemoryPipe(alice, bob)
+        let m = try alice.send(to: bobID, text: text)
+        #expect(eventually { (try? alice.status(of: m.messageID)) == .sent })
+        #expect(try bob.state.withLock { try $0.store!.heldCount() } == 1)
+        return (pipe, m.messageID)
+    }
 }
 
 extension Node {

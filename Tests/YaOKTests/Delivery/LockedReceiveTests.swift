@@ -14,20 +14,16 @@ import Testing
         defer { pair.close() }
         let events = EventRecorder()
         events.attach(to: pair.bob)
-        try pair.bob.lock()
-        let pipe = try MemoryPipe(pair.alice, pair.bob)
-        defer { pipe.close() }
-        let m = try pair.alice.send(to: pair.bobID, text: "while you sleep")
         // The link took it (receipt), but only Bob's unlock can acknowledge it.
-        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
-        #expect(try pair.bob.state.withLock { try $0.store!.heldCount() } == 1)
+        let (pipe, sent) = try pair.sendWhileBobIsLocked("while you sleep")
+        defer { pipe.close() }
         #expect(!events.all.contains { if case .messageReceived = $0 { return true } else { return false } })
         #expect(pair.bob.state.withLock { $0.keys == nil })
         try pair.bob.unlock(pin: testPIN)
-        #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .delivered })
+        #expect(eventually { (try? pair.alice.status(of: sent)) == .delivered })
         #expect(try pair.bob.texts(pair.aliceID) == ["while you sleep"])
         #expect(try pair.bob.state.withLock { try $0.store!.heldCount() } == 0)
-        #expect(events.wait { $0 == .messageReceived(contactID: pair.aliceID, messageID: m.messageID) } != nil)
+        #expect(events.wait { $0 == .messageReceived(contactID: pair.aliceID, messageID: sent) } != nil)
     }
 
     @Test func aNodeNeverUnlockedSinceOpeningHasNoLinks() throws {

@@ -106,7 +106,13 @@ import Testing
         #expect(try node.outbox().map(\.messageID) == [message.messageID])
         node.close()
         try edit(dir, "UPDATE outbox SET contact_id = \(carol.id)")
-        #expect(throws: YaOKError(.corruptStore)) { try reopen(dir).outbox() }
+        // Found at the unlock, which reads every message's row to bring the statuses in line
+        // (DeliveryEngine+DamagedOutbox): taken out unsent, never sent to Carol.
+        let reopened = try reopen(dir)
+        defer { reopened.close() }
+        #expect(eventually { (try? reopened.securityEvents().contains { $0.kind == .outboxTampered }) == true })
+        #expect(try reopened.outgoingMessage(message.messageID).status == .failed)
+        #expect(try reopened.outbox().isEmpty)
     }
 
     @Test func outboxSchedulingStaysClear() throws {
