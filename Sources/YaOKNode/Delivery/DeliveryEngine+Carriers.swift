@@ -33,7 +33,9 @@ extension DeliveryEngine {
                 // goes again (a relay may lose what it stored).
                 try store.markCarried(id, until: t + Node.carriedAckTimeoutMs)
                 engine.ackWatch.carried(id, route: carrier.route, deadline: t + Node.carriedAckTimeoutMs)
-                if let keys, let m = try store.outgoingMessage(messageID: id.bytes, cipher: keys.cipher),
+                // A message whose row fails its check is left as it is (DeliveryEngine+DamagedOutbox):
+                // thrown, it undid the whole batch, and the others were posted again at every pump.
+                if let keys, let m = try engine.checkedOutgoingMessage(id, store, keys),
                    m.status != .sent, m.status != .delivered {
                     _ = try engine.setStatus(id, .sent, store, keys)
                 }

@@ -214,3 +214,24 @@ import Foundation
         #expect(try alice.status(of: sent.messageID) == .failed)
     }
 }
+
+/// A relay's acceptance of a batch that names one message whose row fails its check marks
+/// the others `sent`, instead of failing the whole batch (they were posted again at every
+/// pump, and never shown `sent`).
+@Suite struct DamagedMessageAcceptanceTests {
+    @Test func anAcceptanceNamingAnAlteredMessageMarksTheOthersSent() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let posted = Locked<[MessageID]>([])
+        let carrier = try pair.alice.openCarrier(transport: "relay", route: "relay.test:4433",
+                                                 relay: [UInt8](repeating: 0x42, count: 16), callbacks: CarrierCallbacks(
+            post: { posts in posted.withLock { $0 += posts.map(\.packetID) } }, release: { _ in }, mailboxesChanged: {},
+            closed: { _ in }))
+        let ids = try ["first", "second"].map { try pair.alice.send(to: pair.bobID, text: $0).messageID }
+        #expect(eventually { Set(posted.withLock { $0 }).isSuperset(of: ids) })
+        // The first message's row is altered (its status column is under its MAC).
+        try pair.alice.withDatabase { db in try db.execute("UPDATE messages SET status = 3 WHERE message_id = X'\(ids[0])'") }
+        carrier.accepted(ids)
+        #expect(eventually { (try? pair.alice.status(of: ids[1])) == .sent })
+    }
+}
