@@ -873,7 +873,8 @@ void yaok_link_close(yaok_link *link);
 
 /* Starts (`enabled` != 0) or stops a transport registered with the node. A start that fails
  * leaves it "failed" with the reason (YAOK_EVENT_TRANSPORT_CHANGED, diagnostics) and
- * returns that error. None with that name: YAOK_E_NOT_FOUND ("No transport named <name>"). */
+ * returns that error. Starting one that is running changes nothing (YAOK_OK). None with
+ * that name: YAOK_E_NOT_FOUND ("No transport named <name>"). */
 yaok_status yaok_transport_set_enabled(yaok_node *node, const char *name, int32_t enabled);
 
 /* yaok_transport_lan_add flags. */

@@ -17,16 +17,21 @@ extension Node {
     }
 
     /// Starts or stops a registered transport. A start that fails leaves it `failed` with
-    /// the reason (also in diagnostics and the event) and throws that error.
+    /// the reason (also in diagnostics and the event) and throws that error. Starting one
+    /// that is running changes nothing (a second start moved the relay client to a new
+    /// session without closing the first: its carrier's posts went nowhere).
     public func setTransport(_ name: String, enabled: Bool) throws {
         try transportSwitching.withLock { _ in try switchTransport(name, enabled: enabled) }
     }
 
     private func switchTransport(_ name: String, enabled: Bool) throws {
-        let transport = try withStore { _, s -> Transport in
+        let running: Bool
+        let transport: Transport
+        (transport, running) = try withStore { _, s in
             guard let entry = s.delivery.transports[name] else { throw YaOKError(.notFound, "No transport named \(name)") }
-            return entry.transport
+            return (entry.transport, entry.phase == .running)
         }
+        if enabled && running { return }
         var failure: Error?
         if enabled {
             // Reports during the start are kept (a relay says "connecting" at once).
