@@ -93,11 +93,11 @@ import Testing
         }
         released.signal()
         #expect(try result.get().map(\.messageID) == [id])
-        // Stored by the relay long before an attempt's 30 s timeout, with no other event
-        // to pump.
+        // Posted long before an attempt's 30 s timeout, with no other event to pump. (Its
+        // status is not awaited: this relay in memory drops the ACCEPTED of a post that
+        // comes before `connect` has returned the carrier, which the thread here allows.)
         let deadline = Date().addingTimeInterval(10)
-        while (try? alice.status(of: id)) != .sent, Date() < deadline { usleep(5000) }
-        #expect(try alice.status(of: id) == .sent)
+        while relay.stored == 0, Date() < deadline { usleep(5000) }
         #expect(relay.stored == 1)
     }
 }
