@@ -100,7 +100,7 @@ extension DeliveryEngine {
         var posts: [UInt64: [CarrierPost]] = [:]
         var count = 0
         for id in due where inflight[id] == nil && !takenAcks.contains(id) {
-            guard !unsynced.contains(id) else { unsyncedSends.passedOver(); continue }
+            if unsynced.contains(id), unsyncedSends.passOver(id) { continue }
             guard count < Node.pumpBatch else { break }
             // A message whose ack did not come through one relay goes through another if
             // one is connected (CarrierAckWatch.swift): by configured route, not by the

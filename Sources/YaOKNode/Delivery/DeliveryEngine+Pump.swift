@@ -60,6 +60,7 @@ extension DeliveryEngine {
         let served = Set(linksByContact.keys)
         // Sends written and not synced yet wait for their sync (UnsyncedSends).
         let unsynced = linksByContact.isEmpty && carriers.isEmpty ? [] : unsyncedSends.held
+        if !unsynced.isEmpty { heldRead?() }
         for (contact, linkIDs) in linksByContact.sorted(by: { $0.key < $1.key }) {
             var sent = 0
             var used = Set<UInt64>()
@@ -68,7 +69,7 @@ extension DeliveryEngine {
             for due in try store.dueOutboxIDs(contactID: contact, now: t,
                                               limit: Node.pumpBatch + inflight.count + takenAcks.count + unsynced.count)
             where inflight[due] == nil && !takenAcks.contains(due) {
-                guard !unsynced.contains(due) else { unsyncedSends.passedOver(); continue }
+                if unsynced.contains(due), unsyncedSends.passOver(due) { continue }
                 guard sent < Node.pumpBatch,
                       let linkID = linkIDs.first(where: { inflight.bytes(on: $0) < Node.linkWindowBytes })
                 else { break }

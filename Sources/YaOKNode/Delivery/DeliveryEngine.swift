@@ -84,6 +84,9 @@ struct DeliveryEngine {
     /// TEST ONLY: called between a batch of own carried copies sealed and committed
     /// (`Node.makeOwnCopyBatch`), outside the node's lock.
     package var ownCopySealing: (@Sendable () -> Void)?
+    /// TEST ONLY: called when a pump has read the held sends (`UnsyncedSends.held`) and
+    /// before it passes any over, under the node's lock.
+    package var heldRead: (@Sendable () -> Void)?
     /// TEST ONLY: called between an inbound drain's commit and its disk sync
     /// (`Node.withEngineSyncedAfter`), outside the node's lock.
     package var drainSyncing: (@Sendable () -> Void)?

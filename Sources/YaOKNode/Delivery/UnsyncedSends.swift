@@ -10,7 +10,11 @@ import YaOKWire
 /// still hands them on: what it decides is carried out after the sync.
 ///
 /// A reference shared by the engine and the group's finish, which releases them without
-/// the node's lock; then, if a pump passed any over, it pumps again.
+/// the node's lock; then, if a pump passed any over, it pumps again. So a pump reads the
+/// set once (`held`), but decides to pass a message over only under this lock
+/// (`passOver`): a release can come between the two, and a pump that flagged the message
+/// after the release had read the flag left it for the next pump, which nothing brought
+/// (a send made while a relay session opened waited an hour for the delivery sweep).
 final class UnsyncedSends: Sendable {
     private let state = Locked<(held: Set<MessageID>, passedOver: Bool)>(([], false))
 
@@ -23,8 +27,15 @@ final class UnsyncedSends: Sendable {
     /// The messages held now (the pump reads them once per run).
     var held: Set<MessageID> { state.withLock { $0.held } }
 
-    /// A pump skipped a held message: the release pumps again.
-    func passedOver() { state.withLock { $0.passedOver = true } }
+    /// A pump found `id` among the `held` it read: true if it is still held, and then the
+    /// release pumps again; false if it was released since (durable now: hand it on).
+    func passOver(_ id: MessageID) -> Bool {
+        state.withLock { state in
+            guard state.held.contains(id) else { return false }
+            state.passedOver = true
+            return true
+        }
+    }
 
     /// Synced (or the sync failed: the rows are there all the same): no longer held.
     /// Returns whether a pump passed over a held message since the last release.

@@ -56,4 +56,48 @@ import Testing
         #expect(eventually { statuses().last == "delivered" })
         #expect(statuses().first == "stored")
     }
+
+    /// A pump reads the held sends, then passes them over. A group released between the
+    /// two (its sync done on the sender's thread, without the node's lock) found that no
+    /// pump had passed it over yet and did not pump; the pump then passed it over all the
+    /// same, and nothing sent it: a send made while a relay session opened waited for the
+    /// hourly sweep. Here the session opens on another thread and its pump waits, after
+    /// reading the held set, until the group is released: the message is posted at once.
+    @Test func aSendReleasedWhileARelaySessionOpensIsPostedAtOnce() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let alice = pair.alice
+        let heldRead = DispatchSemaphore(value: 0), released = DispatchSemaphore(value: 0)
+        let once = Locked(false)
+        try alice.withStore { _, s in
+            s.delivery.heldRead = {
+                guard once.withLock({ first in defer { first = true }; return !first }) else { return }
+                heldRead.signal()
+                _ = released.wait(timeout: .now() + 10)
+            }
+        }
+        let (ticket, planned, keys) = try alice.withUnlocked { store, keys, s in
+            let (ticket, planned) = try s.delivery.planSend([(pair.bobID, "sent as the session opened")], store, keys)
+            alice.sendCommits.taken(ticket)
+            return (ticket, planned, keys)
+        }
+        let id = try #require(planned.first?.messageID)
+        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
+        let relay = MemoryRelay()
+        let result = alice.sendCommits.commit(ticket: ticket, sealed) { group in
+            // Written, not synced, with no session open: then one opens, on another thread.
+            let written = try alice.writeSendGroup(group)
+            Thread.detachNewThread { _ = try? relay.connect(alice) }
+            #expect(heldRead.wait(timeout: .now() + 10) == .success)
+            return written  // synced and released now, while the session's pump waits
+        }
+        released.signal()
+        #expect(try result.get().map(\.messageID) == [id])
+        // Posted long before an attempt's 30 s timeout, with no other event to pump. (Its
+        // status is not awaited: this relay in memory drops the ACCEPTED of a post that
+        // comes before `connect` has returned the carrier, which the thread here allows.)
+        let deadline = Date().addingTimeInterval(10)
+        while relay.stored == 0, Date() < deadline { usleep(5000) }
+        #expect(relay.stored == 1)
+    }
 }
