@@ -2,7 +2,7 @@ import YaOKWire
 
 /// What the delivery engine decided and has not done yet: everything a locked section
 /// leads to outside the lock, in one value. Units and carrier commands are handed to
-/// transports on the event thread, in the order they were sealed (`Node.flushOutgoing`);
+/// transports by the flush, in the order they were sealed (`Node.flushOutgoing`);
 /// events and closes are performed when the section that decided them ends
 /// (`Node.withEngine`). A new kind of traffic is one more field here, inside `Mark` and
 /// `rollback`, so a failed batch undoes it with the rest.
@@ -41,10 +41,16 @@ struct DeliveryEffects {
         if events.count > mark.events { events.removeLast(events.count - mark.events) }
     }
 
-    /// Whether anything waits for the event thread's flush (units or carrier commands).
+    /// Whether anything waits for a flush (units or carrier commands).
     var hasTraffic: Bool { !units.isEmpty || !carrierCommands.isEmpty }
 
-    /// Takes what the event thread hands to transports (units, then carrier commands),
+    /// Whether all that waits may be handed on from any thread: units only, each for a link
+    /// that takes them so (`LinkSender.anyThread`).
+    var leavesFromAnyThread: Bool {
+        carrierCommands.isEmpty && units.allSatisfy { $0.link.sender.sendsFromAnyThread }
+    }
+
+    /// Takes what a flush hands to transports (units, then carrier commands),
     /// the commands of carriers no longer `open` left out (closed after they were queued).
     mutating func takeTraffic(open: (Carrier) -> Bool) -> (units: [(link: Link, unit: [UInt8])], commands: [(carrier: Carrier, command: CarrierCommand)]) {
         defer {

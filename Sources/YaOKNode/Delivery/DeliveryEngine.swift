@@ -57,9 +57,17 @@ struct DeliveryEngine {
     var inboundBytes = 0
     /// Contacts connected right now, with the transport's display name (in memory only).
     var online: [Int64: String] = [:]
-    /// A flush is handing units and commands to transports (event thread): a flush started
-    /// from inside it (a transport that answers at once) leaves the new ones to it.
+    /// A flush is handing units and commands to transports (on the event thread, or an app
+    /// thread's for links that take units on any thread): one flusher at a time, so a link's
+    /// units leave in sealing order. A flush started meanwhile (a transport that answers at
+    /// once, another thread's section) leaves the new ones to it (`Node.flushOutgoing`).
     var flushing = false
+    /// The event thread's inbound drain committed and its disk sync has not returned yet
+    /// (`Node.withEngineSyncedAfter`): nothing queued may leave until it has (an ack of a
+    /// message the drain stored may be queued, and a failed sync takes back what was queued
+    /// since the drain began), so no flush takes traffic meanwhile; the event thread
+    /// flushes once the sync is over.
+    var drainSyncOwed = false
     /// Store-and-forward sessions (relays), by the same ID space as links.
     var carriers: [UInt64: CarrierState] = [:]
     /// Packets refused from carriers, per transport and hour: logged a few times per hour
