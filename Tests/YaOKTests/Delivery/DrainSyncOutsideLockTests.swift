@@ -22,19 +22,7 @@ import Testing
         let aliceEvents = EventRecorder()
         aliceEvents.attach(to: alice)
 
-        let paused = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0)
-        let once = Locked(true)
-        try alice.withStore { _, s in
-            s.delivery.drainSyncing = {
-                let first = once.withLock { first in
-                    defer { first = false }
-                    return first
-                }
-                guard first else { return }
-                paused.signal()
-                resume.wait()
-            }
-        }
+        let (paused, resume) = try Self.holdNextDrainSync(alice)
         let id = try bob.send(to: pair.aliceID, text: "to Alice").messageID
         try #require(paused.wait(timeout: .now() + 30) == .success, "the drain that stores it syncs after its section")
 
@@ -137,6 +125,25 @@ import Testing
         #expect(relay.state.withLock { $0.deleted } == 0)
         #expect(relay.stored >= 1)
         #expect(try bob.status(of: id) != .delivered)
+    }
+
+    /// Holds `node`'s next drain between its section and its sync: `paused` is signalled
+    /// there, and the drain waits for `resume`. The drains after it go through.
+    static func holdNextDrainSync(_ node: Node) throws -> (paused: DispatchSemaphore, resume: DispatchSemaphore) {
+        let paused = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0)
+        let once = Locked(true)
+        try node.withStore { _, s in
+            s.delivery.drainSyncing = {
+                let first = once.withLock { first in
+                    defer { first = false }
+                    return first
+                }
+                guard first else { return }
+                paused.signal()
+                resume.wait()
+            }
+        }
+        return (paused, resume)
     }
 
     /// Returns once `node`'s event thread has run what was posted to it before.

@@ -57,19 +57,7 @@ import Testing
         #expect(eventually { (try? bob.contact(pair.aliceID).connection) == .online(transport: "memory") })
         for node in [alice, bob, alice, bob] { try DrainSyncOutsideLockTests.waitForEventThread(node) }
 
-        let paused = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0)
-        let once = Locked(true)
-        try alice.withStore { _, s in
-            s.delivery.drainSyncing = {
-                let first = once.withLock { first in
-                    defer { first = false }
-                    return first
-                }
-                guard first else { return }
-                paused.signal()
-                resume.wait()
-            }
-        }
+        let (paused, resume) = try DrainSyncOutsideLockTests.holdNextDrainSync(alice)
         let id = try bob.send(to: pair.aliceID, text: "to Alice").messageID
         try #require(paused.wait(timeout: .now() + 30) == .success, "the drain that stores it syncs after its section")
         // Alice's units leave on this thread or her event thread (which waits in the sync).
