@@ -10,6 +10,13 @@ import YaOK
 /// YAOK_BENCH_LAN_ONLY=latency only the messages one at a time (each to profile alone).
 enum LANBench {
     static func run() throws {
+        // YAOK_BENCH_LAN_ONLY=batches or latency: only that part (to profile it alone).
+        let only = ProcessInfo.processInfo.environment["YAOK_BENCH_LAN_ONLY"]
+        // A misspelt part ran every part, and the profile then showed all three mixed.
+        if let only, only != "batches", only != "latency" {
+            throw BenchError("YAOK_BENCH_LAN_ONLY=\(only): expected batches or latency")
+        }
+        let batchesOnly = only == "batches", latencyOnly = only == "latency"
         let root = Measure.scratchDirectory + "/yaok-bench-lan-\(getpid())"
         defer { _ = try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
@@ -54,9 +61,6 @@ enum LANBench {
         let raw = try DeliveryBench.rawInsertRates(path: root + "/raw.db")
         Measure.report("raw: SQLite commit (one row, synced)", Measure.ms(1 / raw.single))
 
-        // YAOK_BENCH_LAN_ONLY=batches or latency: only that part (to profile it alone).
-        let only = ProcessInfo.processInfo.environment["YAOK_BENCH_LAN_ONLY"]
-        let batchesOnly = only == "batches", latencyOnly = only == "latency"
         let n = 3_000
         if !batchesOnly {
             // One at a time: send, wait for the delivered event.

@@ -80,7 +80,8 @@ extension DeliveryEngine {
         var missed: [String: Int] = [:]
         for (id, entry) in due {
             ackWatch.waiting[id] = nil
-            guard let row = try store.outboxRow(id), row.kind == .message else { continue }  // acked: gone
+            // Gone: acked (or damaged, and taken out: DeliveryEngine+DamagedOutbox).
+            guard let row = try checkedOutboxRow(id, store, keys), row.kind == .message else { continue }
             missed[entry.route, default: 0] += 1
             ackWatch.missed(id, at: entry.route)
             try reseal(row, store, keys)

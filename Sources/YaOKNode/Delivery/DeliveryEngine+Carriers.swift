@@ -28,7 +28,7 @@ extension DeliveryEngine {
         let t = now
         try batch(store) { engine in
             for id in ids where engine.inflight[id]?.link == carrier.id {
-                guard try engine.handedOn(id, store) != nil else { continue }
+                guard try engine.handedOn(id, store, keys) != nil else { continue }
                 // Sent, but not done with: without the recipient's ack by the deadline it
                 // goes again (a relay may lose what it stored).
                 try store.markCarried(id, until: t + Node.carriedAckTimeoutMs)
@@ -65,7 +65,7 @@ extension DeliveryEngine {
                     message: "Rate limit reached. Try again in \(minutes) \(minutes == 1 ? "minute" : "minutes").",
                     retryAfterMs: wait)))
             }
-            if let row = try store.outboxRow(id), row.state == .queued {
+            if let row = try checkedOutboxRow(id, store, keys), row.state == .queued {
                 try store.setOutbox(id, state: .queued, attempts: row.attempts, nextAttemptAt: until)
             }
         } else {

@@ -7,11 +7,13 @@ import YaOKStore
 /// without them, its kind or state is unknown or SQLite finds its page damaged. Read by the
 /// pump, that error used to end the pump and the sweep: the contact's messages queued after
 /// it, every contact after that one, the expiry and the keepalives all waited for ever
-/// behind one row. Now the pump, the sweep, a failed attempt's bookkeeping and the unlock's
-/// status check (`reconcileStatuses`) take such a row out instead: removed unsent (its packet cannot be trusted, and a row changed once
-/// would only fail again), its message `failed` so that the app sees it and a retry seals
-/// the text afresh (`Node.retry`: no outbox row left, so it seals anew), and an
-/// `outbox_tampered` security event naming it. Everything else goes on as before. Listing
+/// behind one row. Now every read of one row by the engine (`checkedOutboxRow`: the pump,
+/// the sweep, a failed attempt's bookkeeping, a receipt for a packet no longer in flight, a
+/// carrier's rate-limit answer, a missed acknowledgement window, a retry) and the unlock's
+/// status check (`reconcileStatuses`) take such a row out instead: removed unsent (its
+/// packet cannot be trusted, and a row changed once would only fail again), its message
+/// `failed` so that the app sees it and a retry seals the text afresh (`Node.retry`: no
+/// outbox row left, so it seals anew), and an `outbox_tampered` security event naming it. Everything else goes on as before. Listing
 /// the outbox (`Node.outbox`) still reports `corruptStore` until it has been removed.
 ///
 /// The row's ID is the file's word, not ours: it may name a message that was delivered long
@@ -46,7 +48,13 @@ extension DeliveryEngine {
         }
     }
 
+    /// In one batch: a write failing after the removal (a full disk) lost the security
+    /// event, and the row, gone, was never reported again.
     private mutating func removeDamagedOutbox(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys) throws {
+        try batch(store) { engine in try engine.takeOutDamagedOutbox(id, store, keys) }
+    }
+
+    private mutating func takeOutDamagedOutbox(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys) throws {
         try store.removeOutbox(id)
         inflight.remove(id)
         var detail = "An outbox entry (packet \(id)) failed its integrity check (changed outside Ya OK, or damaged on disk): removed unsent"

@@ -91,7 +91,7 @@ extension DeliveryEngine {
     /// answers its known bytes with a receipt only (§4.8), and its ack, sent once it stored
     /// the message whatever we recorded, makes it `delivered`.
     mutating func confirmReceipt(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys?) throws {
-        guard let row = try handedOn(id, store) else { return }
+        guard let row = try handedOn(id, store, keys) else { return }
         try store.db.lossTolerant {
             try store.setOutbox(id, state: .sent, attempts: row.attempts, nextAttemptAt: row.nextAttemptAt)
             if let keys { _ = try setStatus(id, .sent, store, keys) }
@@ -101,7 +101,7 @@ extension DeliveryEngine {
     /// Packet `id` was taken by the link or carrier it was in flight on: it is no longer in
     /// flight, an ack is done with (off the outbox), and a message still queued is returned
     /// for the caller to mark (`sent` by a link, carried by a relay). nil: nothing left to do.
-    mutating func handedOn(_ id: MessageID, _ store: Store) throws -> OutboxSchedule? {
+    mutating func handedOn(_ id: MessageID, _ store: Store, _ keys: UnlockedKeys?) throws -> OutboxSchedule? {
         let flight = inflight.remove(id)
         // The kind was checked against the row's MAC when the pump loaded the packet to send
         // it; the scheduling is not MACed (it changes while locked), so it is read alone,
@@ -112,7 +112,8 @@ extension DeliveryEngine {
             guard let schedule = try store.outboxSchedule(id) else { return nil }
             (kind, row) = (known, schedule)
         } else {
-            guard let full = try store.outboxRow(id) else { return nil }
+            // Not in flight (a receipt after the link's attempt ended): read with its check.
+            guard let full = try checkedOutboxRow(id, store, keys) else { return nil }
             (kind, row) = (full.kind, OutboxSchedule(state: full.state, attempts: full.attempts, nextAttemptAt: full.nextAttemptAt))
         }
         switch kind {

@@ -16,7 +16,8 @@ extension DeliveryEngine {
             throw YaOKError(.invalidArgument, "This message was already \(message.status.name)")
         }
         let t = now
-        if let row = try store.outboxRow(messageID) {
+        // A damaged row is taken out (DeliveryEngine+DamagedOutbox): the text is sealed afresh.
+        if let row = try checkedOutboxRow(messageID, store, keys) {
             try store.setOutbox(messageID, state: .queued, attempts: row.attempts, nextAttemptAt: t)
         } else {
             guard let peer = try directory(store, keys)?.byContact[message.conversationID] else {
