@@ -68,6 +68,14 @@ struct DeliveryEngine {
     /// since the drain began), so no flush takes traffic meanwhile; the event thread
     /// flushes once the sync is over.
     var drainSyncOwed = false
+    /// Where each send group written and not yet synced began queuing traffic
+    /// (`Node.writeSendGroup`, by hold): its own pump queued its messages' units, which must
+    /// not leave before the group is durable (`UnsyncedSends`), and whatever was queued after
+    /// them waits behind them (a link's units leave in sealing order). So a flush takes only
+    /// what is before the first of them (`flushLimit`); the group's end releases its hold
+    /// and flushes.
+    var heldTraffic: [UInt64: DeliveryEffects.Position] = [:]
+    var nextTrafficHold: UInt64 = 0
     /// Store-and-forward sessions (relays), by the same ID space as links.
     var carriers: [UInt64: CarrierState] = [:]
     /// Packets refused from carriers, per transport and hour: logged a few times per hour

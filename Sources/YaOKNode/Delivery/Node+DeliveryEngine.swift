@@ -156,8 +156,9 @@ extension Node {
         let start = withState(section: .flush) { s -> FlushStep in
             if !onEventThread, s.delivery.drainSyncOwed { return .post }
             // The running flusher sees what is queued now before it stops.
-            guard !s.delivery.flushing, s.delivery.effects.hasTraffic else { return .stop }
-            if !onEventThread, !s.delivery.effects.leavesFromAnyThread { return .post }
+            let limit = s.delivery.flushLimit
+            guard !s.delivery.flushing, s.delivery.effects.hasTraffic(before: limit) else { return .stop }
+            if !onEventThread, !s.delivery.effects.leavesFromAnyThread(before: limit) { return .post }
             s.delivery.flushing = true
             return .take
         }
@@ -176,14 +177,15 @@ extension Node {
     private func flushTaken(onEventThread: Bool) {
         while true {
             let step = withState(section: .flush) { s -> FlushStep in
-                let next: FlushStep = s.delivery.drainSyncOwed || !s.delivery.effects.hasTraffic ? .stop
-                    : !onEventThread && !s.delivery.effects.leavesFromAnyThread ? .post : .take
+                let limit = s.delivery.flushLimit
+                let next: FlushStep = s.delivery.drainSyncOwed || !s.delivery.effects.hasTraffic(before: limit) ? .stop
+                    : !onEventThread && !s.delivery.effects.leavesFromAnyThread(before: limit) ? .post : .take
                 guard case .take = next else {
                     s.delivery.flushing = false
                     return next
                 }
                 let carriers = s.delivery.carriers
-                let taken = s.delivery.effects.takeTraffic { carriers[$0.id]?.carrier === $0 }
+                let taken = s.delivery.effects.takeTraffic(before: limit) { carriers[$0.id]?.carrier === $0 }
                 return .send(units: taken.units, commands: taken.commands)
             }
             guard case .send(let units, let commands) = step else { return postFlush(step) }
