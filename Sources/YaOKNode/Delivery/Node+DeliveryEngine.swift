@@ -108,13 +108,16 @@ extension Node {
             do {
                 try owed.sync()
             } catch {
-                withState(section: section) { s in
+                // What was queued before the drain began still leaves: a flusher that found
+                // the sync owed stopped and left it to this drain's end.
+                let before = withState(section: section) { s -> Bool in
                     s.delivery.drainSyncOwed = false
-                    guard let store = s.store else { return }  // closed meanwhile: nothing leaves
+                    guard let store = s.store else { return false }  // closed meanwhile: nothing leaves
                     s.delivery.effects.rollback(to: mark)
                     store.seen.dropFront()
+                    return s.delivery.effects.hasTraffic
                 }
-                perform(([], outcome.closes), flush: false)
+                perform(([], outcome.closes), flush: before)
                 throw error
             }
             withState(section: section) { $0.delivery.drainSyncOwed = false }
@@ -124,11 +127,12 @@ extension Node {
     }
 
     /// Carries out what a section decided, outside the lock: the links the engine ends are
-    /// closed (their transports told), units and carrier commands go to the event thread's
-    /// flush, events to the app. `flush`: whether anything waited for the flush when the
-    /// section ended; when nothing did, none is posted (from an app's thread each post is a
-    /// wake-up of the event thread, which then takes the node's lock twice to find nothing:
-    /// one per `send` while no link is open). A close queues nothing, and traffic queued
+    /// closed (their transports told), units and carrier commands go to the flush
+    /// (`flushOutgoing`: on this thread, or posted to the event thread), events to the app.
+    /// `flush`: whether anything waited for the flush when the section ended; when nothing
+    /// did, none is run (from an app's thread a posted flush is a wake-up of the event
+    /// thread, which then takes the node's lock twice to find nothing: one per `send` while
+    /// no link is open). A close queues nothing, and traffic queued
     /// later by another section is flushed by that section's end.
     private func perform(_ outcome: DeliveryEffects.Outcome, flush: Bool) {
         for (link, reason) in outcome.closes { closeLink(link, reason: reason, notifyTransport: true) }

@@ -49,7 +49,7 @@ extension Node {
         // thread, committed with every other send waiting at that moment: one disk sync for
         // the group, and this returns once its rows are durable (DeliveryEngine+SendPlan).
         // (`withUnlocked`, not `withUnlockedEngine`: planning decides nothing to perform, and
-        // each section's end posts a flush to the event thread.)
+        // each section's end with traffic queued runs a flush.)
         let (ticket, planned, keys) = try withUnlocked(section: .sendPlan) { store, keys, s in
             let (ticket, planned) = try s.delivery.planSend(batch, store, keys)
             sendCommits.taken(ticket)

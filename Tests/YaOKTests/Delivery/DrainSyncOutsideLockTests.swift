@@ -71,6 +71,43 @@ import Testing
         #expect(!aliceEvents.all.contains { if case .messageReceived = $0 { true } else { false } })
     }
 
+    /// Traffic queued before a drain began and not handed on yet (its flusher, an app
+    /// thread, stopped when it found the drain's sync owed, and left it to the drain's end)
+    /// still leaves when that sync fails: only what was queued since the drain began is
+    /// taken back.
+    @Test func aDrainWhoseSyncFailsStillFlushesWhatWasQueuedBeforeIt() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let (alice, bob) = (pair.alice, pair.bob)
+        let pipe = try MemoryPipe(alice, bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? alice.contact(pair.bobID).connection) == .online(transport: "memory") })
+        #expect(eventually { (try? bob.contact(pair.aliceID).connection) == .online(transport: "memory") })
+        for node in [alice, bob, alice, bob] { try Self.waitForEventThread(node) }
+        let marker: [UInt8] = Array("queued before the drain".utf8)
+        let handedOn = Locked(false)
+        pipe.drop { unit in
+            guard unit == marker else { return false }
+            handedOn.withLock { $0 = true }
+            return true
+        }
+        // fdatasync refuses /dev/null (EINVAL): Alice's disk fails at her next sync of the log.
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { close(null) }
+        let descriptor = try alice.withStore { store, _ in try store.db.logSync().descriptor }
+        #expect(dup2(null, descriptor) == descriptor)
+        let synced = DispatchSemaphore(value: 0)
+        try alice.withStore { _, s in
+            s.delivery.drainSyncing = { synced.signal() }
+            s.delivery.effects.units.append((pipe.initiator, marker))
+        }
+
+        _ = try bob.send(to: pair.aliceID, text: "to Alice")
+        try #require(synced.wait(timeout: .now() + 30) == .success)
+        for _ in 0..<2 { try Self.waitForEventThread(alice) }
+        #expect(handedOn.withLock { $0 })
+    }
+
     /// A carrier closed (from its transport's thread) while a drain syncs takes its queued
     /// commands with it, some of them queued before the drain began: a failed sync must
     /// still take back exactly the drain's own (its release to the relay it fetched from,
