@@ -11,14 +11,13 @@ extension DeliveryEngine {
     /// (the initiator's; none for a responder) queued in `effects`. Needs the link key,
     /// which the first unlock after opening the node loads: before that, `locked`.
     mutating func openLink(transport: String, role: Link.Role, mtu: Int, stream: Bool, node: Node,
-                           send: @escaping @Sendable ([UInt8]) -> Void,
-                           closed: @escaping @Sendable (String) -> Void) throws -> Link {
+                           sender: LinkSender, closed: @escaping @Sendable (String) -> Void) throws -> Link {
         guard linkKey != nil else {
             throw YaOKError(.locked, "Links need the node to have been unlocked once since it was opened")
         }
         let id = nextLinkID
         nextLinkID += 1
-        let link = Link(id: id, transport: transport, role: role, mtu: mtu, node: node, send: send, closed: closed)
+        let link = Link(id: id, transport: transport, role: role, mtu: mtu, node: node, sender: sender, closed: closed)
         let channel = try LinkChannel(role: role)
         let first = try channel.start()
         // A stream transport's MTU holds any link packet whole; only small-MTU links fragment.

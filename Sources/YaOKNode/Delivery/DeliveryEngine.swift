@@ -57,9 +57,25 @@ struct DeliveryEngine {
     var inboundBytes = 0
     /// Contacts connected right now, with the transport's display name (in memory only).
     var online: [Int64: String] = [:]
-    /// A flush is handing units and commands to transports (event thread): a flush started
-    /// from inside it (a transport that answers at once) leaves the new ones to it.
+    /// A flush is handing units and commands to transports (on the event thread, or an app
+    /// thread's for links that take units on any thread): one flusher at a time, so a link's
+    /// units leave in sealing order. A flush started meanwhile (a transport that answers at
+    /// once, another thread's section) leaves the new ones to it (`Node.flushOutgoing`).
     var flushing = false
+    /// The event thread's inbound drain committed and its disk sync has not returned yet
+    /// (`Node.withEngineSyncedAfter`): nothing queued may leave until it has (an ack of a
+    /// message the drain stored may be queued, and a failed sync takes back what was queued
+    /// since the drain began), so no flush takes traffic meanwhile; the event thread
+    /// flushes once the sync is over.
+    var drainSyncOwed = false
+    /// Where each send group written and not yet synced began queuing traffic
+    /// (`Node.writeSendGroup`, by hold): its own pump queued its messages' units, which must
+    /// not leave before the group is durable (`UnsyncedSends`), and whatever was queued after
+    /// them waits behind them (a link's units leave in sealing order). So a flush takes only
+    /// what is before the first of them (`flushLimit`); the group's end releases its hold
+    /// and flushes.
+    var heldTraffic: [UInt64: DeliveryEffects.Position] = [:]
+    var nextTrafficHold: UInt64 = 0
     /// Store-and-forward sessions (relays), by the same ID space as links.
     var carriers: [UInt64: CarrierState] = [:]
     /// Packets refused from carriers, per transport and hour: logged a few times per hour

@@ -11,7 +11,8 @@ import YaOKCrypto
 ///
 /// Threads: `receive` and `close` may be called from any thread; the work runs on the
 /// node's event thread, in the order the calls were made. The `send` callback given to
-/// `openLink` is called on the event thread, never while the node's lock is held.
+/// `openLink` is called on the event thread, never while the node's lock is held (a
+/// transport of this package may take its units on any thread instead: `LinkSender`).
 public final class Link: Sendable {
     /// Which side this node is: the initiator speaks first (the TCP connector, the BLE
     /// central, or whichever side an app's own radio protocol says). `LinkRole`, by the name
@@ -25,7 +26,7 @@ public final class Link: Sendable {
     /// The largest unit the transport carries; larger packets are fragmented (§4.7).
     public let mtu: Int
 
-    let sendUnit: @Sendable ([UInt8]) -> Void
+    let sender: LinkSender
     let closedByNode: @Sendable (String) -> Void
     private weak let node: Node?
     /// What the engine last told this link about its peer (`notePeer`): a transport asks it
@@ -41,13 +42,13 @@ public final class Link: Sendable {
     }
 
     init(id: UInt64, transport: String, role: Role, mtu: Int, node: Node,
-         send: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (String) -> Void) {
+         sender: LinkSender, closed: @escaping @Sendable (String) -> Void) {
         self.id = id
         self.transport = transport
         self.role = role
         self.mtu = mtu
         self.node = node
-        sendUnit = send
+        self.sender = sender
         closedByNode = closed
     }
 

@@ -14,17 +14,27 @@ public final class MemoryPipe: Sendable {
     }
     private let dropping = Locked<Rule?>(nil)
 
-    public init(_ a: Node, _ b: Node, mtu: Int = 65_535, transport: String = "memory") throws {
+    public convenience init(_ a: Node, _ b: Node, mtu: Int = 65_535, transport: String = "memory") throws {
+        try self.init(a, b, mtu: mtu, transport: transport, sendsFromAnyThread: false)
+    }
+
+    /// `sendsFromAnyThread`: the links take their units on any thread, as LAN's do
+    /// (`LinkSender.anyThread`), instead of on the event thread as an app's radio's.
+    package init(_ a: Node, _ b: Node, mtu: Int = 65_535, transport: String = "memory", sendsFromAnyThread: Bool) throws {
         let toB = PipeEnd(), toA = PipeEnd()
         let drop = dropping
+        func sender(_ to: PipeEnd) -> LinkSender {
+            let send: @Sendable ([UInt8]) -> Void = { unit in
+                if drop.withLock({ $0 })?.drops(unit) != true { to.deliver(unit) }
+            }
+            return sendsFromAnyThread ? .anyThread { units in for unit in units { send(unit) } } : .eventThread(send)
+        }
         // A node that ends its side (handshake timeout, a protocol error) ends the pipe, as a
         // TCP connection or a radio link would end for both.
-        initiator = try a.openLink(transport: transport, role: .initiator, mtu: mtu, send: { unit in
-            if drop.withLock({ $0 })?.drops(unit) != true { toB.deliver(unit) }
-        }, closed: { reason in toB.close(reason) })
-        responder = try b.openLink(transport: transport, role: .responder, mtu: mtu, send: { unit in
-            if drop.withLock({ $0 })?.drops(unit) != true { toA.deliver(unit) }
-        }, closed: { reason in toA.close(reason) })
+        initiator = try a.openLink(transport: transport, role: .initiator, mtu: mtu, stream: false, sender: sender(toB),
+                                   closed: { reason in toB.close(reason) })
+        responder = try b.openLink(transport: transport, role: .responder, mtu: mtu, stream: false, sender: sender(toA),
+                                   closed: { reason in toA.close(reason) })
         toB.connect(responder)
         toA.connect(initiator)
     }

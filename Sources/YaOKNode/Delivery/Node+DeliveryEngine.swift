@@ -70,13 +70,14 @@ extension Node {
     /// disk after the lock is released (`Database.syncsDeferred`), so that app threads
     /// plan, seal and write their sends meanwhile instead of waiting out the sync. Nothing the
     /// section decided leaves before the sync: its events are emitted and its closes done
-    /// after it, and units and carrier commands only ever leave through the event thread's
-    /// flush (`flushOutgoing`), which this thread runs only once the sync has returned, so
-    /// no other section's traffic queued meanwhile (which may rest on the batch: an ack of
-    /// a message it stored, in the outbox) leaves before it either. A sync that fails fails
-    /// the section as a failed batch does: what was queued since the section began is not
-    /// sent (the peers retry) and its events did not happen. On another thread (tests that
-    /// run the engine themselves) another thread could flush meanwhile: synced inside.
+    /// after it, and the section that ends the drain notes the sync owed
+    /// (`DeliveryEngine.drainSyncOwed`) until it has returned or failed: no flush, on any
+    /// thread, takes units or carrier commands meanwhile (`flushOutgoing`), so no other
+    /// section's traffic queued meanwhile (which may rest on the batch: an ack of a message
+    /// it stored, in the outbox) leaves before it either; this thread flushes after it. A
+    /// sync that fails fails the section as a failed batch does: what was queued since the
+    /// section began is not sent (the peers retry) and its events did not happen. On another
+    /// thread (tests that run the engine themselves) nothing would flush after it: synced inside.
     func withEngineSyncedAfter<R: Sendable>(section: LockSection? = nil,
                                             _ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> R) throws -> R {
         guard loop.isLoopThread else { return try withEngine(section: section, body) }
@@ -94,7 +95,9 @@ extension Node {
                     outcome = s.delivery.effects.takeOutcome()
                     traffic = s.delivery.effects.hasTraffic
                 }
-                return store.db.syncsDeferred { try body(&s.delivery, store, s.keys) }
+                let ran = store.db.syncsDeferred { try body(&s.delivery, store, s.keys) }
+                if ran.1 != nil { s.delivery.drainSyncOwed = true }
+                return ran
             }
         } catch {
             perform(outcome, flush: traffic)  // the node closed: nothing was run
@@ -105,24 +108,31 @@ extension Node {
             do {
                 try owed.sync()
             } catch {
-                _ = try? withStore(section: section) { store, s in
+                // What was queued before the drain began still leaves: a flusher that found
+                // the sync owed stopped and left it to this drain's end.
+                let before = withState(section: section) { s -> Bool in
+                    s.delivery.drainSyncOwed = false
+                    guard let store = s.store else { return false }  // closed meanwhile: nothing leaves
                     s.delivery.effects.rollback(to: mark)
                     store.seen.dropFront()
+                    return s.delivery.effects.hasTraffic
                 }
-                perform(([], outcome.closes), flush: false)
+                perform(([], outcome.closes), flush: before)
                 throw error
             }
+            withState(section: section) { $0.delivery.drainSyncOwed = false }
         }
         perform(outcome, flush: traffic)
         return try result.get()
     }
 
     /// Carries out what a section decided, outside the lock: the links the engine ends are
-    /// closed (their transports told), units and carrier commands go to the event thread's
-    /// flush, events to the app. `flush`: whether anything waited for the flush when the
-    /// section ended; when nothing did, none is posted (from an app's thread each post is a
-    /// wake-up of the event thread, which then takes the node's lock twice to find nothing:
-    /// one per `send` while no link is open). A close queues nothing, and traffic queued
+    /// closed (their transports told), units and carrier commands go to the flush
+    /// (`flushOutgoing`: on this thread, or posted to the event thread), events to the app.
+    /// `flush`: whether anything waited for the flush when the section ended; when nothing
+    /// did, none is run (from an app's thread a posted flush is a wake-up of the event
+    /// thread, which then takes the node's lock twice to find nothing: one per `send` while
+    /// no link is open). A close queues nothing, and traffic queued
     /// later by another section is flushed by that section's end.
     private func perform(_ outcome: DeliveryEffects.Outcome, flush: Bool) {
         for (link, reason) in outcome.closes { closeLink(link, reason: reason, notifyTransport: true) }
@@ -132,30 +142,58 @@ extension Node {
 
     /// Hands queued units to their transports, in the order they were sealed (a link's
     /// counters must arrive in order, or the receiver drops them as replays), then carrier
-    /// commands. Always on the event thread, the only one that drains the queue: a call from
-    /// another thread (an app's `send`) posts the flush there instead of racing it.
+    /// commands. One flusher at a time (`DeliveryEngine.flushing`), which loops until the
+    /// queue is empty. On the event thread it takes everything; on another thread (an app's
+    /// `send`) it hands the units to their links itself when every one queued goes to a link
+    /// that takes units on any thread (`LinkSender.anyThread`: LAN) — no wake-up of the event
+    /// thread between a send's sync and the wire — and posts the flush to the event thread
+    /// when anything else is queued (an app's link, a carrier command). Nothing is taken
+    /// while a drain's sync is owed (`DeliveryEngine.drainSyncOwed`): the drain flushes after
+    /// it (its section ended with the traffic then queued), and a section that queues more
+    /// meanwhile posts its flush to the event thread, which runs after the drain.
     func flushOutgoing() {
-        guard loop.isLoopThread else {
-            loop.post { [weak self] in self?.flushOutgoing() }
-            return
-        }
+        let onEventThread = loop.isLoopThread
         // A transport may answer inside the call that hands it something (a relay client
         // that accepts at once), and the engine then queues more. Sending that from a nested
         // flush would put it ahead of what this flush still holds (a later message posted
         // before an earlier one), so the nested call returns and this loop sends it next.
-        guard withState(section: .flush, { s in
-            defer { s.delivery.flushing = true }
-            return !s.delivery.flushing
-        }) else { return }
+        let start = withState(section: .flush) { s -> FlushStep in
+            if !onEventThread, s.delivery.drainSyncOwed { return .post }
+            // The running flusher sees what is queued now before it stops.
+            let limit = s.delivery.flushLimit
+            guard !s.delivery.flushing, s.delivery.effects.hasTraffic(before: limit) else { return .stop }
+            if !onEventThread, !s.delivery.effects.leavesFromAnyThread(before: limit) { return .post }
+            s.delivery.flushing = true
+            return .take
+        }
+        if case .take = start { flushTaken(onEventThread: onEventThread) } else { postFlush(start) }
+    }
+
+    /// What a flusher does next.
+    private enum FlushStep {
+        case take
+        case send(units: [(link: Link, unit: [UInt8])], commands: [(carrier: Carrier, command: CarrierCommand)])
+        case post
+        case stop
+    }
+
+    /// The loop of the flusher that claimed `flushing`.
+    private func flushTaken(onEventThread: Bool) {
         while true {
-            let (units, commands) = withState(section: .flush) { s in
+            let step = withState(section: .flush) { s -> FlushStep in
+                let limit = s.delivery.flushLimit
+                let next: FlushStep = s.delivery.drainSyncOwed || !s.delivery.effects.hasTraffic(before: limit) ? .stop
+                    : !onEventThread && !s.delivery.effects.leavesFromAnyThread(before: limit) ? .post : .take
+                guard case .take = next else {
+                    s.delivery.flushing = false
+                    return next
+                }
                 let carriers = s.delivery.carriers
-                let taken = s.delivery.effects.takeTraffic { carriers[$0.id]?.carrier === $0 }
-                if taken.units.isEmpty && taken.commands.isEmpty { s.delivery.flushing = false }
-                return taken
+                let taken = s.delivery.effects.takeTraffic(before: limit) { carriers[$0.id]?.carrier === $0 }
+                return .send(units: taken.units, commands: taken.commands)
             }
-            if units.isEmpty && commands.isEmpty { return }
-            for (link, unit) in units { link.sendUnit(unit) }
+            guard case .send(let units, let commands) = step else { return postFlush(step) }
+            Self.hand(units)
             for (carrier, command) in commands {
                 switch command {
                 case .post(let posts): carrier.callbacks.post(posts)
@@ -165,5 +203,26 @@ extension Node {
                 }
             }
         }
+    }
+
+    private func postFlush(_ step: FlushStep) {
+        guard case .post = step else { return }
+        loop.post { [weak self] in self?.flushOutgoing() }
+    }
+
+    /// Hands each link its units in one call (`LinkSender`), in sealing order: a link that
+    /// takes them at once writes them in one go.
+    private static func hand(_ units: [(link: Link, unit: [UInt8])]) {
+        var batches: [(link: Link, units: [[UInt8]])] = []
+        var index: [ObjectIdentifier: Int] = [:]
+        for (link, unit) in units {
+            if let i = index[ObjectIdentifier(link)] {
+                batches[i].units.append(unit)
+            } else {
+                index[ObjectIdentifier(link)] = batches.count
+                batches.append((link, [unit]))
+            }
+        }
+        for (link, units) in batches { link.sender.send(units) }
     }
 }

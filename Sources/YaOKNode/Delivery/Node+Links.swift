@@ -32,6 +32,13 @@ extension Node {
     public func openLink(transport: String, role: Link.Role, mtu: Int, stream: Bool = false,
                          send: @escaping @Sendable ([UInt8]) -> Void,
                          closed: @escaping @Sendable (String) -> Void = { _ in }) throws -> Link {
+        try openLink(transport: transport, role: role, mtu: mtu, stream: stream, sender: .eventThread(send), closed: closed)
+    }
+
+    /// `openLink` for a transport of this package, which says how it takes its units
+    /// (`LinkSender`: LAN's from any thread, in one write per flush).
+    package func openLink(transport: String, role: Link.Role, mtu: Int, stream: Bool, sender: LinkSender,
+                          closed: @escaping @Sendable (String) -> Void) throws -> Link {
         guard mtu >= Fragmenter.minimumMTU, mtu <= 1 << 20 else {
             throw YaOKError(.invalidArgument, "MTU must be \(Fragmenter.minimumMTU) to \(1 << 20) bytes")
         }
@@ -39,7 +46,7 @@ extension Node {
             throw YaOKError(.invalidArgument, "A transport name is 1 to 32 bytes")
         }
         return try withEngine { engine, _, _ in
-            try engine.openLink(transport: transport, role: role, mtu: mtu, stream: stream, node: self, send: send, closed: closed)
+            try engine.openLink(transport: transport, role: role, mtu: mtu, stream: stream, node: self, sender: sender, closed: closed)
         }
     }
 

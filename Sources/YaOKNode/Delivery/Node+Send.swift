@@ -49,7 +49,7 @@ extension Node {
         // thread, committed with every other send waiting at that moment: one disk sync for
         // the group, and this returns once its rows are durable (DeliveryEngine+SendPlan).
         // (`withUnlocked`, not `withUnlockedEngine`: planning decides nothing to perform, and
-        // each section's end posts a flush to the event thread.)
+        // each section's end with traffic queued runs a flush.)
         let (ticket, planned, keys) = try withUnlocked(section: .sendPlan) { store, keys, s in
             let (ticket, planned) = try s.delivery.planSend(batch, store, keys)
             sendCommits.taken(ticket)
@@ -64,11 +64,15 @@ extension Node {
     /// other section's pump hands its messages on (UnsyncedSends); after its events they
     /// are released, and pumped if a pump passed them over meanwhile.
     func writeSendGroup(_ group: [SealedSend]) throws -> SendCommitQueue<SealedSend, [Message]>.Written {
-        let ((results, unsynced), sync, perform) = try withUnlockedEngineUnsynced(section: .sendWrite) { engine, store, keys in
-            (try engine.commitSends(group, store, keys), engine.unsyncedSends)
+        let ((results, unsynced, hold), sync, perform) = try withUnlockedEngineUnsynced(section: .sendWrite) { engine, store, keys in
+            let start = engine.effects.end
+            let results = try engine.commitSends(group, store, keys)
+            // Its own pump's units wait in the queue for the sync, whoever flushes meanwhile.
+            return (results, engine.unsyncedSends, engine.holdTraffic(from: start))
         }
         let ids = results.flatMap { (try? $0.get())?.map(\.messageID) ?? [] }
         return .init(results: results, sync: sync, announce: { [self] in
+            if let hold { withState(section: .sendWrite) { $0.delivery.releaseTraffic(hold) } }
             perform()
             // After the group's events, so a receipt's come later.
             if unsynced.release(ids) { _ = try? withEngine { engine, store, keys in try engine.pump(store, keys) } }

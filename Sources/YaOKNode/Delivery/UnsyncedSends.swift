@@ -7,7 +7,8 @@ import YaOKWire
 /// yet (a crash would lose the sender's copy of a message the recipient gets), and the app
 /// has not been told of them (their MESSAGE_STORED goes out after the sync, and a receipt's
 /// MESSAGE_STATUS_CHANGED must not come first). The group's own pump, in the same section,
-/// still hands them on: what it decides is carried out after the sync.
+/// still hands them on: what it queued is held in the queue (`DeliveryEngine.heldTraffic`),
+/// whoever flushes meanwhile (another group's caller, the event thread), until the sync.
 ///
 /// A reference shared by the engine and the group's finish, which releases them without
 /// the node's lock; then, if a pump passed any over, it pumps again. So a pump reads the
@@ -45,5 +46,25 @@ final class UnsyncedSends: Sendable {
             defer { state.passedOver = false }
             return state.passedOver
         }
+    }
+}
+
+extension DeliveryEngine {
+    /// Holds what was queued from `start` on (a send group's section: `heldTraffic`) until
+    /// `releaseTraffic`; nil when nothing was.
+    mutating func holdTraffic(from start: DeliveryEffects.Position) -> UInt64? {
+        guard effects.end != start else { return nil }
+        defer { nextTrafficHold += 1 }
+        heldTraffic[nextTrafficHold] = start
+        return nextTrafficHold
+    }
+
+    mutating func releaseTraffic(_ hold: UInt64) {
+        heldTraffic[hold] = nil
+    }
+
+    /// Where what a flush may take ends (nil: nowhere, all of it).
+    var flushLimit: DeliveryEffects.Position? {
+        heldTraffic.values.reduce(nil) { first, start in first.map { DeliveryEffects.first($0, start) } ?? start }
     }
 }

@@ -3,6 +3,7 @@ import YaOKSupport
 import YaOKSystem
 import YaOKLoop
 import YaOKWire
+import YaOKNode
 import YaOKCrypto
 
 /// L2CAP channels: accepting, connecting, slots, reading SDUs, writing SDUs, deadlines and
@@ -201,6 +202,12 @@ extension BLETransport: ConnectionTransport {
     }
 
     // MARK: - Writing
+
+    /// BLE's sends stay on the event thread (one SDU per unit, straight to the kernel when
+    /// it has room: a batch would save little).
+    func linkSender(_ id: UInt64) -> LinkSender {
+        .eventThread { [weak self] unit in self?.linkSend(id, unit) }
+    }
 
     /// The link's `send`: one unit, one SDU. Straight to the kernel when nothing is queued;
     /// queued (and writability watched) when it has no room or credits.

@@ -12,8 +12,6 @@ final class LANConnection: SocketConnection {
     /// Capped by `Options.maxWriteQueueBytes`: beyond it the peer is not reading and the
     /// connection is dropped.
     var writer: FrameWriter
-    /// A flush is posted to the loop: units the node sends in one go leave in one write.
-    var flushPosted = false
     var lastSent: UInt64
 
     init(id: UInt64, fd: Int32, remote: IPv4Endpoint, direction: Direction, phase: Phase,

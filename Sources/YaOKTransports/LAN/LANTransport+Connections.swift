@@ -3,6 +3,7 @@ import YaOKSupport
 import YaOKSystem
 import YaOKLoop
 import YaOKWire
+import YaOKNode
 import YaOKCrypto
 
 /// TCP: accepting, connecting, reading, writing, timeouts. Every method named `…Locked`
@@ -229,37 +230,33 @@ extension LANTransport: ConnectionTransport {
 
     // MARK: - Writing
 
-    /// The link's `send`: frame the unit and queue it. The write happens in a flush posted
-    /// to the loop, once per burst: the units a node sends in one go (a pump hands a link up
-    /// to a few hundred) leave in one gathering write, not one send(2) each.
-    func linkSend(_ id: UInt64, _ unit: [UInt8]) {
+    /// The link takes its units on whichever thread flushes the node (an app thread's
+    /// `send`, or the event thread): its send only queues and writes under this
+    /// transport's lock, as the event thread's writable handler does.
+    func linkSender(_ id: UInt64) -> LinkSender {
+        .anyThread { [weak self] units in self?.linkSend(id, units) }
+    }
+
+    /// The link's `send`: frames a flush's units and writes them at once, in one gathering
+    /// write (one sendmsg when the kernel takes them all), not one send(2) each; what the
+    /// kernel has no room for waits for writability.
+    func linkSend(_ id: UInt64, _ units: [[UInt8]]) {
         let dropped = state.withLock { s -> ClosedLink? in
             guard let c = s.connections[id], c.phase == .open else { return nil }
-            do {
-                try c.writer.enqueue(unit)
-            } catch {
-                let reason = "unit of \(unit.count) bytes refused: \(error)"
-                return (closeLocked(&s, id, reason), reason)
+            for unit in units {
+                do {
+                    try c.writer.enqueue(unit)
+                } catch {
+                    let reason = "unit of \(unit.count) bytes refused: \(error)"
+                    return (closeLocked(&s, id, reason), reason)
+                }
             }
             c.lastSent = EventLoop.monotonicNanoseconds()
-            guard !c.flushPosted else { return nil }
-            guard let loop = s.loop, loop.post({ [weak self] in self?.postedFlush(id) }) else { return flushLocked(&s, c) }
-            c.flushPosted = true
-            return nil
+            return flushLocked(&s, c)
         }
         // Called from inside the link: tell it afterwards, not re-entrantly.
         guard let (link, reason) = dropped, let link else { return }
         closeLater(link, reason: reason)
-    }
-
-    /// The flush `linkSend` posted.
-    private func postedFlush(_ id: UInt64) {
-        let dropped = state.withLock { s -> ClosedLink? in
-            guard let c = s.connections[id] else { return nil }
-            c.flushPosted = false
-            return flushLocked(&s, c)
-        }
-        if let (link, reason) = dropped { link?.close(reason: reason) }
     }
 
     /// Writes what is queued (one sendmsg for all of it when the kernel takes it). Watches

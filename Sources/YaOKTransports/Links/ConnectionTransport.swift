@@ -2,6 +2,7 @@ import YaOKSupport
 import YaOKSystem
 import YaOKLoop
 import YaOKWire
+import YaOKNode
 
 /// What the shared connection mechanism needs of a transport's locked state.
 protocol ConnectionTableState {
@@ -30,8 +31,8 @@ protocol ConnectionTransport: AnyObject, Sendable {
     var name: String { get }
     /// The descriptor of connection `id` is ready.
     func connectionReady(_ id: UInt64, _ events: EventLoop.IOEvents)
-    /// The link's `send`.
-    func linkSend(_ id: UInt64, _ unit: [UInt8])
+    /// How the link of connection `id` takes its units (`LinkSender`).
+    func linkSender(_ id: UInt64) -> LinkSender
     /// Removes the connection (`removeConnectionLocked`) and applies the transport's policy
     /// to its end; returns its link, for the caller to close outside the lock.
     func closeLocked(_ s: inout State, _ id: UInt64, _ reason: String) -> (any TransportLink)?
@@ -157,7 +158,7 @@ extension ConnectionTransport {
             let state = state
             opener.openLink(
                 transport: name, as: role, mtu: size, stream: stream,
-                send: { [weak self] unit in self?.linkSend(id, unit) },
+                send: linkSender(id),
                 closed: { [weak self] reason in self?.linkClosedByNode(id, reason) },
                 attach: { link in state.withLock { s in s.connections[id].map { $0.link = link } != nil } },
                 failed: { error in state.withLock { s in _ = self.closeLocked(&s, id, "cannot open a link: \(error)") } })

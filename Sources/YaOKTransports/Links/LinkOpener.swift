@@ -1,6 +1,7 @@
 import YaOKWire
 import YaOKLoop
 import YaOKCrypto
+import YaOKNode
 
 /// What a transport needs from a node: the event loop its sockets are serviced on, and a
 /// way to turn a connection into a link. `Node` is the one production conformance
@@ -9,12 +10,12 @@ import YaOKCrypto
 package protocol LinkOpener: AnyObject, Sendable {
     var eventLoop: EventLoop { get }
 
-    /// `Node.openLink`: `send` is called on the event thread with each unit (≤ `mtu` bytes)
-    /// to transmit and must not block; `closed` is called on the event thread when the node
-    /// ends the link. The connector is the initiator. `stream`: a byte stream that carries
-    /// packets whole (TCP): the node refuses fragments on it (PROTOCOL.md §4.7).
-    func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool,
-                  send: @escaping @Sendable ([UInt8]) -> Void,
+    /// `Node.openLink`: `send` takes the units (each ≤ `mtu` bytes) to transmit, on the
+    /// event thread or on any thread as it says (`LinkSender`), and must not block; `closed`
+    /// is called on the event thread when the node ends the link. The connector is the
+    /// initiator. `stream`: a byte stream that carries packets whole (TCP): the node refuses
+    /// fragments on it (PROTOCOL.md §4.7).
+    func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool, send: LinkSender,
                   closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink
 }
 
@@ -41,7 +42,7 @@ extension LinkOpener {
     /// that ended meanwhile (the node refused it at once, the transport stopped) must not
     /// outlive it, so its link is closed; a link that cannot be opened goes to `failed`.
     func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool = false,
-                  send: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (String) -> Void,
+                  send: LinkSender, closed: @escaping @Sendable (String) -> Void,
                   attach: (any TransportLink) -> Bool, failed: (Error) -> Void) {
         do {
             let link = try openLink(transport: transport, as: role, mtu: mtu, stream: stream, send: send, closed: closed)

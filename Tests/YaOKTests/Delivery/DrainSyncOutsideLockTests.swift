@@ -22,19 +22,7 @@ import Testing
         let aliceEvents = EventRecorder()
         aliceEvents.attach(to: alice)
 
-        let paused = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0)
-        let once = Locked(true)
-        try alice.withStore { _, s in
-            s.delivery.drainSyncing = {
-                let first = once.withLock { first in
-                    defer { first = false }
-                    return first
-                }
-                guard first else { return }
-                paused.signal()
-                resume.wait()
-            }
-        }
+        let (paused, resume) = try Self.holdNextDrainSync(alice)
         let id = try bob.send(to: pair.aliceID, text: "to Alice").messageID
         try #require(paused.wait(timeout: .now() + 30) == .success, "the drain that stores it syncs after its section")
 
@@ -81,6 +69,43 @@ import Testing
         #expect(try bob.status(of: id) != .delivered)
         #expect(try bob.status(of: id) != .sent)
         #expect(!aliceEvents.all.contains { if case .messageReceived = $0 { true } else { false } })
+    }
+
+    /// Traffic queued before a drain began and not handed on yet (its flusher, an app
+    /// thread, stopped when it found the drain's sync owed, and left it to the drain's end)
+    /// still leaves when that sync fails: only what was queued since the drain began is
+    /// taken back.
+    @Test func aDrainWhoseSyncFailsStillFlushesWhatWasQueuedBeforeIt() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let (alice, bob) = (pair.alice, pair.bob)
+        let pipe = try MemoryPipe(alice, bob)
+        defer { pipe.close() }
+        #expect(eventually { (try? alice.contact(pair.bobID).connection) == .online(transport: "memory") })
+        #expect(eventually { (try? bob.contact(pair.aliceID).connection) == .online(transport: "memory") })
+        for node in [alice, bob, alice, bob] { try Self.waitForEventThread(node) }
+        let marker: [UInt8] = Array("queued before the drain".utf8)
+        let handedOn = Locked(false)
+        pipe.drop { unit in
+            guard unit == marker else { return false }
+            handedOn.withLock { $0 = true }
+            return true
+        }
+        // fdatasync refuses /dev/null (EINVAL): Alice's disk fails at her next sync of the log.
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { close(null) }
+        let descriptor = try alice.withStore { store, _ in try store.db.logSync().descriptor }
+        #expect(dup2(null, descriptor) == descriptor)
+        let synced = DispatchSemaphore(value: 0)
+        try alice.withStore { _, s in
+            s.delivery.drainSyncing = { synced.signal() }
+            s.delivery.effects.units.append((pipe.initiator, marker))
+        }
+
+        _ = try bob.send(to: pair.aliceID, text: "to Alice")
+        try #require(synced.wait(timeout: .now() + 30) == .success)
+        for _ in 0..<2 { try Self.waitForEventThread(alice) }
+        #expect(handedOn.withLock { $0 })
     }
 
     /// A carrier closed (from its transport's thread) while a drain syncs takes its queued
@@ -137,6 +162,25 @@ import Testing
         #expect(relay.state.withLock { $0.deleted } == 0)
         #expect(relay.stored >= 1)
         #expect(try bob.status(of: id) != .delivered)
+    }
+
+    /// Holds `node`'s next drain between its section and its sync: `paused` is signalled
+    /// there, and the drain waits for `resume`. The drains after it go through.
+    static func holdNextDrainSync(_ node: Node) throws -> (paused: DispatchSemaphore, resume: DispatchSemaphore) {
+        let paused = DispatchSemaphore(value: 0), resume = DispatchSemaphore(value: 0)
+        let once = Locked(true)
+        try node.withStore { _, s in
+            s.delivery.drainSyncing = {
+                let first = once.withLock { first in
+                    defer { first = false }
+                    return first
+                }
+                guard first else { return }
+                paused.signal()
+                resume.wait()
+            }
+        }
+        return (paused, resume)
     }
 
     /// Returns once `node`'s event thread has run what was posted to it before.

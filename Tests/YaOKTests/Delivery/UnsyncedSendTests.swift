@@ -100,4 +100,48 @@ import Testing
         while relay.stored == 0, Date() < deadline { usleep(5000) }
         #expect(relay.stored == 1)
     }
+
+    /// A link is open, so the group's own pump queues its message's units in the section
+    /// that writes it. A flush run by anyone else before the group's sync (the caller of the
+    /// group before it handing its units over on its own thread, the event thread after any
+    /// section) must leave them queued: they go out once the group is durable.
+    @Test func aFlushBeforeTheGroupsSyncLeavesItsUnitsQueued() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let (alice, bob) = (pair.alice, pair.bob)
+        let pipe = try MemoryPipe(alice, bob, sendsFromAnyThread: true)
+        defer { pipe.close() }
+        #expect(eventually { (try? alice.contact(pair.bobID).connection) == .online(transport: "memory") })
+        #expect(eventually { (try? bob.contact(pair.aliceID).connection) == .online(transport: "memory") })
+        for node in [alice, bob, alice, bob] { try DrainSyncOutsideLockTests.waitForEventThread(node) }
+        let (ticket, planned, keys) = try alice.withUnlocked { store, keys, s in
+            let (ticket, planned) = try s.delivery.planSend([(pair.bobID, "written, not synced")], store, keys)
+            alice.sendCommits.taken(ticket)
+            return (ticket, planned, keys)
+        }
+        let id = try #require(planned.first?.messageID)
+        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
+        var receivedBeforeSync: Bool?
+        let result = alice.sendCommits.commit(ticket: ticket, sealed) { group in
+            let written = try alice.writeSendGroup(group)
+            let queued = try alice.withStore { _, s in s.delivery.effects.units.count }
+            #expect(queued > 0)  // the group's own pump sent it
+            // Another app thread's flush, then the event thread's.
+            let flushed = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                alice.flushOutgoing()
+                flushed.signal()
+            }
+            flushed.wait()
+            _ = alice.loop.post { alice.flushOutgoing() }
+            try DrainSyncOutsideLockTests.waitForEventThread(alice)
+            // Whatever left has been stored by Bob's drain (the pipe hands units over at once).
+            for node in [bob, bob] { try DrainSyncOutsideLockTests.waitForEventThread(node) }
+            receivedBeforeSync = try bob.texts(pair.aliceID).contains("written, not synced")
+            return written
+        }
+        #expect(receivedBeforeSync == false)
+        #expect(try result.get().map(\.messageID) == [id])
+        #expect(eventually { (try? alice.status(of: id)) == .delivered })
+    }
 }

@@ -70,7 +70,7 @@ import Testing
         let id = try #require(pair.bobLAN.state.withLock { $0.connections.keys.first })
         let fragment: [UInt8] = [Wire.version, PacketType.fragment.rawValue, 0x12, 0x34, 0, 0, 0, 2] + [UInt8](repeating: 7, count: 100)
         let bobLAN = pair.bobLAN
-        pair.bob.eventLoop.post { bobLAN.linkSend(id, fragment) }
+        pair.bob.eventLoop.post { bobLAN.linkSend(id, [fragment]) }
         try waitUntil("Alice to close the link", timeout: 5) {
             try pair.alice.diagnostics().serialized.contains("A fragment arrived on a stream link")
         }

@@ -35,6 +35,31 @@ import Testing
         #expect(pair.bob.transports().first?.phase == .running)
     }
 
+    /// Sends from several app threads at once, each flushing its units onto the LAN link
+    /// itself while the others and the event thread (receipts, acks) do too: one flusher at
+    /// a time, so every message arrives once, each thread's in the order sent (ThreadSanitizer
+    /// runs this suite).
+    @Test func sendsFromSeveralThreadsAtOnceEachArriveOnceInOrder() throws {
+        let pair = try LANPair()
+        defer { pair.close() }
+        _ = try pair.alice.send(to: pair.bobID, text: "first")
+        try waitUntil("the first message", timeout: 10) { try pair.bob.texts(pair.aliceID) == ["first"] }
+        let (alice, bobID) = (pair.alice, pair.bobID)
+        let failures = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 4) { t in
+            for i in 0..<25 where (try? alice.send(to: bobID, text: "thread \(t) message \(i)")) == nil {
+                failures.withLock { $0 += 1 }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        try waitUntil("all 101 messages", timeout: 20) { try pair.bob.texts(pair.aliceID).count >= 101 }
+        let texts = try pair.bob.texts(pair.aliceID)
+        #expect(texts.count == 101)
+        for t in 0..<4 {
+            #expect(texts.filter { $0.hasPrefix("thread \(t) ") } == (0..<25).map { "thread \(t) message \($0)" })
+        }
+    }
+
     @Test func nodesFindEachOtherByBeacons() throws {
         let ports = freeUDPPorts(2)
         func discovery(listen: UInt16, sendTo: UInt16) -> LANTransport.Options.Discovery {

@@ -254,6 +254,22 @@ import Testing
         #expect(writes == 1)
     }
 
+    /// A node's flush on an app's thread hands a LAN link its units there (LAN's send is
+    /// safe from any thread): they are written at once, on that thread, in one write, not
+    /// left for a work item posted to the event thread.
+    @Test func unitsHandedOnAnAppThreadAreWrittenAtOnceInOneWrite() throws {
+        let (a, aNode, port) = try startLoopback()
+        defer { a.stop() }
+        let client = try RawClient(port: port)
+        let link = try aNode.waitForOpenLink()
+        #expect(link.takesUnitsOnAnyThread)
+        let units = (0..<20).map { i in [UInt8](repeating: UInt8(i), count: 200 + i) }
+        link.sendHere(units)
+        #expect(a.state.withLock { s in s.connections.values.first?.writeCalls } == 1)
+        let expected = units.flatMap { (try? Frame.encode($0)) ?? [] }
+        #expect(client.read(count: expected.count, timeout: 5) == expected)
+    }
+
     // MARK: - Discovery (unicast beacons on 127.0.0.1: no multicast leaves this host)
 
     /// Two transports whose beacons go to each other's UDP port; B starts `lateBy` seconds after A.

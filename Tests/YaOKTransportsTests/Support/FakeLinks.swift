@@ -5,6 +5,7 @@ import Glibc
 @testable import YaOKLoop
 import YaOKCrypto
 @testable import YaOKTransports
+import YaOKNode
 
 /// A stand-in for a node: its own event loop, and links that record what they receive.
 /// With `echo`, each link sends every unit it receives straight back (from inside
@@ -25,8 +26,7 @@ final class FakeOpener: LinkOpener, Sendable {
 
     deinit { eventLoop.stop() }
 
-    func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool,
-                  send: @escaping @Sendable ([UInt8]) -> Void,
+    func openLink(transport: String, as role: LinkRole, mtu: Int, stream: Bool, send: LinkSender,
                   closed: @escaping @Sendable (String) -> Void) throws -> any TransportLink {
         let link = FakeLink(role: role, mtu: mtu, echo: echo, send: send, closed: closed, loop: eventLoop, refuseAfter: refuseAfter)
         opened.withLock { $0.append(link) }
@@ -48,7 +48,7 @@ final class FakeLink: TransportLink, Sendable {
     let mtu: Int
     let echo: Bool
     let refuseAfter: Int?
-    private let sendUnit: @Sendable ([UInt8]) -> Void
+    private let sender: LinkSender
     private let nodeClosed: @Sendable (String) -> Void
     private let loop: EventLoop
     private let received = Locked<[[UInt8]]>([])
@@ -56,13 +56,13 @@ final class FakeLink: TransportLink, Sendable {
     private let handshakeDone = Locked(false)
     private let contact = Locked<Bool?>(nil)
 
-    init(role: LinkRole, mtu: Int, echo: Bool, send: @escaping @Sendable ([UInt8]) -> Void,
+    init(role: LinkRole, mtu: Int, echo: Bool, send: LinkSender,
          closed: @escaping @Sendable (String) -> Void, loop: EventLoop, refuseAfter: Int? = nil) {
         self.refuseAfter = refuseAfter
         self.role = role
         self.mtu = mtu
         self.echo = echo
-        sendUnit = send
+        sender = send
         nodeClosed = closed
         self.loop = loop
     }
@@ -75,7 +75,7 @@ final class FakeLink: TransportLink, Sendable {
             return true
         }
         guard taken else { return false }
-        if echo { sendUnit(unit) }
+        if echo { sender.send([unit]) }
         return true
     }
 
@@ -96,13 +96,22 @@ final class FakeLink: TransportLink, Sendable {
 
     /// Sends a unit the way a node does: on the event thread.
     func send(_ unit: [UInt8]) {
-        loop.post { [sendUnit] in sendUnit(unit) }
+        loop.post { [sender] in sender.send([unit]) }
     }
 
-    /// Sends units in one go, as a node's pump does: one after another in one work item on
-    /// the event thread.
+    /// Whether the transport takes this link's units on any thread (`LinkSender.anyThread`).
+    var takesUnitsOnAnyThread: Bool { sender.sendsFromAnyThread }
+
+    /// Sends units on the calling thread, as a node's flush on an app's thread does for a
+    /// link that takes units on any thread.
+    func sendHere(_ units: [[UInt8]]) {
+        sender.send(units)
+    }
+
+    /// Sends units in one go, as a node's flush does: in one call on the event thread (one
+    /// by one to a link that takes them so).
     func send(burst units: [[UInt8]]) {
-        loop.post { [sendUnit] in for unit in units { sendUnit(unit) } }
+        loop.post { [sender] in sender.send(units) }
     }
 
     /// The node ends the link (on the event thread).
