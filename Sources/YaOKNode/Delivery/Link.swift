@@ -9,10 +9,12 @@ import YaOKCrypto
 /// feeds it what arrives (`receive`) and closes it when the connection ends; the node runs
 /// the handshake, encryption, fragmentation to the MTU, delivery and receipts over it.
 ///
-/// Threads: `receive` and `close` may be called from any thread; the work runs on the
-/// node's event thread, in the order the calls were made. The `send` callback given to
-/// `openLink` is called on the event thread, never while the node's lock is held (a
-/// transport of this package may take its units on any thread instead: `LinkSender`).
+/// Threads: `receive` and `close` may be called from any thread. What `receive` queues is
+/// processed on the node's event thread, in the order the units came; `close` ends the link
+/// on the calling thread, under the node's lock (its packets in flight are retried). The
+/// `send` callback given to `openLink` is called on the event thread, never while the
+/// node's lock is held (a transport of this package may take its units on any thread
+/// instead: `LinkSender`).
 public final class Link: Sendable {
     /// Which side this node is: the initiator speaks first (the TCP connector, the BLE
     /// central, or whichever side an app's own radio protocol says). `LinkRole`, by the name
