@@ -49,13 +49,7 @@ import Testing
         defer { m.finish() }
         let (carolAtAlice, _) = try m.befriend("Alice", "Carol")
         let alice = m["Alice"]
-        let (ticket, planned, keys) = try alice.withUnlocked { store, keys, s in
-            let (ticket, planned) = try s.delivery.planSend([(carolAtAlice, "Copy after the sync")], store, keys)
-            alice.sendCommits.taken(ticket)
-            return (ticket, planned, keys)
-        }
-        let id = try #require(planned.first?.messageID)
-        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
+        let (ticket, id, sealed) = try alice.plannedSend(to: carolAtAlice, "Copy after the sync")
         var madeBeforeSync: Int?
         let result = alice.sendCommits.commit(ticket: ticket, sealed) { group in
             let written = try alice.writeSendGroup(group)

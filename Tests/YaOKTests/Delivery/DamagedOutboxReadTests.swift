@@ -53,11 +53,7 @@ import Foundation
     @Test func aRateLimitAnswerForADamagedRowTakesItOut() throws {
         let pair = try Pair()
         defer { pair.close() }
-        let posted = Locked<[MessageID]>([])
-        let carrier = try pair.alice.openCarrier(transport: "relay", route: "relay.test:4433",
-                                                 relay: [UInt8](repeating: 0x42, count: 16), callbacks: CarrierCallbacks(
-            post: { posts in posted.withLock { $0 += posts.map(\.packetID) } }, release: { _ in }, mailboxesChanged: {},
-            closed: { _ in }))
+        let (carrier, posted) = try pair.alice.recordingCarrier()
         let sent = try pair.alice.send(to: pair.bobID, text: "slow down").messageID
         #expect(eventually { posted.withLock { $0 }.contains(sent) })
         try Self.damage(sent, of: pair.alice)

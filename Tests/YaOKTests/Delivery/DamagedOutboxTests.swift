@@ -222,11 +222,7 @@ import Foundation
     @Test func anAcceptanceNamingAnAlteredMessageMarksTheOthersSent() throws {
         let pair = try Pair()
         defer { pair.close() }
-        let posted = Locked<[MessageID]>([])
-        let carrier = try pair.alice.openCarrier(transport: "relay", route: "relay.test:4433",
-                                                 relay: [UInt8](repeating: 0x42, count: 16), callbacks: CarrierCallbacks(
-            post: { posts in posted.withLock { $0 += posts.map(\.packetID) } }, release: { _ in }, mailboxesChanged: {},
-            closed: { _ in }))
+        let (carrier, posted) = try pair.alice.recordingCarrier()
         let ids = try ["first", "second"].map { try pair.alice.send(to: pair.bobID, text: $0).messageID }
         #expect(eventually { Set(posted.withLock { $0 }).isSuperset(of: ids) })
         // The first message's row is altered (its status column is under its MAC).

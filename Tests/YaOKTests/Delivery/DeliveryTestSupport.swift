@@ -49,6 +49,33 @@ extension Node {
 }
 
 extension Node {
+    /// One send of `text` to `contact`, planned (its ticket taken) and sealed as `send`
+    /// does, its group not written yet: the test commits it itself
+    /// (`sendCommits.commit(ticket:_:_:)`) to act between the group's write and its sync.
+    func plannedSend(to contact: Int64, _ text: String) throws
+        -> (ticket: UInt64, id: MessageID, sealed: Result<SealedSend, any Error>) {
+        let (ticket, planned, keys) = try withUnlocked { store, keys, s in
+            let (ticket, planned) = try s.delivery.planSend([(contact, text)], store, keys)
+            sendCommits.taken(ticket)
+            return (ticket, planned, keys)
+        }
+        let id = try #require(planned.first?.messageID)
+        return (ticket, id, Result { try SealedSend(keys: keys, planned: planned) })
+    }
+
+    /// A carrier that records the IDs posted to it and answers nothing: the test answers
+    /// for it (`accepted`, `refused`).
+    func recordingCarrier() throws -> (carrier: Carrier, posted: Locked<[MessageID]>) {
+        let posted = Locked<[MessageID]>([])
+        let carrier = try openCarrier(transport: "relay", route: "relay.test:4433",
+                                      relay: [UInt8](repeating: 0x42, count: 16), callbacks: CarrierCallbacks(
+            post: { posts in posted.withLock { $0 += posts.map(\.packetID) } }, release: { _ in }, mailboxesChanged: {},
+            closed: { _ in }))
+        return (carrier, posted)
+    }
+}
+
+extension Node {
     /// Runs the inbound pipeline on one routed packet as if it came over a link.
     func injectRouted(_ packet: [UInt8]) throws {
         try withEngine { engine, store, keys in

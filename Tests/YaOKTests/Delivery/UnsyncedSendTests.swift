@@ -18,13 +18,7 @@ import Testing
         let alice = pair.alice
         let events = EventRecorder()
         events.attach(to: alice)
-        let (ticket, planned, keys) = try alice.withUnlocked { store, keys, s in
-            let (ticket, planned) = try s.delivery.planSend([(pair.bobID, "written, not synced")], store, keys)
-            alice.sendCommits.taken(ticket)
-            return (ticket, planned, keys)
-        }
-        let id = try #require(planned.first?.messageID)
-        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
+        let (ticket, id, sealed) = try alice.plannedSend(to: pair.bobID, "written, not synced")
         var pipe: MemoryPipe?
         defer { pipe?.close() }
         var inFlightBeforeSync: Bool?
@@ -76,13 +70,7 @@ import Testing
                 _ = released.wait(timeout: .now() + 10)
             }
         }
-        let (ticket, planned, keys) = try alice.withUnlocked { store, keys, s in
-            let (ticket, planned) = try s.delivery.planSend([(pair.bobID, "sent as the session opened")], store, keys)
-            alice.sendCommits.taken(ticket)
-            return (ticket, planned, keys)
-        }
-        let id = try #require(planned.first?.messageID)
-        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
+        let (ticket, id, sealed) = try alice.plannedSend(to: pair.bobID, "sent as the session opened")
         let relay = MemoryRelay()
         let result = alice.sendCommits.commit(ticket: ticket, sealed) { group in
             // Written, not synced, with no session open: then one opens, on another thread.
@@ -114,13 +102,7 @@ import Testing
         #expect(eventually { (try? alice.contact(pair.bobID).connection) == .online(transport: "memory") })
         #expect(eventually { (try? bob.contact(pair.aliceID).connection) == .online(transport: "memory") })
         for node in [alice, bob, alice, bob] { try DrainSyncOutsideLockTests.waitForEventThread(node) }
-        let (ticket, planned, keys) = try alice.withUnlocked { store, keys, s in
-            let (ticket, planned) = try s.delivery.planSend([(pair.bobID, "written, not synced")], store, keys)
-            alice.sendCommits.taken(ticket)
-            return (ticket, planned, keys)
-        }
-        let id = try #require(planned.first?.messageID)
-        let sealed = Result { try SealedSend(keys: keys, planned: planned) }
+        let (ticket, id, sealed) = try alice.plannedSend(to: pair.bobID, "written, not synced")
         var receivedBeforeSync: Bool?
         let result = alice.sendCommits.commit(ticket: ticket, sealed) { group in
             let written = try alice.writeSendGroup(group)
