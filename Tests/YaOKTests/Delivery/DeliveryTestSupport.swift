@@ -97,6 +97,19 @@ extension Node {
 }
 
 extension Pair {
+    /// A memory link between the two once both see each other online over it and both
+    /// event threads are idle (twice each: a turn may post another); `sendsFromAnyThread`
+    /// as `MemoryPipe`'s. The caller closes it.
+    func settledPipe(sendsFromAnyThread: Bool = false) throws -> MemoryPipe {
+        let pipe = try MemoryPipe(alice, bob, sendsFromAnyThread: sendsFromAnyThread)
+        #expect(eventually { (try? alice.contact(bobID).connection) == .online(transport: "memory") })
+        #expect(eventually { (try? bob.contact(aliceID).connection) == .online(transport: "memory") })
+        for node in [alice, bob, alice, bob] { try DrainSyncOutsideLockTests.waitForEventThread(node) }
+        return pipe
+    }
+}
+
+extension Pair {
     /// A memory link between the two, returned once Alice sees Bob online over it; Alice's
     /// events recorded into `events` from before it opened.
     func memoryLink(recording events: EventRecorder) throws -> MemoryPipe {

@@ -79,11 +79,8 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         let (alice, bob) = (pair.alice, pair.bob)
-        let pipe = try MemoryPipe(alice, bob)
+        let pipe = try pair.settledPipe()
         defer { pipe.close() }
-        #expect(eventually { (try? alice.contact(pair.bobID).connection) == .online(transport: "memory") })
-        #expect(eventually { (try? bob.contact(pair.aliceID).connection) == .online(transport: "memory") })
-        for node in [alice, bob, alice, bob] { try Self.waitForEventThread(node) }
         let marker: [UInt8] = Array("queued before the drain".utf8)
         let handedOn = Locked(false)
         pipe.drop { unit in

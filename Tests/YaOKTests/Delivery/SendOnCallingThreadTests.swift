@@ -32,11 +32,8 @@ import Testing
     @Test func aSendsUnitsLeaveOnItsOwnThreadOverALinkThatTakesThemOnAnyThread() throws {
         let pair = try Pair()
         defer { pair.close() }
-        let pipe = try MemoryPipe(pair.alice, pair.bob, sendsFromAnyThread: true)
+        let pipe = try pair.settledPipe(sendsFromAnyThread: true)
         defer { pipe.close() }
-        #expect(eventually { (try? pair.alice.contact(pair.bobID).connection) == .online(transport: "memory") })
-        #expect(eventually { (try? pair.bob.contact(pair.aliceID).connection) == .online(transport: "memory") })
-        for node in [pair.alice, pair.bob, pair.alice, pair.bob] { try DrainSyncOutsideLockTests.waitForEventThread(node) }
         let wire = Wire(pipe, eventLoops: [pair.alice.loop, pair.bob.loop])
 
         let id = try pair.alice.send(to: pair.bobID, text: "straight to the wire").messageID
@@ -51,11 +48,8 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         let (alice, bob) = (pair.alice, pair.bob)
-        let pipe = try MemoryPipe(alice, bob, sendsFromAnyThread: true)
+        let pipe = try pair.settledPipe(sendsFromAnyThread: true)
         defer { pipe.close() }
-        #expect(eventually { (try? alice.contact(pair.bobID).connection) == .online(transport: "memory") })
-        #expect(eventually { (try? bob.contact(pair.aliceID).connection) == .online(transport: "memory") })
-        for node in [alice, bob, alice, bob] { try DrainSyncOutsideLockTests.waitForEventThread(node) }
 
         let (paused, resume) = try DrainSyncOutsideLockTests.holdNextDrainSync(alice)
         let id = try bob.send(to: pair.aliceID, text: "to Alice").messageID

@@ -97,11 +97,8 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         let (alice, bob) = (pair.alice, pair.bob)
-        let pipe = try MemoryPipe(alice, bob, sendsFromAnyThread: true)
+        let pipe = try pair.settledPipe(sendsFromAnyThread: true)
         defer { pipe.close() }
-        #expect(eventually { (try? alice.contact(pair.bobID).connection) == .online(transport: "memory") })
-        #expect(eventually { (try? bob.contact(pair.aliceID).connection) == .online(transport: "memory") })
-        for node in [alice, bob, alice, bob] { try DrainSyncOutsideLockTests.waitForEventThread(node) }
         let (ticket, id, sealed) = try alice.plannedSend(to: pair.bobID, "written, not synced")
         var receivedBeforeSync: Bool?
         let result = alice.sendCommits.commit(ticket: ticket, sealed) { group in
