@@ -285,8 +285,9 @@ class LinksMixin(NodeBase):
         return Link(out, callbacks)
 
     def set_transport_enabled(self, name: str, enabled: bool) -> None:
-        """Starts or stops a registered transport (``yaok_transport_set_enabled``). None
-        with that name: :class:`~yaok.NotFound`."""
+        """Starts or stops a registered transport (``yaok_transport_set_enabled``);
+        starting one that is running changes nothing. None with that name:
+        :class:`~yaok.NotFound`."""
         if not isinstance(enabled, bool):
             raise TypeError(f"enabled must be a bool, not {type(enabled).__name__}")
         self._call(_set_enabled, self._text(name, "name"), 1 if enabled else 0)
