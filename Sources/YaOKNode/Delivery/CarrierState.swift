@@ -6,4 +6,7 @@ struct CarrierState {
     /// Packets fetched and not yet processed (capped like a link's queue).
     var queued = 0
     var queuedBytes = 0
+    /// The app was told that an answer of this session could not be recorded
+    /// (`DeliveryEngine.carrierWorkFailed`): once a session, not at every retry.
+    var storeFailureNoticed = false
 }

@@ -74,6 +74,23 @@ extension DeliveryEngine {
         try pump(store, keys)
     }
 
+    /// A carrier's answer (`accepted`, `refused`) or meeting payload could not be taken: an
+    /// error (a full disk, an I/O error) undid its writes, and the transport that brought it
+    /// can do nothing with it. Packets `ids` still in flight on the carrier go back to the
+    /// outbox as they were (posting again is idempotent: the relay keeps one copy), rather
+    /// than wait out their attempt; the timer pumps again soon (`retryAfterStoreFailure`);
+    /// and the app hears of it, once a session, in words a person can read.
+    mutating func carrierWorkFailed(_ carrier: Carrier, _ ids: [MessageID], _ error: any Error, _ store: Store) {
+        for id in ids where inflight[id]?.link == carrier.id { inflight.remove(id) }
+        retryAfterStoreFailure(store)
+        guard var c = carriers[carrier.id], !c.storeFailureNoticed else { return }
+        c.storeFailureNoticed = true
+        carriers[carrier.id] = c
+        effects.events.append(.transportNotice(TransportNotice(
+            transport: carrier.transport,
+            message: "Could not record the relay's answer (\(error)): trying again in \(Node.failedSweepRetryMs / 1000) seconds.")))
+    }
+
     /// Removes a carrier; what was in flight on it goes back to the outbox as it was, due at
     /// once. False: it was not open.
     mutating func closeCarrier(_ carrier: Carrier, _ store: Store, _ keys: UnlockedKeys?) throws -> Bool {

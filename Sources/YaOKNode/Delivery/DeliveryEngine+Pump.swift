@@ -165,15 +165,15 @@ extension DeliveryEngine {
     /// One timer per node, at the earliest of: the next retry, the next receipt deadline.
     /// (Own carried copies have their own: DeliveryEngine+CarryOwnCopies.) The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
     /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
-    private mutating func scheduleTimer(_ store: Store, notBefore: Int64? = nil) {
+    /// `retryAt`: after a store failure, exactly then (`retryAfterStoreFailure`).
+    private mutating func scheduleTimer(_ store: Store, retryAt: Int64? = nil) {
         // An hourly sweep at the latest, for expiry.
         let t = now
         let keepalive = links.values.filter(\.isOpen).map { $0.lastSent + Node.linkKeepaliveMs }.min()
         let deadlines = [try? store.nextOutboxAttempt(after: t), inflight.earliestDeadline, keepalive,
                          carriers.values.map(\.pausedUntil).filter { $0 > t }.min(), nextHeldMeetingDue,
                          t + 3_600_000].compactMap { $0 }
-        guard let earliest = deadlines.min() else { return }
-        let due = max(earliest, notBefore ?? earliest)
+        guard let due = retryAt ?? deadlines.min() else { return }
         guard !callerRunsTimers else { timerDue = due; return }
         if let current = timerDue, current <= due, timer != nil { return }
         if let timer = timer { loop.cancel(timer) }
@@ -190,14 +190,21 @@ extension DeliveryEngine {
         do {
             try pump(store, keys, sweep: true)
         } catch {
-            // The sweep stopped at a store error (a full disk, an I/O error) before it set the
-            // next timer: without one, retries, expiry and keepalives would wait for the next
-            // send or link. Not at once either: what failed is likely still due, and would fail
-            // again in a loop.
-            scheduleTimer(store, notBefore: now + Node.failedSweepRetryMs)
+            // The sweep stopped at a store error before it set the next timer.
+            retryAfterStoreFailure(store)
             throw error
         }
         // The sweep erases expired keys and prekeys: their checkpoint runs now, not later.
         store.erasePendingPages()
+    }
+
+    /// Work on the event thread (a sweep, a carrier's answer) stopped at a store error (a
+    /// full disk, an I/O error), with no caller to hand it to: the timer sweeps and pumps
+    /// again in `Node.failedSweepRetryMs`. Without it, retries, expiry and keepalives would
+    /// wait for the next send or link (or the hourly sweep: what failed is still due, which
+    /// the next deadline does not count). Not at once either: it would likely fail again, in
+    /// a loop.
+    mutating func retryAfterStoreFailure(_ store: Store) {
+        scheduleTimer(store, retryAt: now + Node.failedSweepRetryMs)
     }
 }

@@ -52,17 +52,27 @@ extension Node {
     }
 
     func carrierAccepted(_ carrier: Carrier, _ ids: [MessageID]) {
-        _ = try? withEngine { engine, store, keys in try engine.carrierAccepted(carrier, ids, store, keys) }
+        carrierWork(carrier, inFlight: ids) { engine, store, keys in try engine.carrierAccepted(carrier, ids, store, keys) }
     }
 
     func carrierRefused(_ carrier: Carrier, _ id: MessageID, error: YaOKError, retryAfterMs: Int64?) {
-        _ = try? withEngine { engine, store, keys in
+        carrierWork(carrier, inFlight: [id]) { engine, store, keys in
             try engine.carrierRefused(carrier, id, error: error, retryAfterMs: retryAfterMs, store, keys)
         }
     }
 
     func carrierCarry(_ carrier: Carrier, _ message: CarryLinkMessage) {
-        _ = try? withEngine { engine, store, keys in try engine.receiveCarry(message, on: carrier.id, store, keys) }
+        carrierWork(carrier) { engine, store, keys in try engine.receiveCarry(message, on: carrier.id, store, keys) }
+    }
+
+    /// What a carrier brought, worked on under the node's lock. An error is not the
+    /// transport's to handle (it has nothing to try instead): the engine reports it and
+    /// tries again (`DeliveryEngine.carrierWorkFailed`). A closed node did nothing.
+    private func carrierWork(_ carrier: Carrier, inFlight ids: [MessageID] = [],
+                             _ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> Void) {
+        _ = try? withEngine { engine, store, keys in
+            do { try body(&engine, store, keys) } catch { engine.carrierWorkFailed(carrier, ids, error, store) }
+        }
     }
 
     func carrierReceived(_ carrier: Carrier, _ packet: [UInt8]) -> Bool {

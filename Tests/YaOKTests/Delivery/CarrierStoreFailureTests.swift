@@ -1,0 +1,83 @@
+import Testing
+@testable import YaOKSupport
+@testable import YaOKWire
+@testable import YaOKNode
+
+/// A carrier's answer the store could not record (a full disk, an I/O error): the
+/// transport that brought it gets no error back, so the node says so itself, once a
+/// session, and posts again after `Node.failedSweepRetryMs` (as a failed sweep tries
+/// again). The answers were taken with `try?`: the message sat in flight until its attempt
+/// ended, and nobody heard why.
+@Suite struct CarrierStoreFailureTests {
+    private static func isFailureNotice(_ e: NodeEvent) -> Bool {
+        if case .transportNotice(let n) = e { return n.message.hasPrefix("Could not record the relay's answer") }
+        return false
+    }
+
+    /// Every change to an outbox row fails, as on a full disk.
+    private static func failOutboxWrites(_ node: Node, _ failing: Bool) throws {
+        try node.withDatabase { db in
+            try db.execute(failing
+                ? "CREATE TEMP TRIGGER injected_failure BEFORE UPDATE ON outbox BEGIN SELECT RAISE(ABORT, 'injected'); END"
+                : "DROP TRIGGER injected_failure")
+        }
+    }
+
+    private static func timerDue(_ node: Node) throws -> Int64? {
+        try node.withStore { _, s in s.delivery.timerDue }
+    }
+
+    @Test func anAcceptanceNotRecordedIsNoticedOnceAndPostedAgainSoon() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let events = EventRecorder()
+        events.attach(to: pair.alice)
+        let (carrier, posted) = try pair.alice.recordingCarrier()
+        let sent = try pair.alice.send(to: pair.bobID, text: "stored, not recorded").messageID
+        let posts = { posted.withLock { $0 }.filter { $0 == sent }.count }
+        #expect(eventually { posts() == 1 })
+
+        try Self.failOutboxWrites(pair.alice, true)
+        carrier.accepted([sent])
+        #expect(events.wait(for: Self.isFailureNotice) != nil)
+        #expect(try pair.alice.status(of: sent) == .pending)
+        #expect(try Self.timerDue(pair.alice) == clock.now + Node.failedSweepRetryMs)
+
+        // Posted again at that retry, and refused again: no second notice this session.
+        clock.advance(milliseconds: Node.failedSweepRetryMs)
+        pair.alice.runDeliveryTimers()
+        #expect(eventually { posts() == 2 })
+        carrier.accepted([sent])
+        #expect(eventually { (try? Self.timerDue(pair.alice)) == clock.now + Node.failedSweepRetryMs })
+        #expect(events.all.filter(Self.isFailureNotice).count == 1)
+
+        // The trouble gone, the next acceptance is recorded.
+        try Self.failOutboxWrites(pair.alice, false)
+        clock.advance(milliseconds: Node.failedSweepRetryMs)
+        pair.alice.runDeliveryTimers()
+        #expect(eventually { posts() == 3 })
+        carrier.accepted([sent])
+        #expect(try pair.alice.status(of: sent) == .sent)
+    }
+
+    @Test func aRefusalNotRecordedIsNoticedAndPostedAgainSoon() throws {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        defer { pair.close() }
+        let events = EventRecorder()
+        events.attach(to: pair.alice)
+        let (carrier, posted) = try pair.alice.recordingCarrier()
+        let sent = try pair.alice.send(to: pair.bobID, text: "refused, not recorded").messageID
+        #expect(eventually { posted.withLock { $0 }.contains(sent) })
+
+        try Self.failOutboxWrites(pair.alice, true)
+        carrier.refused(sent, error: YaOKError(.linkFailed, "The relay could not store it"))
+        #expect(events.wait(for: Self.isFailureNotice) != nil)
+        #expect(try Self.timerDue(pair.alice) == clock.now + Node.failedSweepRetryMs)
+        try Self.failOutboxWrites(pair.alice, false)
+        clock.advance(milliseconds: Node.failedSweepRetryMs)
+        pair.alice.runDeliveryTimers()
+        #expect(eventually { posted.withLock { $0 }.filter { $0 == sent }.count == 2 })
+    }
+}
