@@ -23,12 +23,12 @@ final class RelayStoredBytesTests: XCTestCase {
         let packet = try makePacket()
         XCTAssertEqual(try alice.post(packet, to: mailbox(box)), .accepted(request: 1))
         let server = relay.server
-        XCTAssertEqual(server.onLoop { [server] in server.storedBytes }, packet.count)
+        XCTAssertEqual(server.storedBytesOnLoop, packet.count)
         // Another process (as `yaok-relay revoke` does) deletes it.
         let other = try SQLiteRelayStore(directory: relay.directory)
         defer { other.close() }
         _ = try other.commit([.delete([StoredPacketRef(mailbox: mailbox(box), messageID: try messageID(of: packet))])],
                              nowMs: Clock.milliseconds(), quota: MailboxQuota(packets: 1000, bytes: 1 << 24))
-        XCTAssertTrue(eventually { server.onLoop { [server] in server.storedBytes } == 0 })
+        XCTAssertTrue(eventually { server.storedBytesOnLoop == 0 })
     }
 }

@@ -195,11 +195,11 @@ final class RelayRevokePurgeTests: XCTestCase {
         let kept = try makePacket()
         XCTAssertEqual(try alice.post(kept, to: box).isAccepted, true)
         let server = relay.server
-        let before = server.onLoop { [server] in server.storedBytes } ?? 0
+        let before = server.storedBytesOnLoop ?? 0
         try relay.revoke(mallory.pseudonym!.publicKey)
         let stats = { try? RelayStatistics.read(directory: relay.directory) }
         XCTAssertEqual(stats()?.storedPackets, 1, "only Alice's packet is left")
-        XCTAssertTrue(eventually { (server.onLoop { [server] in server.storedBytes } ?? 0) == kept.count },
+        XCTAssertTrue(eventually { (server.storedBytesOnLoop ?? 0) == kept.count },
                       "the running relay's stored bytes follow (\(before) before)")
     }
 }

@@ -86,6 +86,12 @@ func testConfiguration() -> RelayConfiguration {
     return c
 }
 
+extension RelayServer {
+    /// `storedBytes` read on the server's loop, which writes it: read from the test's thread
+    /// it is a data race (ThreadSanitizer says so). nil: the loop did not answer in 5 s.
+    var storedBytesOnLoop: Int? { onLoop { [self] in storedBytes } }
+}
+
 /// A relay on 127.0.0.1, port 0, over a fresh data directory (SQLite) or database
 /// (PostgreSQL; `conninfo` given: another relay over the same one).
 final class TestRelay {
