@@ -368,6 +368,22 @@ func residentBytes() -> Int {
     return 0
 }
 
+/// Resident bytes that one byte of heap, written, costs in this process, measured (at least
+/// 1): about 1 in a plain build, several under ThreadSanitizer, whose shadow memory grows with
+/// what is allocated (Swift has no compile-time test for a sanitizer). A bound on RSS growth
+/// multiplied by it holds in both builds, and still catches a structure that grew: the extra
+/// bytes cost the same factor more. Large blocks, so that the pages are fresh (from mmap), not
+/// ones malloc already holds; measured once, before any test's own baseline.
+let residentBytesPerHeapByte: Double = {
+    let blocks = 8, size = 2 << 20
+    let before = residentBytes()
+    let pointers = (0..<blocks).compactMap { _ in malloc(size) }
+    for p in pointers { memset(p, 1, size) }
+    let grown = residentBytes() - before
+    for p in pointers { free(p) }
+    return max(1, Double(grown) / Double(blocks * size))
+}()
+
 /// Heap bytes in use in this process (glibc's mallinfo2 `uordblks`): unlike RSS, it does
 /// not count freed memory malloc keeps, so a structure's cost shows to the byte.
 func heapBytesInUse() -> Int {
