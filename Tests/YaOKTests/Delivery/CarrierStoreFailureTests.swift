@@ -23,20 +23,25 @@ import Testing
         }
     }
 
+    /// Alice's message `text`, posted to a carrier that records its posts and answers only
+    /// when the test says. `posts`: how many times it was posted. The caller closes the pair.
+    private static func posted(_ text: String) throws
+        -> (pair: Pair, clock: TestClock, events: EventRecorder, carrier: Carrier, sent: MessageID, posts: () -> Int) {
+        let (pair, clock, events) = try Pair.onTestClock()
+        let (carrier, posted) = try pair.alice.recordingCarrier()
+        let sent = try pair.alice.send(to: pair.bobID, text: text).messageID
+        let posts = { posted.withLock { $0 }.filter { $0 == sent }.count }
+        #expect(eventually { posts() == 1 })
+        return (pair, clock, events, carrier, sent, posts)
+    }
+
     private static func timerDue(_ node: Node) throws -> Int64? {
         try node.withStore { _, s in s.delivery.timerDue }
     }
 
     @Test func anAcceptanceNotRecordedIsNoticedOnceAndPostedAgainSoon() throws {
-        let clock = TestClock()
-        let pair = try Pair(clock: clock)
+        let (pair, clock, events, carrier, sent, posts) = try Self.posted("stored, not recorded")
         defer { pair.close() }
-        let events = EventRecorder()
-        events.attach(to: pair.alice)
-        let (carrier, posted) = try pair.alice.recordingCarrier()
-        let sent = try pair.alice.send(to: pair.bobID, text: "stored, not recorded").messageID
-        let posts = { posted.withLock { $0 }.filter { $0 == sent }.count }
-        #expect(eventually { posts() == 1 })
 
         try Self.failOutboxWrites(pair.alice, true)
         carrier.accepted([sent])
@@ -62,14 +67,8 @@ import Testing
     }
 
     @Test func aRefusalNotRecordedIsNoticedAndPostedAgainSoon() throws {
-        let clock = TestClock()
-        let pair = try Pair(clock: clock)
+        let (pair, clock, events, carrier, sent, posts) = try Self.posted("refused, not recorded")
         defer { pair.close() }
-        let events = EventRecorder()
-        events.attach(to: pair.alice)
-        let (carrier, posted) = try pair.alice.recordingCarrier()
-        let sent = try pair.alice.send(to: pair.bobID, text: "refused, not recorded").messageID
-        #expect(eventually { posted.withLock { $0 }.contains(sent) })
 
         try Self.failOutboxWrites(pair.alice, true)
         carrier.refused(sent, error: YaOKError(.linkFailed, "The relay could not store it"))
@@ -78,6 +77,6 @@ import Testing
         try Self.failOutboxWrites(pair.alice, false)
         clock.advance(milliseconds: Node.failedSweepRetryMs)
         pair.alice.runDeliveryTimers()
-        #expect(eventually { posted.withLock { $0 }.filter { $0 == sent }.count == 2 })
+        #expect(eventually { posts() == 2 })
     }
 }

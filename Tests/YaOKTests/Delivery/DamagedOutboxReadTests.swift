@@ -66,14 +66,9 @@ import Foundation
     /// row: one damaged row threw, the sweep ended there, and neither the notice nor the
     /// others' new seals came (the next try 10 s later, with that window already dropped).
     @Test func aMissedWindowOverADamagedRowStillNoticesAndSealsTheRestAgain() throws {
-        let clock = TestClock()
-        let pair = try Pair(clock: clock)
+        let (pair, clock, notices) = try Pair.onTestClock()
         defer { pair.close() }
-        let notices = EventRecorder()
-        notices.attach(to: pair.alice)
-        let liar = MemoryRelay()
-        liar.state.withLock { $0.dropsEverything = true }
-        try liar.connect(pair.alice)
+        let liar = try MemoryRelay.lying(connectedTo: pair.alice)
         let ids = try ["damaged", "lost"].map { try pair.alice.send(to: pair.bobID, text: $0).messageID }
         #expect(eventually { ids.allSatisfy { (try? pair.alice.status(of: $0)) == .sent } })
         let postsBefore = liar.posts.withLock { $0 }

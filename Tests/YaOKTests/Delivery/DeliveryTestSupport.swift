@@ -19,6 +19,16 @@ struct Pair {
         aliceID = try bob.addContact(card: alice.profile().text).id
     }
 
+    /// A pair on a test clock, what Alice's node tells the app recorded from the start. The
+    /// caller closes the pair.
+    static func onTestClock() throws -> (pair: Pair, clock: TestClock, aliceEvents: EventRecorder) {
+        let clock = TestClock()
+        let pair = try Pair(clock: clock)
+        let events = EventRecorder()
+        events.attach(to: pair.alice)
+        return (pair, clock, events)
+    }
+
     func close() {
         alice.close()
         bob.close()

@@ -15,14 +15,9 @@ import Testing
     }
 
     @Test func aMissedWindowIsCountedAndNoticed() throws {
-        let clock = TestClock()
-        let pair = try Pair(clock: clock)
+        let (pair, clock, notices) = try Pair.onTestClock()
         defer { pair.close() }
-        let notices = EventRecorder()
-        notices.attach(to: pair.alice)
-        let liar = MemoryRelay()
-        liar.state.withLock { $0.dropsEverything = true }
-        try liar.connect(pair.alice)
+        let liar = try MemoryRelay.lying(connectedTo: pair.alice)
         let m = try pair.alice.send(to: pair.bobID, text: "into the void")
         #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
         #expect(pair.alice.missedAcknowledgements(route: liar.address) == nil)
@@ -39,11 +34,9 @@ import Testing
         let clock = TestClock()
         let pair = try Pair(clock: clock)
         defer { pair.close() }
-        let liar = MemoryRelay(identifier: [UInt8](repeating: 0xA1, count: 16))
-        liar.state.withLock { $0.dropsEverything = true }
+        let liar = try MemoryRelay.lying(identifier: [UInt8](repeating: 0xA1, count: 16), connectedTo: pair.alice)
         let honest = MemoryRelay(identifier: [UInt8](repeating: 0xB2, count: 16))
-        try liar.connect(pair.alice)      // the first carrier: it gets the first post
-        try honest.connect(pair.alice)
+        try honest.connect(pair.alice)    // the second carrier: the liar gets the first post
         try honest.connect(pair.bob)
         let m = try pair.alice.send(to: pair.bobID, text: "take the other road")
         #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })
@@ -86,11 +79,9 @@ import Testing
         let pair = try Pair(clock: clock)
         defer { pair.close() }
         let shared = [UInt8](repeating: 0xB2, count: 16)
-        let liar = MemoryRelay(identifier: shared, address: "liar.example:4433")
-        liar.state.withLock { $0.dropsEverything = true }
+        let liar = try MemoryRelay.lying(identifier: shared, address: "liar.example:4433", connectedTo: pair.alice)
         let honest = MemoryRelay(identifier: shared, address: "honest.example:4433")
-        try liar.connect(pair.alice)      // the first carrier: it gets the first post
-        try honest.connect(pair.alice)
+        try honest.connect(pair.alice)    // the second carrier: the liar gets the first post
         try honest.connect(pair.bob)
         let m = try pair.alice.send(to: pair.bobID, text: "same name, other road")
         #expect(eventually { (try? pair.alice.status(of: m.messageID)) == .sent })

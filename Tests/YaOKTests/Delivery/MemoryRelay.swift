@@ -40,6 +40,14 @@ final class MemoryRelay: Sendable {
         self.address = address ?? "memory-relay-\(UUID().uuidString)"
     }
 
+    /// A lying relay (`dropsEverything`) with a session for `node` already open.
+    static func lying(identifier: [UInt8] = Array(0..<16), address: String? = nil, connectedTo node: Node) throws -> MemoryRelay {
+        let liar = MemoryRelay(identifier: identifier, address: address)
+        liar.state.withLock { $0.dropsEverything = true }
+        try liar.connect(node)
+        return liar
+    }
+
     /// Opens a session for `node`: a carrier, subscribed to the node's incoming mailboxes.
     @discardableResult
     func connect(_ node: Node) throws -> Carrier {
