@@ -63,3 +63,26 @@ def test_lan_twice_and_bad_arguments(tmp_path):
             pass
         else:
             raise AssertionError("a str was accepted as a list of peers")
+
+
+def test_enabling_a_running_transport_changes_nothing(node):
+    """set_transport_enabled(name, True) on a running transport is a no-op (its docstring;
+    TransportStartTests in Swift): the LAN is not started again, so it keeps the port it
+    bound (port 0: a restart would bind another) and says "running" once."""
+    changes = []
+    node.set_event_callback(lambda kind, data: changes.append(data)
+                            if kind == yaok.EventKind.TRANSPORT_CHANGED and data["name"] == "lan" else None)
+
+    def listening():
+        return [t for t in node.diagnostics()["transports"] if t["name"] == "lan"][0]["details"]["listening"]
+
+    node.add_lan(listen="127.0.0.1", discovery=False)
+    node.set_transport_enabled("lan", True)
+    first = listening()
+    assert first is not None and first["port"] != 0
+    node.set_transport_enabled("lan", True)
+    assert listening() == first
+    # Events come in order: once the stop is heard, a second start would have been too.
+    node.set_transport_enabled("lan", False)
+    wait(lambda: any(c["state"] == "disabled" for c in changes))
+    assert [c["state"] for c in changes].count("running") == 1
