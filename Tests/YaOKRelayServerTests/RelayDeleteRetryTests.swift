@@ -12,6 +12,10 @@ final class FlakyRelayStore: RelayStore, @unchecked Sendable {
     let failing = Locked(false)
     /// DELETE commits refused so far.
     let refused = Locked(0)
+    /// The relay identifier cannot be read: a relay over this store fails to start.
+    let failsAtStart = Locked(false)
+    /// The watch cannot start: a relay over this store fails at the last step of its start.
+    let watchFails = Locked(false)
     init(_ inner: RelayStore) { self.inner = inner }
 
     func commit(_ writes: [RelayStoreWrite], nowMs: Int64, quota: MailboxQuota) throws -> [RelayStoreOutcome] {
@@ -28,10 +32,17 @@ final class FlakyRelayStore: RelayStore, @unchecked Sendable {
     func storedBytes() throws -> Int { try inner.storedBytes() }
     func revoke(pseudonym: [UInt8], nowMs: Int64) throws { try inner.revoke(pseudonym: pseudonym, nowMs: nowMs) }
     func revokedPseudonyms() throws -> Set<[UInt8]> { try inner.revokedPseudonyms() }
-    func relayIdentifier() throws -> [UInt8] { try inner.relayIdentifier() }
+    func relayIdentifier() throws -> [UInt8] {
+        if failsAtStart.withLock({ $0 }) { throw YaOKError(.storage, "the database is away (test)") }
+        return try inner.relayIdentifier()
+    }
     func loadCounters() throws -> RelayCounters { try inner.loadCounters() }
     func saveCounters(_ counters: RelayCounters, nowMs: Int64) throws { try inner.saveCounters(counters, nowMs: nowMs) }
     func storedPacketCount(nowMs: Int64) throws -> Int { try inner.storedPacketCount(nowMs: nowMs) }
+    func watch(_ onChange: @escaping @Sendable (RelayStoreChange) -> Void) throws -> RelayStoreWatch? {
+        if watchFails.withLock({ $0 }) { throw YaOKError(.storage, "the database is away (test)") }
+        return try inner.watch(onChange)
+    }
     func close() { inner.close() }
 }
 

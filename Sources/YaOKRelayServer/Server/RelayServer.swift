@@ -152,7 +152,10 @@ public final class RelayServer: @unchecked Sendable {
         listener = fd
         port = bound.port
         caps = Self.caps(configuration, descriptorLimit: Self.raiseDescriptorLimit())
-        reserveDescriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        let reserve = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        reserveDescriptor = reserve
+        // Until every stored property is set, a throw does not run deinit: the two
+        // descriptors are closed here. After that deinit closes them, and only deinit.
         do {
             carry = try storage.map {
                 try RelayCarryThread(storage: $0, policy: CarryPolicy(
@@ -173,12 +176,14 @@ public final class RelayServer: @unchecked Sendable {
             counters = Locked(saved)
         } catch {
             Socket.close(fd)
+            Socket.close(reserve)
             throw error
         }
         do {
             loop = try EventLoop()
         } catch {
             Socket.close(fd)
+            Socket.close(reserve)
             throw error
         }
         let counters = self.counters
@@ -198,8 +203,7 @@ public final class RelayServer: @unchecked Sendable {
             watch?.stop()
             disk.stop()
             loop.stop()
-            Socket.close(fd)
-            throw error
+            throw error  // deinit closes the listener
         }
         loop.schedule(after: configuration.tickSeconds) { [weak self] in self?.tick() }
     }
