@@ -253,13 +253,12 @@ final class TCPListener {
         let rc = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard rc == 0, listen(fd, 64) == 0 else {
-            close(fd)
-            throw RawError("cannot listen on \(port)")
-        }
+        // `fd` is set: a throw from here runs deinit, which closes it (closing it here too
+        // closed whatever another test's thread had opened under that number meanwhile).
+        guard rc == 0, listen(fd, 64) == 0 else { throw RawError("cannot listen on \(port)") }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     /// Accepts one waiting connection (closing it at once); false if none is waiting.
     func acceptOne() -> Bool {
