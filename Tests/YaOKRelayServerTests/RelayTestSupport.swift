@@ -368,27 +368,18 @@ func residentBytes() -> Int {
     return 0
 }
 
-/// Resident bytes that one byte of heap, written, costs in this process, measured (at least
-/// 1): about 1 in a plain build, several under ThreadSanitizer, whose shadow memory grows with
-/// what is allocated (Swift has no compile-time test for a sanitizer). A bound on RSS growth
-/// multiplied by it holds in both builds, and still catches a structure that grew: the extra
-/// bytes cost the same factor more. Large blocks, so that the pages are fresh (from mmap), not
-/// ones malloc already holds; measured once, before any test's own baseline.
-let residentBytesPerHeapByte: Double = {
-    let blocks = 8, size = 2 << 20
-    let before = residentBytes()
-    let pointers = (0..<blocks).compactMap { _ in malloc(size) }
-    for p in pointers { memset(p, 1, size) }
-    let grown = residentBytes() - before
-    for p in pointers { free(p) }
-    return max(1, Double(grown) / Double(blocks * size))
-}()
-
-/// Heap bytes in use in this process (glibc's mallinfo2 `uordblks`): unlike RSS, it does
-/// not count freed memory malloc keeps, so a structure's cost shows to the byte.
+/// Heap bytes in use in this process: unlike RSS, it counts neither freed memory malloc
+/// keeps nor a sanitizer's shadow memory, so a structure's cost shows to the byte, and the
+/// same in a plain build and under ThreadSanitizer. glibc's mallinfo2 `uordblks`; under a
+/// sanitizer, whose allocator replaces glibc's (mallinfo2 then stays at 0), its own count.
 func heapBytesInUse() -> Int {
-    Int(mallinfo2().uordblks)
+    sanitizerAllocatedBytes.map { $0() } ?? Int(mallinfo2().uordblks)
 }
+
+/// `__sanitizer_get_current_allocated_bytes` when a sanitizer's allocator runs this process
+/// (Swift has no compile-time test for a sanitizer; the symbol is there or not).
+nonisolated(unsafe) let sanitizerAllocatedBytes: (@convention(c) () -> Int)? =
+    dlsym(nil, "__sanitizer_get_current_allocated_bytes").map { unsafeBitCast($0, to: (@convention(c) () -> Int).self) }
 
 /// Polls `condition` until true or `timeout` seconds.
 func eventually(timeout: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
