@@ -1,6 +1,7 @@
 import Testing
 @testable import YaOKSupport
 @testable import YaOKWire
+@testable import YaOKCrypto
 @testable import YaOKNode
 
 /// A carrier's answer the store could not record (a full disk, an I/O error): the
@@ -78,5 +79,20 @@ import Testing
         clock.advance(milliseconds: Node.failedSweepRetryMs)
         pair.alice.runDeliveryTimers()
         #expect(eventually { posts() == 2 })
+    }
+    /// A relay's meeting payload (§12.9) goes through the same report: here an offer whose
+    /// quota read fails.
+    @Test func aMeetingPayloadNotTakenIsNoticed() throws {
+        let m = try Meeting(["Bob"])
+        defer { m.finish() }
+        let events = EventRecorder()
+        events.attach(to: m["Bob"])
+        let carrier = try m["Bob"].openCarrier(transport: "relay", route: "relay.test:4433", relay: Sodium.randomBytes(32),
+                                               callbacks: CarrierCallbacks(post: { _ in }, release: { _ in },
+                                                                           mailboxesChanged: {}, closed: { _ in }, carry: { _ in }))
+        try m["Bob"].withDatabase { db in try db.execute("ALTER TABLE carry_quota RENAME TO carry_quota_gone") }
+        carrier.receiveCarry(.offer([CarryOffer(identity: Sodium.randomBytes(16), routingTag: RoutingTag(value: 7),
+                                                copyBudget: 1, claimHash: Sodium.randomBytes(16))]))
+        #expect(events.wait(for: Self.isFailureNotice) != nil)
     }
 }
