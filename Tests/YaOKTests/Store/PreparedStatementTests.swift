@@ -11,8 +11,7 @@ import Testing
     @Test func aWarmTransactionParsesNothing() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
-        let db = try Database(path: dir.path + "/prepared.sqlite")
+        let db = try dir.database("prepared.sqlite")
         try db.execute("CREATE TABLE t (x INTEGER)")
         func write(_ x: Int64, failInside: Bool) throws {
             try db.transaction {
@@ -44,8 +43,7 @@ import Testing
     @Test func theSameQueryInsideItsOwnRowsGetsAFreshStatement() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
-        let db = try Database(path: dir.path + "/nested.sqlite")
+        let db = try dir.database("nested.sqlite")
         try db.execute("CREATE TABLE t (x INTEGER)")
         for x in 1...3 { try db.query("INSERT INTO t VALUES (?)", [.int(Int64(x))]) }
         let sql = "SELECT x FROM t WHERE x >= ? ORDER BY x"
