@@ -7,8 +7,10 @@ import YaOKSupport
 ///
 /// Work reaches the thread in three ways: `post` (run soon), `schedule` (run after a delay)
 /// and `register` (run when a file descriptor is ready). An `eventfd` in the epoll set
-/// wakes the thread whenever another thread hands it work, so `epoll_wait` can block with
-/// the next timer's deadline as its timeout and use no CPU while idle.
+/// wakes the thread when it sleeps and another thread hands it work (or an earlier timer),
+/// so `epoll_wait` can block with the next timer's deadline as its timeout and use no CPU
+/// while idle. Work handed to a thread that is running, or that a wake-up is already on
+/// its way to, writes nothing (`Sleep`): the thread looks at it before it sleeps again.
 ///
 /// Thread safety: every method may be called from any thread, including from work running
 /// on the loop itself. Work items run one at a time, in the order posted, never while the
@@ -46,9 +48,43 @@ public final class EventLoop: Sendable {
         var timers: [UInt64: Timer] = [:]
         var nextID: UInt64 = 1
         var handlers: [Int32: IOHandler] = [:]
+        var sleep = Sleep()
         var stopping = false
         var thread: pthread_t?
         var joined = false
+    }
+
+    /// Whether the loop thread needs the eventfd to notice new work.
+    ///
+    /// No lost wake-up: the thread sets `until` in the same locked section in which it
+    /// finds nothing posted and takes the earliest timer as its timeout, and clears it only
+    /// after `epoll_wait` returns. So work added before that section is seen by it (the
+    /// timeout is 0, or the earlier deadline), and work added after it finds `until` set.
+    /// A poster that finds `until` set writes the eventfd unless `pending` says that a
+    /// write was promised since the thread set `until`: `pending` is cleared only with
+    /// `until`, after `epoll_wait` returns, so a promised write is made after the thread
+    /// chose to sleep and is read only after it woke; the eventfd stays readable until
+    /// then, and `epoll_wait` returns at once or wakes. A write promised while the thread
+    /// was awake cannot happen: a poster writes only when `until` is set. A write that lands
+    /// after the thread woke for another reason makes one spurious turn, no more.
+    private struct Sleep {
+        /// The deadline (CLOCK_MONOTONIC ns; `.max`: none) the thread sleeps, or is about
+        /// to sleep, towards; nil while it runs (or polls without blocking).
+        var until: UInt64?
+        /// An eventfd write was promised while the thread sleeps: it will wake.
+        var pending = false
+        /// Writes to the eventfd so far (`wakeUps`).
+        var writes = 0
+
+        /// Whether new work must write the eventfd: due at `deadline` (nil: at once).
+        /// Promises the write when it must.
+        mutating func needsWake(forWorkDue deadline: UInt64? = nil) -> Bool {
+            guard let until, !pending else { return false }
+            if let deadline, deadline >= until { return false }
+            pending = true
+            writes += 1
+            return true
+        }
     }
 
     private let state = Locked(State())
@@ -100,22 +136,29 @@ public final class EventLoop: Sendable {
 
     // MARK: - Handing work to the loop
 
-    /// How many work items `post` accepted: each is a wake-up of the loop thread, so tests
-    /// count them per operation (a send that queued nothing should wake nothing).
+    /// How many work items `post` accepted: each is a turn of the loop thread, so tests
+    /// count them per operation (a send that queued nothing should post nothing).
     package var postsAccepted: Int { state.withLock { $0.postCount } }
+
+    /// How many times the eventfd was written: each wakes the sleeping loop thread (a
+    /// system call on each side, and the scheduler's latency before the work runs).
+    package var wakeUps: Int { state.withLock { $0.sleep.writes } }
+
+    /// Whether the loop thread sleeps, or is about to, with nothing posted (tests wait for it).
+    package var isSleeping: Bool { state.withLock { $0.sleep.until != nil } }
 
     /// Runs `work` on the loop thread soon, after the work already posted.
     /// Ignored once the loop has stopped: then it returns false, so a caller whose work
     /// must happen (telling a link its connection is gone) can do it itself.
     @discardableResult
     public func post(_ work: @escaping Work) -> Bool {
-        let accepted = state.withLock { s -> Bool in
-            guard !s.stopping else { return false }
+        let (accepted, wakes) = state.withLock { s -> (Bool, Bool) in
+            guard !s.stopping else { return (false, false) }
             s.posted.append(work)
             s.postCount += 1
-            return true
+            return (true, s.sleep.needsWake())
         }
-        if accepted { wake() }
+        if wakes { wake() }
         return accepted
     }
 
@@ -124,13 +167,14 @@ public final class EventLoop: Sendable {
     public func schedule(after seconds: Double, _ work: @escaping Work) -> TimerID {
         let delay = UInt64(max(0, min(seconds, 1e9)) * 1e9)
         let deadline = EventLoop.monotonicNanoseconds() &+ delay
-        let id = state.withLock { s -> UInt64 in
+        let (id, wakes) = state.withLock { s -> (UInt64, Bool) in
             let id = s.nextID
             s.nextID += 1
-            if !s.stopping { s.timers[id] = Timer(deadline: deadline, sequence: id, work: work) }
-            return id
+            guard !s.stopping else { return (id, false) }
+            s.timers[id] = Timer(deadline: deadline, sequence: id, work: work)
+            return (id, s.sleep.needsWake(forWorkDue: deadline))
         }
-        wake()  // the new deadline may be earlier than the one epoll_wait sleeps towards
+        if wakes { wake() }
         return TimerID(raw: id)
     }
 
@@ -195,6 +239,7 @@ public final class EventLoop: Sendable {
         let ending = state.withLock { s -> Ending in
             s.stopping = true
             s.timers.removeAll()
+            s.sleep.writes += 1  // always: stopping is rare, and a thread may wait in join
             guard let thread = s.thread, !s.joined else { return .none }
             s.joined = true
             return pthread_equal(thread, pthread_self()) != 0 ? .detach(thread) : .join(thread)
@@ -219,16 +264,26 @@ public final class EventLoop: Sendable {
         while true {
             let timeout = state.withLock { s -> Int32? in
                 if s.stopping && s.posted.isEmpty { return nil }
-                guard !s.posted.isEmpty || !s.timers.isEmpty else { return -1 }
+                guard !s.posted.isEmpty || !s.timers.isEmpty else {
+                    s.sleep.until = .max
+                    return -1
+                }
                 if !s.posted.isEmpty { return 0 }
                 let earliest = s.timers.values.map(\.deadline).min() ?? 0
                 let now = EventLoop.monotonicNanoseconds()
                 guard earliest > now else { return 0 }
+                s.sleep.until = earliest
                 // Round up so that a timer never wakes us a little early and spins.
                 return Int32(min((earliest - now + 999_999) / 1_000_000, UInt64(Int32.max)))
             }
             guard let timeout else { break }
             let count = epoll_wait(epollFD, &events, Int32(events.count), timeout)
+            if timeout != 0 {
+                state.withLock { s in
+                    s.sleep.until = nil
+                    s.sleep.pending = false
+                }
+            }
             if count < 0 {
                 if errno == EINTR { continue }
                 break  // the epoll set is gone: nothing sensible left to do

@@ -176,7 +176,7 @@ final class DeliveredCounter: @unchecked Sendable {
                        target: String = "p50 ≤ 1 ms", target99: String? = "p99 ≤ 3 ms") throws -> Double {
         var latencies: [Double] = []
         let padding = String(repeating: "x", count: bytes)
-        let posts = node.eventThreadPosts
+        let (posts, wakeUps) = (node.eventThreadPosts, node.eventThreadWakeUps)
         for i in 0..<count {
             let before = self.count
             let start = Measure.now()
@@ -189,8 +189,10 @@ final class DeliveredCounter: @unchecked Sendable {
         Measure.report(label + ", p50", Measure.ms(latencies[latencies.count / 2]), target: target)
         Measure.report(label + ", p99", Measure.ms(latencies[latencies.count * 99 / 100]), target: target99)
         // Each a hop through the event thread (the sender's flush, the arrivals' drains).
-        Measure.report(label + ", sender's event-thread wake-ups",
-                       Measure.format(Double(node.eventThreadPosts - posts) / Double(count), decimals: 2) + " a message")
+        Measure.report(label + ", sender's event-thread posts",
+                       Measure.format(Double(node.eventThreadPosts - posts) / Double(count), decimals: 2) + " a message, "
+                       + Measure.format(Double(node.eventThreadWakeUps - wakeUps) / Double(count), decimals: 2)
+                       + " wake-ups (eventfd writes)")
         return latencies[latencies.count / 2]
     }
 

@@ -60,17 +60,19 @@ enum SendBench {
             }
             let n = count
             let (statements0, commits0) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
-            let posts0 = alice.eventThreadPosts
+            let (posts0, wakeUps0) = (alice.eventThreadPosts, alice.eventThreadWakeUps)
             let t = Measure.now()
             let ids = try (0..<n).map { try alice.send(to: bobID, text: "send \($0) " + text).messageID }
             let rate = Double(n) / (Measure.now() - t)
             let (statements1, commits1) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
             let posts = alice.eventThreadPosts - posts0
+            let wakeUps = alice.eventThreadWakeUps - wakeUps0
             Measure.report("Node.send one at a time, carrying \(carrying ? "on" : "off")", "\(Int(rate)) messages/s, "
                            + Measure.format(1e6 / rate, decimals: 0) + " µs each; per send: "
                            + Measure.format(Double(statements1 - statements0) / Double(n), decimals: 1) + " statements, "
                            + Measure.format(Double(commits1 - commits0) / Double(n), decimals: 2) + " commits, "
-                           + Measure.format(Double(posts) / Double(n), decimals: 2) + " event-thread wake-ups",
+                           + Measure.format(Double(posts) / Double(n), decimals: 2) + " event-thread posts, "
+                           + Measure.format(Double(wakeUps) / Double(n), decimals: 2) + " wake-ups",
                            target: "≥ 5,000/s")
             // The carried copies are made by the engine's batches on its own thread (§12.6),
             // not in `send`: those that ran meanwhile are in the counts above; the rest now.

@@ -74,7 +74,9 @@ extension Node {
     /// (`DeliveryEngine.drainSyncOwed`) until it has returned or failed: no flush, on any
     /// thread, takes units or carrier commands meanwhile (`flushOutgoing`), so no other
     /// section's traffic queued meanwhile (which may rest on the batch: an ack of a message
-    /// it stored, in the outbox) leaves before it either; this thread flushes after it. A
+    /// it stored, in the outbox) leaves before it either; this thread flushes after it,
+    /// whatever is queued when it clears the owed sync (the other sections' flushes left
+    /// theirs to it, posting nothing). A
     /// sync that fails fails the section as a failed batch does: what was queued since the
     /// section began is not sent (the peers retry) and its events did not happen. On another
     /// thread (tests that run the engine themselves) nothing would flush after it: synced inside.
@@ -120,7 +122,12 @@ extension Node {
                 perform(([], outcome.closes), flush: before)
                 throw error
             }
-            withState(section: section) { $0.delivery.drainSyncOwed = false }
+            // Read with the flag cleared: a section that queued traffic while it was set
+            // found it set and left its flush to this one.
+            traffic = withState(section: section) { s in
+                s.delivery.drainSyncOwed = false
+                return s.delivery.effects.hasTraffic
+            }
         }
         perform(outcome, flush: traffic)
         return try result.get()
@@ -147,10 +154,12 @@ extension Node {
     /// `send`) it hands the units to their links itself when every one queued goes to a link
     /// that takes units on any thread (`LinkSender.anyThread`: LAN) — no wake-up of the event
     /// thread between a send's sync and the wire — and posts the flush to the event thread
-    /// when anything else is queued (an app's link, a carrier command). Nothing is taken
-    /// while a drain's sync is owed (`DeliveryEngine.drainSyncOwed`): the drain flushes after
-    /// it (its section ended with the traffic then queued), and a section that queues more
-    /// meanwhile posts its flush to the event thread, which runs after the drain.
+    /// when anything else is queued (an app's link, a carrier command), or when it has
+    /// handed on `appThreadFlushRounds` rounds and more came meanwhile (other threads'
+    /// sends: its own caller waits). Nothing is taken while a drain's sync is owed
+    /// (`DeliveryEngine.drainSyncOwed`), and nothing is posted for it either: the drain's
+    /// end flushes whatever is queued when it clears the owed sync, under the lock that
+    /// any section that queued traffic meanwhile saw the sync owed under.
     func flushOutgoing() {
         let onEventThread = loop.isLoopThread
         // A transport may answer inside the call that hands it something (a relay client
@@ -158,7 +167,7 @@ extension Node {
         // flush would put it ahead of what this flush still holds (a later message posted
         // before an earlier one), so the nested call returns and this loop sends it next.
         let start = withState(section: .flush) { s -> FlushStep in
-            if !onEventThread, s.delivery.drainSyncOwed { return .post }
+            if s.delivery.drainSyncOwed { return .stop }
             // The running flusher sees what is queued now before it stops.
             let limit = s.delivery.flushLimit
             guard !s.delivery.flushing, s.delivery.effects.hasTraffic(before: limit) else { return .stop }
@@ -177,13 +186,22 @@ extension Node {
         case stop
     }
 
+    /// How many rounds an app thread's flush hands on before it posts the rest to the
+    /// event thread: its own section's traffic, and what a transport answered or another
+    /// thread queued meanwhile once; a steady stream of other threads' sends must not keep
+    /// it from returning to its app.
+    static let appThreadFlushRounds = 2
+
     /// The loop of the flusher that claimed `flushing`.
     private func flushTaken(onEventThread: Bool) {
+        var rounds = 0
         while true {
             let step = withState(section: .flush) { s -> FlushStep in
                 let limit = s.delivery.flushLimit
                 let next: FlushStep = s.delivery.drainSyncOwed || !s.delivery.effects.hasTraffic(before: limit) ? .stop
-                    : !onEventThread && !s.delivery.effects.leavesFromAnyThread(before: limit) ? .post : .take
+                    : onEventThread ? .take
+                    : rounds >= Self.appThreadFlushRounds || !s.delivery.effects.leavesFromAnyThread(before: limit) ? .post
+                    : .take
                 guard case .take = next else {
                     s.delivery.flushing = false
                     return next
@@ -193,6 +211,7 @@ extension Node {
                 return .send(units: taken.units, commands: taken.commands)
             }
             guard case .send(let units, let commands) = step else { return postFlush(step) }
+            rounds += 1
             Self.hand(units)
             for (carrier, command) in commands {
                 switch command {

@@ -89,8 +89,11 @@ extension Node {
         try withStore { store, _ in try body(store.db) }
     }
 
-    /// Work items posted to the node's event thread so far (each a wake-up of it).
+    /// Work items posted to the node's event thread so far (each a turn of it).
     package var eventThreadPosts: Int { loop.postsAccepted }
+
+    /// Times the node's event thread was woken from its sleep to take work so far.
+    package var eventThreadWakeUps: Int { loop.wakeUps }
 
     /// Tries a pending, failed or sent message again now; it is `pending` again until a link
     /// or relay confirms it. `sent` is allowed (docs/PROTOCOL.md §6.1): a relay that stored it

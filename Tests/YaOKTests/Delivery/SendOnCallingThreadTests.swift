@@ -44,6 +44,8 @@ import Testing
     /// While the event thread's drain syncs (its section ended, the sync not returned), a
     /// send on an app's thread leaves nothing on the wire: an ack of what the drain stored
     /// may be queued, and a failed sync takes back what was queued since the drain began.
+    /// Nor does it post a flush to the event thread: the drain's end flushes what is queued
+    /// then, the send's unit with it.
     @Test func whileADrainsSyncIsOwedASendLeavesNothingUntilItReturns() throws {
         let pair = try Pair()
         defer { pair.close() }
@@ -56,12 +58,47 @@ import Testing
         try #require(paused.wait(timeout: .now() + 30) == .success, "the drain that stores it syncs after its section")
         // Alice's units leave on this thread or her event thread (which waits in the sync).
         let wire = Wire(pipe, eventLoops: [alice.loop])
+        let posts = alice.eventThreadPosts
         _ = try alice.send(to: pair.bobID, text: "meanwhile")
         #expect(wire.all.filter { $0.onCaller || $0.onEventThread }.isEmpty)  // the send's units, without the owed check
+        #expect(alice.eventThreadPosts == posts)  // 1 before: the flush, posted to wait out the drain
 
         resume.signal()
         #expect(eventually { (try? bob.texts(pair.aliceID))?.contains("meanwhile") == true })
         #expect(eventually { (try? bob.status(of: id)) == .delivered })
+    }
+
+    /// An app thread that flushes hands on its own units, and what was queued meanwhile
+    /// (other threads' sends) for `appThreadFlushRounds` rounds, then posts the rest to
+    /// the event thread: a steady stream of other sends must not keep its `send` from
+    /// returning. Here each unit it hands on finds another queued.
+    @Test func anAppThreadsFlushHandsOnItsRoundsAndPostsTheRest() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let alice = pair.alice
+        let pipe = try pair.settledPipe(sendsFromAnyThread: true)
+        defer { pipe.close() }
+        let caller = pthread_self()
+        let marker: [UInt8] = Array("queued by another thread".utf8)
+        let markers = Locked((queued: 0, handedOn: 0, onCaller: 0))
+        pipe.drop { [initiator = pipe.initiator] unit in
+            let onCaller = pthread_equal(pthread_self(), caller) != 0
+            if unit == marker {
+                markers.withLock { m in
+                    m.handedOn += 1
+                    if onCaller { m.onCaller += 1 }
+                }
+            }
+            if onCaller, markers.withLock({ $0.queued }) < 50 {
+                try? alice.withStore { _, s in s.delivery.effects.units.append((initiator, marker)) }
+                markers.withLock { $0.queued += 1 }
+            }
+            return unit == marker
+        }
+        let id = try alice.send(to: pair.bobID, text: "with a stream behind it").messageID
+        #expect(markers.withLock { $0.onCaller } <= Node.appThreadFlushRounds)  // 50 before the cap
+        #expect(eventually { markers.withLock { $0.handedOn == $0.queued } })
+        #expect(eventually { (try? alice.status(of: id)) == .delivered })
     }
 
     /// An app's link (`Node.openLink`, the C ABI's `yaok_link_open`) is called on the event

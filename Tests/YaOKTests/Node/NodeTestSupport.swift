@@ -15,6 +15,12 @@ struct TempDir {
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: path) }
+
+    /// A new database file `name` in this directory (made if needed).
+    func database(_ name: String) throws -> Database {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return try Database(path: path + "/" + name)
+    }
 }
 
 /// A wall clock and a boot clock that tests can move: `advance` is time passing (both

@@ -14,8 +14,7 @@ import Testing
     @Test func aTransactionSQLiteRolledBackIsNotContinuedOutsideIt() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
-        let db = try Database(path: dir.path + "/lost.sqlite")
+        let db = try dir.database("lost.sqlite")
         try db.execute("CREATE TABLE t (x BLOB)")
         var pages = 0
         try db.query("PRAGMA page_count") { pages = $0.int(0) }

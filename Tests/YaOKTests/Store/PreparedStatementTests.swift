@@ -11,8 +11,7 @@ import Testing
     @Test func aWarmTransactionParsesNothing() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
-        let db = try Database(path: dir.path + "/prepared.sqlite")
+        let db = try dir.database("prepared.sqlite")
         try db.execute("CREATE TABLE t (x INTEGER)")
         func write(_ x: Int64, failInside: Bool) throws {
             try db.transaction {
@@ -36,6 +35,27 @@ import Testing
         let rows = try db.rows("SELECT x FROM t ORDER BY rowid") { $0.int64(0) }
         #expect(rows == [1, -1, 2, 3, -3, 4])
         #expect(!db.inTransaction)
+    }
+
+    /// A query run from inside another's row callback with the same SQL gets a statement of
+    /// its own (the cached one is mid-step), finalized after it; the cached one is kept and
+    /// reused once free.
+    @Test func theSameQueryInsideItsOwnRowsGetsAFreshStatement() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let db = try dir.database("nested.sqlite")
+        try db.execute("CREATE TABLE t (x INTEGER)")
+        for x in 1...3 { try db.query("INSERT INTO t VALUES (?)", [.int(Int64(x))]) }
+        let sql = "SELECT x FROM t WHERE x >= ? ORDER BY x"
+        var pairs: [[Int64]] = []
+        try db.query(sql, [.int(2)]) { outer in
+            let x = outer.int64(0)
+            pairs.append([x] + (try db.rows(sql, [.int(x)]) { $0.int64(0) }))
+        }
+        #expect(pairs == [[2, 2, 3], [3, 3]])
+        let before = db.statementsPrepared
+        #expect(try db.rows(sql, [.int(1)]) { $0.int64(0) } == [1, 2, 3])
+        #expect(db.statementsPrepared == before)
     }
 
     /// A send, once warm, parses nothing: not even a `PRAGMA synchronous` (a PRAGMA takes

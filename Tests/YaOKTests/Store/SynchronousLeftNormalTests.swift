@@ -9,8 +9,7 @@ import Testing
 /// write outside any transaction; a read leaves it.
 @Suite struct SynchronousLeftNormalTests {
     private func database(_ dir: TempDir) throws -> Database {
-        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
-        let db = try Database(path: dir.path + "/normal.sqlite")
+        let db = try dir.database("normal.sqlite")
         try db.execute("CREATE TABLE t (x INTEGER)")
         return db
     }

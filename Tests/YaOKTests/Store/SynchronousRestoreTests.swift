@@ -10,8 +10,7 @@ import Testing
     @Test func aConnectionLeftAtNormalIsFullAgainBeforeTheNextCommit() throws {
         let dir = TempDir()
         defer { dir.remove() }
-        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
-        let db = try Database(path: dir.path + "/restore.sqlite")
+        let db = try dir.database("restore.sqlite")
         try db.execute("CREATE TABLE t (x INTEGER)")
         try db.setSynchronous(full: false)  // as a failed restore leaves it
         let syncs = db.commitSyncs
