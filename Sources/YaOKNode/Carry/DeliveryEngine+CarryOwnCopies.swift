@@ -61,10 +61,7 @@ struct OwnCopyBatch: Sendable {
 
     /// Whether `error` is the node's (the store, the disk, memory) rather than one message's:
     /// then the batch fails and is tried again later, nothing taken.
-    static func failsTheBatch(_ error: any Error) -> Bool {
-        guard let error = error as? YaOKError else { return false }
-        return error.code == .storage || error.code == .diskFull || error.code == .outOfMemory
-    }
+    static func failsTheBatch(_ error: any Error) -> Bool { DeliveryEngine.isNodesOwnFailure(error) }
 }
 
 extension DeliveryEngine {

@@ -65,13 +65,20 @@ extension Node {
         carrierWork(carrier) { engine, store, keys in try engine.receiveCarry(message, on: carrier.id, store, keys) }
     }
 
-    /// What a carrier brought, worked on under the node's lock. An error is not the
-    /// transport's to handle (it has nothing to try instead): the engine reports it and
-    /// tries again (`DeliveryEngine.carrierWorkFailed`). A closed node did nothing.
+    /// What a carrier brought, worked on under the node's lock. The node's own failure (the
+    /// store, the disk) is not the transport's to handle (it has nothing to try instead): the
+    /// engine reports it and tries again (`DeliveryEngine.carrierWorkFailed`). Any other
+    /// error is what the service sent, refused (a reconciliation message the reconciler
+    /// refuses ends the exchange, §11): no notice blames the store for it, and nothing is
+    /// tried again. A closed node did nothing.
     private func carrierWork(_ carrier: Carrier, inFlight ids: [MessageID] = [],
                              _ body: (inout DeliveryEngine, Store, UnlockedKeys?) throws -> Void) {
         _ = try? withEngine { engine, store, keys in
-            do { try body(&engine, store, keys) } catch { engine.carrierWorkFailed(carrier, ids, error, store) }
+            do {
+                try body(&engine, store, keys)
+            } catch where DeliveryEngine.isNodesOwnFailure(error) {
+                engine.carrierWorkFailed(carrier, ids, error, store)
+            }
         }
     }
 

@@ -80,19 +80,42 @@ import Testing
         pair.alice.runDeliveryTimers()
         #expect(eventually { posts() == 2 })
     }
-    /// A relay's meeting payload (§12.9) goes through the same report: here an offer whose
-    /// quota read fails.
-    @Test func aMeetingPayloadNotTakenIsNoticed() throws {
+
+    /// Bob, carrying, in a meeting with a relay (§12.9) whose commands go nowhere, his
+    /// events recorded. The caller finishes the meeting.
+    private static func relayMeeting() throws -> (Meeting, EventRecorder, Carrier) {
         let m = try Meeting(["Bob"])
-        defer { m.finish() }
         let events = EventRecorder()
         events.attach(to: m["Bob"])
         let carrier = try m["Bob"].openCarrier(transport: "relay", route: "relay.test:4433", relay: Sodium.randomBytes(32),
                                                callbacks: CarrierCallbacks(post: { _ in }, release: { _ in },
                                                                            mailboxesChanged: {}, closed: { _ in }, carry: { _ in }))
+        return (m, events, carrier)
+    }
+
+    /// A relay's meeting payload (§12.9) goes through the same report: here an offer whose
+    /// quota read fails.
+    @Test func aMeetingPayloadNotTakenIsNoticed() throws {
+        let (m, events, carrier) = try Self.relayMeeting()
+        defer { m.finish() }
         try m["Bob"].withDatabase { db in try db.execute("ALTER TABLE carry_quota RENAME TO carry_quota_gone") }
         carrier.receiveCarry(.offer([CarryOffer(identity: Sodium.randomBytes(16), routingTag: RoutingTag(value: 7),
                                                 copyBudget: 1, claimHash: Sodium.randomBytes(16))]))
         #expect(events.wait(for: Self.isFailureNotice) != nil)
+    }
+
+    /// A meeting payload the relay got wrong (a reconciliation message the reconciler
+    /// refuses, §11) is the relay's doing, not the store's: the exchange ends, and the app
+    /// is not told that an answer could not be recorded (a hostile relay had it said at
+    /// every session).
+    @Test func aMalformedMeetingPayloadIsNoStoreFailure() throws {
+        let (m, events, carrier) = try Self.relayMeeting()
+        defer { m.finish() }
+        let reconciling = { m["Bob"].state.withLock { $0.delivery.carry.sessions[carrier.id]?.reconciler != nil } }
+        #expect(reconciling())
+        carrier.receiveCarry(.reconcile([0xFF, 0xFF, 0xFF, 0xFF]))
+        #expect(!reconciling())  // refused: the exchange ended
+        settle(m["Bob"])  // the events that section emitted have been handled
+        #expect(!events.all.contains(where: Self.isFailureNotice))
     }
 }
