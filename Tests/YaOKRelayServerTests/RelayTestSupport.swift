@@ -370,10 +370,13 @@ func residentBytes() -> Int {
 
 /// Heap bytes in use in this process: unlike RSS, it counts neither freed memory malloc
 /// keeps nor a sanitizer's shadow memory, so a structure's cost shows to the byte, and the
-/// same in a plain build and under ThreadSanitizer. glibc's mallinfo2 `uordblks`; under a
-/// sanitizer, whose allocator replaces glibc's (mallinfo2 then stays at 0), its own count.
+/// same in a plain build and under ThreadSanitizer. glibc's mallinfo2: `uordblks`, and
+/// `hblkhd` for the large blocks it maps on their own; under a sanitizer, whose allocator
+/// replaces glibc's (mallinfo2 then stays at 0), its own count.
 func heapBytesInUse() -> Int {
-    sanitizerAllocatedBytes.map { $0() } ?? Int(mallinfo2().uordblks)
+    if let sanitizerAllocatedBytes { return sanitizerAllocatedBytes() }
+    let info = mallinfo2()
+    return Int(info.uordblks + info.hblkhd)
 }
 
 /// `__sanitizer_get_current_allocated_bytes` when a sanitizer's allocator runs this process
