@@ -88,7 +88,8 @@ extension DeliveryEngine {
         carriers[carrier.id] = c
         effects.events.append(.transportNotice(TransportNotice(
             transport: carrier.transport,
-            message: "Could not record the relay's answer (\(error)): trying again in \(Node.failedSweepRetryMs / 1000) seconds.")))
+            message: "Could not record the relay's answer (\(error)): trying again in \(Node.failedSweepRetryMs / 1000) seconds.",
+            retryAfterMs: Node.failedSweepRetryMs)))
     }
 
     /// Removes a carrier; what was in flight on it goes back to the outbox as it was, due at

@@ -11,7 +11,9 @@ import Testing
 /// ended, and nobody heard why.
 @Suite struct CarrierStoreFailureTests {
     private static func isFailureNotice(_ e: NodeEvent) -> Bool {
-        if case .transportNotice(let n) = e { return n.message.hasPrefix("Could not record the relay's answer") }
+        if case .transportNotice(let n) = e {
+            return n.message.hasPrefix("Could not record the relay's answer") && n.retryAfterMs == Node.failedSweepRetryMs
+        }
         return false
     }
 
