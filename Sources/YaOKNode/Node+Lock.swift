@@ -467,7 +467,7 @@ extension Node {
             store.close()
             s.store = nil
             try Store.deleteFiles(in: dataDirectory)
-            let fresh = try Store(directory: dataDirectory)
+            let fresh = try Store(directory: dataDirectory, exclusive: true)
             installErasureScheduler(fresh)
             s.store = fresh
             s.generation += 1

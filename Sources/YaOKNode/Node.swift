@@ -94,7 +94,7 @@ public final class Node: Sendable {
         self.dataDirectory = dataDirectory
         self.options = options
         directoryLock = try DirectoryLock(directory: dataDirectory)
-        let store = try Store(directory: dataDirectory)
+        let store = try Store(directory: dataDirectory, exclusive: true)
         let autoLock = try Node.loadAutoLock(store)
         let carry = try CarryState.load(store)
         loop = try EventLoop()

@@ -45,13 +45,21 @@ package final class Store {
     /// A secret's row was deleted and its old page may still be in the log or the file.
     package internal(set) var erasurePending = false
 
-    package init(directory: String) throws {
+    /// A store shared with other connections (the relay's carry store, tools, tests).
+    package convenience init(directory: String) throws {
+        try self.init(directory: directory, exclusive: false)
+    }
+
+    /// `exclusive`: the store is its file's only user while open (`Database(path:exclusive:)`):
+    /// the node's, which its directory lock already guards. The relay's carry store stays
+    /// shared: its tests and `scripts/test-relay-carry` read it beside the running relay.
+    package init(directory: String, exclusive: Bool) throws {
         self.directory = directory
         try Store.makeDirectory(directory)
         let path = directory + "/" + Store.fileName
         // Only the owner may read the files, though nothing secret is in them in clear.
         try Store.createPrivateFile(path)
-        db = try Database(path: path)
+        db = try Database(path: path, exclusive: exclusive)
         // A page cache of up to 16 MiB (SQLite's default is 2 MiB): a batch of 10 KB messages
         // writes ~50 KB of pages per message (the body, its outbox packet and the carried
         // copy, each padded to 16 KiB), which the pump and the status updates read again

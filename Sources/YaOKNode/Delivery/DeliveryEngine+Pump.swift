@@ -165,7 +165,11 @@ extension DeliveryEngine {
     /// One timer per node, at the earliest of: the next retry, the next receipt deadline.
     /// (Own carried copies have their own: DeliveryEngine+CarryOwnCopies.) The clock is injectable (`Options.clock`), so the timer only wakes the engine; what
     /// is due is decided by the clock, and tests call `runDeliveryTimers()` instead.
-    /// `retryAt`: after a store failure, exactly then (`retryAfterStoreFailure`).
+    /// `retryAt`: after a store failure (`retryAfterStoreFailure`), then, or at a deadline
+    /// still ahead that comes sooner: a receipt deadline or keepalive made in the failing
+    /// section would otherwise wait out the retry. Deadlines already past (what failed is
+    /// still due) wait for `retryAt`: taking them would fire the timer again at once, in a
+    /// loop while the store fails.
     private mutating func scheduleTimer(_ store: Store, retryAt: Int64? = nil) {
         // An hourly sweep at the latest, for expiry.
         let t = now
@@ -173,7 +177,8 @@ extension DeliveryEngine {
         let deadlines = [try? store.nextOutboxAttempt(after: t), inflight.earliestDeadline, keepalive,
                          carriers.values.map(\.pausedUntil).filter { $0 > t }.min(), nextHeldMeetingDue,
                          t + 3_600_000].compactMap { $0 }
-        guard let due = retryAt ?? deadlines.min() else { return }
+        let ahead = deadlines.filter { $0 > t }.min()
+        guard let due = retryAt.map({ min($0, ahead ?? $0) }) ?? deadlines.min() else { return }
         guard !callerRunsTimers else { timerDue = due; return }
         if let current = timerDue, current <= due, timer != nil { return }
         if let timer = timer { loop.cancel(timer) }

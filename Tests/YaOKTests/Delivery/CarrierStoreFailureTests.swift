@@ -83,6 +83,25 @@ import Testing
         #expect(eventually { posts() == 2 })
     }
 
+    /// A failed sweep's retry does not push back a deadline that comes sooner: the timer
+    /// fired (so none was set), the sweep failed at the store, and a message posted 25 s
+    /// before, its attempt still running, must be given up on 5 s later, not 10 s later at
+    /// the retry (`retryAt` was taken alone).
+    @Test func aSoonerDeadlineIsNotPushedBackByTheRetry() throws {
+        let (pair, clock, _, _, sent, _) = try Self.posted("its attempt running")
+        defer { pair.close() }
+        #expect(eventually { (try? pair.alice.withStore { _, s in s.delivery.inflight[sent] != nil }) == true })
+        let attemptEnds = clock.now + RetrySchedule.attemptTimeoutMs
+        clock.advance(milliseconds: RetrySchedule.attemptTimeoutMs - 5_000)
+
+        // Every outbox read fails, as on an I/O error: the sweep stops at its first.
+        try pair.alice.withDatabase { db in try db.execute("ALTER TABLE outbox RENAME TO outbox_gone") }
+        pair.alice.runDeliveryTimers()
+        #expect(try Self.timerDue(pair.alice) == attemptEnds)
+        #expect(attemptEnds < clock.now + Node.failedSweepRetryMs)
+        try pair.alice.withDatabase { db in try db.execute("ALTER TABLE outbox_gone RENAME TO outbox") }
+    }
+
     /// Bob, carrying, in a meeting with a relay (§12.9) whose commands go nowhere, his
     /// events recorded. The caller finishes the meeting.
     private static func relayMeeting() throws -> (Meeting, EventRecorder, Carrier) {

@@ -159,7 +159,9 @@ import Testing
         try node.lock()
         #expect(throws: YaOKError(.wrongPIN)) { try node.unlock(pin: "111111") }
         #expect(throws: YaOKError(.wrongPIN)) { try node.unlock(pin: "111112") }
-        try edit(dir, "DELETE FROM security_events WHERE kind = 'wrong_pin'")
+        // The running node holds its file alone (no other SQLite connection gets in): the
+        // edit goes through its own connection, as bytes written into the file would land.
+        try node.withDatabase { db in try db.execute("DELETE FROM security_events WHERE kind = 'wrong_pin'") }
         try node.unlock(pin: testPIN)
         let finding = try #require(try node.securityEvents().last { $0.kind == .logTampered })
         #expect(finding.detail.contains("while Ya OK was running"))
