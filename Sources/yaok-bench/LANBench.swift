@@ -60,6 +60,11 @@ enum LANBench {
         Measure.report("raw: loopback TCP, 3000 pipelined", "\(Int(try LoopbackLimits.pipelined(3_000))) round trips/s")
         let raw = try DeliveryBench.rawInsertRates(path: root + "/raw.db")
         Measure.report("raw: SQLite commit (one row, synced)", Measure.ms(1 / raw.single))
+        // What one message one at a time cannot go below on this machine: three synced
+        // commits in series (the send, the receiver's drain, the drain that applies the ack:
+        // each must be durable before what follows it leaves) and a round trip for the
+        // message and its ack, with no CPU at all.
+        Measure.report("raw: floor, 3 syncs + 1 round trip", Measure.ms(3 / raw.single + rtt[rtt.count / 2]))
 
         let n = 3_000
         if !batchesOnly {
