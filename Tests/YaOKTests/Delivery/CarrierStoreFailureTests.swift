@@ -102,6 +102,26 @@ import Testing
         try pair.alice.withDatabase { db in try db.execute("ALTER TABLE outbox_gone RENAME TO outbox") }
     }
 
+    /// A deadline already past when the sweep failed (the attempt ended; giving up on it is
+    /// what failed) waits for the retry too: taken as the next time, the timer would fire
+    /// at once, the sweep fail again, and so on, a busy loop for as long as the store fails.
+    @Test func aDeadlineAlreadyPastWaitsForTheRetry() throws {
+        let (pair, clock, _, _, first, _) = try Self.posted("its attempt over")
+        defer { pair.close() }
+        let second = try pair.alice.send(to: pair.bobID, text: "this one's too").messageID
+        #expect(eventually {
+            (try? pair.alice.withStore { _, s in s.delivery.inflight[first] != nil && s.delivery.inflight[second] != nil }) == true
+        })
+        clock.advance(milliseconds: RetrySchedule.attemptTimeoutMs + 1_000)
+
+        try pair.alice.withDatabase { db in try db.execute("ALTER TABLE outbox RENAME TO outbox_gone") }
+        pair.alice.runDeliveryTimers()
+        // One still in flight, its deadline past: the sweep stopped at giving up on the other.
+        #expect(try pair.alice.withStore { _, s in s.delivery.inflight.earliestDeadline.map { $0 < clock.now } } == true)
+        #expect(try Self.timerDue(pair.alice) == clock.now + Node.failedSweepRetryMs)
+        try pair.alice.withDatabase { db in try db.execute("ALTER TABLE outbox_gone RENAME TO outbox") }
+    }
+
     /// Bob, carrying, in a meeting with a relay (§12.9) whose commands go nowhere, his
     /// events recorded. The caller finishes the meeting.
     private static func relayMeeting() throws -> (Meeting, EventRecorder, Carrier) {
