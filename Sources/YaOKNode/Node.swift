@@ -264,16 +264,6 @@ final class EventSink: Sendable {
         loop.post { current.call(event) }
     }
 
-    /// `emit` from the event thread, the handler called now rather than posted: for what
-    /// must reach the app before this thread blocks (a disk sync). Work runs in the order
-    /// posted, so every event posted before the running work was has been handled: a
-    /// message's MESSAGE_STORED, posted before any of it left, comes before its receipt's
-    /// `sent` and its ack's `delivered`. Called on the event thread, outside any node lock.
-    func emitOnEventThread(_ event: NodeEvent) {
-        guard let current = handler.withLock({ $0 }) else { return }
-        current.call(event)
-    }
-
     func setHandler(_ new: Handler?) {
         let old = handler.withLock { h -> Box? in
             defer { h = new.map(Box.init) }

@@ -18,12 +18,6 @@ public enum NodeEvent: Sendable, Equatable {
     case messageStored(Message)
     /// An outgoing message changed status.
     case messageStatusChanged(Message)
-
-    /// A status change of an outgoing message (sent, delivered, failed).
-    var isOutgoingStatus: Bool {
-        if case .messageStatusChanged = self { return true }
-        return false
-    }
     /// A contact was added, renamed, verified, deleted or changed connection status.
     case contactsChanged(contactID: Int64)
     /// A new message arrived: who from and its ID, never its content, so that a

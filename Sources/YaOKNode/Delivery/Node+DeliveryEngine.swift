@@ -106,12 +106,6 @@ extension Node {
             throw error
         }
         if let owed, let mark {
-            // Delivered and sent are facts of the peer's (its ack, its receipt), readable in
-            // the store from the commit on: told now, the app's next send plans and seals on
-            // its own thread while this one syncs.
-            let early = outcome.events.filter(\.isOutgoingStatus)
-            outcome.events.removeAll(where: \.isOutgoingStatus)
-            for event in early { events.emitOnEventThread(event) }
             pause?()
             do {
                 try owed.sync()
