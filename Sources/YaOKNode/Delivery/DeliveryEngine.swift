@@ -106,6 +106,9 @@ struct DeliveryEngine {
     /// TEST ONLY: called between an inbound drain's commit and its disk sync
     /// (`Node.withEngineSyncedAfter`), outside the node's lock.
     package var drainSyncing: (@Sendable () -> Void)?
+    /// TEST ONLY: called once a send group's traffic is released to the flush
+    /// (`Node.writeSendGroup`), outside the node's lock.
+    package var sendTrafficReleased: (@Sendable () -> Void)?
     /// docs/PROTOCOL.md §13, Node.Options.forwardSecrecy.
     var forwardSecrecy = false
     var lastKeyExpiry: Int64 = .min

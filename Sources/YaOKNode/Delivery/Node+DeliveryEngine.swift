@@ -44,10 +44,11 @@ extension Node {
     /// lock (`Database.unsynced`). Returns the section's result, the sync that makes its
     /// commits durable (throws if the disk cannot confirm them), and what carries out what
     /// the section decided (events to the app, units to links), to be run with the lock
-    /// released, after the sync. A section that throws is carried out at once.
+    /// released, after the sync; what it is given runs after the events, before the flush.
+    /// A section that throws is carried out at once.
     func withUnlockedEngineUnsynced<R: Sendable>(section: LockSection? = nil,
                                                  _ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws
-        -> (result: R, sync: () throws -> Void, perform: () -> Void) {
+        -> (result: R, sync: () throws -> Void, perform: (_ beforeFlush: () -> Void) -> Void) {
         var outcome: DeliveryEffects.Outcome = ([], [])
         var traffic = false
         do {
@@ -58,7 +59,8 @@ extension Node {
                 }
                 return try store.db.unsynced { try body(&s.delivery, store, keys) }
             }
-            return (result, { try syncer.sync() }, { [outcome, traffic] in self.perform(outcome, flush: traffic) })
+            return (result, { try syncer.sync() },
+                    { [outcome, traffic] beforeFlush in self.perform(outcome, flush: traffic, beforeFlush: beforeFlush) })
         } catch {
             perform(outcome, flush: traffic)
             throw error
@@ -141,10 +143,16 @@ extension Node {
     /// thread, which then takes the node's lock twice to find nothing: one per `send` while
     /// no link is open). A close queues nothing, and traffic queued
     /// later by another section is flushed by that section's end.
-    private func perform(_ outcome: DeliveryEffects.Outcome, flush: Bool) {
+    /// The events are posted before the flush: an answer to a unit the flush hands on (a
+    /// receipt's `sent`, an ack's `delivered`) is drained by work posted after them, so
+    /// the app never hears of it before what the section said (a message's
+    /// MESSAGE_STORED). `beforeFlush`: what must come after the events and before the
+    /// flush (a send group's traffic released).
+    private func perform(_ outcome: DeliveryEffects.Outcome, flush: Bool, beforeFlush: () -> Void = {}) {
         for (link, reason) in outcome.closes { closeLink(link, reason: reason, notifyTransport: true) }
-        if flush { flushOutgoing() }
         for event in outcome.events { events.emit(event) }
+        beforeFlush()
+        if flush { flushOutgoing() }
     }
 
     /// Hands queued units to their transports, in the order they were sealed (a link's

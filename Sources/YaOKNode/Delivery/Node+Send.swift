@@ -72,8 +72,17 @@ extension Node {
         }
         let ids = results.flatMap { (try? $0.get())?.map(\.messageID) ?? [] }
         return .init(results: results, sync: sync, announce: { [self] in
-            if let hold { withState(section: .sendWrite) { $0.delivery.releaseTraffic(hold) } }
-            perform()
+            // MESSAGE_STORED is posted before the traffic is released: once it is, any
+            // flusher (the event thread's) may hand the units on, and their receipt could be
+            // drained and told before it.
+            perform {
+                guard let hold else { return }
+                let released = withState(section: .sendWrite) { s in
+                    s.delivery.releaseTraffic(hold)
+                    return s.delivery.sendTrafficReleased
+                }
+                released?()
+            }
             // After the group's events, so a receipt's come later.
             if unsynced.release(ids) { _ = try? withEngine { engine, store, keys in try engine.pump(store, keys) } }
         })
