@@ -30,7 +30,10 @@ extension EventLoopTests {
     }
 
     /// A timer due after the one the sleeping thread waits for writes nothing; one due
-    /// before it wakes the thread, once.
+    /// before it wakes the thread (at most one write): it fires long before the 600 s the
+    /// thread slept towards. Not exactly one: a thread that left its sleep by itself
+    /// meanwhile (an interrupted epoll_wait: ThreadSanitizer's signals) sees the new timer
+    /// when it next picks its timeout, and nothing need be written (CI saw 0 once).
     @Test func onlyAnEarlierTimerWakesTheSleepingLoop() throws {
         let loop = try EventLoop()
         defer { loop.stop() }
@@ -42,7 +45,7 @@ extension EventLoopTests {
         let fired = DispatchSemaphore(value: 0)
         loop.schedule(after: 0.001) { fired.signal() }
         #expect(fired.wait(timeout: .now() + 30) == .success)
-        #expect(loop.wakeUps == before + 1)
+        #expect(loop.wakeUps <= before + 1)
     }
 
     /// No lost wake-up: threads post bursts and schedule timers to a thread that sleeps
