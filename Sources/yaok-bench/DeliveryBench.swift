@@ -7,6 +7,10 @@ import YaOK
 /// and pipelined throughput. (Two processes over the LAN transport: scripts/bench-lan.)
 enum DeliveryBench {
     static func run() throws {
+        // YAOK_BENCH_DELIVERY_ONLY=threads: only the concurrent senders (to profile them alone).
+        let only = ProcessInfo.processInfo.environment["YAOK_BENCH_DELIVERY_ONLY"]
+        if let only, only != "threads" { throw BenchError("YAOK_BENCH_DELIVERY_ONLY=\(only): expected threads") }
+        let threadsOnly = only == "threads"
         let root = Measure.scratchDirectory + "/yaok-bench-delivery-\(getpid())"
         defer { _ = system("rm -rf '\(root)'") }
         mkdir(root, 0o700)
@@ -23,17 +27,19 @@ enum DeliveryBench {
         let n = 2_000
         var ids: [MessageID] = []
         var t = Measure.now()
-        for i in 0..<n { ids.append(try alice.send(to: bobID, text: "enqueue \(i) " + String(repeating: "x", count: 100)).messageID) }
-        let single = Double(n) / (Measure.now() - t)
-        Measure.report("Node.send, one transaction each", "\(Int(single)) messages/s", target: "≥ 5,000/s")
-        t = Measure.now()
-        for b in 0..<(n / 100) {
-            ids += try alice.send((0..<100).map { (bobID, "batch \(b).\($0) " + String(repeating: "x", count: 100)) }).map(\.messageID)
+        if !threadsOnly {
+            for i in 0..<n { ids.append(try alice.send(to: bobID, text: "enqueue \(i) " + String(repeating: "x", count: 100)).messageID) }
+            let single = Double(n) / (Measure.now() - t)
+            Measure.report("Node.send, one transaction each", "\(Int(single)) messages/s", target: "≥ 5,000/s")
+            t = Measure.now()
+            for b in 0..<(n / 100) {
+                ids += try alice.send((0..<100).map { (bobID, "batch \(b).\($0) " + String(repeating: "x", count: 100)) }).map(\.messageID)
+            }
+            let batched = Double(n) / (Measure.now() - t)
+            Measure.report("Node.send(batch of 100), one transaction", "\(Int(batched)) messages/s", target: "≥ 5,000/s")
+            // Made now, so that Alice's copies do not take the CPU from the runs below.
+            try reportOwnCopiesLeft(alice, sent: ids.count)
         }
-        let batched = Double(n) / (Measure.now() - t)
-        Measure.report("Node.send(batch of 100), one transaction", "\(Int(batched)) messages/s", target: "≥ 5,000/s")
-        // Made now, so that Alice's copies do not take the CPU from the runs below.
-        try reportOwnCopiesLeft(alice, sent: ids.count)
 
         // Concurrent senders: sealing runs outside the node's lock on each caller's thread,
         // and one disk sync commits every send waiting for it (group commit). Each on a node
@@ -47,7 +53,7 @@ enum DeliveryBench {
             let sent = Locked<[MessageID]>([])
             t = Measure.now()
             let cpu = Measure.cpuSeconds()
-            DispatchQueue.concurrentPerform(iterations: threads) { k in
+            Measure.onThreads(threads) { k in
                 for i in 0..<each {
                     let items = (0..<batch).map { (contact, "thread \(k).\(i).\($0) " + String(repeating: "x", count: 100)) }
                     if let messages = try? sender.send(items) { sent.withLock { $0 += messages.map(\.messageID) } }
@@ -74,6 +80,7 @@ enum DeliveryBench {
             reportLock(sender.lockStatistics, elapsed: elapsed)
             try reportOwnCopiesLeft(sender, sent: got.count)
         }
+        if threadsOnly { return }
 
         // Delivered events from here on: each message counted once (the backlog's too).
         let delivered = DeliveredCounter()

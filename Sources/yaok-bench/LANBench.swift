@@ -7,16 +7,17 @@ import YaOK
 /// same run (loopback TCP with the same frame sizes, one synced SQLite commit), and a check
 /// that nothing was lost or duplicated. The peer is this same executable started as
 /// `yaok-bench lan-peer …`. YAOK_BENCH_LAN_ONLY=batches runs only the batches of 100,
-/// YAOK_BENCH_LAN_ONLY=latency only the messages one at a time (each to profile alone).
+/// YAOK_BENCH_LAN_ONLY=latency only the messages one at a time, YAOK_BENCH_LAN_ONLY=pipelined
+/// only the pipelined ones (each to profile alone).
 enum LANBench {
     static func run() throws {
-        // YAOK_BENCH_LAN_ONLY=batches or latency: only that part (to profile it alone).
+        // YAOK_BENCH_LAN_ONLY=batches, latency or pipelined: only that part (to profile it alone).
         let only = ProcessInfo.processInfo.environment["YAOK_BENCH_LAN_ONLY"]
         // A misspelt part ran every part, and the profile then showed all three mixed.
-        if let only, only != "batches", only != "latency" {
-            throw BenchError("YAOK_BENCH_LAN_ONLY=\(only): expected batches or latency")
+        if let only, !["batches", "latency", "pipelined"].contains(only) {
+            throw BenchError("YAOK_BENCH_LAN_ONLY=\(only): expected batches, latency or pipelined")
         }
-        let batchesOnly = only == "batches", latencyOnly = only == "latency"
+        let batchesOnly = only == "batches", latencyOnly = only == "latency", pipelinedOnly = only == "pipelined"
         let root = Measure.scratchDirectory + "/yaok-bench-lan-\(getpid())"
         defer { _ = try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
@@ -67,7 +68,7 @@ enum LANBench {
         Measure.report("raw: floor, 3 syncs + 1 round trip", Measure.ms(3 / raw.single + rtt[rtt.count / 2]))
 
         let n = 3_000
-        if !batchesOnly {
+        if !batchesOnly && !pipelinedOnly {
             // One at a time: send, wait for the delivered event.
             try delivered.reportLatency("LAN, send → delivered, one at a time", node: alice, contact: bobID,
                                         count: latencyOnly ? 2_000 : 500, target: "p50 ≤ 1 ms", target99: "p99 ≤ 3 ms")
@@ -85,7 +86,7 @@ enum LANBench {
         }
 
         // The same, handed over in batches of 100 (one transaction and one disk sync each).
-        if !latencyOnly {
+        if !latencyOnly && !pipelinedOnly {
             let before = delivered.count
             let start = Measure.now()
             for b in 0..<(n / 100) {
@@ -100,7 +101,7 @@ enum LANBench {
         // Nothing lost, nothing duplicated: every message sent was delivered once (by the
         // sender's events), and the peer's store holds each exactly once (opened here once
         // the peer has exited).
-        let sent = batchesOnly ? n : latencyOnly ? 2_000 : 500 + 2 * n
+        let sent = batchesOnly || pipelinedOnly ? n : latencyOnly ? 2_000 : 500 + 2 * n
         peer.terminate()
         peer.waitUntilExit()
         let bob = try Node(dataDirectory: root + "/b", options: BenchNodes.options)

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// Monotonic time and a few reporting helpers shared by all suites.
@@ -34,6 +35,20 @@ enum Measure {
         var ts = timespec()
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Runs `body(k)` for k in 0..<count, each on a thread of its own, all at once, and
+    /// returns when every one has. (`DispatchQueue.concurrentPerform` runs at most as many at
+    /// once as there are cores: its "4 threads" were 2 on this 2-core machine, each sending
+    /// twice as long, so the group commit never saw more than 2 senders.)
+    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let done = DispatchGroup()
+        let threads = (0..<count).map { k in
+            done.enter()
+            return Thread { body(k); done.leave() }
+        }
+        threads.forEach { $0.start() }
+        done.wait()
     }
 
     /// Runs `body` `iterations` times (after a short warm-up) and returns seconds per iteration.

@@ -20,10 +20,15 @@ public struct PendingSends: Sendable, Collection {
         for entry in entries.values { counted(entry) }
     }
 
+    /// While a change may still be abandoned (`beginJournal`): each entry changed since, as
+    /// it was before its first change, and whether it was `touched` then.
+    private var journal: [[UInt8]: (entry: Entry?, touched: Bool)]?
+
     public subscript(id: [UInt8]) -> Entry? {
         get { entries[id] }
         set {
             let old = entries[id]
+            if journal != nil, journal?[id] == nil { journal?[id] = (old, touched.contains(id)) }
             entries[id] = newValue
             touched.insert(id)
             if let old, let newValue, old.keyID == newValue.keyID, newValue.expiresMs >= old.expiresMs {
@@ -67,6 +72,23 @@ public struct PendingSends: Sendable, Collection {
 
     /// The store wrote (or read) every entry as it is now.
     package mutating func markStored() { touched = [] }
+
+    /// From now on remembers what each change replaces, for `rollBack` (ReceiverKeyRing.checkpoint).
+    package mutating func beginJournal() { journal = [:] }
+
+    /// The changes since `beginJournal` stay; nothing is remembered any more.
+    package mutating func endJournal() { journal = nil }
+
+    /// Puts back every entry changed since `beginJournal` (its expiry statistics with it,
+    /// and whether the store must write it), and ends the journal.
+    package mutating func rollBack() {
+        guard let saved = journal else { return }
+        journal = nil
+        for (id, before) in saved {
+            self[id] = before.entry
+            if !before.touched { touched.remove(id) }
+        }
+    }
 
     // Collection, by the dictionary's order (none to rely on).
     public typealias Index = Storage.Index

@@ -186,13 +186,14 @@ extension DeliveryEngine {
                         continue
                     }
                     let mark = engine.effects.mark
-                    var tried = rings  // a send that fails leaves the rings as they were
+                    // A send that fails leaves the rings as they were (alone, it fails the group).
+                    let saved = alone ? [:] : rings.checkpoint()
                     do {
                         let sealed = Array(zip(send.messages, try send.rows.get()))
                         let messages = alone
-                            ? try sealed.map { try engine.commitOne($0, $1, &tried, store, keys) }
-                            : try store.db.transaction { try sealed.map { try engine.commitOne($0, $1, &tried, store, keys) } }
-                        rings = tried
+                            ? try sealed.map { try engine.commitOne($0, $1, &rings, store, keys) }
+                            : try store.db.transaction { try sealed.map { try engine.commitOne($0, $1, &rings, store, keys) } }
+                        rings.keepChanges()
                         if engine.carry.mode != .off { owingCopies += messages.map { ($0.messageID, $0.conversationID) } }
                         engine.effects.events += messages.map { .messageStored($0) }
                         results.append(.success(messages))
@@ -203,6 +204,7 @@ extension DeliveryEngine {
                     } catch {
                         if alone { throw RefusedAlone(error: error) }  // its writes roll back with the batch
                         engine.effects.rollback(to: mark)
+                        rings.rollBack(to: saved)
                         results.append(.failure(error))
                     }
                 }
@@ -245,6 +247,8 @@ extension DeliveryEngine {
             // message does not copy the up to 4,096 it remembers (put back below).
             var ring = try rings.byContact.removeValue(forKey: contactID)
                 ?? store.receiverKeyRingToChange(contactID: contactID, cipher: keys.cipher)
+            // Back in the group's rings whatever happens: a refused send rolls it back there.
+            defer { rings.byContact[contactID] = ring }
             let choice = try sealChoice(to: plan.peer, &ring)
             if choice != plan.choice {
                 let start = EventLoop.monotonicNanoseconds()
@@ -269,7 +273,6 @@ extension DeliveryEngine {
             case .longTerm:
                 try store.countLongTermSeal(contactID: contactID, cipher: keys.cipher)
             }
-            rings.byContact[contactID] = ring
         }
         guard let stored = try store.insertMessage(rows.message) else {
             throw YaOKError(.internal, "A fresh message ID collided")
@@ -292,4 +295,24 @@ private struct RefusedAlone: Error {
 /// written once at the end of the group.
 private struct SendRings {
     var byContact: [Int64: ReceiverKeyRing] = [:]
+
+    /// Every ring as it is now (ReceiverKeyRing.checkpoint: each ring's sends stay its own,
+    /// uncopied), for `rollBack(to:)` when the next send is refused.
+    mutating func checkpoint() -> [Int64: ReceiverKeyRing.Checkpoint] {
+        var saved: [Int64: ReceiverKeyRing.Checkpoint] = [:]
+        for contactID in Array(byContact.keys) { saved[contactID] = byContact[contactID]?.checkpoint() }
+        return saved
+    }
+
+    mutating func keepChanges() {
+        for contactID in Array(byContact.keys) { byContact[contactID]?.keepChanges() }
+    }
+
+    /// Back to the rings of `saved`; a ring read since is dropped (unchanged on disk, and the
+    /// store reads it again when next asked).
+    mutating func rollBack(to saved: [Int64: ReceiverKeyRing.Checkpoint]) {
+        for contactID in Array(byContact.keys) {
+            if let checkpoint = saved[contactID] { byContact[contactID]?.rollBack(to: checkpoint) } else { byContact[contactID] = nil }
+        }
+    }
 }

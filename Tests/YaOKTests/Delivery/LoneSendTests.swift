@@ -47,3 +47,42 @@ import Testing
         #expect(try node.texts(pair.bobID) == ["in the way", "before", "after"])  // by sender time
     }
 }
+
+/// A send refused for itself inside a larger group leaves the forward-secrecy ring as the
+/// others left it (DeliveryEngine+SendPlan: the rings roll back from a checkpoint that
+/// copies none of the unsettled sends, where a copy of every one per send was half of a
+/// group's time under the node's lock).
+@Suite struct GroupRefusalRingTests {
+    @Test func aSendRefusedInAGroupLeavesTheRingAsTheOthersLeftIt() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let node = pair.alice
+        try node.send(to: pair.bobID, text: "before")
+        let plans = try node.withUnlockedEngine { engine, store, keys in
+            let first = try engine.planSend([(pair.bobID, "first")], store, keys)
+            let refused = try engine.planSend([(pair.bobID, "refused a"), (pair.bobID, "refused b")], store, keys)
+            let last = try engine.planSend([(pair.bobID, "last")], store, keys)
+            // The refused batch's second ID is taken: it fails after its first was told to the ring.
+            _ = try store.insertMessage(conversation: pair.bobID, messageID: refused.messages[1].messageID.bytes, direction: .outgoing,
+                                        status: .pending, text: "in the way", senderTimestamp: 1, createdAt: 1,
+                                        receivedAt: nil, unread: false, cipher: keys.cipher)
+            return [first, refused, last].map { ($0.ticket, $0.messages, keys) }
+        }
+        let sealed = try plans.map { try SealedSend(keys: $0.2, planned: $0.1) }
+        let written = try node.writeSendGroup(sealed)
+        try written.sync()
+        written.announce()
+        // The tickets were taken by planning: hand them in so that later sends go on.
+        for plan in plans { _ = node.sendCommits.commit(ticket: plan.0, .failure(YaOKError(.internal, "committed by hand"))) { _ in fatalError() } }
+        #expect(written.results.map { (try? $0.get()) != nil } == [true, false, true])
+        let ids = plans.map { plan in plan.1.map { $0.messageID.bytes } }
+        let pending = try node.state.withLock { s in
+            try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher).pending
+        }
+        #expect(pending[ids[0][0]] != nil && pending[ids[2][0]] != nil)
+        #expect(pending[ids[1][0]] == nil && pending[ids[1][1]] == nil)
+        #expect(try node.texts(pair.bobID) == ["in the way", "before", "first", "last"])
+        let next = try node.send(to: pair.bobID, text: "after")
+        #expect(try node.outgoingMessage(next.messageID).text == "after")
+    }
+}

@@ -24,3 +24,39 @@ import Testing
         #expect(try alice.announcement(nowMs: now + 4).release == 3)
     }
 }
+
+/// ReceiverKeyRing.checkpoint / rollBack (a send refused in a group commit): the ring comes
+/// back exactly, the sends evicted at the bound and the release included, and the
+/// checkpoint shares no storage with the ring (changing it copies nothing).
+@Suite struct RingCheckpointTests {
+    @Test func aRollBackRestoresTheRingExactlyEvenPastTheBound() throws {
+        var ring = ReceiverKeyRing()
+        let now: Int64 = 1_700_000_000_000
+        try ring.acknowledged([], announced: Announcement(key: try ReceiverKeyPair.generate(id: 3).key, release: 0), nowMs: now)
+        func id(_ n: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(n).bigEndian) { Array($0) } + [UInt8](repeating: 0, count: 12) }
+        for n in 0..<ReceiverKeyRing.maxPending { ring.sent(messageID: id(n), peerKeyID: 3, expiresMs: now + Int64(n) + 1) }
+        ring.markStored(version: 7)
+        let before = ring.pending.dictionary.mapValues { "\($0.keyID)/\($0.expiresMs)" }
+        let release = try ring.announcement(nowMs: now).release
+        let checkpoint = ring.checkpoint()
+        // Past the bound the oldest send is forgotten; a resend moves another; a new key is heard.
+        ring.sent(messageID: id(ReceiverKeyRing.maxPending), peerKeyID: 3, expiresMs: now + 99_999_999)
+        ring.sent(messageID: id(5), peerKeyID: 3, expiresMs: now + 99_999_999)
+        try ring.acknowledged([id(6)], announced: Announcement(key: try ReceiverKeyPair.generate(id: 4).key, release: 0), nowMs: now + 1)
+        #expect(ring.pending[id(0)] == nil)
+        ring.rollBack(to: checkpoint)
+        #expect(ring.pending.dictionary.mapValues { "\($0.keyID)/\($0.expiresMs)" } == before)
+        #expect(ring.pending.touched.isEmpty)  // nothing for the store to write back
+        #expect(ring.peerKey?.id == 3 && ring.storeVersion == 7)
+        #expect(try ring.announcement(nowMs: now).release == release)
+        // The release's statistics came back with the entries: acking all but the newest leaves key 3 held.
+        try ring.acknowledged((0..<ReceiverKeyRing.maxPending - 1).map(id), announced: nil, nowMs: now)
+        #expect(ring.pending.count == 1)
+        // Kept changes stay, and the journal ends with them.
+        let again = ring.checkpoint()
+        ring.sent(messageID: id(1), peerKeyID: 3, expiresMs: now + 5)
+        ring.keepChanges()
+        #expect(ring.pending[id(1)]?.expiresMs == now + 5)
+        _ = again
+    }
+}
