@@ -24,6 +24,10 @@ enum SendBench {
         return [String(cString: value) != "off"]
     }()
     static let receive = getenv("YAOK_BENCH_SEND_RECEIVE").map { String(cString: $0) == "1" } ?? false
+    /// YAOK_BENCH_SEND_RECEIVE=each: instead of a backlog, YAOK_BENCH_SEND_COUNT messages
+    /// each sent once the one before was delivered, both nodes linked (to profile the drains
+    /// of one message at a time, the receiver's and the sender's of its ack).
+    static let receiveEach = getenv("YAOK_BENCH_SEND_RECEIVE").map { String(cString: $0) == "each" } ?? false
 
     static func run() throws {
         let root = Measure.scratchDirectory + "/yaok-bench-send-\(getpid())"
@@ -58,6 +62,10 @@ enum SendBench {
                 for sql in log { print("    " + sql.split(whereSeparator: \.isNewline).joined(separator: " ")) }
                 print("  pages: " + pages.joined(separator: ", "))
             }
+            if receiveEach {
+                try oneAtATime(from: alice, to: bob, bobID: bobID, card: try alice.profile().text)
+                continue
+            }
             let n = count
             let (statements0, commits0) = try alice.withDatabase { ($0.statementsRun, $0.writingCommits) }
             let (posts0, wakeUps0) = (alice.eventThreadPosts, alice.eventThreadWakeUps)
@@ -87,6 +95,19 @@ enum SendBench {
                   + " ms, \(owed) still owed" + (owed != 0 ? " (LOST)" : ""))
             if receive { try deliver(ids, from: alice, to: bob, card: try alice.profile().text) }
         }
+    }
+
+    /// `count` messages over a memory link, each sent once the one before was delivered.
+    private static func oneAtATime(from alice: Node, to bob: Node, bobID: Int64, card: String) throws {
+        _ = try bob.addContact(card: card)
+        let pipe = try MemoryPipe(alice, bob)
+        defer { pipe.close() }
+        let delivered = DeliveredCounter()
+        alice.setEventHandler { event in
+            if case .messageStatusChanged(let m) = event, m.status == .delivered { delivered.add(m.messageID) }
+        }
+        try delivered.reportLatency("  one at a time over a memory link", node: alice, contact: bobID, count: count,
+                                    target: "p50 ≤ 1 ms", target99: nil)
     }
 
     /// Delivers the backlog that holds `ids` from `alice` to `bob` over a memory link and
