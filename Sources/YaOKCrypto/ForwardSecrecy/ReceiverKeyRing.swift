@@ -226,7 +226,7 @@ public struct ReceiverKeyRing: Sendable {
     private mutating func mint(nowMs: Int64) throws {
         guard lastID < ReceiverKey.prekeyBit - 1 else { throw YaOKError(.internal, "Receiver key IDs exhausted") }
         lastID += 1
-        own.append(OwnKey(pair: try ReceiverKeyReserve.pair(id: lastID), createdMs: nowMs, supersededMs: nil))
+        own.append(OwnKey(pair: try ReceiverKeyPair.generate(id: lastID), createdMs: nowMs, supersededMs: nil))
     }
 
     /// Per-contact keys are newer than any prekey; among each kind, higher IDs are newer.

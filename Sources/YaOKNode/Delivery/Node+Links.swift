@@ -98,16 +98,5 @@ extension Node {
     /// let nothing out: no receipt went out, so the senders try again.
     func drainInbound() {
         _ = try? withEngineSyncedAfter(section: .drain) { engine, store, keys in try engine.drainInbound(store, keys) }
-        if ReceiverKeyReserve.count < ReceiverKeyReserve.capacity {
-            let loop = self.loop
-            _ = loop.post { Self.topUpReceiverKeys(loop) }
-        }
-    }
-
-    /// Makes the receiver key pairs the next drains will mint (ReceiverKeyReserve), one per
-    /// turn of the event thread, so that a unit arriving meanwhile waits for one at most.
-    private static func topUpReceiverKeys(_ loop: EventLoop) {
-        guard (try? ReceiverKeyReserve.makeOne()) == true else { return }
-        _ = loop.post { topUpReceiverKeys(loop) }
     }
 }
