@@ -13,7 +13,9 @@ import YaOK
 /// `valgrind --tool=callgrind` stays short: two counts' difference is the cost of the sends
 /// alone, set-up and warm-up subtracted. YAOK_BENCH_SEND_CARRYING=on or off runs only that half.
 /// YAOK_BENCH_SEND_RECEIVE=1 then delivers them to the receiver over a memory link (both
-/// nodes in this process, as the delivery suite's backlog), to profile its inbound drain too.
+/// nodes in this process, as the delivery suite's backlog), to profile its inbound drain too;
+/// YAOK_BENCH_SEND_RECEIVE=each sends them one at a time over the link instead, each once the
+/// one before is delivered (the drains of one message: the receiver's, the sender's of the ack).
 enum SendBench {
     static let count: Int = {
         guard let value = getenv("YAOK_BENCH_SEND_COUNT"), let n = Int(String(cString: value)), n > 0 else { return 2_000 }
