@@ -1,6 +1,7 @@
 import Testing
 @testable import YaOKSupport
 @testable import YaOKWire
+@testable import YaOKCrypto
 @testable import YaOKStore
 @testable import YaOKNode
 
@@ -84,5 +85,41 @@ import Testing
         #expect(try node.texts(pair.bobID) == ["in the way", "before", "first", "last"])
         let next = try node.send(to: pair.bobID, text: "after")
         #expect(try node.outgoingMessage(next.messageID).text == "after")
+    }
+}
+
+extension GroupRefusalRingTests {
+    /// Refused while its ring is out of the group's rings (its stale key choice sealed again
+    /// at the commit, and that seal fails): the ring still goes back, with what the group's
+    /// earlier sends told it. Put back only at the end of that step, it was lost there, and
+    /// the next send read the ring from the rows, which lacked the first send's entry.
+    @Test func aSendRefusedWhileItsRingIsOutLeavesTheEarlierSendsInIt() throws {
+        let pair = try Pair()
+        defer { pair.close() }
+        let node = pair.alice
+        try node.send(to: pair.bobID, text: "before")
+        let plans = try node.withUnlockedEngine { engine, store, keys in
+            try [[(pair.bobID, "first")], [(pair.bobID, "refused")], [(pair.bobID, "last")]]
+                .map { try engine.planSend($0, store, keys) }
+        }
+        let keys = try node.withUnlockedEngine { _, _, keys in keys }
+        var sealed = try plans.map { try SealedSend(keys: keys, planned: $0.messages) }
+        // The refused one planned for the long-term key (gone stale: sealed again under the
+        // lock) with a body too long to seal, its packet a valid one's.
+        let good = sealed[1].messages[0], plan = good.plan
+        let stale = PlannedMessage(text: String(repeating: "x", count: Envelope.maxBodyLength + 1), peer: plan.peer,
+                                   messageID: plan.messageID, createdMs: plan.createdMs, choice: .longTerm)
+        sealed[1] = SealedSend(keys: keys, messages: [SealedOutgoing(plan: stale, header: good.header, packet: good.packet)])
+        let written = try node.writeSendGroup(sealed)
+        try written.sync()
+        written.announce()
+        for plan in plans { _ = node.sendCommits.commit(ticket: plan.ticket, .failure(YaOKError(.internal, "committed by hand"))) { _ in fatalError() } }
+        #expect(written.results.map { (try? $0.get()) != nil } == [true, false, true])
+        let pending = try node.state.withLock { s in
+            try s.store!.receiverKeyRing(contactID: pair.bobID, cipher: s.keys!.cipher).pending
+        }
+        #expect(pending[plans[0].messages[0].messageID.bytes] != nil)
+        #expect(pending[plans[1].messages[0].messageID.bytes] == nil)
+        #expect(pending[plans[2].messages[0].messageID.bytes] != nil)
     }
 }

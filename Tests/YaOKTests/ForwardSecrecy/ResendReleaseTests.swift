@@ -60,3 +60,27 @@ import Testing
         _ = again
     }
 }
+
+extension RingCheckpointTests {
+    /// A refused send's entry, rolled back, holds back no release: the per-key statistics the
+    /// release reads (PendingSends.byKey) come back with the entries, a new entry's and a
+    /// later expiry's alike (§13.3 rule 1).
+    @Test func aRolledBackSendHoldsBackNoRelease() throws {
+        let now: Int64 = 1_700_000_000_000
+        func id(_ n: UInt8) -> [UInt8] { [n] + [UInt8](repeating: 0, count: 15) }
+        for resend in [false, true] {
+            var ring = ReceiverKeyRing()
+            try ring.acknowledged([], announced: Announcement(key: try ReceiverKeyPair.generate(id: 3).key, release: 0), nowMs: now)
+            ring.sent(messageID: id(1), peerKeyID: 3, expiresMs: now + 10)
+            let checkpoint = ring.checkpoint()
+            // Refused: a new message to key 3, or a resend of the one there expiring much later.
+            ring.sent(messageID: id(resend ? 1 : 2), peerKeyID: 3, expiresMs: now + 99_999_999)
+            ring.rollBack(to: checkpoint)
+            // The contact moves to key 4; message 1 expires (resend) or is acked: key 3 is free.
+            let ack = resend ? [] : [id(1)]
+            try ring.acknowledged(ack, announced: Announcement(key: try ReceiverKeyPair.generate(id: 4).key, release: 0), nowMs: now + 20)
+            #expect(ring.releaseAdvances(nowMs: now + 20), "resend: \(resend)")
+            #expect(try ring.announcement(nowMs: now + 20).release == 3, "resend: \(resend)")
+        }
+    }
+}
