@@ -199,9 +199,10 @@ final class DeliveredCounter: @unchecked Sendable {
         calls.sort()
         Measure.report(label + ", p50", Measure.ms(latencies[latencies.count / 2]), target: target)
         Measure.report(label + ", p99", Measure.ms(latencies[latencies.count * 99 / 100]), target: target99)
-        // Of which the sender's own call (plan, seal, write, its disk sync): the rest is the
-        // way there and back, the receiver's drain and the sender's drain of the ack.
-        Measure.report(label + ", of which the send call, p50", Measure.ms(calls[calls.count / 2]))
+        // The sender's own call alone (plan, seal, write, its disk sync), its own median: the
+        // rest of a message's time is the way there and back, the receiver's drain and the
+        // sender's drain of the ack.
+        Measure.report(label + ", the send call alone, p50", Measure.ms(calls[calls.count / 2]))
         // Each a hop through the event thread (the sender's flush, the arrivals' drains).
         Measure.report(label + ", sender's event-thread posts",
                        Measure.format(Double(node.eventThreadPosts - posts) / Double(count), decimals: 2) + " a message, "
