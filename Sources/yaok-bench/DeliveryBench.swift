@@ -78,6 +78,14 @@ enum DeliveryBench {
             Measure.report("  CPU", Measure.format(cpuUsed * 1e6 / Double(max(got.count, 1)), decimals: 0)
                            + " µs a message (every thread), " + Measure.format(cpuUsed / elapsed, decimals: 2) + " cores busy")
             reportLock(sender.lockStatistics, elapsed: elapsed)
+            // Nothing lost, nothing duplicated: each call got messages of its own, and the
+            // sender's store (it receives nothing) holds every one once.
+            let (rows, distinct) = try sender.withDatabase { db in
+                try db.rows("SELECT count(*), count(DISTINCT message_id) FROM messages") { ($0.int(0), $0.int(1)) }.first ?? (0, 0)
+            }
+            let whole = got.count == n && Set(got).count == n && rows == n && distinct == n
+            Measure.report("  nothing lost, nothing duplicated", "\(Set(got).count) distinct of \(n) sent; the store holds \(distinct) "
+                           + "(\(rows - distinct) duplicated)" + (whole ? ": OK" : ": FAILED"))
             try reportOwnCopiesLeft(sender, sent: got.count)
         }
         if threadsOnly { return }
