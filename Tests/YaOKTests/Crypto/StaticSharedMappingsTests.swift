@@ -47,7 +47,9 @@ import Testing
         #expect(alice.staticSharedCache.withLock { $0.count } == Identity.staticSharedCap)
         let (maps1, locked1) = (Self.mappings(), Self.lockedKiB())
         print("static-shared cache, 4,096 keys: +\(maps1 - maps0) mappings, +\(locked1 - locked0) KiB locked")
-        #expect(maps1 - maps0 <= 1_024)
+        // Half the old 16,384, as for the ring cache below: the slab alone adds about 132, but
+        // the tests beside this one added 1,564 meanwhile in a CI run (the bound was 1,024).
+        #expect(maps1 - maps0 <= 8_192)
     }
 
     /// 1,024 own keys in the ring cache (its bound): was 1,024 regions and 4,096 mappings.
