@@ -15,7 +15,8 @@ import YaOK
 /// YAOK_BENCH_SEND_RECEIVE=1 then delivers them to the receiver over a memory link (both
 /// nodes in this process, as the delivery suite's backlog), to profile its inbound drain too;
 /// YAOK_BENCH_SEND_RECEIVE=each sends them one at a time over the link instead, each once the
-/// one before is delivered (the drains of one message: the receiver's, the sender's of the ack).
+/// one before is delivered (the drains of one message: the receiver's, the sender's of the ack);
+/// with YAOK_BENCH_SEND_TRACE=1 it then traces one more message through both nodes.
 enum SendBench {
     static let count: Int = {
         guard let value = getenv("YAOK_BENCH_SEND_COUNT"), let n = Int(String(cString: value)), n > 0 else { return 2_000 }
@@ -110,6 +111,38 @@ enum SendBench {
         }
         try delivered.reportLatency("  one at a time over a memory link", node: alice, contact: bobID, count: count,
                                     target: "p50 ≤ 1 ms", target99: nil)
+        if ProcessInfo.processInfo.environment["YAOK_BENCH_SEND_TRACE"] == "1" {
+            try traceOne(from: alice, to: bob, bobID: bobID, delivered: delivered)
+        }
+    }
+
+    /// The statements and log pages of one message's whole way, node by node: the sender's
+    /// send, the receiver's drain (store, ack) and the sender's drain of the ack.
+    private static func traceOne(from alice: Node, to bob: Node, bobID: Int64, delivered: DeliveredCounter) throws {
+        let nodes = [("sender", alice), ("receiver", bob)]
+        var frames0: [Int] = []
+        for (_, node) in nodes {
+            frames0.append(try node.withDatabase { db -> Int in
+                try db.checkpointByOwner()
+                try db.checkpointPassive()
+                db.statementLog = []
+                return db.walFrames
+            })
+        }
+        let before = delivered.count
+        try alice.send(to: bobID, text: "traced")
+        try delivered.wait(above: before)
+        usleep(100_000)  // the receipt of the ack, which follows the delivered event
+        for ((name, node), start) in zip(nodes, frames0) {
+            let (log, pages) = try node.withDatabase { db -> ([String], [String]) in
+                defer { db.statementLog = nil }
+                return (db.statementLog ?? [], try db.logPages(frames: start..<db.walFrames))
+            }
+            try node.withDatabase { try $0.checkpointPassive() }
+            print("  the \(name)'s statements for one message, \(pages.count) pages written to the log:")
+            for sql in log { print("    " + sql.split(whereSeparator: \.isNewline).joined(separator: " ")) }
+            print("    pages: " + pages.joined(separator: ", "))
+        }
     }
 
     /// Delivers the backlog that holds `ids` from `alice` to `bob` over a memory link and
