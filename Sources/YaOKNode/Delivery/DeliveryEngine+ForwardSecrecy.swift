@@ -140,16 +140,26 @@ extension DeliveryEngine {
         guard forwardSecrecy else { return }
         var ring = try store.receiverKeyRingToChange(contactID: peer.contactID, cipher: keys.cipher)
         try ring.acknowledged(ids.map(\.bytes), announced: nil, nowMs: now)
+        let release = try releaseIfSettled(ids, &ring, to: peer)
         try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
-        try sendReleaseIfSettled(ids, ring, to: peer, store, keys)
+        try enqueue(release, to: peer, store)
     }
 
     /// §13.3 rule 6: an ack settled `ids` and left none of our messages to `peer` unsettled;
-    /// if the release would advance, a release-only ack (routed) tells the contact so.
-    private mutating func sendReleaseIfSettled(_ ids: [MessageID], _ ring: ReceiverKeyRing, to peer: PeerDirectory.Peer,
-                                               _ store: Store, _ keys: UnlockedKeys) throws {
-        guard !ids.isEmpty, ring.pending.isEmpty, ring.releaseAdvances(nowMs: now) else { return }
-        for ack in try acks([], to: peer, store, keys) {
+    /// if the release would advance, a release-only ack (routed) tells the contact so. Made
+    /// on the caller's `ring`, which it writes once with what the ack changed (the ring's
+    /// state was written twice at each ack that released, each a sealed row).
+    private func releaseIfSettled(_ ids: [MessageID], _ ring: inout ReceiverKeyRing,
+                                  to peer: PeerDirectory.Peer) throws -> [(header: RoutedHeader, packet: [UInt8])] {
+        guard !ids.isEmpty, ring.pending.isEmpty, ring.releaseAdvances(nowMs: now) else { return [] }
+        guard forwardSecrecy else {  // off announces nothing: as `acks`
+            return [try DeliveryAck.seal([], key: peer.outgoingAckKey, route: peer.route, createdMs: now)]
+        }
+        return try Self.acks([], to: peer, ring: &ring, createdMs: now)
+    }
+
+    private func enqueue(_ acks: [(header: RoutedHeader, packet: [UInt8])], to peer: PeerDirectory.Peer, _ store: Store) throws {
+        for ack in acks {
             try store.enqueue(.ack, packetID: ack.header.messageID, contactID: peer.contactID, packet: ack.packet,
                               now: now, expiresAt: ack.header.expiresAtMs)
         }
@@ -166,8 +176,16 @@ extension DeliveryEngine {
             return [try DeliveryAck.seal(messageIDs, key: peer.outgoingAckKey, route: peer.route, createdMs: t)]
         }
         var ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
-        let announcement = try ring.announcement(nowMs: t)
+        let out = try Self.acks(messageIDs, to: peer, ring: &ring, createdMs: t)
         try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
+        return out
+    }
+
+    /// The acks of `acks(_:to:_:_:)` made on `ring`, which takes their announcement (and
+    /// may mint); the caller writes it.
+    static func acks(_ messageIDs: [MessageID], to peer: PeerDirectory.Peer, ring: inout ReceiverKeyRing,
+                     createdMs t: Int64) throws -> [(header: RoutedHeader, packet: [UInt8])] {
+        let announcement = try ring.announcement(nowMs: t)
         if ring.peerKey != nil {
             return [try ForwardSecretAck.seal(messageIDs, announcement: announcement, key: peer.outgoingAckKey,
                                               route: peer.route, createdMs: t)]
@@ -192,8 +210,9 @@ extension DeliveryEngine {
         var ring = try store.receiverKeyRingToChange(contactID: peer.contactID, cipher: keys.cipher)
         try ring.acknowledged(ids.map(\.bytes), announced: announcement, nowMs: now)
         ring.enforceCap()
+        let release = try releaseIfSettled(ids, &ring, to: peer)
         try store.saveReceiverKeyRing(ring, contactID: peer.contactID, cipher: keys.cipher)
-        try sendReleaseIfSettled(ids, ring, to: peer, store, keys)
+        try enqueue(release, to: peer, store)
         return ids
     }
 
