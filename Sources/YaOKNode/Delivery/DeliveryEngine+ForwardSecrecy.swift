@@ -151,10 +151,10 @@ extension DeliveryEngine {
     /// state was written twice at each ack that released, each a sealed row).
     private func releaseIfSettled(_ ids: [MessageID], _ ring: inout ReceiverKeyRing,
                                   to peer: PeerDirectory.Peer) throws -> [(header: RoutedHeader, packet: [UInt8])] {
-        guard !ids.isEmpty, ring.pending.isEmpty, ring.releaseAdvances(nowMs: now) else { return [] }
-        guard forwardSecrecy else {  // off announces nothing: as `acks`
-            return [try DeliveryAck.seal([], key: peer.outgoingAckKey, route: peer.route, createdMs: now)]
-        }
+        // Off announces nothing, so there is no release to send: a §6.2 ack has 1 to 255 IDs,
+        // and making an empty one threw, which refused the contact's ack every time it came
+        // (the message never delivered) when its last message sealed while on settled.
+        guard forwardSecrecy, !ids.isEmpty, ring.pending.isEmpty, ring.releaseAdvances(nowMs: now) else { return [] }
         return try Self.acks([], to: peer, ring: &ring, createdMs: now)
     }
 
