@@ -11,14 +11,33 @@ import YaOKSupport
 ///
 /// Its own descriptor of the log file, closed with it: a sync after the database closed
 /// (closing checkpoints and syncs everything) syncs a file that may be gone, harmlessly.
-public final class LogSync: Sendable {
+public final class LogSync: @unchecked Sendable {
     /// The log's descriptor (internal for the tests, which put another file in its place).
     let descriptor: Int32
-    /// Syncs run so far, and the first failure (kept: see `sync`).
-    private let state = Locked<(syncs: Int, failure: YaOKError?)>((0, nil))
+    /// A pthread mutex and condition (as `SendCommitQueue`'s) so that ThreadSanitizer sees
+    /// the hand-over between a sync's runner and the callers it covered.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Syncs begun and syncs completed so far (one runs at a time, so they complete in the
+    /// order they began), whether one runs now, and the first failure (kept: see `sync`).
+    private var begun = 0, completed = 0, running = false
+    private var failure: YaOKError?
+    /// Callers waiting for another's sync (`sync(expectingAnother:)`), for the tests.
+    private var patient = 0
 
     /// Syncs run so far (tests count one per group commit).
-    package var syncs: Int { state.withLock { $0.syncs } }
+    package var syncs: Int {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return completed
+    }
+
+    /// How many callers wait for another's sync to begin now (tests line one up).
+    package var patientCallers: Int {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return patient
+    }
 
     init(logPath: String) throws {
         let fd = open(logPath, O_RDONLY | O_CLOEXEC)
@@ -26,12 +45,32 @@ public final class LogSync: Sendable {
             throw YaOKError(.storage, "Cannot open the database's log to sync it: \(String(cString: strerror(errno)))")
         }
         descriptor = fd
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+        condition.initialize(to: pthread_cond_t())
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)  // `sync(expecting:)`'s patience
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
-    deinit { Glibc.close(descriptor) }
+    deinit {
+        Glibc.close(descriptor)
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
 
     /// Makes every commit written to the log so far durable (as `synchronous=FULL` would
     /// have at each commit). Safe from any thread, with or without the database's lock.
+    ///
+    /// Callers on several threads share syncs: any sync that begins after a caller arrived
+    /// covers every commit that caller wrote before it called. So one sync runs at a time;
+    /// a caller that finds one running waits for it and then for the next, which one of
+    /// the callers that waited runs for them all (a send's commit and the event thread's
+    /// drain, arriving during the same sync, share the next: each was two, now one).
     ///
     /// Once a sync has failed, every later one fails with it (until the store is opened
     /// again): the commits it covered stay committed in SQLite's view, later commits' frames
@@ -41,16 +80,67 @@ public final class LogSync: Sendable {
     /// `synchronous=FULL` commit whose sync fails is not committed at all, and the next
     /// commit writes over its frames.)
     public func sync() throws {
-        if let failure = state.withLock({ $0.failure }) { throw failure }
+        try sync(expectingAnother: false)
+    }
+
+    /// As `sync`, but when `expectingAnother` (callers on another thread are writing
+    /// commits they will sync, one after the other: an app sending back to back) waits, once
+    /// no sync runs, up to `patience` for one of theirs to begin and cover this caller's
+    /// commits too, instead of running its own at once. The event thread's drain that
+    /// applies an ack while the app sends so shares a send's sync (two syncs a message in a
+    /// row on the sender were the disk's whole time). Past `patience` (the app stopped, or
+    /// its write failed) it runs its own.
+    public func sync(expectingAnother: Bool, patience: Duration = .microseconds(500)) throws {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        // Any sync that begins from now on covers every commit written before this call.
+        let needed = begun + 1
+        var waitForAnother = expectingAnother
+        var deadline: timespec?
+        while true {
+            if let failure { throw failure }
+            if completed >= needed { return }
+            if running {
+                pthread_cond_wait(condition, mutex)
+                continue
+            }
+            if waitForAnother {
+                if deadline == nil { deadline = Self.monotonicTime(after: patience) }
+                patient += 1
+                if pthread_cond_timedwait(condition, mutex, &deadline!) == ETIMEDOUT { waitForAnother = false }
+                patient -= 1
+                continue
+            }
+            running = true
+            begun += 1
+            let mine = begun
+            pthread_mutex_unlock(mutex)
+            let error = Self.syncFile(descriptor)
+            pthread_mutex_lock(mutex)
+            running = false
+            if let error { failure = failure ?? error } else { completed = mine }
+            pthread_cond_broadcast(condition)
+        }
+    }
+
+    private static func monotonicTime(after duration: Duration) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = Int(now.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        return timespec(tv_sec: now.tv_sec + Int(seconds) + nanoseconds / 1_000_000_000,
+                        tv_nsec: nanoseconds % 1_000_000_000)
+    }
+
+    /// fdatasync, again after a signal; nil once the disk confirmed.
+    private static func syncFile(_ descriptor: Int32) -> YaOKError? {
         while fdatasync(descriptor) != 0 {
             guard errno == EINTR else {
-                let error = YaOKError(.storage, "The disk could not confirm the write (\(String(cString: strerror(errno)))): "
-                                      + "nothing more can be confirmed until the node is opened again")
-                state.withLock { $0.failure = $0.failure ?? error }
-                throw error
+                return YaOKError(.storage, "The disk could not confirm the write (\(String(cString: strerror(errno)))): "
+                                 + "nothing more can be confirmed until the node is opened again")
             }
         }
-        state.withLock { $0.syncs += 1 }
+        return nil
     }
 }
 

@@ -110,7 +110,9 @@ extension Node {
         if let owed, let mark {
             pause?()
             do {
-                try owed.sync()
+                // While an app thread sends, its next send's sync follows soon and covers
+                // this drain's commit too (one sync for both, not two in a row).
+                try owed.sync(expectingAnother: sendCommits.sendsAreSyncing)
             } catch {
                 // What was queued before the drain began still leaves: a flusher that found
                 // the sync owed stopped and left it to this drain's end.

@@ -89,6 +89,16 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
                                     syncSeconds: Double(syncNanos) / 1e9, announceSeconds: Double(announceNanos) / 1e9)
     }
 
+    /// Whether sends are on their way to the disk: a ticket taken and not committed, a
+    /// group writing, or one written and not durable yet (its sync running or to come). A
+    /// drain that commits meanwhile lets their sync cover it (`LogSync.sync(expectingAnother:)`):
+    /// while an app sends back to back, each send's sync follows the one before closely.
+    var sendsAreSyncing: Bool {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return issued > next || committing || groupsWritten > groupsSynced
+    }
+
     /// Records that `ticket` was taken: a committer that starts from now on waits for it.
     /// Called when the ticket is taken (under the node's lock, so in ticket order).
     func taken(_ ticket: UInt64) {
@@ -191,6 +201,9 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
             let announceEnd = Self.nanoseconds()
             pthread_mutex_lock(mutex)
             announceNanos += announceEnd - announceStart
+        } else if groupsSynced == turn {
+            // Nothing written (the write failed): no sync is coming for it.
+            groupsSynced = turn + 1
         }
         for (ticket, result) in zip(tickets, outcome) { results[ticket] = result }
         groupsAnnounced += 1

@@ -125,10 +125,14 @@ import Testing
         #expect(eventually {
             (try? pair.bob.withStore { store, s in try store.outboxRows(kind: .ack).count - s.delivery.takenAcks.count }) == 0
         })
-        let delivered = aliceEvents.all.filter {
-            if case .messageStatusChanged(let m) = $0 { m.messageID == id && m.status == .delivered } else { false }
+        let delivered = {
+            aliceEvents.all.filter {
+                if case .messageStatusChanged(let m) = $0 { m.messageID == id && m.status == .delivered } else { false }
+            }.count
         }
-        #expect(delivered.count == 1)
+        // The status is stored before the event thread posts its event: wait for the event.
+        #expect(eventually { delivered() >= 1 })
+        #expect(delivered() == 1)
         #expect(!bobEvents.all.contains { if case .messageReceived = $0 { true } else { false } })
         #expect(try pair.bob.texts(pair.aliceID) == ["hello"])
     }

@@ -115,4 +115,36 @@ import Testing
         }
         #expect((try? result.get()) == nil)
     }
+
+    /// `sendsAreSyncing` (a drain that commits meanwhile waits for their sync,
+    /// `LogSync.sync(expectingAnother:)`): from the ticket taken until the group's sync
+    /// has returned, and not after a group whose write failed (no sync comes for it).
+    @Test func sendsAreSyncingFromTheTicketUntilTheSyncReturns() {
+        let queue = Queue()
+        #expect(!queue.sendsAreSyncing)
+        queue.taken(0)
+        #expect(queue.sendsAreSyncing)  // sealing
+        let inSync = Locked(false)
+        let release = DispatchSemaphore(value: 0)
+        let sender = Thread {
+            _ = queue.commit(ticket: 0, .success(1)) { items in
+                .init(results: items.map { .success($0) }, sync: {
+                    inSync.withLock { $0 = true }
+                    release.wait()
+                }, announce: {})
+            }
+        }
+        sender.start()
+        #expect(eventually { inSync.withLock { $0 } })
+        #expect(queue.sendsAreSyncing)  // written, its sync running
+        release.signal()
+        #expect(eventually { sender.isFinished })
+        #expect(!queue.sendsAreSyncing)
+
+        struct WriteFailed: Error {}
+        queue.taken(1)
+        let failed = queue.commit(ticket: 1, .success(2)) { _ in throw WriteFailed() }
+        #expect((try? failed.get()) == nil)
+        #expect(!queue.sendsAreSyncing)  // nothing written: no sync to wait for
+    }
 }
