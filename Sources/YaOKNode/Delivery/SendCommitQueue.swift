@@ -23,9 +23,11 @@ import YaOKSupport
 ///
 /// A committer first waits for the tickets taken (`taken`) before it began and still
 /// sealing: they are on their way (sealing is a fraction of a sync), and committing without
-/// them would give each its own sync, under the node's lock, which the senders behind them
-/// wait for to plan. Tickets taken while it waits are not waited for (a steady stream of
-/// senders cannot hold a commit back); they go in the next group.
+/// them makes more, smaller groups, each with its own write and sync (measured with 4
+/// threads on a tmpfs: 1.8 sends a group instead of 2.9, 432 µs of CPU a message instead of
+/// 327, slower; on disk the same within the noise). Tickets taken while it waits are not
+/// waited for (a steady stream of senders cannot hold a commit back); they go in the next
+/// group.
 ///
 /// A pthread mutex and condition (not `Locked`, which has no condition) so that
 /// ThreadSanitizer sees the hand-over.
