@@ -127,6 +127,16 @@ final class RelayPostCostTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: relay.directory)
     }
 
+    /// A relay configured otherwise in place of setUp's, whose directory goes with it (it
+    /// was left in the temp directory at every run).
+    private func replaceRelay(_ configure: (inout RelayConfiguration) -> Void) throws {
+        relay.stop()
+        try? FileManager.default.removeItem(atPath: relay.directory)
+        var c = testConfiguration()
+        configure(&c)
+        relay = try TestRelay(configuration: c)
+    }
+
     func testDuplicatesAndFullMailboxPostsUseUpTheLimit() throws {
         let alice = try TestClient(port: relay.port)
         guard case .ready? = try alice.login() else { return XCTFail("no READY") }
@@ -150,11 +160,10 @@ final class RelayPostCostTests: XCTestCase {
     /// Each `unavailable` and each "of this IP address" answer is one verification.
     func testRefusalsAfterTheSignatureCheckUseUpTheLimit() throws {
         for path in ["storage full", "address limit"] {
-            relay.stop()
-            var c = testConfiguration()
-            c.ratePerHour = 5
-            if path == "storage full" { c.maxStoredBytes = 0 } else { c.addressRateMultiplier = 0 }
-            relay = try TestRelay(configuration: c)
+            try replaceRelay { c in
+                c.ratePerHour = 5
+                if path == "storage full" { c.maxStoredBytes = 0 } else { c.addressRateMultiplier = 0 }
+            }
             let alice = try TestClient(port: relay.port)
             guard case .ready? = try alice.login() else { return XCTFail("no READY") }
             let box = mailbox(try SigningKey.random())
@@ -176,10 +185,7 @@ final class RelayPostCostTests: XCTestCase {
 
     /// Bytes are limited per address as well as counts: big packets run out first.
     func testBytesPerAddressAreLimited() throws {
-        relay.stop()
-        var c = testConfiguration()
-        c.addressBytesPerHour = 5_000
-        relay = try TestRelay(configuration: c)
+        try replaceRelay { $0.addressBytesPerHour = 5_000 }
         let alice = try TestClient(port: relay.port)
         guard case .ready? = try alice.login() else { return XCTFail("no READY") }
         let bob = try TestClient(port: relay.port)
