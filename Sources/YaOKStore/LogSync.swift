@@ -105,9 +105,13 @@ public final class LogSync: @unchecked Sendable {
                 continue
             }
             if waitForAnother {
-                if deadline == nil { deadline = Self.monotonicTime(after: patience) }
+                // A patience below zero is none: its deadline's nanoseconds would be negative,
+                // which the wait refuses at once (EINVAL) without releasing the mutex.
+                if deadline == nil { deadline = Self.monotonicTime(after: max(patience, .zero)) }
                 patient += 1
-                if pthread_cond_timedwait(condition, mutex, &deadline!) == ETIMEDOUT { waitForAnother = false }
+                // Any error ends the patience: only ETIMEDOUT is expected, but this loop
+                // must never come back to a wait that returns at once.
+                if pthread_cond_timedwait(condition, mutex, &deadline!) != 0 { waitForAnother = false }
                 patient -= 1
                 continue
             }

@@ -40,6 +40,27 @@ import Testing
         #expect(syncer.syncs == 2)
     }
 
+    /// A patience below zero is none: the caller runs its own sync at once. It made a
+    /// deadline with negative nanoseconds, which pthread_cond_timedwait refuses at once
+    /// (EINVAL, not ETIMEDOUT, the mutex never released), and the caller spun on it for
+    /// ever, holding the lock: no sync on that log could run again, anyone's.
+    @Test func aPatienceBelowZeroIsNone() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let syncer = try syncer(dir)
+        let outcome = Locked<Result<Void, any Error>?>(nil)
+        let drain = Thread {
+            let result = Result { try syncer.sync(expectingAnother: true, patience: .nanoseconds(-999_999_999)) }
+            outcome.withLock { $0 = result }
+        }
+        drain.start()
+        let returned = eventually { outcome.withLock { $0 } != nil }
+        #expect(returned)
+        guard returned else { return }  // it spins with the lock held: nothing more can sync
+        #expect(throws: Never.self) { try outcome.withLock { $0 }?.get() }
+        #expect(syncer.syncs == 1)
+    }
+
     @Test func aFailedSyncFailsTheCallersWaitingForIt() throws {
         let syncer = try LogSync(logPath: "/dev/null")  // fdatasync refuses a character device
         let outcome = Locked<Result<Void, any Error>?>(nil)
