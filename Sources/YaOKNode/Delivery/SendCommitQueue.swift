@@ -95,10 +95,16 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     /// group writing, or one written and not durable yet (its sync running or to come). A
     /// drain that commits meanwhile lets their sync cover it (`LogSync.sync(expectingAnother:)`):
     /// while an app sends back to back, each send's sync follows the one before closely.
+    /// A ticket whose sealing failed is not on its way: it waits only for the next
+    /// committer to pass over it, and no sync comes for it (each drain until the next send
+    /// waited out its patience).
     var sendsAreSyncing: Bool {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return issued > next || committing || groupsWritten > groupsSynced
+        let sealingOrSealed = next < issued && (next..<issued).contains { ticket in
+            if case .some(.none) = handedIn[ticket] { false } else { true }
+        }
+        return sealingOrSealed || committing || groupsWritten > groupsSynced
     }
 
     /// Records that `ticket` was taken: a committer that starts from now on waits for it.

@@ -147,4 +147,29 @@ import Testing
         #expect((try? failed.get()) == nil)
         #expect(!queue.sendsAreSyncing)  // nothing written: no sync to wait for
     }
+
+    /// A ticket whose sealing failed is handed in and nothing of it goes to the disk: no sync
+    /// is coming for it, so a drain meanwhile must not wait for one. It counted as "taken,
+    /// not committed" until the next send's committer passed over it, and every drain until
+    /// then waited out its 0.5 ms patience for a sync that never came.
+    @Test func aTicketWhoseSealingFailedIsNotSyncing() {
+        struct SealFailed: Error {}
+        let queue = Queue()
+        queue.taken(0)
+        #expect(queue.sendsAreSyncing)  // sealing
+        let result = queue.commit(ticket: 0, .failure(SealFailed())) { _ in
+            Issue.record("nothing to commit")
+            return .init(results: [], sync: {}, announce: {})
+        }
+        #expect((try? result.get()) == nil)
+        #expect(!queue.sendsAreSyncing)
+        // The next send passes over it and commits as ever.
+        queue.taken(1)
+        #expect(queue.sendsAreSyncing)
+        let next = queue.commit(ticket: 1, .success(3)) { items in
+            .init(results: items.map { .success($0 * 10) }, sync: {}, announce: {})
+        }
+        #expect((try? next.get()) == 30)
+        #expect(!queue.sendsAreSyncing)
+    }
 }
