@@ -98,8 +98,11 @@ public final class LogSync: @unchecked Sendable {
         var waitForAnother = expectingAnother
         var deadline: timespec?
         while true {
-            if let failure { throw failure }
+            // Covered first: a sync that began after this caller arrived and succeeded made
+            // its commits durable, whatever a later one did (a send so reported failed
+            // would be sent again by the app).
             if completed >= needed { return }
+            if let failure { throw failure }
             if running {
                 pthread_cond_wait(condition, mutex)
                 continue

@@ -46,6 +46,9 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     /// Groups written so far; groups a completed sync made durable (the first this many);
     /// groups announced so far.
     private var groupsWritten = 0, groupsSynced = 0, groupsAnnounced = 0
+    /// Groups whose sync has returned, made durable or failed (`sendsAreSyncing`: after a
+    /// failed sync no sync is coming for them, and the queue outlives the store it wrote).
+    private var groupsSyncEnded = 0
 
     /// What `commitGroup` returns once the group is written: one result per send, what
     /// makes it and every group written before it durable (the disk sync), and what tells
@@ -104,7 +107,7 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
         let sealingOrSealed = next < issued && (next..<issued).contains { ticket in
             if case .some(.none) = handedIn[ticket] { false } else { true }
         }
-        return sealingOrSealed || committing || groupsWritten > groupsSynced
+        return sealingOrSealed || committing || groupsWritten > max(groupsSynced, groupsSyncEnded)
     }
 
     /// Records that `ticket` was taken: a committer that starts from now on waits for it.
@@ -198,6 +201,7 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
                 let syncEnd = Self.nanoseconds()
                 pthread_mutex_lock(mutex)
                 syncNanos += syncEnd - syncStart
+                groupsSyncEnded = max(groupsSyncEnded, covers)
                 switch synced {
                 case .success: groupsSynced = max(groupsSynced, covers)
                 case .failure(let error): outcome = outcome.map { $0.flatMap { _ in .failure(error) } }

@@ -172,4 +172,17 @@ import Testing
         #expect((try? next.get()) == 30)
         #expect(!queue.sendsAreSyncing)
     }
+
+    /// After a failed sync no sync is coming for the group: drains do not wait for one (the
+    /// queue outlives the store; after a reset every drain waited out its patience).
+    @Test func aGroupWhoseSyncFailedIsNotSyncing() {
+        let queue = Queue()
+        struct SyncFailed: Error {}
+        queue.taken(0)
+        let result = queue.commit(ticket: 0, .success(1)) { items in
+            .init(results: items.map { .success($0) }, sync: { throw SyncFailed() }, announce: {})
+        }
+        #expect((try? result.get()) == nil)
+        #expect(!queue.sendsAreSyncing)
+    }
 }
