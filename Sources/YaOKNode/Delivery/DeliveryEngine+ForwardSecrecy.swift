@@ -137,7 +137,14 @@ extension DeliveryEngine {
     /// rule 6), rather than waiting for our next packet to the contact.
     mutating func carriedAcknowledged(_ ids: [MessageID], from peer: PeerDirectory.Peer,
                                       _ store: Store, _ keys: UnlockedKeys) throws {
-        guard forwardSecrecy else { return }
+        // Whatever the option says, as a routed ack (`openAck`): messages sealed to a
+        // receiver key while it was on stop holding back the release (they held it until
+        // their expiry when the option was off by the time their carried ack came). Off, a
+        // ring that holds none of `ids` is not written (nor read to change).
+        if !forwardSecrecy {
+            let ring = try store.receiverKeyRing(contactID: peer.contactID, cipher: keys.cipher)
+            guard ids.contains(where: { ring.pending[$0.bytes] != nil }) else { return }
+        }
         var ring = try store.receiverKeyRingToChange(contactID: peer.contactID, cipher: keys.cipher)
         try ring.acknowledged(ids.map(\.bytes), announced: nil, nowMs: now)
         let release = try releaseIfSettled(ids, &ring, to: peer)

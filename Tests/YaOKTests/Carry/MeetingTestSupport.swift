@@ -69,9 +69,12 @@ final class Meeting {
         }
     }
 
-    /// Closes `name` and opens it again from its directory, unlocked (a restart after a kill).
-    func reopen(_ name: String) throws {
+    /// Closes `name` and opens it again from its directory, unlocked (a restart after a kill),
+    /// with its options changed by `configure`.
+    func reopen(_ name: String, _ configure: (inout Node.Options) -> Void = { _ in }) throws {
         self[name].close()
+        var options = options
+        configure(&options)
         let node = try Node(dataDirectory: dirs[name]!.path, options: options)
         try node.unlock(pin: testPIN)
         nodes[name] = node

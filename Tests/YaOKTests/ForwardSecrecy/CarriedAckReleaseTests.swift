@@ -23,6 +23,11 @@ import Testing
         }
     }
 
+    /// What `name` carries now.
+    func carriedAt(_ m: Meeting, _ name: String) throws -> [CarriedPacket] {
+        try m[name].state.withLock { s in try s.store?.carriedPackets(after: nil, nowMs: s.delivery.now, limit: 10) ?? [] }
+    }
+
     @Test func aCarriedAckThatSettlesTheLastMessageSendsTheRelease() throws {
         let m = try Meeting(["Alice", "Bob", "Carol"])
         defer { m.finish() }
@@ -61,5 +66,37 @@ import Testing
         let after = try ownKeyIDs(m, "Carol", contact: aliceAtCarol)
         #expect(after.count < before.count, "Carol's keys \(before) then \(after)")
         #expect(after.last == before.last)
+    }
+
+    /// With the option turned off before the carried ack comes, the ack still settles the
+    /// message sealed to Carol's receiver key while it was on (as a routed ack does): it
+    /// held back the release until the carried copy's expiry, and Carol kept the keys.
+    @Test func aCarriedAckSettlesWithTheOptionOff() throws {
+        let m = try Meeting(["Alice", "Bob", "Carol"])
+        defer { m.finish() }
+        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
+        let tests = CarriedForwardSecrecyTests()
+        try tests.direct(m, "Alice", "Carol", contact: carolAtAlice, "hello")
+        try tests.direct(m, "Carol", "Alice", contact: aliceAtCarol, "hi")
+        #expect(try m["Alice"].forwardSecrecy(carolAtAlice).active)
+
+        let sent = try m["Alice"].send(to: carolAtAlice, text: "carried")
+        try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 }
+        let copies = Set(try carriedAt(m, "Bob").map(\.identity))
+        try m.meet("Bob", "Carol") {
+            m["Carol"].incoming(aliceAtCarol).count == 2 && ((try? carriedAt(m, "Bob"))?.contains { !copies.contains($0.identity) } ?? false)
+        }
+        func pending() throws -> Bool {
+            try m["Alice"].state.withLock { s in
+                guard let keys = s.keys, let store = s.store else { throw YaOKError(.locked) }
+                return try store.receiverKeyRing(contactID: carolAtAlice, cipher: keys.cipher).pending[sent.messageID.bytes] != nil
+            }
+        }
+        #expect(try pending())
+        try m.reopen("Alice") { $0.forwardSecrecy = false }
+        try m.meet("Bob", "Alice") { (try? m["Alice"].status(of: sent.messageID)) == .delivered }
+        #expect(try m["Alice"].status(of: sent.messageID) == .delivered)
+        #expect(try !pending(), "the carried ack settled it")
+        #expect(try releaseOnlyAcks(m["Alice"], to: carolAtAlice) == 0, "off: no release is announced")
     }
 }
