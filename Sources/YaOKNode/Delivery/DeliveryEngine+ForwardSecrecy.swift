@@ -3,9 +3,11 @@ import YaOKWire
 import YaOKCrypto
 import YaOKStore
 
-/// Forward secrecy in the engine (docs/PROTOCOL.md §13), when `forwardSecrecy` is on: the
-/// contact's key ring is read from the store, changed and written back within the engine's
-/// transaction, so a rolled-back batch leaves it as it was.
+/// Forward secrecy in the engine (docs/PROTOCOL.md §13): sealing to receiver keys and
+/// announcing them when `forwardSecrecy` is on; opening what was sealed to them, and
+/// settling by acks what was sent under them, whatever it says (turned off, nothing sealed
+/// while it was on is lost). The contact's key ring is read from the store, changed and
+/// written back within the engine's transaction, so a rolled-back batch leaves it as it was.
 extension DeliveryEngine {
     /// Seals a message to `peer`: to its newest receiver key when it has announced one, else
     /// to its card's prekey while that is at most 7 days past its day (§13.4), else to its
