@@ -46,8 +46,9 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     /// Groups written so far; groups a completed sync made durable (the first this many);
     /// groups announced so far.
     private var groupsWritten = 0, groupsSynced = 0, groupsAnnounced = 0
-    /// Groups whose sync has returned, made durable or failed (`sendsAreSyncing`: after a
-    /// failed sync no sync is coming for them, and the queue outlives the store it wrote).
+    /// Groups whose sync has returned, made durable or failed, or that wrote nothing (the
+    /// first this many; `sendsAreSyncing`: after a failed sync no sync is coming for them,
+    /// and the queue outlives the store it wrote).
     private var groupsSyncEnded = 0
 
     /// What `commitGroup` returns once the group is written: one result per send, what
@@ -213,9 +214,12 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
             let announceEnd = Self.nanoseconds()
             pthread_mutex_lock(mutex)
             announceNanos += announceEnd - announceStart
-        } else if groupsSynced == turn {
-            // Nothing written (the write failed): no sync is coming for it.
-            groupsSynced = turn + 1
+        } else {
+            // Nothing written (the write failed): no sync is coming for it, nor for any group
+            // before it (all announced). Ended too: after a failed sync `groupsSynced` stays
+            // behind, and this group counted as syncing until a later sync succeeded.
+            if groupsSynced == turn { groupsSynced = turn + 1 }
+            groupsSyncEnded = max(groupsSyncEnded, turn + 1)
         }
         for (ticket, result) in zip(tickets, outcome) { results[ticket] = result }
         groupsAnnounced += 1

@@ -120,6 +120,25 @@ import Testing
         #expect(!queue.sendsAreSyncing)
     }
 
+    /// A group whose write failed after a group whose sync failed: no sync is coming for
+    /// either. The failed write moved only `groupsSynced`, and only when it had reached the
+    /// group (the failed sync had left it behind), so the group counted as syncing until
+    /// the next send's sync succeeded, and every drain until then waited out its patience.
+    @Test func aFailedWriteAfterAFailedSyncIsNotSyncing() {
+        let queue = Queue()
+        struct SyncFailed: Error {}
+        struct WriteFailed: Error {}
+        queue.taken(0)
+        let first = queue.commit(ticket: 0, .success(1)) { items in
+            .init(results: items.map { .success($0) }, sync: { throw SyncFailed() }, announce: {})
+        }
+        #expect((try? first.get()) == nil)
+        queue.taken(1)
+        let second = queue.commit(ticket: 1, .success(2)) { _ in throw WriteFailed() }
+        #expect((try? second.get()) == nil)
+        #expect(!queue.sendsAreSyncing)
+    }
+
     /// `sendsAreSyncing` (a drain that commits meanwhile waits for their sync,
     /// `LogSync.sync(expectingAnother:)`): from the ticket taken until the group's sync
     /// has returned, and not after a group whose write failed (no sync comes for it).
