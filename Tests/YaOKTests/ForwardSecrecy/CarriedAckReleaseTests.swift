@@ -23,6 +23,17 @@ import Testing
         }
     }
 
+    /// Alice and Carol made contacts and a message each way sent directly: each holds the
+    /// other's receiver key. Returns (Carol's id at Alice, Alice's id at Carol).
+    func acquainted(_ m: Meeting) throws -> (Int64, Int64) {
+        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
+        let tests = CarriedForwardSecrecyTests()
+        try tests.direct(m, "Alice", "Carol", contact: carolAtAlice, "hello")
+        try tests.direct(m, "Carol", "Alice", contact: aliceAtCarol, "hi")
+        #expect(try m["Alice"].forwardSecrecy(carolAtAlice).active)
+        return (carolAtAlice, aliceAtCarol)
+    }
+
     /// What `name` carries now.
     func carriedAt(_ m: Meeting, _ name: String) throws -> [CarriedPacket] {
         try m[name].state.withLock { s in try s.store?.carriedPackets(after: nil, nowMs: s.delivery.now, limit: 10) ?? [] }
@@ -31,11 +42,7 @@ import Testing
     @Test func aCarriedAckThatSettlesTheLastMessageSendsTheRelease() throws {
         let m = try Meeting(["Alice", "Bob", "Carol"])
         defer { m.finish() }
-        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
-        let tests = CarriedForwardSecrecyTests()
-        try tests.direct(m, "Alice", "Carol", contact: carolAtAlice, "hello")
-        try tests.direct(m, "Carol", "Alice", contact: aliceAtCarol, "hi")
-        #expect(try m["Alice"].forwardSecrecy(carolAtAlice).active)
+        let (carolAtAlice, aliceAtCarol) = try acquainted(m)
         #expect(try releaseOnlyAcks(m["Alice"], to: carolAtAlice) == 0)
 
         let sent = try m["Alice"].send(to: carolAtAlice, text: "carried")
@@ -74,11 +81,7 @@ import Testing
     @Test func aCarriedAckSettlesWithTheOptionOff() throws {
         let m = try Meeting(["Alice", "Bob", "Carol"])
         defer { m.finish() }
-        let (carolAtAlice, aliceAtCarol) = try m.befriend("Alice", "Carol")
-        let tests = CarriedForwardSecrecyTests()
-        try tests.direct(m, "Alice", "Carol", contact: carolAtAlice, "hello")
-        try tests.direct(m, "Carol", "Alice", contact: aliceAtCarol, "hi")
-        #expect(try m["Alice"].forwardSecrecy(carolAtAlice).active)
+        let (carolAtAlice, aliceAtCarol) = try acquainted(m)
 
         let sent = try m["Alice"].send(to: carolAtAlice, text: "carried")
         try m.meet("Alice", "Bob") { m["Bob"].carriedCount == 1 }
