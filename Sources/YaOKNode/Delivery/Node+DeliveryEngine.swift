@@ -41,14 +41,14 @@ extension Node {
     }
 
     /// As `withUnlockedEngine`, but the section's commits do not sync the disk under the
-    /// lock (`Database.unsynced`). Returns the section's result, the sync that makes its
+    /// lock (`Database.unsynced`). Returns the section's result, the log sync that makes its
     /// commits durable (throws if the disk cannot confirm them), and what carries out what
     /// the section decided (events to the app, units to links), to be run with the lock
     /// released, after the sync; what it is given runs after the events, before the flush.
     /// A section that throws is carried out at once.
     func withUnlockedEngineUnsynced<R: Sendable>(section: LockSection? = nil,
                                                  _ body: (inout DeliveryEngine, Store, UnlockedKeys) throws -> R) throws
-        -> (result: R, sync: () throws -> Void, perform: (_ beforeFlush: () -> Void) -> Void) {
+        -> (result: R, sync: LogSync, perform: (_ beforeFlush: () -> Void) -> Void) {
         var outcome: DeliveryEffects.Outcome = ([], [])
         var traffic = false
         do {
@@ -59,7 +59,7 @@ extension Node {
                 }
                 return try store.db.unsynced { try body(&s.delivery, store, keys) }
             }
-            return (result, { try syncer.sync() },
+            return (result, syncer,
                     { [outcome, traffic] beforeFlush in self.perform(outcome, flush: traffic, beforeFlush: beforeFlush) })
         } catch {
             perform(outcome, flush: traffic)

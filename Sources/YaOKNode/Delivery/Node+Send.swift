@@ -71,7 +71,7 @@ extension Node {
             return (results, engine.unsyncedSends, engine.holdTraffic(from: start))
         }
         let ids = results.flatMap { (try? $0.get())?.map(\.messageID) ?? [] }
-        return .init(results: results, sync: sync, announce: { [self] in
+        return .init(results: results, sync: { try sync.sync() }, log: ObjectIdentifier(sync), announce: { [self] in
             // MESSAGE_STORED is posted before the traffic is released: once it is, any
             // flusher (the event thread's) may hand the units on, and their receipt could be
             // drained and told before it.

@@ -106,6 +106,47 @@ import Testing
         #expect(queue.statistics.syncs == 2)
     }
 
+    /// A sync covers only the groups written to its own log: after `Node.reset` swapped the
+    /// store, a group written to the new one while a group of the old one waited for its
+    /// turn was counted as covered by the old log's sync, and its sends returned before their
+    /// rows were durable.
+    @Test func aSyncCoversOnlyGroupsWrittenToItsLog() {
+        final class Log: Sendable {}
+        let oldLog = Log(), newLog = Log()
+        let queue = Queue()
+        let written = Locked(0), syncs = Locked<[Int]>([])
+        let syncing = Locked(false)
+        let release = DispatchSemaphore(value: 0)
+        func group(_ ticket: UInt64, _ item: Int, _ log: Log, slowSync: Bool = false) -> Thread {
+            let thread = Thread {
+                _ = queue.commit(ticket: ticket, .success(item)) { items in
+                    written.withLock { $0 += 1 }
+                    return .init(results: items.map { .success($0) }, sync: {
+                        syncs.withLock { $0.append(item) }
+                        if slowSync {
+                            syncing.withLock { $0 = true }
+                            release.wait()
+                        }
+                    }, log: ObjectIdentifier(log), announce: {})
+                }
+            }
+            thread.start()
+            return thread
+        }
+        queue.taken(0)
+        let first = group(0, 1, oldLog, slowSync: true)
+        #expect(eventually { syncing.withLock { $0 } })
+        queue.taken(1)
+        let second = group(1, 2, oldLog)
+        #expect(eventually { written.withLock { $0 } == 2 })
+        queue.taken(2)
+        let third = group(2, 3, newLog)  // the store was swapped meanwhile
+        #expect(eventually { written.withLock { $0 } == 3 })
+        release.signal()
+        #expect(eventually { first.isFinished && second.isFinished && third.isFinished })
+        #expect(syncs.withLock { $0 } == [1, 2, 3])  // the old log's sync did not cover the third
+    }
+
     /// A failed sync is its group's callers' error, and after it no sync is coming for the
     /// group: drains do not wait for one (the queue outlives the store; after a failed sync
     /// and a reset every drain waited out its patience).
