@@ -37,6 +37,14 @@ enum Measure {
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
+    /// CPU seconds the calling thread used so far, user and system (CLOCK_THREAD_CPUTIME_ID):
+    /// a call's own work, without the time it waited (for the disk, a lock) or others' work.
+    static func threadCPUSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
     /// Runs `body(k)` for k in 0..<count, each on a thread of its own, all at once, and
     /// returns when every one has. (`DispatchQueue.concurrentPerform` runs at most as many at
     /// once as there are cores: its "4 threads" were 2 on this 2-core machine, each sending

@@ -60,7 +60,7 @@ enum SendBench {
                     defer { db.statementLog = nil }
                     return (db.statementLog ?? [], try db.logPages(frames: frames0..<db.walFrames))
                 }
-                try alice.withDatabase { try $0.checkpointPassive() }
+                _ = try alice.withDatabase { try $0.checkpointPassive() }
                 print("statements of one send (carrying \(carrying ? "on" : "off")), \(pages.count) pages written to the log:")
                 for sql in log { print("    " + sql.split(whereSeparator: \.isNewline).joined(separator: " ")) }
                 print("  pages: " + pages.joined(separator: ", "))
@@ -138,7 +138,7 @@ enum SendBench {
                 defer { db.statementLog = nil }
                 return (db.statementLog ?? [], try db.logPages(frames: start..<db.walFrames))
             }
-            try node.withDatabase { try $0.checkpointPassive() }
+            _ = try node.withDatabase { try $0.checkpointPassive() }
             print("  the \(name)'s statements for one message, \(pages.count) pages written to the log:")
             for sql in log { print("    " + sql.split(whereSeparator: \.isNewline).joined(separator: " ")) }
             print("    pages: " + pages.joined(separator: ", "))
