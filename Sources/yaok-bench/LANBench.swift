@@ -61,11 +61,12 @@ enum LANBench {
         let raw = try DeliveryBench.rawInsertRates(path: root + "/raw.db")
         Measure.report("raw: SQLite commit (one row, synced)", Measure.ms(1 / raw.single)
                        + ", of which waiting for the disk " + Measure.ms(raw.diskWait))
-        // What one message one at a time cannot go below on this machine: two synced commits
-        // in series (the send's, and the receiver's drain before its ack leaves) and a round
-        // trip for the message and its ack, with no CPU at all. (The sender's drain of the
-        // ack tells `delivered` before its own sync, which the next send's sealing overlaps.)
-        Measure.report("raw: floor, 2 syncs + 1 round trip", Measure.ms(2 * raw.diskWait + rtt[rtt.count / 2]))
+        // What one message one at a time cannot go below on this machine: three synced
+        // commits' waits in series (the send's, the receiver's drain before its ack leaves,
+        // the sender's drain of the ack before `delivered` is told:
+        // DeliveredAfterAckDrainSyncTests) and a round trip for the message and its ack, with
+        // no CPU at all (not even the commits' own).
+        Measure.report("raw: floor, 3 syncs + 1 round trip", Measure.ms(3 * raw.diskWait + rtt[rtt.count / 2]))
 
         let n = 3_000
         if !batchesOnly && !pipelinedOnly {
@@ -91,9 +92,10 @@ enum LANBench {
             let syncs = try alice.withDatabase { $0.commitSyncs } - syncsBefore
             Measure.report("LAN, \(n) pipelined, the sender's disk syncs", "\(Measure.format(Double(syncs) / Double(n), decimals: 2)) a message")
             // Where the sending thread's time goes: its own CPU a send (plan, seal, write),
-            // and the rest waiting (for its sync, beside the receiver's on the same disk, and
-            // for the node's lock). One thread whose sends each return once durable cannot
-            // send faster than one over their sum.
+            // and the rest waiting (for its sync, beside the receiver's on the same disk, for
+            // the node's lock, or for a core: both processes' threads share two here; the
+            // clock cannot tell which). One thread whose sends each return once durable
+            // cannot send faster than one over their sum.
             Measure.report("LAN, \(n) pipelined, the sending thread", "CPU " + Measure.ms(cpuPerSend) + " a send, waiting "
                            + Measure.ms(max(0, sentIn / Double(n) - cpuPerSend)) + " a send")
         }
