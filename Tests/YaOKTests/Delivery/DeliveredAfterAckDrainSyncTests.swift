@@ -18,15 +18,11 @@ import Testing
     @Test func deliveredWaitsForTheAckDrainsSync() throws {
         let pair = try Pair()
         defer { pair.close() }
-        let (alice, bob) = (pair.alice, pair.bob)
-        let pipe = try MemoryPipe(alice, bob)
-        defer { pipe.close() }
-        let events = EventRecorder()
-        events.attach(to: alice)
+        let alice = pair.alice
         // One exchange first: the keys announced and rings settled, the next drain of
         // Alice's that syncs is the one applying the second message's ack.
-        let first = try alice.send(to: pair.bobID, text: "first").messageID
-        #expect(events.wait(for: Self.isDelivered(first)) != nil)
+        let (pipe, events) = try pair.linkedAfterOneExchange()
+        defer { pipe.close() }
         try DrainSyncOutsideLockTests.waitForEventThread(alice)
 
         let (paused, resume) = try DrainSyncOutsideLockTests.holdNextDrainSync(alice)

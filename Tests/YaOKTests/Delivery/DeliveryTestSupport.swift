@@ -36,6 +36,20 @@ struct Pair {
         dirB.remove()
     }
 
+    /// Links the two over a memory link, records what Alice's node tells the app from then
+    /// on, and sends Bob one message, returning once Alice was told it is `delivered` (the
+    /// link up, keys announced and rings settled). The caller closes the pipe.
+    func linkedAfterOneExchange() throws -> (pipe: MemoryPipe, aliceEvents: EventRecorder) {
+        let pipe = try MemoryPipe(alice, bob)
+        let events = EventRecorder()
+        events.attach(to: alice)
+        let first = try alice.send(to: bobID, text: "warm-up").messageID
+        #expect(events.wait(for: {
+            if case .messageStatusChanged(let m) = $0 { m.messageID == first && m.status == .delivered } else { false }
+        }) != nil)
+        return (pipe, events)
+    }
+
     /// Locks Bob, links the two and sends him `text`: the link took it (Alice sees `sent`)
     /// and Bob holds it, for his unlock to open and acknowledge. The caller closes the pipe.
     func sendWhileBobIsLocked(_ text: String) throws -> (pipe: MemoryPipe, sent: MessageID) {

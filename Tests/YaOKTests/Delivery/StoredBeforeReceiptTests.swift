@@ -27,12 +27,8 @@ import Testing
         let pair = try Pair()
         defer { pair.close() }
         let (alice, bob) = (pair.alice, pair.bob)
-        let pipe = try MemoryPipe(alice, bob)
+        let (pipe, events) = try pair.linkedAfterOneExchange()
         defer { pipe.close() }
-        let events = EventRecorder()
-        events.attach(to: alice)
-        let warm = try alice.send(to: pair.bobID, text: "warm-up").messageID
-        #expect(eventually { (try? alice.status(of: warm)) == .delivered })
 
         // Once the group's traffic is released, Alice's sending thread stalls while Bob
         // sends: the drain of his message on Alice's event thread flushes what was released,
