@@ -51,7 +51,7 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     /// and the queue outlives the store it wrote).
     private var groupsSyncEnded = 0
     /// The log each group written and not announced yet wrote to (`Written.log`), by turn.
-    private var groupLogs: [Int: ObjectIdentifier?] = [:]
+    private var groupLogs: [Int: ObjectIdentifier] = [:]
 
     /// What `commitGroup` returns once the group is written: one result per send, what
     /// makes it and every group written before it to the same log durable (the disk sync),
@@ -62,16 +62,8 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
     struct Written {
         let results: [Result<Output, any Error>]
         let sync: () throws -> Void
-        let log: ObjectIdentifier?
+        let log: ObjectIdentifier
         let announce: () -> Void
-
-        init(results: [Result<Output, any Error>], sync: @escaping () throws -> Void, log: ObjectIdentifier? = nil,
-             announce: @escaping () -> Void) {
-            self.results = results
-            self.sync = sync
-            self.log = log
-            self.announce = announce
-        }
     }
     /// Groups committed, the sends in them and the syncs they took, for the benchmark; and
     /// the time spent writing groups (the node's lock included), syncing, and announcing.
@@ -202,7 +194,7 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
         // Written: the next group may write while this one waits for its turn and syncs.
         let turn = groupsWritten
         groupsWritten += 1
-        if let written { groupLogs[turn] = .some(written.log) }
+        if let written { groupLogs[turn] = written.log }
         committing = false
         pthread_cond_broadcast(condition)
         while groupsAnnounced != turn { pthread_cond_wait(condition, mutex) }
@@ -212,7 +204,7 @@ final class SendCommitQueue<Item: Sendable, Output: Sendable>: @unchecked Sendab
                 // Not covered by a sync yet: this one covers every group written so far to
                 // the same log (groups that wrote nothing need no sync).
                 var covers = turn + 1
-                while covers < groupsWritten, groupLogs[covers].map({ $0 == written.log }) ?? true { covers += 1 }
+                while covers < groupsWritten, (groupLogs[covers] ?? written.log) == written.log { covers += 1 }
                 syncs += 1
                 pthread_mutex_unlock(mutex)
                 let syncStart = Self.nanoseconds()

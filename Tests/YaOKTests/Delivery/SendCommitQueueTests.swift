@@ -7,6 +7,8 @@ import Testing
 /// when it starts (so concurrent senders share a sync), and only for those.
 @Suite struct SendCommitQueueTests {
     typealias Queue = SendCommitQueue<Int, Int>
+    /// The one log every group writes to, but in the test of two.
+    static let log = ObjectIdentifier(Queue.self)
 
     /// Commits `item` under `ticket` on a thread of its own; records each group it commits.
     private func handIn(_ queue: Queue, _ ticket: UInt64, _ item: Int, groups: Locked<[[Int]]>,
@@ -14,7 +16,7 @@ import Testing
         let thread = Thread {
             let result = queue.commit(ticket: ticket, .success(item)) { items in
                 groups.withLock { $0.append(items) }
-                return .init(results: items.map { .success($0 * 10) }, sync: {}, announce: {})
+                return .init(results: items.map { .success($0 * 10) }, sync: {}, log: Self.log, announce: {})
             }
             if case .success(let value) = result { results.withLock { $0[item] = value } }
         }
@@ -61,7 +63,7 @@ import Testing
         let first = handIn(queue, 0, 1, groups: groups, results: results)
         #expect(eventually { queue.waiting == 1 })
         struct SealFailed: Error {}
-        let failed = queue.commit(ticket: 1, .failure(SealFailed())) { _ in .init(results: [], sync: {}, announce: {}) }
+        let failed = queue.commit(ticket: 1, .failure(SealFailed())) { _ in .init(results: [], sync: {}, log: Self.log, announce: {}) }
         #expect((try? failed.get()) == nil)
         #expect(eventually { first.isFinished })
         #expect(groups.withLock { $0 } == [[1]])
@@ -83,7 +85,7 @@ import Testing
                             syncing.withLock { $0 = true }
                             release.wait()  // a slow disk
                         }
-                    }, announce: { announced.withLock { $0.append(item) } })
+                    }, log: Self.log, announce: { announced.withLock { $0.append(item) } })
                 }
             }
             thread.start()
@@ -155,7 +157,7 @@ import Testing
         struct SyncFailed: Error {}
         queue.taken(0)
         let result = queue.commit(ticket: 0, .success(1)) { items in
-            .init(results: items.map { .success($0) }, sync: { throw SyncFailed() }, announce: {})
+            .init(results: items.map { .success($0) }, sync: { throw SyncFailed() }, log: Self.log, announce: {})
         }
         #expect((try? result.get()) == nil)
         #expect(!queue.sendsAreSyncing)
@@ -171,7 +173,7 @@ import Testing
         struct WriteFailed: Error {}
         queue.taken(0)
         let first = queue.commit(ticket: 0, .success(1)) { items in
-            .init(results: items.map { .success($0) }, sync: { throw SyncFailed() }, announce: {})
+            .init(results: items.map { .success($0) }, sync: { throw SyncFailed() }, log: Self.log, announce: {})
         }
         #expect((try? first.get()) == nil)
         queue.taken(1)
@@ -195,7 +197,7 @@ import Testing
                 .init(results: items.map { .success($0) }, sync: {
                     inSync.withLock { $0 = true }
                     release.wait()
-                }, announce: {})
+                }, log: Self.log, announce: {})
             }
         }
         sender.start()
@@ -223,7 +225,7 @@ import Testing
         #expect(queue.sendsAreSyncing)  // sealing
         let result = queue.commit(ticket: 0, .failure(SealFailed())) { _ in
             Issue.record("nothing to commit")
-            return .init(results: [], sync: {}, announce: {})
+            return .init(results: [], sync: {}, log: Self.log, announce: {})
         }
         #expect((try? result.get()) == nil)
         #expect(!queue.sendsAreSyncing)
@@ -231,7 +233,7 @@ import Testing
         queue.taken(1)
         #expect(queue.sendsAreSyncing)
         let next = queue.commit(ticket: 1, .success(3)) { items in
-            .init(results: items.map { .success($0 * 10) }, sync: {}, announce: {})
+            .init(results: items.map { .success($0 * 10) }, sync: {}, log: Self.log, announce: {})
         }
         #expect((try? next.get()) == 30)
         #expect(!queue.sendsAreSyncing)
